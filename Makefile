@@ -1,0 +1,41 @@
+# Two commands matter: `make eval` (the main job) and `make test`. Both set themselves up.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup eval test lint lab bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first and pinned: the CPU build on this machine's disk, never a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+eval: $(STAMP)
+	$(BIN)/memlab eval
+
+test: $(STAMP)
+	$(BIN)/ruff check memlab tests
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/memlab bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check memlab tests
+
+lab: $(STAMP)
+	$(BIN)/pip install --quiet jupyterlab ipykernel
+	$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab"
+	$(BIN)/jupyter lab notebooks/
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,122 @@
+"""One embedding cache keyed by (model id, text), so sweeps and re-ingests never embed the same text twice.
+
+Vectors live in memory and in a SQLite file under `$MEMLAB_HOME/cache/` so they survive across runs.
+`CachedEmbedder` wraps any `Embedder` and is itself an `Embedder`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from memlab.embedding.base import Embedder
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """A persistent map (model id, text) -> float32 vector. `path=None` keeps it in memory only."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._memory: dict[tuple[str, str], np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS embedding (model_id TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
+                "vector BLOB NOT NULL, PRIMARY KEY (model_id, text_sha256))"
+            )
+            self._db.commit()
+
+    def get_many(self, model_id: str, texts: list[str]) -> dict[int, np.ndarray]:
+        """Cached vectors by position in `texts`; positions missing from the result need embedding."""
+        found: dict[int, np.ndarray] = {}
+        missing: dict[str, list[int]] = {}
+        with self._lock:
+            for i, text in enumerate(texts):
+                key = text_key(text)
+                vec = self._memory.get((model_id, key))
+                if vec is not None:
+                    found[i] = vec
+                else:
+                    missing.setdefault(key, []).append(i)
+            if self._db is not None and missing:
+                keys = list(missing)
+                for start in range(0, len(keys), 500):
+                    batch = keys[start : start + 500]
+                    marks = ",".join("?" * len(batch))
+                    rows = self._db.execute(
+                        f"SELECT text_sha256, vector FROM embedding WHERE model_id = ? AND text_sha256 IN ({marks})",
+                        [model_id, *batch],
+                    ).fetchall()
+                    for key, blob in rows:
+                        vec = np.frombuffer(blob, dtype=np.float32)
+                        self._memory[(model_id, key)] = vec
+                        for i in missing[key]:
+                            found[i] = vec
+        return found
+
+    def put_many(self, model_id: str, texts: list[str], vectors: np.ndarray) -> None:
+        rows = []
+        with self._lock:
+            for text, vec in zip(texts, vectors, strict=True):
+                key = text_key(text)
+                vec32 = np.ascontiguousarray(vec, dtype=np.float32)
+                self._memory[(model_id, key)] = vec32
+                rows.append((model_id, key, vec32.tobytes()))
+            if self._db is not None and rows:
+                self._db.executemany("INSERT OR IGNORE INTO embedding VALUES (?, ?, ?)", rows)
+                self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            if self._db is not None:
+                return int(self._db.execute("SELECT count(*) FROM embedding").fetchone()[0])
+            return len(self._memory)
+
+
+class CachedEmbedder:
+    """An `Embedder` that asks its cache first and embeds only the texts it has never seen."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.computed = 0  # texts actually sent to the model (for reports and tests)
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        found = self.cache.get_many(self.model_id, texts)
+        todo = [i for i in range(len(texts)) if i not in found]
+        if todo:
+            # Embed each distinct missing text once, even if it repeats within this call.
+            unique = list(dict.fromkeys(texts[i] for i in todo))
+            fresh = self.inner.embed_documents(unique)
+            self.computed += len(unique)
+            self.cache.put_many(self.model_id, unique, fresh)
+            by_text = dict(zip(unique, fresh, strict=True))
+            for i in todo:
+                found[i] = by_text[texts[i]]
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]

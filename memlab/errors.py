@@ -1,0 +1,27 @@
+"""Every error memlab raises names the problem and the fix; they all share one base class."""
+
+from __future__ import annotations
+
+
+class MemlabError(Exception):
+    """Base class: catch this to handle any memlab failure."""
+
+
+class ConfigError(MemlabError):
+    """A setting, argument or environment variable is wrong."""
+
+
+class DatabaseUnavailableError(MemlabError):
+    """The PostgreSQL server cannot be reached or started."""
+
+
+class ExtensionError(MemlabError):
+    """The pgvector extension is missing or too old."""
+
+
+class DimensionError(MemlabError):
+    """An embedding does not have the dimension its model is registered with."""
+
+
+class FixtureError(MemlabError):
+    """A fixture or labelled-set file is malformed; the message names file, line and key."""

@@ -1,0 +1,247 @@
+"""EventMemory: filtered session events (or chunks of them) embedded into PostgreSQL + pgvector, searched
+per app and user with a distance cut-off and explicit index settings."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from memlab.embedding.base import Embedder
+from memlab.errors import ConfigError, DimensionError
+from memlab.events import filters
+from memlab.events.units import Unit, chunk_units, event_units, layer_name
+from memlab.storage import units as sqlu
+from memlab.storage.store import Store
+from memlab.types import Event, Hits, IngestReport, SearchSettings, Session
+
+
+@dataclass(frozen=True)
+class Explain:
+    """The `EXPLAIN (ANALYZE, BUFFERS)` of one search and which access path PostgreSQL took."""
+
+    plan: str
+    access_path: str
+
+    @property
+    def uses_hnsw(self) -> bool:
+        return self.access_path == "hnsw"
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    old_model: str
+    new_model: str
+    rows_read: int
+    rows_added: int
+    seconds: float
+
+
+def check_vectors(vectors: np.ndarray, expected_rows: int, dimension: int, model_id: str) -> None:
+    """Refuse vectors of the wrong shape before anything is written."""
+    if vectors.ndim != 2 or vectors.shape[0] != expected_rows or vectors.shape[1] != dimension:
+        raise DimensionError(
+            f"Embedder {model_id!r} returned vectors of shape {vectors.shape}, expected ({expected_rows}, "
+            f"{dimension}): model {model_id!r} is registered as {dimension}-d. Nothing was written. Fix the "
+            "embedder, or give a model with another dimension its own model id."
+        )
+    if not np.isfinite(vectors).all():
+        raise DimensionError(f"Embedder {model_id!r} returned NaN or infinite values; nothing was written.")
+
+
+class EventMemory:
+    """Event or chunk memory over a `Store`.
+
+    granularity="event" stores one unit per kept event; "chunk" stores windows of `chunk_size` consecutive
+    kept events overlapping by `chunk_overlap`. Each granularity (and chunk shape) is its own layer: searches
+    never mix them.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        granularity: str = "event",
+        *,
+        chunk_size: int = 4,
+        chunk_overlap: int = 1,
+        min_chars: int = filters.DEFAULT_MIN_CHARS,
+        scan_secrets: bool = True,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.granularity = granularity
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.layer = layer_name(granularity, chunk_size, chunk_overlap)
+        self.min_chars = min_chars
+        self.scan_secrets = scan_secrets
+        self.model = store.register_model(embedder.model_id, embedder.dimension)
+
+    def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
+        if not app_name or not user_id:
+            raise ConfigError("app_name and user_id are required: memory is always scoped to one user of one app.")
+        return sqlu.Scope(app_name, user_id, self.layer, self.model)
+
+    # -- ingest ---------------------------------------------------------------------------------------
+    def kept_events(self, session: Session) -> tuple[list[Event], Counter[str]]:
+        """The events worth remembering, and how many were skipped for which reason."""
+        kept: list[Event] = []
+        skipped: Counter[str] = Counter()
+        for event in session.events:
+            reason = filters.skip_reason(event, min_chars=self.min_chars, scan_secrets=self.scan_secrets)
+            if reason is None:
+                kept.append(event)
+            else:
+                skipped[reason] += 1
+        return kept, skipped
+
+    def units_of(self, session: Session, kept: list[Event]) -> list[Unit]:
+        if self.granularity == "event":
+            return event_units(session, kept)
+        return chunk_units(session, kept, self.chunk_size, self.chunk_overlap)
+
+    def add_session(self, session: Session) -> IngestReport:
+        """Store the session's kept events (or chunks). Safe to call any number of times, from any thread:
+        units already stored are neither embedded nor written again."""
+        kept, skipped = self.kept_events(session)
+        report = IngestReport(skipped=skipped)
+        units = self.units_of(session, kept)
+        if not units:
+            return report
+        scope = self.scope(session.app_name, session.user_id)
+        with self.store.transaction() as conn:
+            sqlu.lock_key(conn, "units", scope.app_name, scope.user_id, session.id, scope.layer, self.model.model_id)
+            stored = sqlu.existing_units(conn, scope, [u.unit_id for u in units])
+            todo = [u for u in units if stored.get(u.unit_id) != u.event_ids]
+            stale = [u.unit_id for u in todo if u.unit_id in stored]  # a chunk that grew since last time
+            report.already_stored = len(units) - len(todo)
+            if not todo:
+                return report
+            vectors = self.embedder.embed_documents([u.body for u in todo])
+            check_vectors(vectors, len(todo), self.model.dimension, self.model.model_id)
+            report.embedded = len(todo)
+            report.replaced = sqlu.delete_units(conn, scope, stale) if stale else 0
+            rows = [sqlu.unit_row(scope, u, v) for u, v in zip(todo, vectors, strict=True)]
+            report.added = sqlu.copy_rows(conn, rows) - report.replaced
+        return report
+
+    def add_sessions(self, sessions: Iterable[Session], *, progress: bool = False) -> IngestReport:
+        """Add many sessions; one merged report."""
+        total = IngestReport()
+        items = list(sessions)
+        if progress:
+            from rich.progress import track
+
+            items = track(items, description=f"ingest ({self.layer})")
+        for session in items:
+            total.merge(self.add_session(session))
+        return total
+
+    # -- search ---------------------------------------------------------------------------------------
+    def search(
+        self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None
+    ) -> Hits:
+        """The user's nearest units to `query`, nearest first, cut off at `settings.max_distance`."""
+        return self.search_vector(app_name, user_id, self.embedder.embed_query(query), settings)
+
+    def search_vector(
+        self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
+    ) -> Hits:
+        """`search` with a query vector already embedded (sweeps embed each question once)."""
+        settings = settings or SearchSettings()
+        scope = self.scope(app_name, user_id)
+        vector = np.asarray(vector, dtype=np.float32)
+        check_vectors(vector.reshape(1, -1), 1, self.model.dimension, self.model.model_id)
+        with self.store.transaction() as conn:
+            sqlu.apply_settings(conn, settings)
+            plan = settings.strategy
+            if settings.strategy == "planner":
+                _, plan = sqlu.explain_search(conn, scope, vector, settings, analyze=False)
+            found = sqlu.run_search(conn, scope, vector, settings)
+        if settings.max_distance is None:
+            return Hits(found, plan=plan)
+        kept = [h for h in found if h.distance <= settings.max_distance]
+        return Hits(kept, plan=plan, dropped_by_cutoff=len(found) - len(kept))
+
+    def explain(
+        self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None
+    ) -> Explain:
+        """Run the search under EXPLAIN (ANALYZE, BUFFERS) with the same settings and report the plan."""
+        settings = settings or SearchSettings()
+        scope = self.scope(app_name, user_id)
+        vector = self.embedder.embed_query(query)
+        with self.store.transaction() as conn:
+            sqlu.apply_settings(conn, settings)
+            text, path = sqlu.explain_search(conn, scope, vector, settings, analyze=True)
+        return Explain(plan=text, access_path=path)
+
+    def count(self, app_name: str, user_id: str) -> int:
+        """How many units of this layer and model the user has."""
+        with self.store.connection() as conn:
+            return sqlu.count_units(conn, self.scope(app_name, user_id))
+
+    # -- deletion, retention, migration ---------------------------------------------------------------
+    def forget_user(self, app_name: str, user_id: str) -> int:
+        """Delete every stored unit of the user (all layers and models); returns rows deleted."""
+        self.scope(app_name, user_id)
+        with self.store.transaction() as conn:
+            return sqlu.delete_user(conn, app_name, user_id)
+
+    def purge_before(self, cutoff: datetime, *, app_name: str | None = None, user_id: str | None = None) -> int:
+        """Retention by age: delete units that occurred before `cutoff` (all users unless scoped)."""
+        if cutoff.tzinfo is None:
+            raise ConfigError("purge_before needs a timezone-aware cutoff datetime.")
+        with self.store.transaction() as conn:
+            return sqlu.delete_before(conn, cutoff, app_name, user_id)
+
+    def migrate_embeddings(
+        self, old_model: str, new_embedder: Embedder, *, batch_size: int = 512, progress: bool = False
+    ) -> MigrationReport:
+        """Re-embed every unit stored under `old_model` with `new_embedder`, from the stored body text, and
+        write the new rows beside the old ones (same ids, new model id). Resumable: rows already migrated
+        are skipped. Reads flip by opening an EventMemory with the new embedder; then `store.drop_model(old)`."""
+        return migrate_embeddings(self.store, old_model, new_embedder, batch_size=batch_size, progress=progress)
+
+
+def migrate_embeddings(
+    store: Store, old_model: str, new_embedder: Embedder, *, batch_size: int = 512, progress: bool = False
+) -> MigrationReport:
+    """See `EventMemory.migrate_embeddings`; works on every layer and user at once."""
+    from psycopg import sql
+
+    from memlab.storage.schema import UNITS_TABLE
+
+    started = time.perf_counter()
+    old = store.model(old_model)
+    new = store.register_model(new_embedder.model_id, new_embedder.dimension, with_index=False)
+    if new.model_id == old.model_id:
+        raise ConfigError(f"migrate_embeddings: the new embedder has the same model id {old.model_id!r}.")
+    with store.connection() as conn:
+        rows = conn.execute(
+            sql.SQL(
+                "SELECT o.app_name, o.user_id, o.session_id, o.layer, o.unit_id, o.event_ids, o.author, "
+                "o.occurred_at, o.body FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
+                "WHERE n.app_name = o.app_name AND n.user_id = o.user_id AND n.layer = o.layer "
+                "AND n.unit_id = o.unit_id AND n.embed_model = %s) ORDER BY o.app_name, o.user_id, o.unit_id"
+            ).format(t=sql.Identifier(UNITS_TABLE)),
+            [old.model_id, new.model_id],
+        ).fetchall()
+    added = 0
+    batches = range(0, len(rows), batch_size)
+    if progress:
+        from rich.progress import track
+
+        batches = track(batches, description=f"migrate -> {new.model_id}")
+    for start in batches:
+        batch = rows[start : start + batch_size]
+        vectors = new_embedder.embed_documents([r[8] for r in batch])
+        check_vectors(vectors, len(batch), new.dimension, new.model_id)
+        with store.transaction() as conn:
+            added += sqlu.copy_rows(conn, [(*r, new.model_id, v) for r, v in zip(batch, vectors, strict=True)])
+    store.ensure_vector_index(new.model_id)
+    return MigrationReport(old.model_id, new.model_id, len(rows), added, time.perf_counter() - started)

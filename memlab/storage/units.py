@@ -1,0 +1,261 @@
+"""SQL over the memory-unit table: staged binary COPY writes, scoped search, EXPLAIN, deletes.
+
+Every read filters by app_name and user_id in SQL (and by model and layer): no row of another user can
+reach Python. Functions take a connection so the caller decides the transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from memlab.storage.schema import SCOPE_INDEX, UNITS_TABLE, ModelInfo
+from memlab.types import Hit, SearchSettings
+
+_COLUMNS = (
+    "app_name", "user_id", "session_id", "layer", "unit_id", "event_ids",
+    "author", "occurred_at", "body", "embed_model", "embedding",
+)
+_COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "text", "timestamptz", "text", "text", "vector"]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose memory, in which layer, embedded by which model: the filter of every read and write."""
+
+    app_name: str
+    user_id: str
+    layer: str
+    model: ModelInfo
+
+
+def lock_key(conn: psycopg.Connection, *parts: str) -> None:
+    """Serialise writers of the same key (e.g. one session) until the transaction ends."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(parts)])
+
+
+def existing_units(conn: psycopg.Connection, scope: Scope, unit_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """unit_id -> stored event ids, for those of `unit_ids` already stored in this scope."""
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT unit_id, event_ids FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s "
+            "AND embed_model = %s AND unit_id = ANY(%s)"
+        ).format(sql.Identifier(UNITS_TABLE)),
+        [scope.app_name, scope.user_id, scope.layer, scope.model.model_id, list(unit_ids)],
+    ).fetchall()
+    return {unit_id: tuple(event_ids) for unit_id, event_ids in rows}
+
+
+def delete_units(conn: psycopg.Connection, scope: Scope, unit_ids: Sequence[str]) -> int:
+    return conn.execute(
+        sql.SQL(
+            "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s "
+            "AND unit_id = ANY(%s)"
+        ).format(sql.Identifier(UNITS_TABLE)),
+        [scope.app_name, scope.user_id, scope.layer, scope.model.model_id, list(unit_ids)],
+    ).rowcount
+
+
+def copy_rows(conn: psycopg.Connection, rows: Sequence[tuple]) -> int:
+    """Write rows (in `_COLUMNS` order) with binary COPY into a staging table, then insert the new ones.
+
+    COPY cannot skip duplicates, so it fills a temporary table and one INSERT ... ON CONFLICT DO NOTHING
+    moves the rows; the return value counts rows really added.
+    """
+    if not rows:
+        return 0
+    cols = sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+    conn.execute(
+        sql.SQL(
+            "CREATE TEMP TABLE IF NOT EXISTS memlab_stage (LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        ).format(sql.Identifier(UNITS_TABLE))
+    )
+    with conn.cursor() as cur:
+        with cur.copy(sql.SQL("COPY memlab_stage ({}) FROM STDIN WITH (FORMAT BINARY)").format(cols)) as copy:
+            copy.set_types(_COPY_TYPES)
+            for row in rows:
+                copy.write_row(row)
+        added = cur.execute(
+            sql.SQL("INSERT INTO {} ({}) SELECT {} FROM memlab_stage ON CONFLICT DO NOTHING").format(
+                sql.Identifier(UNITS_TABLE), cols, cols
+            )
+        ).rowcount
+        cur.execute("TRUNCATE memlab_stage")
+    return added
+
+
+def unit_row(scope: Scope, unit, vector: np.ndarray) -> tuple:
+    """One row for `copy_rows` from a `Unit` and its vector."""
+    return (
+        scope.app_name, scope.user_id, unit.session_id, scope.layer, unit.unit_id, list(unit.event_ids),
+        unit.author, unit.occurred_at, unit.body, scope.model.model_id, vector,
+    )
+
+
+# -- search ---------------------------------------------------------------------------------------------
+
+def _distance(model: ModelInfo) -> sql.Composed:
+    return sql.SQL("(embedding::{vt} <=> %(q)s::{vt})").format(vt=model.vector_type())
+
+
+def search_sql(model: ModelInfo, strategy: str) -> sql.Composed:
+    """The scoped k-NN query. `exact` orders by an expression no index can serve, so every row of the user
+    is scored; `hnsw`/`planner` order by the indexed expression. The outer ORDER BY re-sorts results that
+    a relaxed iterative scan returned slightly out of order (a MATERIALIZED CTE keeps PostgreSQL from
+    folding it away)."""
+    dist = _distance(model)
+    order = sql.SQL("{} + 0").format(dist) if strategy == "exact" else dist
+    return sql.SQL(
+        "WITH ranked AS MATERIALIZED ("
+        " SELECT unit_id, body, author, occurred_at, session_id, event_ids, {dist} AS distance"
+        " FROM {table}"
+        " WHERE app_name = %(app)s AND user_id = %(user)s AND embed_model = {model} AND layer = %(layer)s"
+        " ORDER BY {order} LIMIT %(k)s)"
+        " SELECT unit_id, body, author, occurred_at, session_id, event_ids, distance"
+        " FROM ranked ORDER BY distance + 0"
+    ).format(
+        dist=dist, table=sql.Identifier(UNITS_TABLE), model=sql.Literal(model.model_id), order=order
+    )
+
+
+def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
+    """SET LOCAL the index knobs for this transaction only (set_config(..., true) == SET LOCAL)."""
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true), "
+        "set_config('hnsw.max_scan_tuples', %s, true)",
+        [str(settings.ef_search), settings.iterative_scan, str(settings.max_scan_tuples)],
+    )
+    if settings.strategy == "hnsw":
+        # With sorting priced out, the only way to produce rows in distance order is the HNSW index, even
+        # for a tiny user where the planner would rather read the scope index and sort.
+        conn.execute("SELECT set_config('enable_sort', 'off', true)")
+
+
+def search_params(scope: Scope, vector: np.ndarray, top_k: int) -> dict:
+    return {"q": vector, "app": scope.app_name, "user": scope.user_id, "layer": scope.layer, "k": top_k}
+
+
+def run_search(conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings) -> list[Hit]:
+    """Run the search inside the caller's transaction (settings must already be applied)."""
+    rows = conn.execute(search_sql(scope.model, settings.strategy), search_params(scope, vector, settings.top_k))
+    return [
+        Hit(
+            unit_id=r[0], text=r[1], author=r[2], timestamp=r[3], session_id=r[4],
+            event_ids=tuple(r[5]), distance=float(r[6]),
+        )
+        for r in rows.fetchall()
+    ]
+
+
+def plan_access_path(plan: dict, hnsw_index: str) -> str:
+    """Name the access path of a JSON plan: 'hnsw', 'scope_index', 'bitmap' or 'seq_scan' (first found)."""
+    found: list[str] = []
+
+    def walk(node: dict) -> None:
+        index = node.get("Index Name")
+        if index == hnsw_index:
+            found.append("hnsw")
+        elif index == SCOPE_INDEX or node.get("Node Type") == "Bitmap Index Scan":
+            found.append("scope_index" if index == SCOPE_INDEX else "bitmap")
+        elif node.get("Node Type") == "Seq Scan" and node.get("Relation Name") == UNITS_TABLE:
+            found.append("seq_scan")
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan["Plan"] if "Plan" in plan else plan)
+    return "hnsw" if "hnsw" in found else (found[0] if found else "unknown")
+
+
+def explain_search(
+    conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings, *, analyze: bool
+) -> tuple[str, str]:
+    """(plan text, access path) of the search; with `analyze` the query really runs (EXPLAIN ANALYZE, BUFFERS)."""
+    query = search_sql(scope.model, settings.strategy)
+    params = search_params(scope, vector, settings.top_k)
+    opts = "ANALYZE, BUFFERS, " if analyze else ""
+    plan_json = conn.execute(sql.SQL("EXPLAIN (" + opts + "FORMAT JSON) ") + query, params).fetchone()[0]
+    plan = plan_json[0] if isinstance(plan_json, list) else json.loads(plan_json)[0]
+    path = plan_access_path(plan, scope.model.index_name)
+    if not analyze:
+        return "", path
+    text_rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + query, params).fetchall()
+    return shorten_plan("\n".join(r[0] for r in text_rows)), path
+
+
+# -- reads for baselines and housekeeping ---------------------------------------------------------------
+
+def scoped_vectors(
+    conn: psycopg.Connection, model: ModelInfo, layer: str, app_name: str | None = None, user_id: str | None = None
+) -> list[tuple[str, str, str, str, list[str], np.ndarray]]:
+    """(app, user, unit_id, body, event_ids, vector) of every unit of a model and layer, optionally one scope."""
+    where = [sql.SQL("embed_model = %s"), sql.SQL("layer = %s")]
+    params: list = [model.model_id, layer]
+    if app_name is not None:
+        where.append(sql.SQL("app_name = %s"))
+        params.append(app_name)
+    if user_id is not None:
+        where.append(sql.SQL("user_id = %s"))
+        params.append(user_id)
+    query = sql.SQL(
+        "SELECT app_name, user_id, unit_id, body, event_ids, embedding::{vt} FROM {} WHERE {} "
+        "ORDER BY app_name, user_id, unit_id"
+    ).format(sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where), vt=model.vector_type())
+    return [(*r[:5], _as_array(r[5])) for r in conn.execute(query, params).fetchall()]
+
+
+def _as_array(value) -> np.ndarray:
+    """pgvector hands back `Vector` objects or arrays depending on the wire format; unify to float32."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+_VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]+\]'")
+
+
+def shorten_plan(text: str) -> str:
+    """Replace the query vector literal in a plan with its dimension, so plans stay readable."""
+    return _VECTOR_LITERAL.sub(lambda m: f"'[{m.group(0).count(',') + 1} dims]'", text)
+
+
+def count_units(conn: psycopg.Connection, scope: Scope) -> int:
+    row = conn.execute(
+        sql.SQL(
+            "SELECT count(*) FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s"
+        ).format(sql.Identifier(UNITS_TABLE)),
+        [scope.app_name, scope.user_id, scope.layer, scope.model.model_id],
+    ).fetchone()
+    return int(row[0])
+
+
+def delete_user(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
+    """Every unit of the user: all layers, all models."""
+    return conn.execute(
+        sql.SQL("DELETE FROM {} WHERE app_name = %s AND user_id = %s").format(sql.Identifier(UNITS_TABLE)),
+        [app_name, user_id],
+    ).rowcount
+
+
+def delete_before(
+    conn: psycopg.Connection, cutoff: datetime, app_name: str | None = None, user_id: str | None = None
+) -> int:
+    """Retention: delete units that occurred before `cutoff`, optionally only for one app or user."""
+    where = [sql.SQL("occurred_at < %s")]
+    params: list = [cutoff]
+    if app_name is not None:
+        where.append(sql.SQL("app_name = %s"))
+        params.append(app_name)
+    if user_id is not None:
+        where.append(sql.SQL("user_id = %s"))
+        params.append(user_id)
+    return conn.execute(
+        sql.SQL("DELETE FROM {} WHERE {}").format(sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where)),
+        params,
+    ).rowcount
