@@ -97,9 +97,7 @@ class SearchSettings:
         if self.max_scan_tuples < 1:
             raise ConfigError(f"SearchSettings.max_scan_tuples must be >= 1, got {self.max_scan_tuples}.")
         if self.max_distance is not None and not 0.0 <= self.max_distance <= 2.0:
-            raise ConfigError(
-                f"SearchSettings.max_distance is a cosine distance in [0, 2], got {self.max_distance}."
-            )
+            raise ConfigError(f"SearchSettings.max_distance is a cosine distance in [0, 2], got {self.max_distance}.")
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ class FaissExact:
         exact = cls(memory.embedder)
         for (app, user), items in grouped.items():
             exact.add_user(
-                app, user,
+                app,
+                user,
                 unit_ids=[i[0] for i in items],
                 vectors=np.vstack([np.asarray(i[3], dtype=np.float32) for i in items]),
                 bodies=[i[1] for i in items],
@@ -90,7 +91,9 @@ class FaissExact:
         return Hits(
             [
                 Hit(
-                    unit_id=entry.unit_ids[i], text=entry.bodies[i], distance=float(1.0 - s),
+                    unit_id=entry.unit_ids[i],
+                    text=entry.bodies[i],
+                    distance=float(1.0 - s),
                     event_ids=entry.event_ids[i],
                 )
                 for s, i in zip(scores[0], idx[0], strict=True)

@@ -108,44 +108,76 @@ class EventMemory:
     def add_session(self, session: Session) -> IngestReport:
         """Store the session's kept events (or chunks). Safe to call any number of times, from any thread:
         units already stored are neither embedded nor written again."""
-        kept, skipped = self.kept_events(session)
-        report = IngestReport(skipped=skipped)
-        units = self.units_of(session, kept)
-        if not units:
+        return self._ingest([session])
+
+    def add_sessions(
+        self, sessions: Iterable[Session], *, batch_units: int = 256, progress: bool = False
+    ) -> IngestReport:
+        """Add many sessions; one merged report. Sessions are written in batches of about `batch_units`
+        units, so the model embeds full batches instead of one small batch per session."""
+        total = IngestReport()
+        items = list(sessions)
+        batches: list[list[Session]] = [[]]
+        size = 0
+        for session in items:
+            if size >= batch_units:
+                batches.append([])
+                size = 0
+            batches[-1].append(session)
+            size += len(session.events)
+        if progress:
+            from rich.progress import Progress
+
+            with Progress() as bar:
+                task = bar.add_task(f"ingest ({self.layer})", total=len(items))
+                for batch in batches:
+                    total.merge(self._ingest(batch))
+                    bar.advance(task, len(batch))
+            return total
+        for batch in batches:
+            total.merge(self._ingest(batch))
+        return total
+
+    def _ingest(self, sessions: list[Session]) -> IngestReport:
+        """Filter, unit and write sessions in one transaction, embedding all new units in one call.
+
+        Each session's key is locked first (sorted, so two writers never deadlock), then units already
+        stored are left out; a chunk whose events changed (the session grew) is replaced."""
+        report = IngestReport()
+        planned: list[tuple[sqlu.Scope, Session, list[Unit]]] = []
+        for session in sessions:
+            kept, skipped = self.kept_events(session)
+            report.skipped.update(skipped)
+            units = self.units_of(session, kept)
+            if units:
+                planned.append((self.scope(session.app_name, session.user_id), session, units))
+        if not planned:
             return report
-        scope = self.scope(session.app_name, session.user_id)
         with self.store.transaction() as conn:
-            sqlu.lock_key(conn, "units", scope.app_name, scope.user_id, session.id, scope.layer, self.model.model_id)
-            stored = sqlu.existing_units(conn, scope, [u.unit_id for u in units])
-            todo = [u for u in units if stored.get(u.unit_id) != u.event_ids]
-            stale = [u.unit_id for u in todo if u.unit_id in stored]  # a chunk that grew since last time
-            report.already_stored = len(units) - len(todo)
+            for scope, session, _ in sorted(planned, key=lambda p: (p[0].app_name, p[0].user_id, p[1].id)):
+                sqlu.lock_key(
+                    conn, "units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id
+                )
+            todo: list[tuple[sqlu.Scope, Unit]] = []
+            for scope, _, units in planned:
+                stored = sqlu.existing_units(conn, scope, [u.unit_id for u in units])
+                fresh = [u for u in units if stored.get(u.unit_id) != u.event_ids]
+                report.already_stored += len(units) - len(fresh)
+                stale = [u.unit_id for u in fresh if u.unit_id in stored]  # a chunk that grew since last time
+                if stale:
+                    report.replaced += sqlu.delete_units(conn, scope, stale)
+                todo.extend((scope, u) for u in fresh)
             if not todo:
                 return report
-            vectors = self.embedder.embed_documents([u.body for u in todo])
+            vectors = self.embedder.embed_documents([u.body for _, u in todo])
             check_vectors(vectors, len(todo), self.model.dimension, self.model.model_id)
             report.embedded = len(todo)
-            report.replaced = sqlu.delete_units(conn, scope, stale) if stale else 0
-            rows = [sqlu.unit_row(scope, u, v) for u, v in zip(todo, vectors, strict=True)]
+            rows = [sqlu.unit_row(scope, u, v) for (scope, u), v in zip(todo, vectors, strict=True)]
             report.added = sqlu.copy_rows(conn, rows) - report.replaced
         return report
 
-    def add_sessions(self, sessions: Iterable[Session], *, progress: bool = False) -> IngestReport:
-        """Add many sessions; one merged report."""
-        total = IngestReport()
-        items = list(sessions)
-        if progress:
-            from rich.progress import track
-
-            items = track(items, description=f"ingest ({self.layer})")
-        for session in items:
-            total.merge(self.add_session(session))
-        return total
-
     # -- search ---------------------------------------------------------------------------------------
-    def search(
-        self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None
-    ) -> Hits:
+    def search(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Hits:
         """The user's nearest units to `query`, nearest first, cut off at `settings.max_distance`."""
         return self.search_vector(app_name, user_id, self.embedder.embed_query(query), settings)
 
@@ -168,9 +200,7 @@ class EventMemory:
         kept = [h for h in found if h.distance <= settings.max_distance]
         return Hits(kept, plan=plan, dropped_by_cutoff=len(found) - len(kept))
 
-    def explain(
-        self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None
-    ) -> Explain:
+    def explain(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Explain:
         """Run the search under EXPLAIN (ANALYZE, BUFFERS) with the same settings and report the plan."""
         settings = settings or SearchSettings()
         scope = self.scope(app_name, user_id)

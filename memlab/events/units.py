@@ -42,10 +42,7 @@ def layer_name(granularity: str, chunk_size: int = 4, chunk_overlap: int = 1) ->
 
 def event_units(session: Session, kept: list[Event]) -> list[Unit]:
     """One unit per kept event; the event id is the unit id."""
-    return [
-        Unit(session.id, e.id, (e.id,), e.author, e.timestamp, (e.text or "").strip())
-        for e in kept
-    ]
+    return [Unit(session.id, e.id, (e.id,), e.author, e.timestamp, (e.text or "").strip()) for e in kept]
 
 
 def render_lines(events: list[Event]) -> str:

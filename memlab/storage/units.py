@@ -20,8 +20,17 @@ from memlab.storage.schema import SCOPE_INDEX, UNITS_TABLE, ModelInfo
 from memlab.types import Hit, SearchSettings
 
 _COLUMNS = (
-    "app_name", "user_id", "session_id", "layer", "unit_id", "event_ids",
-    "author", "occurred_at", "body", "embed_model", "embedding",
+    "app_name",
+    "user_id",
+    "session_id",
+    "layer",
+    "unit_id",
+    "event_ids",
+    "author",
+    "occurred_at",
+    "body",
+    "embed_model",
+    "embedding",
 )
 _COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "text", "timestamptz", "text", "text", "vector"]
 
@@ -94,12 +103,22 @@ def copy_rows(conn: psycopg.Connection, rows: Sequence[tuple]) -> int:
 def unit_row(scope: Scope, unit, vector: np.ndarray) -> tuple:
     """One row for `copy_rows` from a `Unit` and its vector."""
     return (
-        scope.app_name, scope.user_id, unit.session_id, scope.layer, unit.unit_id, list(unit.event_ids),
-        unit.author, unit.occurred_at, unit.body, scope.model.model_id, vector,
+        scope.app_name,
+        scope.user_id,
+        unit.session_id,
+        scope.layer,
+        unit.unit_id,
+        list(unit.event_ids),
+        unit.author,
+        unit.occurred_at,
+        unit.body,
+        scope.model.model_id,
+        vector,
     )
 
 
 # -- search ---------------------------------------------------------------------------------------------
+
 
 def _distance(model: ModelInfo) -> sql.Composed:
     return sql.SQL("(embedding::{vt} <=> %(q)s::{vt})").format(vt=model.vector_type())
@@ -120,9 +139,7 @@ def search_sql(model: ModelInfo, strategy: str) -> sql.Composed:
         " ORDER BY {order} LIMIT %(k)s)"
         " SELECT unit_id, body, author, occurred_at, session_id, event_ids, distance"
         " FROM ranked ORDER BY distance + 0"
-    ).format(
-        dist=dist, table=sql.Identifier(UNITS_TABLE), model=sql.Literal(model.model_id), order=order
-    )
+    ).format(dist=dist, table=sql.Identifier(UNITS_TABLE), model=sql.Literal(model.model_id), order=order)
 
 
 def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
@@ -147,8 +164,13 @@ def run_search(conn: psycopg.Connection, scope: Scope, vector: np.ndarray, setti
     rows = conn.execute(search_sql(scope.model, settings.strategy), search_params(scope, vector, settings.top_k))
     return [
         Hit(
-            unit_id=r[0], text=r[1], author=r[2], timestamp=r[3], session_id=r[4],
-            event_ids=tuple(r[5]), distance=float(r[6]),
+            unit_id=r[0],
+            text=r[1],
+            author=r[2],
+            timestamp=r[3],
+            session_id=r[4],
+            event_ids=tuple(r[5]),
+            distance=float(r[6]),
         )
         for r in rows.fetchall()
     ]
@@ -169,7 +191,7 @@ def plan_access_path(plan: dict, hnsw_index: str) -> str:
         for child in node.get("Plans", []):
             walk(child)
 
-    walk(plan["Plan"] if "Plan" in plan else plan)
+    walk(plan.get("Plan", plan))
     return "hnsw" if "hnsw" in found else (found[0] if found else "unknown")
 
 
@@ -190,6 +212,7 @@ def explain_search(
 
 
 # -- reads for baselines and housekeeping ---------------------------------------------------------------
+
 
 def scoped_vectors(
     conn: psycopg.Connection, model: ModelInfo, layer: str, app_name: str | None = None, user_id: str | None = None

@@ -1,0 +1,73 @@
+"""The labelled form every data set is turned into: users with their sessions, and questions that name the
+event ids answering them (an empty list means nothing in memory answers it: the right result is no hit)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memlab.types import Session
+
+
+@dataclass(frozen=True)
+class Question:
+    """A labelled query against one user's memory."""
+
+    id: str
+    app_name: str
+    user_id: str
+    text: str
+    relevant: tuple[str, ...]
+    asked_at: datetime | None = None
+    qtype: str = "default"
+    fact_key: str | None = None
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.relevant)
+
+
+@dataclass
+class UserHistory:
+    """One user's sessions, plus the skip reasons the fixture expects the ingest filter to give."""
+
+    app_name: str
+    user_id: str
+    sessions: list[Session]
+    description: str = ""
+    expected_skips: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(s.events) for s in self.sessions)
+
+
+@dataclass
+class LabelledSet:
+    """Users, sessions and questions of one data set, with its name for reports."""
+
+    name: str
+    users: list[UserHistory]
+    questions: list[Question]
+
+    def sessions(self) -> Iterator[Session]:
+        for user in self.users:
+            yield from user.sessions
+
+    def user(self, app_name: str, user_id: str) -> UserHistory:
+        for user in self.users:
+            if (user.app_name, user.user_id) == (app_name, user_id):
+                return user
+        raise KeyError(f"no user {user_id!r} of app {app_name!r} in {self.name}")
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "users": len(self.users),
+            "sessions": sum(len(u.sessions) for u in self.users),
+            "events": sum(u.event_count for u in self.users),
+            "questions": len(self.questions),
+            "answerable": sum(q.answerable for q in self.questions),
+            "no_answer": sum(not q.answerable for q in self.questions),
+        }
