@@ -1,0 +1,83 @@
+"""Shared fixtures: one real embedded PostgreSQL + pgvector and the real packaged model per test run.
+
+Each run gets its own MEMLAB_HOME (a temporary folder), so tests never touch a developer's stored memory;
+tests isolate themselves further by using a fresh app name.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EVENT_FIXTURES = ROOT / "fixtures" / "events"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def memlab_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("memlab-home")
+    os.environ["MEMLAB_HOME"] = str(home)
+    os.environ.pop("MEMLAB_DSN", None)
+    return home
+
+
+@pytest.fixture(scope="session")
+def store(memlab_home: Path):
+    import memlab
+
+    with memlab.open_store(home=memlab_home) as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def embedder(memlab_home: Path):
+    import memlab
+
+    return memlab.default_embedder(home=memlab_home)
+
+
+@pytest.fixture(scope="session")
+def event_memory(store, embedder):
+    import memlab
+
+    return memlab.EventMemory(store, embedder)
+
+
+@pytest.fixture(scope="session")
+def fixture_set():
+    from memlab.evaluation.fixtures import load_event_fixtures
+
+    return load_event_fixtures(EVENT_FIXTURES)
+
+
+@pytest.fixture
+def app_name() -> str:
+    """A fresh app name per test: rows of other tests can never match its scope."""
+    return f"test-{uuid.uuid4().hex[:10]}"
+
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def make_session(app: str, user: str, sid: str, texts: list[str], *, start: datetime = T0, **event_kwargs):
+    """A session of user/model turns a minute apart; event ids are '<sid>-e<i>'."""
+    import memlab
+
+    events = [
+        memlab.Event(
+            id=f"{sid}-e{i}",
+            author="user" if i % 2 == 0 else "model",
+            timestamp=start + timedelta(minutes=i),
+            text=text,
+            **event_kwargs,
+        )
+        for i, text in enumerate(texts)
+    ]
+    return memlab.Session(app_name=app, user_id=user, id=sid, events=events)

@@ -1,0 +1,244 @@
+"""EventMemory on the real embedded PostgreSQL with the real packaged model."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+import memlab
+from memlab.storage import units as sqlu
+from tests.conftest import T0, make_session
+
+DEPLOY = [
+    "Our payments service runs in eu-west-1 and we deploy it with Argo CD.",
+    "Got it: payments lives in eu-west-1 and ships through Argo CD.",
+    "The nightly billing export job writes CSV files to an S3 bucket at 2am.",
+    "Noted, the billing export runs nightly at 2am into S3.",
+    "My daughter starts piano lessons on Thursday afternoons.",
+]
+
+
+def test_ingest_reports_added_and_skipped(event_memory, app_name):
+    session = make_session(app_name, "u1", "s1", DEPLOY)
+    extra = [
+        memlab.Event("s1-p", "model", T0 + timedelta(hours=1), "Payments is in", partial=True),
+        memlab.Event("s1-f", "model", T0 + timedelta(hours=1), function_calls=(memlab.FunctionCall("lookup"),)),
+        memlab.Event("s1-s", "user", T0 + timedelta(hours=1), "ok thanks"),
+        memlab.Event("s1-k", "user", T0 + timedelta(hours=1), "use this key AKIAIOSFODNN7EXAMPLE for the bucket"),
+    ]
+    session = memlab.Session(app_name, "u1", "s1", [*session.events, *extra])
+    report = event_memory.add_session(session)
+    assert report.added == 5
+    assert dict(report.skipped) == {"partial": 1, "function_call": 1, "too_short": 1, "secret": 1}
+    with event_memory.store.connection() as conn:
+        bodies = [r[0] for r in conn.execute(
+            "SELECT body FROM memory_unit WHERE app_name = %s AND user_id = 'u1'", [app_name]).fetchall()]
+    assert len(bodies) == 5
+    assert not any("AKIA" in b or b == "ok thanks" or b == "Payments is in" for b in bodies)
+
+
+def test_reingest_is_a_noop_and_embeds_nothing(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    session = make_session(app_name, "u1", "s1", DEPLOY)
+    first = mem.add_session(session)
+    before = embedder.computed
+    again = [mem.add_session(session) for _ in range(3)]
+    assert first.added == 5
+    assert all(r.added == 0 and r.already_stored == 5 and r.embedded == 0 for r in again)
+    assert embedder.computed == before
+    assert mem.count(app_name, "u1") == 5
+
+
+def test_concurrent_ingest_of_the_same_session_stores_each_unit_once(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    session = make_session(app_name, "u1", "s1", [f"{t} (variant {i})" for i, t in enumerate(DEPLOY * 4)])
+    reports: list[memlab.IngestReport] = []
+    barrier = threading.Barrier(2)
+
+    def ingest() -> None:
+        barrier.wait()
+        reports.append(mem.add_session(session))
+
+    threads = [threading.Thread(target=ingest) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r.added for r in reports) == [0, 20]
+    assert sum(r.embedded for r in reports) == 20, "the second writer must see the rows, not embed again"
+    assert mem.count(app_name, "u1") == 20
+
+
+def test_one_users_search_never_returns_another_users_rows(event_memory, app_name):
+    twin = "We are flying to Lisbon for the first week of June with the two kids."
+    event_memory.add_session(make_session(app_name, "alice", "a1", [twin, "Alice prefers aisle seats on long flights."]))
+    event_memory.add_session(make_session(app_name, "bob", "b1", [twin.replace("June", "July"), "Bob likes trains."]))
+    event_memory.add_session(make_session(app_name + "-other", "alice", "x1", [twin]))  # same user id, other app
+    for strategy in ("hnsw", "exact", "planner"):
+        for scan in ("off", "relaxed_order", "strict_order"):
+            settings = memlab.SearchSettings(top_k=50, strategy=strategy, iterative_scan=scan)
+            hits = event_memory.search(app_name, "alice", "Lisbon trip with kids in June", settings)
+            assert hits, (strategy, scan)
+            assert {h.unit_id for h in hits} <= {"a1-e0", "a1-e1"}, (strategy, scan)
+    assert event_memory.search(app_name, "carol", "Lisbon trip") == []
+
+
+def test_cutoff_drops_far_hits(event_memory, app_name):
+    event_memory.add_session(make_session(app_name, "u1", "s1", DEPLOY))
+    query = "Which region does the payments service run in?"
+    everything = event_memory.search(app_name, "u1", query, memlab.SearchSettings(strategy="exact"))
+    assert [h.distance for h in everything] == sorted(h.distance for h in everything)
+    assert everything[0].unit_id in {"s1-e0", "s1-e1"}
+    cut = (everything[1].distance + everything[2].distance) / 2
+    near = event_memory.search(app_name, "u1", query, memlab.SearchSettings(strategy="exact", max_distance=cut))
+    assert [h.unit_id for h in near] == [h.unit_id for h in everything[:2]]
+    assert near.dropped_by_cutoff == len(everything) - 2
+    assert all(h.distance <= cut for h in near)
+
+
+def test_hits_carry_provenance(event_memory, app_name):
+    event_memory.add_session(make_session(app_name, "u1", "s1", DEPLOY))
+    hit = event_memory.search(app_name, "u1", "Argo CD deployment of payments")[0]
+    assert hit.session_id == "s1" and hit.event_ids == (hit.unit_id,)
+    assert hit.author in {"user", "model"} and hit.timestamp is not None and hit.timestamp.tzinfo is not None
+    assert "Argo CD" in hit.text and 0.0 <= hit.distance < 1.0
+
+
+def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
+    settings = memlab.SearchSettings(ef_search=123, iterative_scan="strict_order", max_scan_tuples=777)
+    with store.connection() as conn:
+        with conn.transaction():
+            sqlu.apply_settings(conn, settings)
+            inside = conn.execute(
+                "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
+                "current_setting('hnsw.max_scan_tuples'), current_setting('enable_sort')"
+            ).fetchone()
+        after = conn.execute(
+            "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
+            "current_setting('enable_sort')"
+        ).fetchone()
+    assert inside == ("123", "strict_order", "777", "off")
+    assert after == ("40", "off", "on")
+
+
+def test_settings_roll_back_when_the_search_fails(store):
+    with store.connection() as conn:
+        with pytest.raises(Exception), conn.transaction():
+            sqlu.apply_settings(conn, memlab.SearchSettings(ef_search=99))
+            conn.execute("SELECT 1/0")
+        assert conn.execute("SELECT current_setting('hnsw.ef_search')").fetchone()[0] == "40"
+
+
+@pytest.mark.parametrize("analyzed", [False, True])
+def test_strategies_take_the_plan_they_promise(store, embedder, app_name, analyzed):
+    """Checked with EXPLAIN on a freshly loaded table (no ANALYZE yet) and after ANALYZE."""
+    mem = memlab.EventMemory(store, embedder, granularity="chunk", chunk_size=2, chunk_overlap=0)
+    mem.add_session(make_session(app_name, "u1", "s1", DEPLOY * 6))
+    if analyzed:
+        store.analyze()
+    hnsw = mem.explain(app_name, "u1", "payments region", memlab.SearchSettings(strategy="hnsw"))
+    exact = mem.explain(app_name, "u1", "payments region", memlab.SearchSettings(strategy="exact"))
+    assert hnsw.uses_hnsw and mem.model.index_name in hnsw.plan and "actual time" in hnsw.plan
+    assert not exact.uses_hnsw and mem.model.index_name not in exact.plan
+    planner = mem.search(app_name, "u1", "payments region", memlab.SearchSettings(strategy="planner"))
+    assert planner.plan in {"hnsw", "scope_index", "bitmap", "seq_scan"}
+    exact_hits = mem.search(app_name, "u1", "payments region", memlab.SearchSettings(strategy="exact"))
+    assert len(exact_hits) == min(10, mem.count(app_name, "u1")), "exact scores every row of the user"
+
+
+def test_wrong_embedding_dimension_is_refused_before_anything_is_written(store, embedder, app_name):
+    class Truncating:
+        """Claims the real model id but returns one dimension too few (a broken embedder)."""
+
+        model_id = embedder.model_id
+        dimension = embedder.dimension
+
+        def embed_documents(self, texts):
+            return embedder.embed_documents(texts)[:, :-1]
+
+        def embed_query(self, text):
+            return embedder.embed_query(text)[:-1]
+
+    mem = memlab.EventMemory(store, Truncating())
+    with pytest.raises(memlab.DimensionError, match=r"\(5, 383\).*384.*Nothing was written"):
+        mem.add_session(make_session(app_name, "u1", "s1", DEPLOY))
+    assert memlab.EventMemory(store, embedder).count(app_name, "u1") == 0
+    with pytest.raises(memlab.DimensionError):
+        mem.search(app_name, "u1", "payments")
+
+
+def test_chunks_hold_their_event_ids_and_grow_with_the_session(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder, granularity="chunk", chunk_size=3, chunk_overlap=1)
+    first = make_session(app_name, "u1", "s1", DEPLOY[:4])
+    assert mem.add_session(first).added == 2  # windows [0..2], [2..3]
+    grown = make_session(app_name, "u1", "s1", DEPLOY)
+    report = mem.add_session(grown)
+    assert report.replaced == 1 and report.already_stored == 1  # the trailing window grew to [2..4]
+    hits = mem.search(app_name, "u1", "piano lessons", memlab.SearchSettings(strategy="exact"))
+    assert hits[0].event_ids == ("s1-e2", "s1-e3", "s1-e4")
+    assert "user: " in hits[0].text and "model: " in hits[0].text
+    assert mem.count(app_name, "u1") == 2
+    events_only = memlab.EventMemory(store, embedder)
+    assert events_only.count(app_name, "u1") == 0, "layers never mix"
+
+
+def test_forget_user_and_purge_before(event_memory, app_name):
+    event_memory.add_session(make_session(app_name, "u1", "s1", DEPLOY))
+    event_memory.add_session(make_session(app_name, "u2", "s2", DEPLOY, start=T0 + timedelta(days=30)))
+    assert event_memory.purge_before(T0 + timedelta(days=1), app_name=app_name) == 5
+    assert event_memory.count(app_name, "u1") == 0 and event_memory.count(app_name, "u2") == 5
+    assert event_memory.forget_user(app_name, "u2") == 5
+    assert event_memory.search(app_name, "u2", "payments") == []
+
+
+def test_migrate_embeddings_writes_new_rows_beside_old_ones(store, embedder, app_name):
+    old = memlab.EventMemory(store, embedder)
+    old.add_session(make_session(app_name, "u1", "s1", DEPLOY))
+    new_embedder = memlab.SentenceTransformerEmbedder(
+        memlab.embedding.packaged_minilm_path(), model_id="minilm-test", truncate_dim=128
+    )
+    report = old.migrate_embeddings(embedder.model_id, new_embedder)
+    assert report.rows_added >= 5 and report.new_model == "minilm-test@128"
+    new = memlab.EventMemory(store, new_embedder)
+    assert new.count(app_name, "u1") == 5 and old.count(app_name, "u1") == 5
+    assert new.search(app_name, "u1", "Argo CD payments region")[0].unit_id in {"s1-e0", "s1-e1"}
+    assert old.migrate_embeddings(embedder.model_id, new_embedder).rows_added == 0, "resumable, idempotent"
+    assert store.drop_model("minilm-test@128") >= 5
+    assert old.count(app_name, "u1") == 5
+
+
+def test_small_user_among_large_ones_needs_iterative_scans(store, embedder, app_name, fixture_set):
+    """The filtered-search trap: 30 rows of one user among 12,000 on the same topics."""
+    from memlab.evaluation.synthetic import background_rows
+
+    mem = memlab.EventMemory(store, embedder)
+    texts = [e.text.strip() for s in fixture_set.sessions() for e in mem.kept_events(s)[0]]
+    base = embedder.embed_documents(texts)
+    sizes = {f"big{i:02d}": 600 for i in range(20)}
+    mem.bulk_load(background_rows(app_name, sizes, base, noise=0.02, seed=7))
+    dan = fixture_set.user("deploy-assistant", "dan")
+    lena = next(u for u in fixture_set.users if u.app_name == "finance-helper")
+    small_texts = [e.text.strip() for u in (dan, lena) for s in u.sessions for e in mem.kept_events(s)[0]][:30]
+    small = [make_session(app_name, "small", f"small-{i}", small_texts[i : i + 5]) for i in range(0, 30, 5)]
+    mem.add_sessions(small)
+    n_small = mem.count(app_name, "small")
+    assert n_small == 30
+    query = "how do we roll out the payments service"
+    truth = memlab.FaissExact.from_memory(mem, app_name=app_name, user_id="small").search(app_name, "small", query)
+    plain = mem.search(app_name, "small", query, memlab.SearchSettings(ef_search=40, iterative_scan="off"))
+    relaxed = mem.search(app_name, "small", query, memlab.SearchSettings(ef_search=40, iterative_scan="relaxed_order"))
+    strict = mem.search(app_name, "small", query, memlab.SearchSettings(ef_search=40, iterative_scan="strict_order"))
+    assert len(truth) == 10
+    assert len(plain) < 10, "plain HNSW at ef_search=40 should lose rows of a 0.25% user"
+    assert len(relaxed) == 10 and len(strict) == 10
+    recall = len(set(relaxed.unit_ids) & set(truth.unit_ids)) / 10
+    assert recall >= 0.8
+    assert [h.distance for h in relaxed] == sorted(h.distance for h in relaxed), "relaxed results are re-sorted"
+    assert all(h.unit_id.startswith("small-") for h in relaxed + strict + plain)
+    np.testing.assert_allclose(
+        [h.distance for h in mem.search(app_name, "small", query, memlab.SearchSettings(strategy="exact"))],
+        [h.distance for h in truth], atol=1e-5,
+    )
