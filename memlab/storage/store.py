@@ -155,20 +155,20 @@ class Store:
         self.close()
 
     # -- embedding models -----------------------------------------------------------------------------
-    def register_model(self, model_id: str, dimension: int, *, with_index: bool = True) -> ModelInfo:
-        """Record an embedding model (id -> dimension) and create its HNSW index; refuse a changed dimension."""
+    def register_model(self, model_id: str, dimension: int) -> ModelInfo:
+        """Record an embedding model (id -> dimension); refuse a changed dimension."""
         with self._models_lock:
             known = self._models.get(model_id)
         if known is None:
             with self.transaction() as conn:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
                 conn.execute(
-                    "INSERT INTO memlab_embedding_model (model_id, dimension, index_name) VALUES (%s, %s, %s) "
+                    "INSERT INTO memlab_embedding_model (model_id, dimension) VALUES (%s, %s) "
                     "ON CONFLICT (model_id) DO NOTHING",
-                    [model_id, dimension, index_name_for(model_id)],
+                    [model_id, dimension],
                 )
                 row = conn.execute(
-                    "SELECT model_id, dimension, index_name FROM memlab_embedding_model WHERE model_id = %s",
+                    "SELECT model_id, dimension FROM memlab_embedding_model WHERE model_id = %s",
                     [model_id],
                 ).fetchone()
             assert row is not None
@@ -181,8 +181,6 @@ class Store:
                 f"gives {dimension}-d vectors. Fix: give the new model its own model id (memlab then stores its "
                 f"rows beside the old ones; see migrate_embeddings), or drop the old rows with drop_model()."
             )
-        if with_index:
-            self.ensure_vector_index(model_id)
         return known
 
     def model(self, model_id: str) -> ModelInfo:
@@ -192,7 +190,7 @@ class Store:
                 return self._models[model_id]
         with self.connection() as conn:
             row = conn.execute(
-                "SELECT model_id, dimension, index_name FROM memlab_embedding_model WHERE model_id = %s",
+                "SELECT model_id, dimension FROM memlab_embedding_model WHERE model_id = %s",
                 [model_id],
             ).fetchone()
         if row is None:
@@ -207,34 +205,49 @@ class Store:
 
     def models(self) -> list[ModelInfo]:
         with self.connection() as conn:
-            rows = conn.execute(
-                "SELECT model_id, dimension, index_name FROM memlab_embedding_model ORDER BY created_at"
-            ).fetchall()
+            rows = conn.execute("SELECT model_id, dimension FROM memlab_embedding_model ORDER BY created_at").fetchall()
         return [ModelInfo(*r) for r in rows]
 
-    def ensure_vector_index(self, model_id: str, *, m: int = 16, ef_construction: int = 64) -> None:
-        """Create the model's HNSW index if it is missing (after a bulk load, build it once here)."""
-        with self.connection() as conn:
-            conn.execute(hnsw_index_ddl(self.model(model_id), m=m, ef_construction=ef_construction))
+    def ensure_vector_index(self, model_id: str, layer: str, *, m: int = 16, ef_construction: int = 64) -> str:
+        """Create the HNSW index of a model and layer if it is missing (after a bulk load, build it once here)."""
+        name = index_name_for(model_id, layer)
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO memlab_vector_index (model_id, layer, index_name) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [model_id, layer, name],
+            )
+            conn.execute(hnsw_index_ddl(self.model(model_id), layer, m=m, ef_construction=ef_construction))
+        return name
 
-    def drop_vector_index(self, model_id: str) -> None:
-        """Drop the model's HNSW index: bulk loads run far faster without it; rebuild with ensure_vector_index."""
+    def vector_indexes(self, model_id: str) -> dict[str, str]:
+        """layer -> index name of every HNSW index registered for a model."""
         with self.connection() as conn:
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(self.model(model_id).index_name)))
+            rows = conn.execute(
+                "SELECT layer, index_name FROM memlab_vector_index WHERE model_id = %s", [model_id]
+            ).fetchall()
+        return dict(rows)
 
-    def has_vector_index(self, model_id: str) -> bool:
+    def drop_vector_index(self, model_id: str, layer: str) -> None:
+        """Drop one HNSW index: bulk loads run far faster without it; rebuild with ensure_vector_index."""
         with self.connection() as conn:
-            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [self.model(model_id).index_name]).fetchone()
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index_name_for(model_id, layer))))
+
+    def has_vector_index(self, model_id: str, layer: str) -> bool:
+        with self.connection() as conn:
+            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [index_name_for(model_id, layer)]).fetchone()
         return bool(row and row[0])
 
     def drop_model(self, model_id: str) -> int:
         """Delete every row stored with a model, its index and its registration (the end of a migration)."""
-        info = self.model(model_id)
+        self.model(model_id)
+        indexes = self.vector_indexes(model_id)
         with self.transaction() as conn:
             deleted = conn.execute(
                 sql.SQL("DELETE FROM {} WHERE embed_model = %s").format(sql.Identifier(UNITS_TABLE)), [model_id]
             ).rowcount
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(info.index_name)))
+            for name in indexes.values():
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
             conn.execute("DELETE FROM memlab_embedding_model WHERE model_id = %s", [model_id])
         with self._models_lock:
             self._models.pop(model_id, None)

@@ -16,7 +16,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from memlab.storage.schema import SCOPE_INDEX, UNITS_TABLE, ModelInfo
+from memlab.storage.schema import PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo, index_name_for
 from memlab.types import Hit, SearchSettings
 
 _COLUMNS = (
@@ -43,6 +43,11 @@ class Scope:
     user_id: str
     layer: str
     model: ModelInfo
+
+    @property
+    def index_name(self) -> str:
+        """The HNSW index that serves this scope's model and layer."""
+        return index_name_for(self.model.model_id, self.layer)
 
 
 def lock_key(conn: psycopg.Connection, *parts: str) -> None:
@@ -124,7 +129,7 @@ def _distance(model: ModelInfo) -> sql.Composed:
     return sql.SQL("(embedding::{vt} <=> %(q)s::{vt})").format(vt=model.vector_type())
 
 
-def search_sql(model: ModelInfo, strategy: str) -> sql.Composed:
+def search_sql(model: ModelInfo, layer: str, strategy: str) -> sql.Composed:
     """The scoped k-NN query. `exact` orders by an expression no index can serve, so every row of the user
     is scored; `hnsw`/`planner` order by the indexed expression. The outer ORDER BY re-sorts results that
     a relaxed iterative scan returned slightly out of order (a MATERIALIZED CTE keeps PostgreSQL from
@@ -135,11 +140,17 @@ def search_sql(model: ModelInfo, strategy: str) -> sql.Composed:
         "WITH ranked AS MATERIALIZED ("
         " SELECT unit_id, body, author, occurred_at, session_id, event_ids, {dist} AS distance"
         " FROM {table}"
-        " WHERE app_name = %(app)s AND user_id = %(user)s AND embed_model = {model} AND layer = %(layer)s"
+        " WHERE app_name = %(app)s AND user_id = %(user)s AND embed_model = {model} AND layer = {layer}"
         " ORDER BY {order} LIMIT %(k)s)"
         " SELECT unit_id, body, author, occurred_at, session_id, event_ids, distance"
         " FROM ranked ORDER BY distance + 0"
-    ).format(dist=dist, table=sql.Identifier(UNITS_TABLE), model=sql.Literal(model.model_id), order=order)
+    ).format(
+        dist=dist,
+        table=sql.Identifier(UNITS_TABLE),
+        model=sql.Literal(model.model_id),
+        layer=sql.Literal(layer),
+        order=order,
+    )
 
 
 def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
@@ -156,12 +167,14 @@ def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
 
 
 def search_params(scope: Scope, vector: np.ndarray, top_k: int) -> dict:
-    return {"q": vector, "app": scope.app_name, "user": scope.user_id, "layer": scope.layer, "k": top_k}
+    return {"q": vector, "app": scope.app_name, "user": scope.user_id, "k": top_k}
 
 
 def run_search(conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings) -> list[Hit]:
     """Run the search inside the caller's transaction (settings must already be applied)."""
-    rows = conn.execute(search_sql(scope.model, settings.strategy), search_params(scope, vector, settings.top_k))
+    rows = conn.execute(
+        search_sql(scope.model, scope.layer, settings.strategy), search_params(scope, vector, settings.top_k)
+    )
     return [
         Hit(
             unit_id=r[0],
@@ -176,16 +189,20 @@ def run_search(conn: psycopg.Connection, scope: Scope, vector: np.ndarray, setti
     ]
 
 
+_INDEX_NAMES = {SCOPE_INDEX: "scope_index", PRIMARY_KEY: "primary_key"}
+
+
 def plan_access_path(plan: dict, hnsw_index: str) -> str:
-    """Name the access path of a JSON plan: 'hnsw', 'scope_index', 'bitmap' or 'seq_scan' (first found)."""
+    """Name the access path of a JSON plan: 'hnsw' if the model's HNSW index is used anywhere, else the
+    first of 'scope_index', 'primary_key', 'index:<name>' or 'seq_scan' found."""
     found: list[str] = []
 
     def walk(node: dict) -> None:
         index = node.get("Index Name")
         if index == hnsw_index:
             found.append("hnsw")
-        elif index == SCOPE_INDEX or node.get("Node Type") == "Bitmap Index Scan":
-            found.append("scope_index" if index == SCOPE_INDEX else "bitmap")
+        elif index is not None:
+            found.append(_INDEX_NAMES.get(index, f"index:{index}"))
         elif node.get("Node Type") == "Seq Scan" and node.get("Relation Name") == UNITS_TABLE:
             found.append("seq_scan")
         for child in node.get("Plans", []):
@@ -199,12 +216,12 @@ def explain_search(
     conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings, *, analyze: bool
 ) -> tuple[str, str]:
     """(plan text, access path) of the search; with `analyze` the query really runs (EXPLAIN ANALYZE, BUFFERS)."""
-    query = search_sql(scope.model, settings.strategy)
+    query = search_sql(scope.model, scope.layer, settings.strategy)
     params = search_params(scope, vector, settings.top_k)
     opts = "ANALYZE, BUFFERS, " if analyze else ""
     plan_json = conn.execute(sql.SQL("EXPLAIN (" + opts + "FORMAT JSON) ") + query, params).fetchone()[0]
     plan = plan_json[0] if isinstance(plan_json, list) else json.loads(plan_json)[0]
-    path = plan_access_path(plan, scope.model.index_name)
+    path = plan_access_path(plan, scope.index_name)
     if not analyze:
         return "", path
     text_rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + query, params).fetchall()

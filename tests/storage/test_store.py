@@ -92,9 +92,11 @@ def test_fresh_database_gets_schema_and_reopens(store, scratch_db):
     dsn = _dsn_for(store, scratch_db)
     with memlab.open_store(dsn=dsn) as first:
         first.register_model("m-test", 8)
+        first.ensure_vector_index("m-test", "event")
     with memlab.open_store(dsn=dsn) as second:  # idempotent schema creation
         assert [m.model_id for m in second.models()] == ["m-test"]
-        assert second.has_vector_index("m-test")
+        assert second.has_vector_index("m-test", "event")
+        assert second.vector_indexes("m-test") == {"event": second.vector_indexes("m-test")["event"]}
 
 
 def test_registering_a_model_with_another_dimension_is_refused(store):

@@ -1,0 +1,34 @@
+"""Metrics against hand-computed numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlab.evaluation import metrics
+
+
+def test_events_in_rank_order_dedupes_keeping_first_rank():
+    assert metrics.events_in_rank_order([("e1", "e2"), ("e2", "e3"), ("e4",)]) == ["e1", "e2", "e3", "e4"]
+
+
+def test_recall_and_reciprocal_rank():
+    ranked = ["a", "b", "c", "d"]
+    assert metrics.recall(ranked, {"b", "x"}) == 0.5
+    assert metrics.recall(ranked, set()) == 1.0
+    assert metrics.reciprocal_rank(ranked, {"c", "d"}) == pytest.approx(1 / 3)
+    assert metrics.reciprocal_rank(ranked, {"z"}) == 0.0
+
+
+def test_recall_vs_exact_counts_short_results_as_misses():
+    exact = ["a", "b", "c", "d"]
+    assert metrics.recall_vs_exact(["a", "b"], exact, k=4) == 0.5
+    assert metrics.recall_vs_exact(["d", "c", "b", "a"], exact, k=4) == 1.0
+    assert metrics.recall_vs_exact(["a", "x", "y", "b"], exact, k=2) == 0.5  # only the top 2 of each count
+    assert metrics.recall_vs_exact([], [], k=10) == 1.0
+
+
+def test_inputs_are_not_modified():
+    ranked, relevant = ["a", "b"], {"a"}
+    metrics.recall(ranked, relevant)
+    metrics.reciprocal_rank(ranked, relevant)
+    assert ranked == ["a", "b"] and relevant == {"a"}
