@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from memlab.errors import ConfigError
 
-Strategy = Literal["hnsw", "exact", "planner"]
+Strategy = Literal["auto", "hnsw", "exact", "planner"]
 IterativeScan = Literal["off", "relaxed_order", "strict_order"]
-STRATEGIES: tuple[str, ...] = ("hnsw", "exact", "planner")
+STRATEGIES: tuple[str, ...] = ("auto", "hnsw", "exact", "planner")
 ITERATIVE_SCANS: tuple[str, ...] = ("off", "relaxed_order", "strict_order")
 
 
@@ -74,14 +74,17 @@ class Session:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How one search runs. Defaults are the safe production choice: HNSW with iterative scans."""
+    """How one search runs. The defaults are the safe production choice: `auto` scores every row of a user
+    who has at most `exact_below` units (perfect recall, a few ms) and otherwise walks the HNSW index with
+    relaxed iterative scans."""
 
     top_k: int = 10
     max_distance: float | None = None
-    strategy: Strategy = "hnsw"
+    strategy: Strategy = "auto"
     ef_search: int = 40
     iterative_scan: IterativeScan = "relaxed_order"
     max_scan_tuples: int = 20_000
+    exact_below: int = 2_000
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -94,6 +97,8 @@ class SearchSettings:
             )
         if not 1 <= self.ef_search <= 1000:
             raise ConfigError(f"SearchSettings.ef_search must be in 1..1000 (pgvector's range), got {self.ef_search}.")
+        if self.exact_below < 0:
+            raise ConfigError(f"SearchSettings.exact_below must be >= 0, got {self.exact_below}.")
         if self.max_scan_tuples < 1:
             raise ConfigError(f"SearchSettings.max_scan_tuples must be >= 1, got {self.max_scan_tuples}.")
         if self.max_distance is not None and not 0.0 <= self.max_distance <= 2.0:

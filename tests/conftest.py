@@ -36,6 +36,30 @@ def store(memlab_home: Path):
         yield s
 
 
+@pytest.fixture
+def scratch_db(store):
+    """A throw-away database on the embedded server, dropped afterwards."""
+    import psycopg
+
+    name = f"scratch_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(store.dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield name
+    with psycopg.connect(store.dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def scratch_store(store, scratch_db):
+    """A Store on its own database: for tests whose bulk rows must not shape other tests' HNSW graphs."""
+    import psycopg
+
+    import memlab
+
+    with memlab.open_store(dsn=psycopg.conninfo.make_conninfo(store.dsn, dbname=scratch_db)) as s:
+        yield s
+
+
 @pytest.fixture(scope="session")
 def embedder(memlab_home: Path):
     import memlab

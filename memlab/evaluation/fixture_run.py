@@ -17,6 +17,7 @@ from memlab.storage.store import Store
 from memlab.types import IngestReport, SearchSettings
 
 DEFAULT_CONFIGS: dict[str, SearchSettings] = {
+    "auto": SearchSettings(),
     "pg_exact": SearchSettings(strategy="exact"),
     "hnsw_ef40_off": SearchSettings(strategy="hnsw", ef_search=40, iterative_scan="off"),
     "hnsw_ef40_relaxed": SearchSettings(strategy="hnsw", ef_search=40, iterative_scan="relaxed_order"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -219,6 +219,7 @@ class EventMemory:
         vector = np.asarray(vector, dtype=np.float32)
         check_vectors(vector.reshape(1, -1), 1, self.model.dimension, self.model.model_id)
         with self.store.transaction() as conn:
+            settings = self._resolve(conn, scope, settings)
             sqlu.apply_settings(conn, settings)
             plan = settings.strategy
             if settings.strategy == "planner":
@@ -229,12 +230,21 @@ class EventMemory:
         kept = [h for h in found if h.distance <= settings.max_distance]
         return Hits(kept, plan=plan, dropped_by_cutoff=len(found) - len(kept))
 
+    @staticmethod
+    def _resolve(conn, scope: sqlu.Scope, settings: SearchSettings) -> SearchSettings:
+        """Turn `auto` into `exact` for users with at most `exact_below` units, else `hnsw`."""
+        if settings.strategy != "auto":
+            return settings
+        small = sqlu.count_units(conn, scope, limit=settings.exact_below + 1) <= settings.exact_below
+        return replace(settings, strategy="exact" if small else "hnsw")
+
     def explain(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Explain:
         """Run the search under EXPLAIN (ANALYZE, BUFFERS) with the same settings and report the plan."""
         settings = settings or SearchSettings()
         scope = self.scope(app_name, user_id)
         vector = self.embedder.embed_query(query)
         with self.store.transaction() as conn:
+            settings = self._resolve(conn, scope, settings)
             sqlu.apply_settings(conn, settings)
             text, path = sqlu.explain_search(conn, scope, vector, settings, analyze=True)
         return Explain(plan=text, access_path=path)

@@ -265,13 +265,15 @@ def shorten_plan(text: str) -> str:
     return _VECTOR_LITERAL.sub(lambda m: f"'[{m.group(0).count(',') + 1} dims]'", text)
 
 
-def count_units(conn: psycopg.Connection, scope: Scope) -> int:
-    row = conn.execute(
-        sql.SQL(
-            "SELECT count(*) FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s"
-        ).format(sql.Identifier(UNITS_TABLE)),
-        [scope.app_name, scope.user_id, scope.layer, scope.model.model_id],
-    ).fetchone()
+def count_units(conn: psycopg.Connection, scope: Scope, *, limit: int | None = None) -> int:
+    """Units of the scope; with `limit`, stop counting there (a bounded-cost "at most N?" check)."""
+    inner = sql.SQL("SELECT 1 FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s").format(
+        sql.Identifier(UNITS_TABLE)
+    )
+    if limit is not None:
+        inner = inner + sql.SQL(" LIMIT {}").format(sql.Literal(limit))
+    query = sql.SQL("SELECT count(*) FROM ({}) AS scoped").format(inner)
+    row = conn.execute(query, [scope.app_name, scope.user_id, scope.layer, scope.model.model_id]).fetchone()
     return int(row[0])
 
 

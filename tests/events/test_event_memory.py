@@ -84,7 +84,7 @@ def test_one_users_search_never_returns_another_users_rows(event_memory, app_nam
     )
     event_memory.add_session(make_session(app_name, "bob", "b1", [twin.replace("June", "July"), "Bob likes trains."]))
     event_memory.add_session(make_session(app_name + "-other", "alice", "x1", [twin]))  # same user id, other app
-    for strategy in ("hnsw", "exact", "planner"):
+    for strategy in ("auto", "hnsw", "exact", "planner"):
         for scan in ("off", "relaxed_order", "strict_order"):
             settings = memlab.SearchSettings(top_k=50, strategy=strategy, iterative_scan=scan)
             hits = event_memory.search(app_name, "alice", "Lisbon trip with kids in June", settings)
@@ -115,7 +115,7 @@ def test_hits_carry_provenance(event_memory, app_name):
 
 
 def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
-    settings = memlab.SearchSettings(ef_search=123, iterative_scan="strict_order", max_scan_tuples=777)
+    settings = memlab.SearchSettings(strategy="hnsw", ef_search=123, iterative_scan="strict_order", max_scan_tuples=777)
     with store.connection() as conn:
         with conn.transaction():
             sqlu.apply_settings(conn, settings)
@@ -217,8 +217,10 @@ def test_migrate_embeddings_writes_new_rows_beside_old_ones(store, embedder, app
     assert old.count(app_name, "u1") == 5
 
 
-def test_small_user_among_large_ones_needs_iterative_scans(store, embedder, app_name, fixture_set):
-    """The filtered-search trap: 30 rows of one user among 12,000 on the same topics."""
+def test_small_user_among_large_ones_needs_iterative_scans(scratch_store, embedder, app_name, fixture_set):
+    """The filtered-search trap: 30 rows of one user among 12,000 on the same topics (own database, so the
+    12,000 tightly clustered rows do not shape the HNSW graph other tests search)."""
+    store = scratch_store
     from memlab.evaluation.synthetic import background_rows
 
     mem = memlab.EventMemory(store, embedder)
@@ -235,9 +237,11 @@ def test_small_user_among_large_ones_needs_iterative_scans(store, embedder, app_
     assert n_small == 30
     query = "how do we roll out the payments service"
     truth = memlab.FaissExact.from_memory(mem, app_name=app_name, user_id="small").search(app_name, "small", query)
-    plain = mem.search(app_name, "small", query, memlab.SearchSettings(ef_search=40, iterative_scan="off"))
-    relaxed = mem.search(app_name, "small", query, memlab.SearchSettings(ef_search=40, iterative_scan="relaxed_order"))
-    strict = mem.search(app_name, "small", query, memlab.SearchSettings(ef_search=40, iterative_scan="strict_order"))
+
+    def hnsw(scan: str) -> memlab.Hits:
+        return mem.search(app_name, "small", query, memlab.SearchSettings(strategy="hnsw", iterative_scan=scan))
+
+    plain, relaxed, strict = hnsw("off"), hnsw("relaxed_order"), hnsw("strict_order")
     assert len(truth) == 10
     assert len(plain) < 10, "plain HNSW at ef_search=40 should lose rows of a 0.25% user"
     assert len(relaxed) == 10 and len(strict) == 10
@@ -245,6 +249,9 @@ def test_small_user_among_large_ones_needs_iterative_scans(store, embedder, app_
     assert recall >= 0.8
     assert [h.distance for h in relaxed] == sorted(h.distance for h in relaxed), "relaxed results are re-sorted"
     assert all(h.unit_id.startswith("small-") for h in relaxed + strict + plain)
+    auto = mem.search(app_name, "small", query)  # default: `auto` scores all 30 rows exactly
+    assert auto.plan == "exact" and auto.unit_ids == truth.unit_ids
+    assert mem.search(app_name, "small", query, memlab.SearchSettings(exact_below=29)).plan == "hnsw"
     np.testing.assert_allclose(
         [h.distance for h in mem.search(app_name, "small", query, memlab.SearchSettings(strategy="exact"))],
         [h.distance for h in truth],

@@ -15,17 +15,6 @@ def _dsn_for(store, dbname: str, **extra: str) -> str:
     return psycopg.conninfo.make_conninfo(store.dsn, dbname=dbname, **extra)
 
 
-@pytest.fixture
-def scratch_db(store):
-    """A throw-away database on the embedded server, dropped afterwards."""
-    name = f"scratch_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(store.dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield name
-    with psycopg.connect(store.dsn, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def test_parse_version_handles_suffixes():
     assert parse_version("0.8.5") == (0, 8, 5)
     assert parse_version("0.8.0-dev") == (0, 8, 0)
