@@ -33,7 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check memlab tests
 
 lab: $(STAMP)
-	$(BIN)/pip install --quiet jupyterlab ipykernel
+	$(BIN)/pip install --quiet -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab"
 	$(BIN)/jupyter lab notebooks/
 

@@ -140,8 +140,9 @@ def test_settings_roll_back_when_the_search_fails(store):
 
 
 @pytest.mark.parametrize("analyzed", [False, True])
-def test_strategies_take_the_plan_they_promise(store, embedder, app_name, analyzed):
-    """Checked with EXPLAIN on a freshly loaded table (no ANALYZE yet) and after ANALYZE."""
+def test_strategies_take_the_plan_they_promise(scratch_store, embedder, app_name, analyzed):
+    """Checked with EXPLAIN on a table loaded moments ago in a new database (no ANALYZE yet) and after ANALYZE."""
+    store = scratch_store
     mem = memlab.EventMemory(store, embedder, granularity="chunk", chunk_size=2, chunk_overlap=0)
     mem.add_session(make_session(app_name, "u1", "s1", DEPLOY * 6))
     if analyzed:

@@ -1,0 +1,49 @@
+"""The packaged model and the embedding cache, for real."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import memlab
+from memlab.embedding import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder, packaged_minilm_path
+
+
+def test_default_model_is_minilm_384_normalised(embedder):
+    assert embedder.model_id == "sentence-transformers/all-MiniLM-L6-v2" and embedder.dimension == 384
+    vectors = embedder.embed_documents(["We deploy with Argo CD.", "I am vegetarian."])
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    near = float(embedder.embed_query("How do we deploy?") @ vectors[0])
+    far = float(embedder.embed_query("How do we deploy?") @ vectors[1])
+    assert near > far
+
+
+def test_cache_embeds_each_text_once_and_persists(tmp_path, embedder):
+    raw = embedder.inner  # the uncached model behind the session's cached embedder
+    first = CachedEmbedder(raw, EmbeddingCache(tmp_path / "c.sqlite"))
+    texts = ["alpha beta gamma", "delta epsilon", "alpha beta gamma"]
+    a = first.embed_documents(texts)
+    assert first.computed == 2, "a text repeated within one call is embedded once"
+    first.embed_documents(texts)
+    assert first.computed == 2
+    second = CachedEmbedder(raw, EmbeddingCache(tmp_path / "c.sqlite"))  # a new process would do the same
+    b = second.embed_documents(texts)
+    assert second.computed == 0
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a, raw.embed_documents(texts), atol=1e-6)
+
+
+def test_cache_keys_include_the_model_id(tmp_path, embedder):
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    full = CachedEmbedder(embedder.inner, cache)
+    short = CachedEmbedder(SentenceTransformerEmbedder(packaged_minilm_path(), truncate_dim=64), cache)
+    assert full.embed_query("same text").shape == (384,)
+    assert short.embed_query("same text").shape == (64,)
+    assert short.computed == 1
+
+
+def test_a_folder_that_is_not_a_model_is_refused(tmp_path):
+    import pytest
+
+    with pytest.raises(memlab.ConfigError, match="not a sentence-transformers model folder"):
+        SentenceTransformerEmbedder(tmp_path)
