@@ -15,10 +15,13 @@ import yaml
 from memlab.errors import FixtureError
 from memlab.evaluation.labelled import LabelledSet, Question, UserHistory
 from memlab.events.filters import SKIP_REASONS
+from memlab.facts.types import Candidate
 from memlab.types import Event, FunctionCall, FunctionResponse, Session
 
-_TOP_KEYS = {"app", "user", "description", "sessions", "queries"}
-_SESSION_KEYS = {"id", "events"}
+_TOP_KEYS = {"app", "user", "description", "sessions", "queries", "replay", "expected"}
+_SESSION_KEYS = {"id", "events", "candidates"}
+_CANDIDATE_KEYS = {"subject", "predicate", "value", "quote", "event", "basis", "negated"}
+_EXPECTED_KEYS = {"subject", "predicate", "value", "basis"}
 _EVENT_KEYS = {"id", "author", "at", "text", "partial", "function_call", "function_response", "skip"}
 _QUERY_KEYS = {"id", "text", "relevant", "asked_at", "type", "fact_key"}
 
@@ -152,6 +155,34 @@ def _event(ctx: _Ctx, raw: Any, where: str, line: int) -> tuple[Event, str | Non
     return event, skip
 
 
+def _candidate(ctx: _Ctx, raw: Any, where: str, line: int, events: dict[str, Event], session_id: str) -> Candidate:
+    m = ctx.mapping(raw, where, line, _CANDIDATE_KEYS)
+    event_id = ctx.string(m, "event", where)
+    event = events.get(event_id)
+    if event is None:
+        raise ctx.fail(f"{where}.event", m.key_lines["event"], f"event {event_id!r} is not in this session")
+    quote = ctx.string(m, "quote", where)
+    if quote not in (event.text or ""):
+        raise ctx.fail(f"{where}.quote", m.key_lines["quote"], f"quote {quote!r} is not in the text of {event_id!r}")
+    basis = m.get("basis", "stated")
+    if basis not in ("stated", "inferred"):
+        raise ctx.fail(f"{where}.basis", m.key_lines["basis"], f"basis must be stated or inferred, got {basis!r}")
+    negated = m.get("negated", False)
+    if not isinstance(negated, bool):
+        raise ctx.fail(f"{where}.negated", m.key_lines["negated"], f"expected true or false, got {negated!r}")
+    return Candidate(
+        subject=ctx.string(m, "subject", where),
+        predicate=ctx.string(m, "predicate", where),
+        value=ctx.string(m, "value", where),
+        quote=quote,
+        basis=basis,
+        negated=negated,
+        event_id=event_id,
+        event_time=event.timestamp,
+        session_id=session_id,
+    )
+
+
 def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
     """Validate one loaded fixture document and build its user history and questions."""
     ctx = _Ctx(path)
@@ -159,6 +190,7 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
     app = ctx.string(top, "app", "(top)")
     user = ctx.string(top, "user", "(top)")
     sessions: list[Session] = []
+    gold: dict[str, list[Candidate]] = {}
     skips: dict[str, str] = {}
     event_ids: set[str] = set()
     for si, raw_session in enumerate(ctx.seq(top, "sessions", "(top)")):
@@ -180,9 +212,34 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
             if skip:
                 skips[event.id] = skip
             events.append(event)
-        sessions.append(Session(app_name=app, user_id=user, id=ctx.string(sm, "id", where), events=events))
+        session_id = ctx.string(sm, "id", where)
+        sessions.append(Session(app_name=app, user_id=user, id=session_id, events=events))
+        if "candidates" in sm:
+            by_id = {e.id: e for e in events}
+            gold[session_id] = [
+                _candidate(ctx, raw, f"{where}.candidates[{ci}]", sm.key_lines["candidates"], by_id, session_id)
+                for ci, raw in enumerate(ctx.seq(sm, "candidates", where))
+            ]
+    session_ids = [s.id for s in sessions]
+    replay = [str(x) for x in ctx.seq(top, "replay", "(top)")] if "replay" in top else session_ids
+    for sid in replay:
+        if sid not in session_ids:
+            raise ctx.fail("replay", top.key_lines["replay"], f"session {sid!r} is not in this file")
+    expected = None
+    if "expected" in top:
+        expected = []
+        for xi, raw in enumerate(ctx.seq(top, "expected", "(top)")):
+            xm = ctx.mapping(raw, f"expected[{xi}]", top.key_lines["expected"], _EXPECTED_KEYS)
+            expected.append(
+                (
+                    ctx.string(xm, "subject", f"expected[{xi}]"),
+                    ctx.string(xm, "predicate", f"expected[{xi}]"),
+                    ctx.string(xm, "value", f"expected[{xi}]"),
+                    str(xm.get("basis", "stated")),
+                )
+            )
     questions = []
-    for qi, raw_query in enumerate(ctx.seq(top, "queries", "(top)")):
+    for qi, raw_query in enumerate(ctx.seq(top, "queries", "(top)") if "queries" in top else []):
         where = f"queries[{qi}]"
         qm = ctx.mapping(raw_query, where, top.key_lines["queries"], _QUERY_KEYS)
         relevant = ctx.seq(qm, "relevant", where) if "relevant" in qm else None
@@ -216,6 +273,9 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
         description=str(top.get("description") or ""),
         expected_skips=skips,
         source=str(path),
+        gold_candidates=gold,
+        replay=replay,
+        expected_facts=expected,
     )
     return history, questions
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memlab.facts.types import Candidate
 from memlab.types import Session
 
 
@@ -38,6 +39,12 @@ class UserHistory:
     description: str = ""
     expected_skips: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    gold_candidates: dict[str, list[Candidate]] = field(default_factory=dict)  # session id -> gold facts
+    replay: list[str] = field(default_factory=list)  # ingestion order (may repeat a session or go back)
+    expected_facts: list[tuple[str, str, str, str]] | None = None  # (subject, predicate, value, basis)
+
+    def session(self, session_id: str) -> Session:
+        return next(s for s in self.sessions if s.id == session_id)
 
     @property
     def event_count(self) -> int:
