@@ -1,0 +1,216 @@
+"""SQL of fact memory: value rows, the observation log, per-session watermarks.
+
+Keys are (app_name, user_id, subject, predicate); every unique key includes user_id (shardable by user).
+A partial unique index allows at most one current row per single-valued key, so even two concurrent
+ingests can never leave two current values; the store also locks the key for the whole decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+import psycopg
+
+from memlab.facts.types import Candidate, Fact
+
+FACTS_DDL = """
+CREATE TABLE IF NOT EXISTS semantic_fact (
+    id             bigserial,
+    app_name       text        NOT NULL,
+    user_id        text        NOT NULL,
+    subject        text        NOT NULL,
+    predicate      text        NOT NULL,
+    value          text        NOT NULL,
+    status         text        NOT NULL CHECK (status IN ('current', 'superseded', 'disputed', 'retracted')),
+    basis          text        NOT NULL CHECK (basis IN ('stated', 'inferred')),
+    confidence     real        NOT NULL,
+    source_session text        NOT NULL,
+    source_ts      timestamptz NOT NULL,
+    source_quote   text        NOT NULL,
+    confirmed_at   timestamptz NOT NULL,
+    confirmed_by   text,
+    sensitivity    text        NOT NULL DEFAULT 'normal' CHECK (sensitivity IN ('normal', 'personal', 'health')),
+    cardinality    text        NOT NULL CHECK (cardinality IN ('one', 'many')),
+    last_stated_at   timestamptz,
+    last_inferred_at timestamptz,
+    retracted_at     timestamptz,
+    retracted_by     text,
+    sessions       text[]      NOT NULL DEFAULT '{}',
+    PRIMARY KEY (app_name, user_id, subject, predicate, value)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS semantic_fact_one_current
+    ON semantic_fact (app_name, user_id, subject, predicate)
+    WHERE status = 'current' AND cardinality = 'one';
+CREATE TABLE IF NOT EXISTS semantic_fact_observation (
+    app_name    text        NOT NULL,
+    user_id     text        NOT NULL,
+    session_id  text        NOT NULL,
+    event_id    text        NOT NULL,
+    subject     text        NOT NULL,
+    predicate   text        NOT NULL,
+    value       text        NOT NULL,
+    negated     boolean     NOT NULL,
+    basis       text        NOT NULL,
+    event_time  timestamptz NOT NULL,
+    quote       text        NOT NULL,
+    action      text        NOT NULL,
+    reason      text        NOT NULL,
+    ingested_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (app_name, user_id, session_id, event_id, subject, predicate, value, negated)
+);
+CREATE TABLE IF NOT EXISTS fact_watermark (
+    app_name      text        NOT NULL,
+    user_id       text        NOT NULL,
+    session_id    text        NOT NULL,
+    last_event_ts timestamptz NOT NULL,
+    PRIMARY KEY (app_name, user_id, session_id)
+);
+"""
+
+_FACT_COLUMNS = (
+    "subject, predicate, value, status, basis, confidence, source_session, source_ts, source_quote, confirmed_at, "
+    "confirmed_by, sensitivity, cardinality, last_stated_at, last_inferred_at, retracted_at, retracted_by, sessions, id"
+)
+
+
+def _fact(row: tuple) -> Fact:
+    (subject, predicate, value, status, basis, confidence, source_session, source_ts, quote, confirmed_at,
+     confirmed_by, sensitivity, cardinality, last_stated, last_inferred, retracted_at, retracted_by, sessions,
+     row_id) = row  # fmt: skip
+    return Fact(
+        subject=subject, predicate=predicate, value=value, status=status, basis=basis, confidence=float(confidence),
+        source_session=source_session, source_ts=source_ts, quote=quote, confirmed_at=confirmed_at,
+        confirmed_by=confirmed_by, sensitivity=sensitivity, cardinality=cardinality, last_stated_at=last_stated,
+        last_inferred_at=last_inferred, retracted_at=retracted_at, retracted_by=retracted_by,
+        sessions=tuple(sessions), id=row_id,
+    )  # fmt: skip
+
+
+def ensure_schema(conn: psycopg.Connection) -> None:
+    conn.execute(FACTS_DDL)
+
+
+def lock_fact_key(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str) -> None:
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ["\x1f".join(("fact", app, user, subject, predicate))]
+    )
+
+
+def key_rows(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str) -> list[Fact]:
+    """Every row (current and history) of one key, locked for update."""
+    rows = conn.execute(
+        f"SELECT {_FACT_COLUMNS} FROM semantic_fact WHERE app_name = %s AND user_id = %s AND subject = %s "
+        "AND predicate = %s ORDER BY value FOR UPDATE",
+        [app, user, subject, predicate],
+    ).fetchall()
+    return [_fact(r) for r in rows]
+
+
+def user_rows(
+    conn: psycopg.Connection, app: str, users: Sequence[str], *, statuses: Sequence[str] | None = None
+) -> list[tuple[str, Fact]]:
+    """(user_id, fact) rows of one app for the given users, optionally only some statuses."""
+    query = f"SELECT user_id, {_FACT_COLUMNS} FROM semantic_fact WHERE app_name = %s AND user_id = ANY(%s)"
+    params: list = [app, list(users)]
+    if statuses is not None:
+        query += " AND status = ANY(%s)"
+        params.append(list(statuses))
+    rows = conn.execute(query + " ORDER BY user_id, subject, predicate, value", params).fetchall()
+    return [(r[0], _fact(r[1:])) for r in rows]
+
+
+def write_rows(conn: psycopg.Connection, app: str, user: str, before: Sequence[Fact], after: Sequence[Fact]) -> None:
+    """Upsert the rows that changed; rows leaving 'current' go first so the one-current index never trips."""
+    old = {r.value: r for r in before}
+    changed = [r for r in after if _differs(old.get(r.value), r)]
+    changed.sort(key=lambda r: (r.status == "current", r.value))
+    for r in changed:
+        conn.execute(
+            "INSERT INTO semantic_fact (app_name, user_id, subject, predicate, value, status, basis, confidence, "
+            "source_session, source_ts, source_quote, confirmed_at, confirmed_by, sensitivity, cardinality, "
+            "last_stated_at, last_inferred_at, retracted_at, retracted_by, sessions) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (app_name, user_id, subject, predicate, value) DO UPDATE SET status = EXCLUDED.status, "
+            "basis = EXCLUDED.basis, confidence = EXCLUDED.confidence, source_session = EXCLUDED.source_session, "
+            "source_ts = EXCLUDED.source_ts, source_quote = EXCLUDED.source_quote, "
+            "confirmed_at = EXCLUDED.confirmed_at, confirmed_by = EXCLUDED.confirmed_by, "
+            "sensitivity = EXCLUDED.sensitivity, cardinality = EXCLUDED.cardinality, "
+            "last_stated_at = EXCLUDED.last_stated_at, last_inferred_at = EXCLUDED.last_inferred_at, "
+            "retracted_at = EXCLUDED.retracted_at, retracted_by = EXCLUDED.retracted_by, sessions = EXCLUDED.sessions",
+            [
+                app, user, r.subject, r.predicate, r.value, r.status, r.basis, r.confidence, r.source_session,
+                r.source_ts, r.quote, r.confirmed_at, r.confirmed_by, r.sensitivity, r.cardinality,
+                r.last_stated_at, r.last_inferred_at, r.retracted_at, r.retracted_by, list(r.sessions),
+            ],
+        )  # fmt: skip
+
+
+def _differs(old: Fact | None, new: Fact) -> bool:
+    if old is None:
+        return True
+    return old != replace(new, id=old.id)
+
+
+def observation_exists(conn: psycopg.Connection, app: str, user: str, c: Candidate) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s AND session_id = %s "
+        "AND event_id = %s AND subject = %s AND predicate = %s AND value = %s AND negated = %s",
+        [app, user, c.session_id, c.event_id, c.subject, c.predicate, c.value, c.negated],
+    ).fetchone()
+    return row is not None
+
+
+def log_observation(conn: psycopg.Connection, app: str, user: str, c: Candidate, action: str, reason: str) -> None:
+    conn.execute(
+        "INSERT INTO semantic_fact_observation (app_name, user_id, session_id, event_id, subject, predicate, value, "
+        "negated, basis, event_time, quote, action, reason) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        [app, user, c.session_id, c.event_id, c.subject, c.predicate, c.value, c.negated, c.basis, c.event_time,
+         c.quote, action, reason],
+    )  # fmt: skip
+
+
+def observations(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str) -> list[tuple]:
+    return conn.execute(
+        "SELECT value, negated, basis, session_id, event_id, event_time, quote, action, reason, ingested_at "
+        "FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s AND subject = %s AND predicate = %s "
+        "ORDER BY event_time, session_id, event_id",
+        [app, user, subject, predicate],
+    ).fetchall()
+
+
+def provenance_events(conn: psycopg.Connection, app: str, users: Sequence[str]) -> dict[tuple, list[str]]:
+    """(user, subject, predicate, value) -> event ids that asserted it (for event-level relevance labels)."""
+    rows = conn.execute(
+        "SELECT user_id, subject, predicate, value, array_agg(event_id ORDER BY event_time) "
+        "FROM semantic_fact_observation WHERE app_name = %s AND user_id = ANY(%s) AND NOT negated "
+        "GROUP BY user_id, subject, predicate, value",
+        [app, list(users)],
+    ).fetchall()
+    return {(r[0], r[1], r[2], r[3]): list(r[4]) for r in rows}
+
+
+def get_watermark(conn: psycopg.Connection, app: str, user: str, session_id: str) -> datetime | None:
+    row = conn.execute(
+        "SELECT last_event_ts FROM fact_watermark WHERE app_name = %s AND user_id = %s AND session_id = %s",
+        [app, user, session_id],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def set_watermark(conn: psycopg.Connection, app: str, user: str, session_id: str, ts: datetime) -> None:
+    conn.execute(
+        "INSERT INTO fact_watermark (app_name, user_id, session_id, last_event_ts) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (app_name, user_id, session_id) DO UPDATE "
+        "SET last_event_ts = GREATEST(fact_watermark.last_event_ts, EXCLUDED.last_event_ts)",
+        [app, user, session_id, ts],
+    )
+
+
+def forget_user(conn: psycopg.Connection, app: str, user: str) -> dict[str, int]:
+    counts = {}
+    for table in ("semantic_fact", "semantic_fact_observation", "fact_watermark"):
+        counts[table] = conn.execute(f"DELETE FROM {table} WHERE app_name = %s AND user_id = %s", [app, user]).rowcount
+    return counts
