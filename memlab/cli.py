@@ -28,71 +28,71 @@ def _summary_table(summary, title: str) -> Table:
     return table
 
 
+def _extractors(names: list[str], facts_dir: Path, llm_base_url: str | None, llm_model: str | None) -> list:
+    from memlab.evaluation.fixtures import load_event_fixtures
+    from memlab.facts.extractors.labelled import LabelledExtractor
+    from memlab.facts.extractors.llm import LlmExtractor
+    from memlab.facts.extractors.rules import RuleExtractor
+
+    out = []
+    for name in names:
+        if name == "labelled":
+            out.append(LabelledExtractor.from_set(load_event_fixtures(facts_dir)))
+        elif name == "rules":
+            out.append(RuleExtractor())
+        elif name == "llm":
+            out.append(LlmExtractor(llm_base_url, llm_model))
+        else:
+            raise typer.BadParameter(f"unknown extractor {name!r}; use labelled, rules or llm")
+    return out
+
+
 @app.command("eval")
 def eval_command(
     fixtures: Path = typer.Option(Path("fixtures/events"), help="Folder of event fixtures (YAML/JSON)."),
+    facts: Path = typer.Option(Path("fixtures/facts"), help="Folder of fact fixtures."),
     out: Path = typer.Option(Path("reports/latest"), help="Run folder to write."),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server)."),
     k: int = typer.Option(10, help="Cut the rankings at k."),
     bench_repeat: int = typer.Option(4, help="Copies of the fixture sessions used for the ingest-rate benchmark."),
+    extractor: list[str] = typer.Option(
+        ["labelled", "rules"], help="Fact extractors to compare: labelled, rules, llm (repeat the option)."
+    ),
+    llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible base URL for --extractor llm."),
+    llm_model: str | None = typer.Option(None, help="Model name for --extractor llm."),
 ) -> None:
-    """Ingest the event fixtures, answer their labelled queries, compare pgvector with FAISS exact, write a report."""
+    """Ingest the event fixtures, answer their labelled queries, compare pgvector with FAISS exact, compare fact
+    extractors on the fact fixtures, and write a report."""
     import memlab
-    from memlab.evaluation.fixture_run import run_fixture_eval
-    from memlab.evaluation.fixtures import load_event_fixtures
-    from memlab.evaluation.ingest_bench import measure_ingest
-    from memlab.evaluation.report import markdown_table, write_run
+    from memlab.evaluation.main_job import run_eval, write_eval_report
 
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
+    if llm_base_url and "llm" not in extractor:
+        extractor = [*extractor, "llm"]
     try:
-        labelled = load_event_fixtures(fixtures)
-        console.print(f"[bold]fixtures[/] {fixtures}: {labelled.summary()}")
+        extractors = _extractors(extractor, facts, llm_base_url, llm_model)
         with memlab.open_store(dsn) as store:
             console.print(f"[bold]store[/] pgvector {store.vector_version}, embedded={store.embedded}")
             embedder = memlab.default_embedder()
-            run = run_fixture_eval(store, embedder, labelled, k=k, progress=True)
-            summary = run.summary()
-            raw_model = getattr(embedder, "inner", embedder)
-            bench = measure_ingest(store, raw_model, labelled, repeat=bench_repeat)
+            result = run_eval(
+                store, embedder, events_dir=fixtures, facts_dir=facts if facts.exists() else None,
+                extractors=extractors, k=k, bench_repeat=bench_repeat, progress=True,
+            )  # fmt: skip
     except memlab.MemlabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    console.print(_summary_table(summary, f"recall@{k} on {labelled.name} (answerable questions)"))
+    console.print(_summary_table(result.summary, f"recall@{k} on {result.events.name} (answerable questions)"))
+    bench = result.bench
     console.print(
         f"[bold]ingest[/] {bench.ingest_units_per_s:.0f} units/s vs raw encode {bench.raw_encode_per_s:.0f} texts/s "
         f"(ratio {bench.ratio:.2f}, {bench.texts} texts)"
     )
-    skipped = {g: dict(r.skipped) for g, r in run.ingest.items()}
-    flat = {
-        f"{r.granularity}.{r.config}.{m}": float(r[m])
-        for _, r in summary.iterrows()
-        for m in ("recall_at_k", "recall_vs_exact", "mrr", "hit_rate", "empty_rate", "correct_empty_rate")
-    }
-    flat.update({f"ingest.{key}": float(v) for key, v in bench.as_dict().items()})
-    sections = {
-        "Ingest": (
-            f"- units added per granularity: { {g: r.added for g, r in run.ingest.items()} }\n"
-            f"- events skipped by reason: {skipped}\n"
-            f"- ingest rate {bench.ingest_units_per_s:.1f} units/s vs the model's raw encode rate "
-            f"{bench.raw_encode_per_s:.1f} texts/s on the same {bench.texts} texts (ratio {bench.ratio:.2f})"
-        ),
-        "Plans taken by the `planner` strategy": markdown_table(
-            run.questions[run.questions.config == "planner"]
-            .groupby(["granularity", "plan"])
-            .size()
-            .rename("questions")
-            .reset_index()
-        ),
-    }
-    write_run(
-        out,
-        questions=run.questions,
-        summary=summary,
-        config={"dataset": labelled.name, "fixtures": str(fixtures), "k": k, "embedder": embedder.model_id},
-        extra_sections=sections,
-        metrics=flat,
-    )
+    if result.facts_summary is not None:
+        console.print(_summary_table(result.facts_summary, "fact extractors on the fact fixtures"))
+    config = {"dataset": result.events.name, "fixtures": str(fixtures), "facts": str(facts), "k": k,
+              "embedder": embedder.model_id, "extractors": extractor}  # fmt: skip
+    write_eval_report(out, result, config)
     console.print(f"[green]wrote[/] {out}/report.md in {time.perf_counter() - started:.0f} s")
 
 

@@ -48,6 +48,7 @@ class FactIngestReport:
     duplicates: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
     actions: list[tuple[str, str, str, str]] = field(default_factory=list)  # (subject, predicate, value, action)
+    accepted: list[Candidate] = field(default_factory=list)  # candidates that passed the checks, normalised
 
     def count(self, action: str) -> None:
         name = {"insert": "inserted", "reinforce": "reinforced", "supersede": "superseded", "dispute": "disputed",
@@ -137,6 +138,7 @@ class FactMemory:
         raw = self.extractor.extract(fresh, session_id=session.id, registry=self.registry, current_keys=keys)
         report.candidates = len(raw)
         accepted = self._check(raw, fresh, session.id, report)
+        report.accepted = list(accepted)
         with self.store.transaction() as conn:
             facts_sql.lock_fact_key(conn, app, user, "session", session.id)
             mark = facts_sql.get_watermark(conn, app, user, session.id)  # another writer may have moved it
