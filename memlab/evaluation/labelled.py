@@ -22,7 +22,9 @@ class Question:
     relevant: tuple[str, ...]
     asked_at: datetime | None = None
     qtype: str = "default"
-    fact_key: str | None = None
+    fact_key: str | None = None  # "subject/predicate" the question asks about, when it asks about a fact
+    relevant_sessions: tuple[str, ...] = ()  # session-level labels, where turn-level ones are not enough
+    answer: str | None = None  # the expected answer text, when the data set gives one
 
     @property
     def answerable(self) -> bool:
