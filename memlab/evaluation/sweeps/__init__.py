@@ -1,0 +1,1 @@
+"""Sweeps: a grid in, a tidy DataFrame out (plots are drawn by memlab.evaluation.plots)."""
