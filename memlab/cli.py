@@ -96,5 +96,50 @@ def eval_command(
     console.print(f"[green]wrote[/] {out}/report.md in {time.perf_counter() - started:.0f} s")
 
 
+@app.command("report")
+def report_command(
+    baseline: Path = typer.Option(Path("reports/baseline.json"), help="The committed baseline metrics."),
+    run: Path = typer.Option(Path("reports/latest"), help="Run folder (or metrics.json) to check."),
+    tolerances: Path | None = typer.Option(None, help="Tolerance rules (default: memlab's checked-in file)."),
+) -> None:
+    """Compare a run with the baseline; exit 1 when a metric regressed beyond its tolerance."""
+    from memlab.errors import MemlabError
+    from memlab.evaluation.gate import DEFAULT_TOLERANCES, compare, load_metrics, load_rules, regressions
+    from memlab.evaluation.report import markdown_table
+
+    try:
+        table = compare(load_metrics(baseline), load_metrics(run), load_rules(tolerances or DEFAULT_TOLERANCES))
+    except MemlabError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    bad = regressions(table)
+    changed = table[table.verdict != "ok"]
+    console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))
+    folder = run if run.is_dir() else run.parent
+    (folder / "gate.md").write_text(
+        "# Against the baseline\n\n"
+        + (markdown_table(changed) if len(changed) else "No change beyond tolerance.")
+        + "\n"
+    )
+    if len(bad):
+        console.print(f"[red]{len(bad)} regression(s)[/] against {baseline}")
+        raise typer.Exit(1)
+    console.print(f"[green]no regression[/] against {baseline} ({len(table)} metrics checked)")
+
+
+@app.command("baseline")
+def baseline_command(
+    run: Path = typer.Option(Path("reports/latest"), help="Run folder whose metrics become the baseline."),
+    out: Path = typer.Option(Path("reports/baseline.json"), help="Where the baseline is written (commit it)."),
+) -> None:
+    """Make a run's metrics the new baseline (review the diff before committing it)."""
+    import json
+
+    from memlab.evaluation.gate import load_metrics
+
+    out.write_text(json.dumps(load_metrics(run), indent=2, sort_keys=True) + "\n")
+    console.print(f"[green]wrote[/] {out}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

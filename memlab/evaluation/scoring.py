@@ -49,6 +49,7 @@ def score(
     returned, context chars and latency on all; recall against the `exact` run's system of the same questions
     (before the cut-off: it measures the index, not the threshold)."""
     by_id = {q.id: q for q in questions}
+    run = run[run.question_id.isin(by_id)]
     trimmed = cut(run[run["rank"] <= k], max_distance)
     qrels = [ir_measures.Qrel(q.id, e, 1) for q in questions for e in q.relevant]
     rows = []
