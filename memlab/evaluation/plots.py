@@ -86,7 +86,7 @@ def recall_latency(
     for ax, bucket in zip(axes[0], buckets, strict=True):
         sub = frame[frame[panels] == bucket]
         for name, g in sub.groupby(series, sort=False):
-            g = g.sort_values(x)
+            g = g.sort_values(order or x)
             line = ax.plot(g[x], g[y], marker="o", markersize=3, label=str(name))[0]
             if predicted and predicted in g and g[predicted].notna().any():
                 ax.plot(g[x], g[predicted], linestyle="--", color=line.get_color(), linewidth=0.8)

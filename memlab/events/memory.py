@@ -71,13 +71,15 @@ class EventMemory:
         chunk_overlap: int = 1,
         min_chars: int = filters.DEFAULT_MIN_CHARS,
         scan_secrets: bool = True,
+        layer: str | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.granularity = granularity
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
-        self.layer = layer_name(granularity, chunk_size, chunk_overlap)
+        # `layer` names a separate corpus with its own HNSW index (benchmarks use it to stay apart)
+        self.layer = layer or layer_name(granularity, chunk_size, chunk_overlap)
         self.min_chars = min_chars
         self.scan_secrets = scan_secrets
         self.model = store.register_model(embedder.model_id, embedder.dimension)

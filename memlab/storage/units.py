@@ -129,7 +129,7 @@ def _distance(model: ModelInfo) -> sql.Composed:
     return sql.SQL("(embedding::{vt} <=> %(q)s::{vt})").format(vt=model.vector_type())
 
 
-def search_sql(model: ModelInfo, layer: str, strategy: str) -> sql.Composed:
+def search_sql(model: ModelInfo, layer: str, strategy: str, *, literal_scope: Scope | None = None) -> sql.Composed:
     """The scoped k-NN query. `exact` orders by an expression no index can serve, so every row of the user
     is scored; `hnsw`/`planner` order by the indexed expression. The outer ORDER BY re-sorts results that
     a relaxed iterative scan returned slightly out of order (a MATERIALIZED CTE keeps PostgreSQL from
@@ -140,7 +140,7 @@ def search_sql(model: ModelInfo, layer: str, strategy: str) -> sql.Composed:
         "WITH ranked AS MATERIALIZED ("
         " SELECT unit_id, body, author, occurred_at, session_id, event_ids, {dist} AS distance"
         " FROM {table}"
-        " WHERE app_name = %(app)s AND user_id = %(user)s AND embed_model = {model} AND layer = {layer}"
+        " WHERE app_name = {app} AND user_id = {user} AND embed_model = {model} AND layer = {layer}"
         " ORDER BY {order} LIMIT %(k)s)"
         " SELECT unit_id, body, author, occurred_at, session_id, event_ids, distance"
         " FROM ranked ORDER BY distance + 0"
@@ -150,6 +150,9 @@ def search_sql(model: ModelInfo, layer: str, strategy: str) -> sql.Composed:
         model=sql.Literal(model.model_id),
         layer=sql.Literal(layer),
         order=order,
+        # Literal app and user let the planner match a per-tenant partial index; parameters keep plans shared.
+        app=sql.Literal(literal_scope.app_name) if literal_scope else sql.Placeholder("app"),
+        user=sql.Literal(literal_scope.user_id) if literal_scope else sql.Placeholder("user"),
     )
 
 
@@ -170,11 +173,13 @@ def search_params(scope: Scope, vector: np.ndarray, top_k: int) -> dict:
     return {"q": vector, "app": scope.app_name, "user": scope.user_id, "k": top_k}
 
 
-def run_search(conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings) -> list[Hit]:
-    """Run the search inside the caller's transaction (settings must already be applied)."""
-    rows = conn.execute(
-        search_sql(scope.model, scope.layer, settings.strategy), search_params(scope, vector, settings.top_k)
-    )
+def run_search(
+    conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings, *, literal: bool = False
+) -> list[Hit]:
+    """Run the search inside the caller's transaction (settings must already be applied). `literal` inlines
+    app and user so a per-tenant partial index can serve the query."""
+    query = search_sql(scope.model, scope.layer, settings.strategy, literal_scope=scope if literal else None)
+    rows = conn.execute(query, search_params(scope, vector, settings.top_k))
     return [
         Hit(
             unit_id=r[0],
@@ -210,6 +215,21 @@ def plan_access_path(plan: dict, hnsw_index: str) -> str:
 
     walk(plan.get("Plan", plan))
     return "hnsw" if "hnsw" in found else (found[0] if found else "unknown")
+
+
+def explain_json(
+    conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings, *, literal: bool = False
+) -> dict:
+    """EXPLAIN (ANALYZE, FORMAT JSON) of the search: the top plan node and its children."""
+    query = search_sql(scope.model, scope.layer, settings.strategy, literal_scope=scope if literal else None)
+    out = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + query, search_params(scope, vector, settings.top_k))
+    plan_json = out.fetchone()[0]
+    return (plan_json[0] if isinstance(plan_json, list) else json.loads(plan_json)[0])["Plan"]
+
+
+def rows_removed_by_filter(plan: dict) -> int:
+    """Rows the scan read and the app/user filter threw away, over the whole plan."""
+    return int(plan.get("Rows Removed by Filter", 0)) + sum(rows_removed_by_filter(p) for p in plan.get("Plans", []))
 
 
 def explain_search(
