@@ -79,6 +79,7 @@ def recall_latency(
     series: str = "config",
     panels: str = "size_bucket",
     predicted: str | None = None,
+    order: str | None = None,
 ) -> Path:
     """Recall vs latency curves, one panel per tenant-size bucket; optional predicted recall as dashed lines."""
     buckets = list(dict.fromkeys(frame[panels]))
