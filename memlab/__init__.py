@@ -20,6 +20,13 @@ from memlab.errors import (
 )
 from memlab.evaluation.faiss_exact import FaissExact
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
+from memlab.facts.decide import decide
+from memlab.facts.extractors.labelled import LabelledExtractor
+from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
+from memlab.facts.extractors.rules import RuleExtractor
+from memlab.facts.memory import FactHit, FactIngestReport, FactMemory
+from memlab.facts.registry import PredicateRegistry, UnknownPredicateError, default_registry
+from memlab.facts.types import Candidate, Decision, Fact
 from memlab.storage import Store, open_store
 from memlab.types import (
     Event,
@@ -36,8 +43,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CachedEmbedder",
+    "Candidate",
     "ConfigError",
     "DatabaseUnavailableError",
+    "Decision",
     "DimensionError",
     "Embedder",
     "EmbeddingCache",
@@ -45,6 +54,11 @@ __all__ = [
     "EventMemory",
     "Explain",
     "ExtensionError",
+    "ExtractionError",
+    "Fact",
+    "FactHit",
+    "FactIngestReport",
+    "FactMemory",
     "FaissExact",
     "FixtureError",
     "FunctionCall",
@@ -52,13 +66,20 @@ __all__ = [
     "Hit",
     "Hits",
     "IngestReport",
+    "LabelledExtractor",
+    "LlmExtractor",
     "MemlabError",
     "MigrationReport",
+    "PredicateRegistry",
+    "RuleExtractor",
     "SearchSettings",
     "SentenceTransformerEmbedder",
     "Session",
     "Store",
+    "UnknownPredicateError",
+    "decide",
     "default_embedder",
+    "default_registry",
     "migrate_embeddings",
     "open_store",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -49,9 +50,16 @@ def _extractors(names: list[str], facts_dir: Path, llm_base_url: str | None, llm
 
 @app.command("eval")
 def eval_command(
+    suite: str = typer.Option(
+        "ci",
+        help="ci (minutes; feeds the CI gate), full (the real measurement), or "
+        "fixtures (event and fact fixtures only).",
+    ),
     fixtures: Path = typer.Option(Path("fixtures/events"), help="Folder of event fixtures (YAML/JSON)."),
     facts: Path = typer.Option(Path("fixtures/facts"), help="Folder of fact fixtures."),
-    out: Path = typer.Option(Path("reports/latest"), help="Run folder to write."),
+    out: Path | None = typer.Option(
+        None, help="Run folder (default: reports/<suite>-<time>, copied to reports/latest)."
+    ),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server)."),
     k: int = typer.Option(10, help="Cut the rankings at k."),
     bench_repeat: int = typer.Option(4, help="Copies of the fixture sessions used for the ingest-rate benchmark."),
@@ -61,27 +69,45 @@ def eval_command(
     llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible base URL for --extractor llm."),
     llm_model: str | None = typer.Option(None, help="Model name for --extractor llm."),
 ) -> None:
-    """Ingest the event fixtures, answer their labelled queries, compare pgvector with FAISS exact, compare fact
-    extractors on the fact fixtures, and write a report."""
+    """Run a suite: event fixtures against FAISS exact, fact extractors, granularity, cut-offs, LongMemEval
+    and filtered search; write a run folder with report.md, metrics.json, tables and plots."""
     import memlab
-    from memlab.evaluation.main_job import run_eval, write_eval_report
+    from memlab.evaluation.suites import SUITES, publish_latest, run_suite
 
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
+    if suite not in (*SUITES, "fixtures"):
+        raise typer.BadParameter(f"unknown suite {suite!r}; use ci, full or fixtures")
     if llm_base_url and "llm" not in extractor:
         extractor = [*extractor, "llm"]
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    run_dir = out or Path("reports") / f"{suite}-{stamp}"
+    latest = Path("reports/latest")
+    previous = latest if latest.exists() and out is None else None
     try:
         extractors = _extractors(extractor, facts, llm_base_url, llm_model)
         with memlab.open_store(dsn) as store:
             console.print(f"[bold]store[/] pgvector {store.vector_version}, embedded={store.embedded}")
             embedder = memlab.default_embedder()
-            result = run_eval(
-                store, embedder, events_dir=fixtures, facts_dir=facts if facts.exists() else None,
-                extractors=extractors, k=k, bench_repeat=bench_repeat, progress=True,
-            )  # fmt: skip
+            facts_dir = facts if facts.exists() else None
+            if suite == "fixtures":
+                _fixtures_only(store, embedder, fixtures, facts_dir, extractors, k, bench_repeat, run_dir, extractor)
+            else:
+                run_suite(store, embedder, SUITES[suite], run_dir, events_dir=fixtures, facts_dir=facts_dir,
+                          extractors=extractors, previous=previous, progress=True)  # fmt: skip
     except memlab.MemlabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
+    if out is None:
+        publish_latest(run_dir, latest)
+    console.print(f"[green]wrote[/] {run_dir}/report.md in {time.perf_counter() - started:.0f} s")
+
+
+def _fixtures_only(store, embedder, fixtures, facts_dir, extractors, k, bench_repeat, out, names) -> None:
+    from memlab.evaluation.main_job import run_eval, write_eval_report
+
+    result = run_eval(store, embedder, events_dir=fixtures, facts_dir=facts_dir, extractors=extractors, k=k,
+                      bench_repeat=bench_repeat, progress=True)  # fmt: skip
     console.print(_summary_table(result.summary, f"recall@{k} on {result.events.name} (answerable questions)"))
     bench = result.bench
     console.print(
@@ -90,10 +116,9 @@ def eval_command(
     )
     if result.facts_summary is not None:
         console.print(_summary_table(result.facts_summary, "fact extractors on the fact fixtures"))
-    config = {"dataset": result.events.name, "fixtures": str(fixtures), "facts": str(facts), "k": k,
-              "embedder": embedder.model_id, "extractors": extractor}  # fmt: skip
+    config = {"suite": "fixtures", "dataset": result.events.name, "fixtures": str(fixtures), "k": k,
+              "embedder": embedder.model_id, "extractors": names}  # fmt: skip
     write_eval_report(out, result, config)
-    console.print(f"[green]wrote[/] {out}/report.md in {time.perf_counter() - started:.0f} s")
 
 
 @app.command("report")

@@ -14,7 +14,8 @@ from tests.conftest import EVENT_FIXTURES
 def test_eval_writes_a_report_with_recall_against_faiss_exact(tmp_path, memlab_home, store):
     out = tmp_path / "run"
     result = CliRunner().invoke(
-        app, ["eval", "--fixtures", str(EVENT_FIXTURES), "--out", str(out), "--bench-repeat", "1"]
+        app,
+        ["eval", "--suite", "fixtures", "--fixtures", str(EVENT_FIXTURES), "--out", str(out), "--bench-repeat", "1"],
     )
     assert result.exit_code == 0, result.output
     for name in ("report.md", "summary.csv", "questions.csv", "metrics.json", "manifest.json"):
@@ -34,7 +35,9 @@ def test_eval_on_a_malformed_fixture_fails_clearly(tmp_path):
     bad = tmp_path / "fx"
     bad.mkdir()
     (bad / "x.yaml").write_text("app: a\nuser: u\nsessions: 3\nqueries: []\n")
-    result = CliRunner().invoke(app, ["eval", "--fixtures", str(bad), "--out", str(tmp_path / "o")])
+    result = CliRunner().invoke(
+        app, ["eval", "--suite", "fixtures", "--fixtures", str(bad), "--out", str(tmp_path / "o")]
+    )
     assert result.exit_code == 2
     assert "x.yaml:" in result.output and "expected a list" in result.output
     assert not (tmp_path / "o").exists(), "nothing is written when the input is bad"

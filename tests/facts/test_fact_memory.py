@@ -236,3 +236,26 @@ def test_why_returns_the_trail_and_forget_user_deletes_everything(store, embedde
     counts = facts.forget_user(app_name, "u")
     assert counts == {"semantic_fact": 2, "semantic_fact_observation": 2, "fact_watermark": 2, "memory_unit": 1}
     assert facts.current(app_name, "u") == [] and facts.why(app_name, "u", "user", "diet") == []
+
+
+# RuleExtractor key accuracy over the fact fixtures, measured through FactMemory (consolidated state vs the
+# expected one). Measured 0.933 on 2026-11-29; the patterns were written with these fixtures in view, so
+# this guards against regressions rather than estimating accuracy on unseen text.
+RULES_KEY_ACCURACY = 0.933
+
+
+def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set):
+    from memlab.evaluation.fact_run import run_fact_eval
+
+    frame = run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
+    print(frame[["fixture", "key_accuracy", "candidate_recall", "candidate_precision"]].to_string())
+    assert len(frame) == len(fact_set.users)
+    assert frame.key_accuracy.mean() >= RULES_KEY_ACCURACY - 0.02
+    assert frame.candidate_precision.mean() >= 0.95
+
+
+def test_public_api_names(store, embedder):
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.RuleExtractor())
+    assert isinstance(facts.extractor, memlab.RuleExtractor)
+    d = memlab.decide(Candidate("user", "diet", "vegan", "q", event_time=T0, session_id="s"), [], "one")
+    assert d.action == "insert"

@@ -67,9 +67,11 @@ def granularity_sweep(
     k: int = 10,
     settings: SearchSettings | None = None,
     progress: bool = False,
+    runs: dict[str, pd.DataFrame] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-question scores, summary by granularity). Event and chunk layers are searched with `settings`
-    (default `auto`) and also scored against FAISS exact over the same units."""
+    (default `auto`) and also scored against FAISS exact over the same units. Pass a dict as `runs` to get
+    each granularity's raw run back (for cut-off sweeps)."""
     settings = replace(settings or SearchSettings(), top_k=k)
     vectors = {q.id: embedder.embed_query(q.text) for q in labelled.questions}
     sizes = {(u.app_name, u.user_id): u.event_count for u in labelled.users}
@@ -80,6 +82,8 @@ def granularity_sweep(
             for session in labelled.sessions():
                 facts.add_session(session)
             run = collect(unit.name, _fact_searcher(facts, k), labelled.questions, vectors)
+            if runs is not None:
+                runs[unit.name] = run
             frames.append(score(run, labelled.questions, k=k, memory_sizes=sizes))
             continue
         memory = EventMemory(store, embedder, granularity=unit.kind, chunk_size=unit.chunk_size,
@@ -90,6 +94,8 @@ def granularity_sweep(
                       labelled.questions, vectors)  # fmt: skip
         truth = collect(unit.name, lambda q, v, e=exact: e.search_vector(q.app_name, q.user_id, v, k),
                         labelled.questions, vectors)  # fmt: skip
+        if runs is not None:
+            runs[unit.name] = run
         frames.append(score(run, labelled.questions, k=k, exact=truth, memory_sizes=sizes))
     scores = pd.concat(frames, ignore_index=True)
     return scores, summarize(scores, by=("system",))

@@ -1,0 +1,209 @@
+"""Suites: what `memlab eval --suite ci|full` runs, and the run folder it writes.
+
+`ci` finishes in a few minutes on 2 cores and feeds the regression gate; `full` is the real measurement
+(200,000-row filtered-search corpus, every synthetic user, all of LongMemEval's oracle questions)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from memlab.embedding.base import Embedder
+from memlab.evaluation import plots
+from memlab.evaluation.labelled import LabelledSet
+from memlab.evaluation.main_job import flat_metrics, run_eval
+from memlab.evaluation.report import markdown_table, write_run
+from memlab.evaluation.scoring import summarize
+from memlab.evaluation.sweeps import cutoff
+from memlab.evaluation.sweeps.external import external_eval
+from memlab.evaluation.sweeps.filtered import FilteredGrid, filtered_sweep, summarize_filtered
+from memlab.evaluation.sweeps.granularity import default_units, granularity_sweep
+from memlab.facts.extractors.base import Extractor
+from memlab.storage.store import Store
+
+LONGMEMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "longmemeval"
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    synth_users: int
+    synth_max_events: int
+    longmemeval_per_type: int | None
+    filtered: FilteredGrid
+    k: int = 10
+    bench_repeat: int = 2
+    seed: int = 0
+    extras: dict = field(default_factory=dict)
+
+
+SUITES = {
+    "ci": Suite("ci", synth_users=16, synth_max_events=300, longmemeval_per_type=8,
+                filtered=FilteredGrid(total_rows=5_000, ef_search=(10, 40, 100, 400, 800), queries=4)),
+    "full": Suite("full", synth_users=64, synth_max_events=2000, longmemeval_per_type=None, bench_repeat=4,
+                  filtered=FilteredGrid(total_rows=200_000, ef_search=(10, 20, 40, 80, 200, 400, 800),
+                                        max_scan_tuples=(1_000, 20_000, 100_000), queries=10, background_tenants=400)),
+}  # fmt: skip
+
+
+def synth_set(suite: Suite) -> LabelledSet:
+    from memlab.evaluation.synth import generate
+
+    return generate(suite.seed, users=suite.synth_users, max_events=suite.synth_max_events)
+
+
+def longmemeval_set(suite: Suite, folder: Path = LONGMEMEVAL) -> LabelledSet | None:
+    from memlab.evaluation.longmemeval import QUESTION_TYPES, load_longmemeval
+
+    path = folder / "longmemeval_oracle.json.gz"
+    if not path.exists():
+        return None
+    if suite.longmemeval_per_type is None:
+        return load_longmemeval(path)
+    parts = [load_longmemeval(path, question_types=[t], limit=suite.longmemeval_per_type, include_abstention=False)
+             for t in QUESTION_TYPES]  # fmt: skip
+    parts.append(load_longmemeval(path, question_types=["abstention"], limit=suite.longmemeval_per_type))
+    return LabelledSet(
+        "longmemeval-oracle", [u for p in parts for u in p.users], [q for p in parts for q in p.questions]
+    )
+
+
+def run_suite(
+    store: Store,
+    embedder: Embedder,
+    suite: Suite,
+    out: Path,
+    *,
+    events_dir: Path,
+    facts_dir: Path | None,
+    extractors: list[Extractor],
+    previous: Path | None = None,
+    progress: bool = False,
+) -> dict[str, float]:
+    """Run every sweep of the suite, write the run folder, return the flat metrics."""
+    started = datetime.now(UTC)
+    out.mkdir(parents=True, exist_ok=True)
+    k = suite.k
+    base = run_eval(store, embedder, events_dir=events_dir, facts_dir=facts_dir, extractors=extractors, k=k,
+                    bench_repeat=suite.bench_repeat, progress=progress)  # fmt: skip
+    metrics = flat_metrics(base)
+    sections: dict[str, str] = {}
+
+    # 1. granularity on memlab's own labelled set
+    synth = synth_set(suite)
+    rules = [e for e in extractors if e.name == "rules"]
+    runs: dict[str, pd.DataFrame] = {}
+    g_scores, g_summary = granularity_sweep(store, embedder, synth, units=default_units(rules), k=k, runs=runs,
+                                            progress=progress)  # fmt: skip
+    g_scores.to_csv(out / "granularity_scores.csv", index=False)
+    plots.granularity_bars(g_summary, out / "granularity.png")
+    by_size = summarize(g_scores, by=("system", "size_bucket"))
+    sections["Granularity (memlab-synth)"] = (
+        markdown_table(g_summary[["system", "questions", "recall", "mrr", "ndcg", "empty_rate", "recall_vs_exact",
+                                  "context_chars", "correct_empty_rate"]])
+        + "\n\n![granularity](granularity.png)\n\nBy memory size:\n\n"
+        + markdown_table(by_size[["system", "size_bucket", "questions", "recall", "mrr", "recall_vs_exact"]])
+    )  # fmt: skip
+    for _, r in g_summary.iterrows():
+        for m in ("recall", "mrr", "ndcg", "empty_rate", "recall_vs_exact", "correct_empty_rate"):
+            metrics[f"synth.{r.system}.{m}"] = float(r[m])
+        metrics[f"synth.{r.system}.context_chars"] = float(r.context_chars)
+
+    # 2. cut-offs for events and one chunk shape
+    grids, dists = [], []
+    for name in ("event", "chunk4o1"):
+        grids.append(cutoff.cutoff_grid(runs[name], synth.questions, k=k))
+        dists.append(cutoff.labelled_distances(runs[name], synth.questions, k=k))
+    grid, dist = pd.concat(grids, ignore_index=True), pd.concat(dists, ignore_index=True)
+    recs = cutoff.recommend(grid, dist)
+    dist.to_parquet(out / "distances.parquet", index=False)
+    grid.to_csv(out / "cutoff_grid.csv", index=False)
+    plots.distance_histograms(dist, out / "distances.png")
+    plots.cutoff_curves(grid, out / "cutoffs.png", {r.system: r.max_distance for r in recs})
+    rec_table = pd.DataFrame([asdict(r) for r in recs])
+    drift_text = "No previous run to compare with."
+    if previous is not None and (previous / "distances.parquet").exists():
+        drift = cutoff.drift(pd.read_parquet(previous / "distances.parquet"), dist)
+        drift_text = markdown_table(drift) if len(drift) else drift_text
+    sections["Cut-offs (memlab-synth)"] = (
+        markdown_table(rec_table) + "\n\n![distances](distances.png)\n\n![cut-offs](cutoffs.png)\n\n"
+        f"Drift of hit distances against the previous run (two-sample KS):\n\n{drift_text}"
+    )
+    for r in recs:
+        metrics[f"cutoff.{r.system}.recommended_max_distance"] = r.max_distance
+        metrics[f"cutoff.{r.system}.recall_at_recommended"] = r.recall
+        metrics[f"cutoff.{r.system}.roc_auc"] = r.roc_auc
+
+    # 3. external data, with the cut-off recommended on our own data
+    lme = longmemeval_set(suite)
+    if lme is not None:
+        event_cut = next(r.max_distance for r in recs if r.system == "event")
+        for label, limit in (("no cut-off", None), (f"cut-off {event_cut}", event_cut)):
+            _, lme_summary = external_eval(store, embedder, lme, k=k, max_distance=limit, progress=progress)
+            key = "nocut" if limit is None else "cut"
+            sections[f"LongMemEval oracle by question type ({label})"] = markdown_table(
+                lme_summary[["qtype", "questions", "recall", "session_recall", "mrr", "ndcg", "empty_rate",
+                             "recall_vs_exact", "correct_empty_rate", "context_chars"]]
+            )  # fmt: skip
+            for _, r in lme_summary.iterrows():
+                for m in ("recall", "session_recall", "ndcg", "recall_vs_exact", "correct_empty_rate"):
+                    metrics[f"longmemeval.{key}.{r.qtype}.{m}"] = float(r[m])
+
+    # 4. filtered search at scale
+    texts = [e.text for s in synth.sessions() for e in s.events if e.text and len(e.text) >= 15][:3000]
+    questions = [q.text for q in synth.questions if q.answerable]
+    frame = filtered_sweep(store, embedder, texts, questions, suite.filtered, progress=progress)
+    frame.to_csv(out / "filtered.csv", index=False)
+    fs = summarize_filtered(frame)
+    plots.recall_latency(fs, out / "filtered.png", series="series", predicted="predicted_recall", order="ef_search")
+    smallest = fs[fs.share == fs.share.min()]
+    headline = smallest[smallest.config.str.contains("ef=40 ") | (smallest.config == "exact")]
+    sections[f"Filtered search ({suite.filtered.total_rows:,} rows)"] = (
+        "Smallest tenant, ef_search=40:\n\n"
+        + markdown_table(headline[["share", "config", "recall", "returned", "empty_rate", "latency_ms_p50",
+                                   "latency_ms_p95", "rows_removed_by_filter"]])
+        + "\n\n![filtered](filtered.png)\n\nAll cells:\n\n"
+        + markdown_table(fs[["share", "config", "recall", "returned", "empty_rate", "short_rate", "latency_ms_p50",
+                             "latency_ms_p95", "predicted_recall"]])
+        + "\n\nPlans the planner took (first query of each tenant):\n\n"
+        + markdown_table(frame[frame.config.str.startswith("planner") & (frame["query"] == 0)][
+            ["tenant", "tenant_rows", "plan"]])
+    )  # fmt: skip
+    for _, r in fs.iterrows():
+        metrics[f"filtered.{r.share:g}.{r.config.replace(' ', '_')}.recall"] = float(r.recall)
+        metrics[f"filtered.{r.share:g}.{r.config.replace(' ', '_')}.latency_ms_p50"] = float(r.latency_ms_p50)
+
+    sections = {**_base_sections(base), **sections}
+    config = {"suite": suite.name, "dataset": "fixtures + memlab-synth + longmemeval", "k": k,
+              "embedder": embedder.model_id, "started_at": started.isoformat(timespec="seconds"),
+              "suite_config": asdict(suite)}  # fmt: skip
+    write_run(out, questions=base.run.questions, summary=base.summary, config=config, extra_sections=sections,
+              metrics=metrics)  # fmt: skip
+    return metrics
+
+
+def _base_sections(base) -> dict[str, str]:
+    bench = base.bench
+    out = {
+        "Event fixtures: ingest": (
+            f"ingest {bench.ingest_units_per_s:.1f} units/s vs raw encode {bench.raw_encode_per_s:.1f} texts/s "
+            f"on the same {bench.texts} texts (ratio {bench.ratio:.2f})"
+        )
+    }
+    if base.facts_summary is not None:
+        out["Fact extraction (fact fixtures)"] = markdown_table(base.facts_summary)
+    return out
+
+
+def publish_latest(run_dir: Path, latest: Path) -> None:
+    """Copy a finished run to reports/latest (a copy, not a link, so it survives moving the folder)."""
+    if latest.exists():
+        shutil.rmtree(latest)
+    shutil.copytree(run_dir, latest)
+
+
+__all__ = ["SUITES", "Suite", "publish_latest", "run_suite"]
