@@ -49,6 +49,7 @@ class FactIngestReport:
     dropped: Counter[str] = field(default_factory=Counter)
     actions: list[tuple[str, str, str, str]] = field(default_factory=list)  # (subject, predicate, value, action)
     accepted: list[Candidate] = field(default_factory=list)  # candidates that passed the checks, normalised
+    notes: list[str] = field(default_factory=list)  # why each dropped candidate was dropped, with the fix
 
     def count(self, action: str) -> None:
         name = {"insert": "inserted", "reinforce": "reinforced", "supersede": "superseded", "dispute": "disputed",
@@ -159,10 +160,15 @@ class FactMemory:
         for c in raw:
             if not self.registry.knows(c.predicate):
                 report.dropped["unknown_predicate"] += 1
+                report.notes.append(
+                    f"unknown predicate {c.predicate!r} (nearest registered: {self.registry.nearest(c.predicate)!r})"
+                )
             elif not SUBJECT.fullmatch(c.subject or ""):
                 report.dropped["bad_subject"] += 1
+                report.notes.append(f"subject {c.subject!r} is not 'user', 'user.<relation>' or '<kind>:<id>'")
             elif not c.quote or c.quote not in transcript:
                 report.dropped["quote_not_in_transcript"] += 1
+                report.notes.append(f"quote {c.quote[:60]!r} for {c.predicate} is not in the transcript")
             elif not str(c.value).strip():
                 report.dropped["empty_value"] += 1
             else:

@@ -111,6 +111,7 @@ def test_bad_candidates_are_dropped_and_counted(store, embedder, app_name):
     rep = FactMemory(store, embedder, extractor=ScriptedExtractor(bad)).add_session(s)
     assert dict(rep.dropped) == {"unknown_predicate": 1, "quote_not_in_transcript": 1, "bad_subject": 1}
     assert rep.inserted == 1 and rep.candidates == 4
+    assert "unknown predicate 'location' (nearest registered: 'home_city')" in rep.notes
 
 
 def test_values_are_normalised_through_the_registry(store, embedder, app_name):
