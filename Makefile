@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup eval test lint lab bench clean
+.PHONY: setup eval test gate models lint lab clean
 
 setup: $(STAMP)
 
@@ -26,8 +26,8 @@ test: $(STAMP)
 	$(BIN)/ruff check memlab tests
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
-	$(BIN)/memlab bench
+models: $(STAMP)
+	$(BIN)/memlab models
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests

