@@ -38,12 +38,12 @@ def model_sweep(
     migration_s = time.perf_counter() - started
     sample = [e.text for s in labelled.sessions() for e in s.events if e.text][:256]
     rows = []
+    settings = SearchSettings(top_k=k)
     for embedder, raw in ((first, raw_first), (second, raw_second)):
         memory = EventMemory(store, embedder)
         vectors = {q.id: embedder.embed_query(q.text) for q in labelled.questions}
         exact = FaissExact.from_memory(memory, app_name=labelled.questions[0].app_name)
-        settings = SearchSettings(top_k=k)
-        run = collect(embedder.model_id, lambda q, v, m=memory: m.search_vector(q.app_name, q.user_id, v, settings),
+        run = collect(embedder.model_id, lambda q, v, m=memory, s=settings: m.search_vector(q.app_name, q.user_id, v, s),
                       labelled.questions, vectors)  # fmt: skip
         truth = collect(embedder.model_id, lambda q, v, e=exact: e.search_vector(q.app_name, q.user_id, v, k),
                         labelled.questions, vectors)  # fmt: skip
