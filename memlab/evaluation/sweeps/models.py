@@ -43,8 +43,10 @@ def model_sweep(
         memory = EventMemory(store, embedder)
         vectors = {q.id: embedder.embed_query(q.text) for q in labelled.questions}
         exact = FaissExact.from_memory(memory, app_name=labelled.questions[0].app_name)
-        run = collect(embedder.model_id, lambda q, v, m=memory, s=settings: m.search_vector(q.app_name, q.user_id, v, s),
-                      labelled.questions, vectors)  # fmt: skip
+        def search(q, v, m=memory, s=settings):
+            return m.search_vector(q.app_name, q.user_id, v, s)
+
+        run = collect(embedder.model_id, search, labelled.questions, vectors)
         truth = collect(embedder.model_id, lambda q, v, e=exact: e.search_vector(q.app_name, q.user_id, v, k),
                         labelled.questions, vectors)  # fmt: skip
         summary = summarize(score(run, labelled.questions, k=k, exact=truth)).iloc[0].to_dict()
