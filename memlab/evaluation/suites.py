@@ -38,6 +38,7 @@ class Suite:
     k: int = 10
     bench_repeat: int = 2
     seed: int = 0
+    second_model: bool = False  # compare all-mpnet-base-v2 (needs `make models`)
     extras: dict = field(default_factory=dict)
 
 
@@ -45,6 +46,7 @@ SUITES = {
     "ci": Suite("ci", synth_users=16, synth_max_events=300, longmemeval_per_type=8,
                 filtered=FilteredGrid(total_rows=5_000, ef_search=(10, 40, 100, 400, 800), queries=4)),
     "full": Suite("full", synth_users=64, synth_max_events=2000, longmemeval_per_type=None, bench_repeat=4,
+                  second_model=True,
                   filtered=FilteredGrid(total_rows=200_000, ef_search=(10, 20, 40, 80, 200, 400, 800),
                                         max_scan_tuples=(1_000, 20_000, 100_000), queries=10, background_tenants=400)),
 }  # fmt: skip
@@ -177,6 +179,10 @@ def run_suite(
         metrics[f"filtered.{r.share:g}.{r.config.replace(' ', '_')}.recall"] = float(r.recall)
         metrics[f"filtered.{r.share:g}.{r.config.replace(' ', '_')}.latency_ms_p50"] = float(r.latency_ms_p50)
 
+    # 5. a second embedding model, written beside the first as a migration would be
+    if suite.second_model:
+        sections["Embedding models"] = _model_section(store, embedder, synth, k, metrics)
+
     sections = {**_base_sections(base), **sections}
     config = {"suite": suite.name, "dataset": "fixtures + memlab-synth + longmemeval", "k": k,
               "embedder": embedder.model_id, "started_at": started.isoformat(timespec="seconds"),
@@ -184,6 +190,27 @@ def run_suite(
     write_run(out, questions=base.run.questions, summary=base.summary, config=config, extra_sections=sections,
               metrics=metrics)  # fmt: skip
     return metrics
+
+
+def _model_section(store: Store, embedder: Embedder, synth: LabelledSet, k: int, metrics: dict) -> str:
+    from memlab.embedding import CachedEmbedder
+    from memlab.embedding.models import MPNET, embedder_for
+    from memlab.errors import ConfigError
+    from memlab.evaluation.sweeps.models import model_sweep
+
+    try:
+        raw_second = embedder_for(MPNET)
+    except ConfigError as exc:
+        return f"Skipped: {exc}"
+    cache = getattr(embedder, "cache", None)
+    second = CachedEmbedder(raw_second, cache) if cache is not None else raw_second
+    frame = model_sweep(store, synth, embedder, second, k=k, raw_first=getattr(embedder, "inner", None),
+                        raw_second=raw_second)  # fmt: skip
+    for _, r in frame.iterrows():
+        for m in ("recall", "mrr", "recall_vs_exact"):
+            metrics[f"models.{r.system}.{m}"] = float(r[m])
+    return markdown_table(frame[["system", "dimension", "recall", "mrr", "ndcg", "recall_vs_exact",
+                                 "encode_texts_per_s", "migration_rows", "migration_s"]])  # fmt: skip
 
 
 def _base_sections(base) -> dict[str, str]:
