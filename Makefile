@@ -26,6 +26,10 @@ test: $(STAMP)
 	$(BIN)/ruff check memlab tests
 	$(BIN)/python -m pytest
 
+gate: $(STAMP)
+	$(BIN)/memlab eval --suite ci --out reports/ci-gate
+	$(BIN)/memlab report --baseline reports/baseline.json --run reports/ci-gate
+
 models: $(STAMP)
 	$(BIN)/memlab models
 

@@ -73,6 +73,7 @@ def eval_command(
     and filtered search; write a run folder with report.md, metrics.json, tables and plots."""
     import memlab
     from memlab.evaluation.suites import SUITES, publish_latest, run_suite
+    from memlab.storage.store import scratch_store
 
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
@@ -90,11 +91,13 @@ def eval_command(
             console.print(f"[bold]store[/] pgvector {store.vector_version}, embedded={store.embedded}")
             embedder = memlab.default_embedder()
             facts_dir = facts if facts.exists() else None
-            if suite == "fixtures":
-                _fixtures_only(store, embedder, fixtures, facts_dir, extractors, k, bench_repeat, run_dir, extractor)
-            else:
-                run_suite(store, embedder, SUITES[suite], run_dir, events_dir=fixtures, facts_dir=facts_dir,
-                          extractors=extractors, previous=previous, progress=True)  # fmt: skip
+            with scratch_store(store) as fresh:  # every run starts from an empty database
+                if suite == "fixtures":
+                    _fixtures_only(fresh, embedder, fixtures, facts_dir, extractors, k, bench_repeat, run_dir,
+                                   extractor)  # fmt: skip
+                else:
+                    run_suite(fresh, embedder, SUITES[suite], run_dir, events_dir=fixtures, facts_dir=facts_dir,
+                              extractors=extractors, previous=previous, progress=True)  # fmt: skip
     except memlab.MemlabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None

@@ -259,6 +259,32 @@ class Store:
             conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(UNITS_TABLE)))
 
 
+@contextmanager
+def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store]:
+    """A Store on a brand-new database of the same server, dropped afterwards: runs start from nothing, so
+    what one run left behind (rows, HNSW graphs) cannot change the next run's numbers."""
+    import uuid
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(store.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    except psycopg.Error as exc:
+        raise DatabaseUnavailableError(
+            f"Cannot create a scratch database for this run on {_redact(store.dsn)}: {str(exc).strip()}. "
+            "Fix: grant CREATEDB to this role, or use the embedded PostgreSQL (unset MEMLAB_DSN)."
+        ) from exc
+    scratch = None
+    try:
+        scratch = Store(psycopg.conninfo.make_conninfo(store.dsn, dbname=name), embedded=store.embedded)
+        yield scratch
+    finally:
+        if scratch is not None:
+            scratch.close()
+        with psycopg.connect(store.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 def open_store(dsn: str | None = None, *, home: str | Path | None = None, pool_size: int = 4) -> Store:
     """Open memlab's database: `dsn` (or MEMLAB_DSN) if given, else the embedded PostgreSQL under MEMLAB_HOME."""
     resolved = configured_dsn(dsn)
