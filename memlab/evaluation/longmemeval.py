@@ -58,6 +58,25 @@ QUESTION_TYPES: tuple[str, ...] = (
 ABSTENTION = "abstention"
 ABS_SUFFIX = "_abs"
 TURN_STEP = timedelta(seconds=5)
+LONGMEMEVAL_ENV = "MEMLAB_LONGMEMEVAL"
+
+
+def default_dir() -> Path:
+    """Where LongMemEval lies: $MEMLAB_LONGMEMEVAL, else `shared/datasets/longmemeval` beside the checkout
+    (where CI puts it), else the workplace's /work/shared copy."""
+    import os
+
+    candidates = [os.environ.get(LONGMEMEVAL_ENV)] if os.environ.get(LONGMEMEVAL_ENV) else []
+    root = Path(__file__).resolve().parents[3]
+    candidates += [root / "shared" / "datasets" / "longmemeval", Path("/work/shared/datasets/longmemeval")]
+    for folder in map(Path, candidates):
+        if (folder / "longmemeval_oracle.json.gz").exists():
+            return folder
+    raise ConfigError(
+        f"LongMemEval not found (looked in {', '.join(map(str, candidates))}); set {LONGMEMEVAL_ENV} to its folder."
+    )
+
+
 _FIELDS = (
     "question_id",
     "question_type",

@@ -25,8 +25,6 @@ from memlab.evaluation.sweeps.granularity import default_units, granularity_swee
 from memlab.facts.extractors.base import Extractor
 from memlab.storage.store import Store
 
-LONGMEMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "longmemeval"
-
 
 @dataclass(frozen=True)
 class Suite:
@@ -58,12 +56,10 @@ def synth_set(suite: Suite) -> LabelledSet:
     return generate(suite.seed, users=suite.synth_users, max_events=suite.synth_max_events)
 
 
-def longmemeval_set(suite: Suite, folder: Path = LONGMEMEVAL) -> LabelledSet | None:
-    from memlab.evaluation.longmemeval import QUESTION_TYPES, load_longmemeval
+def longmemeval_set(suite: Suite, folder: Path | None = None) -> LabelledSet:
+    from memlab.evaluation.longmemeval import QUESTION_TYPES, default_dir, load_longmemeval
 
-    path = folder / "longmemeval_oracle.json.gz"
-    if not path.exists():
-        return None
+    path = (folder or default_dir()) / "longmemeval_oracle.json.gz"
     if suite.longmemeval_per_type is None:
         return load_longmemeval(path)
     parts = [load_longmemeval(path, question_types=[t], limit=suite.longmemeval_per_type, include_abstention=False)
@@ -142,7 +138,7 @@ def run_suite(
 
     # 3. external data, with the cut-off recommended on our own data
     lme = longmemeval_set(suite)
-    if lme is not None:
+    if lme.questions:
         event_cut = next(r.max_distance for r in recs if r.system == "event")
         for label, limit in (("no cut-off", None), (f"cut-off {event_cut}", event_cut)):
             _, lme_summary = external_eval(store, embedder, lme, k=k, max_distance=limit, progress=progress)

@@ -18,12 +18,13 @@ from memlab.errors import ConfigError, FixtureError
 from memlab.evaluation.labelled import LabelledSet
 from memlab.evaluation.longmemeval import (
     QUESTION_TYPES,
+    default_dir,
     load_longmemeval,
     longmemeval_type,
     summarize_longmemeval,
 )
 
-DATA = Path("/work/shared/datasets/longmemeval")
+DATA = default_dir()
 ORACLE = DATA / "longmemeval_oracle.json.gz"
 S_KU = DATA / "longmemeval_s_knowledge_update.json.gz"
 

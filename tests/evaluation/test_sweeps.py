@@ -46,10 +46,9 @@ def test_filtered_sweep_shows_the_trap_and_its_fixes(store, embedder, fixture_se
 
 
 def test_longmemeval_scored_by_question_type(store, embedder):
-    from memlab.evaluation.longmemeval import QUESTION_TYPES, load_longmemeval
-    from memlab.evaluation.suites import LONGMEMEVAL
+    from memlab.evaluation.longmemeval import QUESTION_TYPES, default_dir, load_longmemeval
 
-    path = LONGMEMEVAL / "longmemeval_oracle.json.gz"
+    path = default_dir() / "longmemeval_oracle.json.gz"
     parts = [load_longmemeval(path, question_types=[t], limit=1, include_abstention=False) for t in QUESTION_TYPES]
     parts.append(load_longmemeval(path, question_types=["abstention"], limit=1))
     from memlab.evaluation.labelled import LabelledSet
