@@ -17,6 +17,7 @@ from memlab.evaluation import plots
 from memlab.evaluation.labelled import LabelledSet
 from memlab.evaluation.main_job import flat_metrics, run_eval
 from memlab.evaluation.report import markdown_table, write_run
+from memlab.evaluation.runs import save_run
 from memlab.evaluation.scoring import summarize
 from memlab.evaluation.sweeps import cutoff
 from memlab.evaluation.sweeps.external import external_eval
@@ -80,6 +81,7 @@ def run_suite(
     facts_dir: Path | None,
     extractors: list[Extractor],
     previous: Path | None = None,
+    baseline: Path | None = Path("reports/baseline.json"),
     progress: bool = False,
 ) -> dict[str, float]:
     """Run every sweep of the suite, write the run folder, return the flat metrics."""
@@ -98,6 +100,9 @@ def run_suite(
     g_scores, g_summary = granularity_sweep(store, embedder, synth, units=default_units(rules), k=k, runs=runs,
                                             progress=progress)  # fmt: skip
     g_scores.to_csv(out / "granularity_scores.csv", index=False)
+    for name, run in runs.items():  # runs are data: metrics can be recomputed from them without querying again
+        save_run(run, out / "runs" / f"synth-{name}.parquet")
+    by_type = summarize(g_scores, by=("system", "qtype"))
     plots.granularity_bars(g_summary, out / "granularity.png")
     by_size = summarize(g_scores, by=("system", "size_bucket"))
     sections["Granularity (memlab-synth)"] = (
@@ -105,6 +110,8 @@ def run_suite(
                                   "context_chars", "correct_empty_rate"]])
         + "\n\n![granularity](granularity.png)\n\nBy memory size:\n\n"
         + markdown_table(by_size[["system", "size_bucket", "questions", "recall", "mrr", "recall_vs_exact"]])
+        + "\n\nBy question type:\n\n"
+        + markdown_table(by_type[["system", "qtype", "questions", "recall", "mrr", "correct_empty_rate"]])
     )  # fmt: skip
     for _, r in g_summary.iterrows():
         for m in ("recall", "mrr", "ndcg", "empty_rate", "recall_vs_exact", "correct_empty_rate"):
@@ -186,9 +193,21 @@ def run_suite(
     config = {"suite": suite.name, "dataset": "fixtures + memlab-synth + longmemeval", "k": k,
               "embedder": embedder.model_id, "started_at": started.isoformat(timespec="seconds"),
               "suite_config": asdict(suite)}  # fmt: skip
+    sections["Against the committed baseline"] = _baseline_section(metrics, baseline)
     write_run(out, questions=base.run.questions, summary=base.summary, config=config, extra_sections=sections,
               metrics=metrics)  # fmt: skip
     return metrics
+
+
+def _baseline_section(metrics: dict[str, float], baseline: Path | None) -> str:
+    from memlab.evaluation.gate import compare, load_metrics, load_rules
+
+    if baseline is None or not baseline.exists():
+        return "No baseline to compare with."
+    table = compare(load_metrics(baseline), metrics, load_rules())
+    changed = table[table.verdict != "ok"]
+    head = f"{len(table)} gated metrics checked against `{baseline}`; {len(changed)} moved beyond tolerance."
+    return head + ("\n\n" + markdown_table(changed) if len(changed) else "")
 
 
 def _model_section(store: Store, embedder: Embedder, synth: LabelledSet, k: int, metrics: dict) -> str:
@@ -203,7 +222,11 @@ def _model_section(store: Store, embedder: Embedder, synth: LabelledSet, k: int,
         return f"Skipped: {exc}"
     cache = getattr(embedder, "cache", None)
     second = CachedEmbedder(raw_second, cache) if cache is not None else raw_second
-    frame = model_sweep(store, synth, embedder, second, k=k, raw_first=getattr(embedder, "inner", None),
+    # the second model encodes ~25 texts/s here: judge the migration on the users with up to 300 events
+    small = [u for u in synth.users if u.event_count <= 300]
+    keep = {u.user_id for u in small}
+    subset = LabelledSet(f"{synth.name}-small", small, [q for q in synth.questions if q.user_id in keep])
+    frame = model_sweep(store, subset, embedder, second, k=k, raw_first=getattr(embedder, "inner", None),
                         raw_second=raw_second)  # fmt: skip
     for _, r in frame.iterrows():
         for m in ("recall", "mrr", "recall_vs_exact"):
