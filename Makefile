@@ -27,7 +27,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 gate: $(STAMP)
-	$(BIN)/memlab eval --suite ci --out reports/ci-gate
+	$(BIN)/memlab eval --suite ci --out reports/ci-gate --force
 	$(BIN)/memlab report --baseline reports/baseline.json --run reports/ci-gate
 
 models: $(STAMP)

@@ -68,6 +68,7 @@ def eval_command(
     ),
     llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible base URL for --extractor llm."),
     llm_model: str | None = typer.Option(None, help="Model name for --extractor llm."),
+    force: bool = typer.Option(False, help="Run again even if --out already holds a finished run."),
 ) -> None:
     """Run a suite: event fixtures against FAISS exact, fact extractors, granularity, cut-offs, LongMemEval
     and filtered search; write a run folder with report.md, metrics.json, tables and plots."""
@@ -83,6 +84,9 @@ def eval_command(
         extractor = [*extractor, "llm"]
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     run_dir = out or Path("reports") / f"{suite}-{stamp}"
+    if _finished(run_dir) and not force:
+        console.print(f"{run_dir} already holds a finished run; pass --force to run it again.")
+        return
     latest = Path("reports/latest")
     previous = latest if latest.exists() and out is None else None
     try:
@@ -104,6 +108,16 @@ def eval_command(
     if out is None:
         publish_latest(run_dir, latest)
     console.print(f"[green]wrote[/] {run_dir}/report.md in {time.perf_counter() - started:.0f} s")
+
+
+def _finished(run_dir: Path) -> bool:
+    import json
+
+    manifest = run_dir / "manifest.json"
+    try:
+        return json.loads(manifest.read_text()).get("status") == "complete"
+    except (OSError, ValueError):
+        return False
 
 
 def _fixtures_only(store, embedder, fixtures, facts_dir, extractors, k, bench_repeat, out, names) -> None:

@@ -29,6 +29,8 @@ def test_eval_writes_a_report_with_recall_against_faiss_exact(tmp_path, memlab_h
     assert metrics["ingest.raw_encode_per_s"] > 0 and metrics["ingest.ingest_units_per_s"] > 0
     assert "event.hnsw_ef40_off.recall_vs_exact" in metrics
     assert "FAISS" in (out / "report.md").read_text() or "faiss_exact" in (out / "report.md").read_text()
+    again = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out)])
+    assert again.exit_code == 0 and "already holds a finished run" in again.output, "a finished run is not redone"
 
 
 def test_eval_on_a_malformed_fixture_fails_clearly(tmp_path):
