@@ -27,7 +27,7 @@ def test_eval_writes_a_report_with_recall_against_faiss_exact(tmp_path, memlab_h
     assert (relaxed.recall_vs_exact >= 0.95).all()
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["ingest.raw_encode_per_s"] > 0 and metrics["ingest.ingest_units_per_s"] > 0
-    assert "event.hnsw_ef40_off.recall_vs_exact" in metrics
+    assert "event.hnsw_ef40_off.recall_vs_exact" in metrics and "event.auto.recall" in metrics
     assert "FAISS" in (out / "report.md").read_text() or "faiss_exact" in (out / "report.md").read_text()
     again = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out)])
     assert again.exit_code == 0 and "already holds a finished run" in again.output, "a finished run is not redone"

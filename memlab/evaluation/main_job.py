@@ -58,7 +58,7 @@ def flat_metrics(result: EvalResult) -> dict[str, float]:
     out = {
         f"{r.granularity}.{r.config}.{m}": float(r[m])
         for _, r in result.summary.iterrows()
-        for m in ("recall_at_k", "recall_vs_exact", "mrr", "hit_rate", "empty_rate", "correct_empty_rate")
+        for m in ("recall", "recall_vs_exact", "mrr", "ndcg", "hit_rate", "empty_rate", "correct_empty_rate")
     }
     out.update({f"ingest.{key}": float(v) for key, v in result.bench.as_dict().items()})
     if result.facts_summary is not None:
@@ -68,7 +68,8 @@ def flat_metrics(result: EvalResult) -> dict[str, float]:
     return out
 
 
-def write_eval_report(out: Path, result: EvalResult, config: dict) -> Path:
+def eval_sections(result: EvalResult) -> dict[str, str]:
+    """The report sections of the fixtures job (also used by the ci and full suites)."""
     bench, run = result.bench, result.run
     skipped = {g: dict(r.skipped) for g, r in run.ingest.items()}
     sections = {
@@ -97,11 +98,15 @@ def write_eval_report(out: Path, result: EvalResult, config: dict) -> Path:
             + (markdown_table(missed.assign(missed=missed.missed.map(lambda m: "; ".join(map(str, m)))))
                if len(missed) else "No gold candidate missed.")
         )  # fmt: skip
+    return sections
+
+
+def write_eval_report(out: Path, result: EvalResult, config: dict) -> Path:
     return write_run(
         out,
-        questions=run.questions,
+        questions=result.run.questions,
         summary=result.summary,
         config=config,
-        extra_sections=sections,
+        extra_sections=eval_sections(result),
         metrics=flat_metrics(result),
     )

@@ -12,7 +12,8 @@ import pandas as pd
 import memlab
 
 COLUMN_NOTES = (
-    "`recall_at_k`, `mrr`, `hit_rate`: against the labelled event ids. `recall_vs_exact`: share of FAISS exact's "
+    "`recall`, `precision`, `mrr`, `ndcg`, `hit_rate` (at k): against the labelled event ids (ir-measures). "
+    "`recall_vs_exact`: share of FAISS exact's "
     "top k that the configuration also returned (a short result counts as misses). `context_chars`: characters "
     "handed to the model per question. `correct_empty_rate`: no-answer questions that got no hit (needs a "
     "cut-off). Latencies are per search in ms on a noisy 2-core machine: compare them as ratios."

@@ -72,6 +72,7 @@ def score(
                 "empty": len(hits) == 0,
                 "context_chars": int(hits.chars.sum()),
                 "latency_ms": float(grp.latency_ms.iloc[0]),
+                "plan": grp.plan.iloc[0],
                 "recall_vs_exact": recall_vs_exact(list(full.unit_id), exact_ids.get(qid, []), k)
                 if exact is not None else np.nan,
             }  # fmt: skip

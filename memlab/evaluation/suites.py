@@ -15,7 +15,7 @@ import pandas as pd
 from memlab.embedding.base import Embedder
 from memlab.evaluation import plots
 from memlab.evaluation.labelled import LabelledSet
-from memlab.evaluation.main_job import flat_metrics, run_eval
+from memlab.evaluation.main_job import eval_sections, flat_metrics, run_eval
 from memlab.evaluation.report import markdown_table, write_run
 from memlab.evaluation.runs import save_run
 from memlab.evaluation.scoring import summarize
@@ -189,7 +189,7 @@ def run_suite(
     if suite.second_model:
         sections["Embedding models"] = _model_section(store, embedder, synth, k, metrics)
 
-    sections = {**_base_sections(base), **sections}
+    sections = {**eval_sections(base), **sections}
     config = {"suite": suite.name, "dataset": "fixtures + memlab-synth + longmemeval", "k": k,
               "embedder": embedder.model_id, "started_at": started.isoformat(timespec="seconds"),
               "suite_config": asdict(suite)}  # fmt: skip
@@ -233,19 +233,6 @@ def _model_section(store: Store, embedder: Embedder, synth: LabelledSet, k: int,
             metrics[f"models.{r.system}.{m}"] = float(r[m])
     return markdown_table(frame[["system", "dimension", "recall", "mrr", "ndcg", "recall_vs_exact",
                                  "encode_texts_per_s", "migration_rows", "migration_s"]])  # fmt: skip
-
-
-def _base_sections(base) -> dict[str, str]:
-    bench = base.bench
-    out = {
-        "Event fixtures: ingest": (
-            f"ingest {bench.ingest_units_per_s:.1f} units/s vs raw encode {bench.raw_encode_per_s:.1f} texts/s "
-            f"on the same {bench.texts} texts (ratio {bench.ratio:.2f})"
-        )
-    }
-    if base.facts_summary is not None:
-        out["Fact extraction (fact fixtures)"] = markdown_table(base.facts_summary)
-    return out
 
 
 def publish_latest(run_dir: Path, latest: Path) -> None:

@@ -10,7 +10,7 @@ from memlab.cli import app
 from memlab.evaluation.gate import compare, load_rules, regressions
 
 BASE = {
-    "event.auto.recall_at_k": 0.91,
+    "event.auto.recall": 0.91,
     "event.auto.empty_rate": 0.0,
     "event.hnsw_ef40_off.recall_vs_exact": 0.95,
     "ingest.ingest_units_per_s": 150.0,
@@ -20,12 +20,12 @@ BASE = {
 
 def test_rules_and_verdicts():
     rules = load_rules()
-    worse = {**BASE, "event.auto.recall_at_k": 0.85, "event.auto.empty_rate": 0.1, "ingest.ingest_units_per_s": 1.0}
+    worse = {**BASE, "event.auto.recall": 0.85, "event.auto.empty_rate": 0.1, "ingest.ingest_units_per_s": 1.0}
     table = compare(BASE, worse, rules).set_index("metric")
-    assert table.loc["event.auto.recall_at_k", "verdict"] == "regression"
+    assert table.loc["event.auto.recall", "verdict"] == "regression"
     assert table.loc["event.auto.empty_rate", "verdict"] == "regression"
     assert "ingest.ingest_units_per_s" not in table.index, "timings are not gated"
-    within = compare(BASE, {**BASE, "event.auto.recall_at_k": 0.90}, rules)
+    within = compare(BASE, {**BASE, "event.auto.recall": 0.90}, rules)
     assert regressions(within).empty
     better = compare(BASE, {**BASE, "facts.rules.key_accuracy": 0.9}, rules).set_index("metric")
     assert better.loc["facts.rules.key_accuracy", "verdict"] == "improvement"

@@ -43,6 +43,7 @@ def model_sweep(
         memory = EventMemory(store, embedder)
         vectors = {q.id: embedder.embed_query(q.text) for q in labelled.questions}
         exact = FaissExact.from_memory(memory, app_name=labelled.questions[0].app_name)
+
         def search(q, v, m=memory, s=settings):
             return m.search_vector(q.app_name, q.user_id, v, s)
 
