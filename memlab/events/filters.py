@@ -13,7 +13,8 @@ FUNCTION_CALL = "function_call"
 NO_TEXT = "no_text"
 TOO_SHORT = "too_short"
 SECRET = "secret"
-SKIP_REASONS = (PARTIAL, FUNCTION_CALL, NO_TEXT, TOO_SHORT, SECRET)
+DELETED = "deleted"  # deleted on purpose earlier (a tombstone): never ingested again
+SKIP_REASONS = (PARTIAL, FUNCTION_CALL, NO_TEXT, TOO_SHORT, SECRET, DELETED)
 DEFAULT_MIN_CHARS = 15
 
 # detect-secrets plugins that look for credentials by their shape. The entropy plugins are left out on

@@ -148,8 +148,13 @@ class EventMemory:
         stored are left out; a chunk whose events changed (the session grew) is replaced."""
         report = IngestReport()
         planned: list[tuple[sqlu.Scope, Session, list[Unit]]] = []
+        deleted = self._tombstones(sessions)
         for session in sessions:
             kept, skipped = self.kept_events(session)
+            gone = [e for e in kept if (session.app_name, session.user_id, e.id) in deleted]
+            if gone:
+                skipped[filters.DELETED] += len(gone)
+                kept = [e for e in kept if e not in gone]
             report.skipped.update(skipped)
             units = self.units_of(session, kept)
             if units:
@@ -178,6 +183,20 @@ class EventMemory:
             rows = [sqlu.unit_row(scope, u, v) for (scope, u), v in zip(todo, vectors, strict=True)]
             report.added = sqlu.copy_rows(conn, rows) - report.replaced
         return report
+
+    def _tombstones(self, sessions: list[Session]) -> set[tuple[str, str, str]]:
+        """(app, user, event id) of events deleted on purpose: they are never ingested again."""
+        out: set[tuple[str, str, str]] = set()
+        with self.store.connection() as conn:
+            for (app, user), ids in _ids_by_user(sessions).items():
+                out |= {(app, user, e) for e in sqlu.tombstoned(conn, app, user, ids)}
+        return out
+
+    def delete_memory(self, app_name: str, user_id: str, memory_id: str) -> int:
+        """Delete one memory (a unit id or an event id) in every layer; re-ingesting it later is refused."""
+        self.scope(app_name, user_id)
+        with self.store.transaction() as conn:
+            return sqlu.delete_memory(conn, app_name, user_id, memory_id)
 
     def bulk_load(self, rows: Iterable[tuple[str, str, Unit, np.ndarray]], *, batch_rows: int = 5_000) -> int:
         """Load many (app, user, unit, vector) rows fast, for benchmarks and imports.
@@ -277,6 +296,13 @@ class EventMemory:
         write the new rows beside the old ones (same ids, new model id). Resumable: rows already migrated
         are skipped. Reads flip by opening an EventMemory with the new embedder; then `store.drop_model(old)`."""
         return migrate_embeddings(self.store, old_model, new_embedder, batch_size=batch_size, progress=progress)
+
+
+def _ids_by_user(sessions: list[Session]) -> dict[tuple[str, str], list[str]]:
+    out: dict[tuple[str, str], list[str]] = {}
+    for s in sessions:
+        out.setdefault((s.app_name, s.user_id), []).extend(e.id for e in s.events)
+    return out
 
 
 def migrate_embeddings(

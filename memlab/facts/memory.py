@@ -276,6 +276,12 @@ class FactMemory:
             for o in obs
         ]  # fmt: skip
 
+    def delete_fact(self, app_name: str, user_id: str, subject: str, predicate: str, value: str) -> int:
+        """Forget one value of a key (row and observations); returns rows deleted."""
+        with self.store.transaction() as conn:
+            facts_sql.lock_fact_key(conn, app_name, user_id, subject, predicate)
+            return facts_sql.delete_value(conn, app_name, user_id, subject, predicate, value)
+
     def forget_user(self, app_name: str, user_id: str) -> dict[str, int]:
         """Delete the user's facts, history, watermarks and stored embeddings; counts per table."""
         with self.store.transaction() as conn:

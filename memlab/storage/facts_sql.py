@@ -209,6 +209,21 @@ def set_watermark(conn: psycopg.Connection, app: str, user: str, session_id: str
     )
 
 
+def delete_value(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str, value: str) -> int:
+    """Remove one value of a key with its observations (the user asked to forget it)."""
+    params = [app, user, subject, predicate, value]
+    conn.execute(
+        "DELETE FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s AND subject = %s "
+        "AND predicate = %s AND value = %s",
+        params,
+    )
+    return conn.execute(
+        "DELETE FROM semantic_fact WHERE app_name = %s AND user_id = %s AND subject = %s AND predicate = %s "
+        "AND value = %s",
+        params,
+    ).rowcount
+
+
 def forget_user(conn: psycopg.Connection, app: str, user: str) -> dict[str, int]:
     counts = {}
     for table in ("semantic_fact", "semantic_fact_observation", "fact_watermark"):

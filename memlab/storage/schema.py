@@ -50,6 +50,13 @@ CREATE TABLE IF NOT EXISTS {UNITS_TABLE} (
 );
 ALTER TABLE {UNITS_TABLE} ALTER COLUMN embedding SET STORAGE PLAIN;
 CREATE INDEX IF NOT EXISTS {SCOPE_INDEX} ON {UNITS_TABLE} (app_name, user_id, occurred_at DESC);
+CREATE TABLE IF NOT EXISTS memory_tombstone (
+    app_name    text        NOT NULL,
+    user_id     text        NOT NULL,
+    event_id    text        NOT NULL,
+    deleted_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (app_name, user_id, event_id)
+);
 """
 
 

@@ -297,8 +297,36 @@ def count_units(conn: psycopg.Connection, scope: Scope, *, limit: int | None = N
     return int(row[0])
 
 
+def delete_memory(conn: psycopg.Connection, app_name: str, user_id: str, memory_id: str) -> int:
+    """Delete one memory: the unit with that id and every unit holding that event, in every layer and model,
+    and leave a tombstone for the event ids involved so a later re-ingest does not bring them back."""
+    rows = conn.execute(
+        sql.SQL(
+            "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND (unit_id = %s OR %s = ANY(event_ids)) "
+            "RETURNING event_ids"
+        ).format(sql.Identifier(UNITS_TABLE)),
+        [app_name, user_id, memory_id, memory_id],
+    ).fetchall()
+    events = {memory_id} if not rows else {e for (ids,) in rows for e in ids if e == memory_id or len(ids) == 1}
+    for event_id in events:
+        conn.execute(
+            "INSERT INTO memory_tombstone (app_name, user_id, event_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            [app_name, user_id, event_id],
+        )
+    return len(rows)
+
+
+def tombstoned(conn: psycopg.Connection, app_name: str, user_id: str, event_ids: Sequence[str]) -> set[str]:
+    rows = conn.execute(
+        "SELECT event_id FROM memory_tombstone WHERE app_name = %s AND user_id = %s AND event_id = ANY(%s)",
+        [app_name, user_id, list(event_ids)],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
 def delete_user(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
-    """Every unit of the user: all layers, all models."""
+    """Every unit of the user: all layers, all models (and the user's tombstones: nothing is left to guard)."""
+    conn.execute("DELETE FROM memory_tombstone WHERE app_name = %s AND user_id = %s", [app_name, user_id])
     return conn.execute(
         sql.SQL("DELETE FROM {} WHERE app_name = %s AND user_id = %s").format(sql.Identifier(UNITS_TABLE)),
         [app_name, user_id],
