@@ -306,9 +306,17 @@ def _ids_by_user(sessions: list[Session]) -> dict[tuple[str, str], list[str]]:
 
 
 def migrate_embeddings(
-    store: Store, old_model: str, new_embedder: Embedder, *, batch_size: int = 512, progress: bool = False
+    store: Store,
+    old_model: str,
+    new_embedder: Embedder,
+    *,
+    app_name: str | None = None,
+    layers: list[str] | None = None,
+    batch_size: int = 512,
+    progress: bool = False,
 ) -> MigrationReport:
-    """See `EventMemory.migrate_embeddings`; works on every layer and user at once."""
+    """See `EventMemory.migrate_embeddings`; every layer and user at once unless scoped to one app and some
+    layers (a migration is usually rolled out app by app)."""
     from psycopg import sql
 
     from memlab.storage.schema import UNITS_TABLE
@@ -324,9 +332,11 @@ def migrate_embeddings(
                 "SELECT o.app_name, o.user_id, o.session_id, o.layer, o.unit_id, o.event_ids, o.author, "
                 "o.occurred_at, o.body FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
                 "WHERE n.app_name = o.app_name AND n.user_id = o.user_id AND n.layer = o.layer "
-                "AND n.unit_id = o.unit_id AND n.embed_model = %s) ORDER BY o.app_name, o.user_id, o.unit_id"
+                "AND n.unit_id = o.unit_id AND n.embed_model = %s) "
+                "AND (%s::text IS NULL OR o.app_name = %s) AND (%s::text[] IS NULL OR o.layer = ANY(%s)) "
+                "ORDER BY o.app_name, o.user_id, o.unit_id"
             ).format(t=sql.Identifier(UNITS_TABLE)),
-            [old.model_id, new.model_id],
+            [old.model_id, new.model_id, app_name, app_name, layers, layers],
         ).fetchall()
     added = 0
     batches = range(0, len(rows), batch_size)
@@ -340,6 +350,7 @@ def migrate_embeddings(
         check_vectors(vectors, len(batch), new.dimension, new.model_id)
         with store.transaction() as conn:
             added += sqlu.copy_rows(conn, [(*r, new.model_id, v) for r, v in zip(batch, vectors, strict=True)])
-    for layer in sorted({r[3] for r in rows} | set(store.vector_indexes(old.model_id))):
+    scope = set(layers) if layers is not None else set(store.vector_indexes(old.model_id))
+    for layer in sorted({r[3] for r in rows} | scope):
         store.ensure_vector_index(new.model_id, layer)
     return MigrationReport(old.model_id, new.model_id, len(rows), added, time.perf_counter() - started)

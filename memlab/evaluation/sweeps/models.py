@@ -34,7 +34,8 @@ def model_sweep(
     old = EventMemory(store, first)
     old.add_sessions(labelled.sessions())
     started = time.perf_counter()
-    migration = migrate_embeddings(store, first.model_id, second)
+    app = labelled.questions[0].app_name if labelled.questions else None
+    migration = migrate_embeddings(store, first.model_id, second, app_name=app, layers=[old.layer])
     migration_s = time.perf_counter() - started
     sample = [e.text for s in labelled.sessions() for e in s.events if e.text][:256]
     rows = []
