@@ -89,7 +89,9 @@ class Store:
             dsn,
             min_size=1,
             max_size=pool_size,
-            kwargs={"autocommit": True},
+            # No server-side prepared statements: a cached generic plan would be reused across strategies and
+            # SET LOCAL settings (a `planner` search ran the plan an earlier `hnsw` search had cached).
+            kwargs={"autocommit": True, "prepare_threshold": None},
             configure=register_vector,
             open=True,
         )
