@@ -69,6 +69,7 @@ def eval_command(
     llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible base URL for --extractor llm."),
     llm_model: str | None = typer.Option(None, help="Model name for --extractor llm."),
     force: bool = typer.Option(False, help="Run again even if --out already holds a finished run."),
+    notebooks: bool = typer.Option(False, help="Also execute the notebooks and render them to HTML in the run."),
 ) -> None:
     """Run a suite: event fixtures against FAISS exact, fact extractors, granularity, cut-offs, LongMemEval
     and filtered search; write a run folder with report.md, metrics.json, tables and plots."""
@@ -102,6 +103,13 @@ def eval_command(
                 else:
                     run_suite(fresh, embedder, SUITES[suite], run_dir, events_dir=fixtures, facts_dir=facts_dir,
                               extractors=extractors, previous=previous, progress=True)  # fmt: skip
+        if notebooks:
+            from memlab.config import memlab_home
+            from memlab.evaluation.notebooks import render_notebooks
+
+            seconds = render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab_home()), "DSN": dsn,
+                                                                "OUT_DIR": str(run_dir / "notebooks")})  # fmt: skip
+            console.print(f"[bold]notebooks[/] rendered to {run_dir / 'notebooks'}: {seconds}")
     except memlab.MemlabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None

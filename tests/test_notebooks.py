@@ -8,18 +8,16 @@ sets MEMLAB_HOME to the test home and shrinks the sizes; any cell error fails th
 
 from __future__ import annotations
 
-import ast
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from memlab.evaluation.notebooks import execute as run_notebook
+from memlab.evaluation.notebooks import parameter_names, parameters_cell, this_interpreter_kernel, with_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -40,46 +38,11 @@ CI_PARAMETERS: dict[str, dict[str, object]] = {
 }  # fmt: skip
 
 
-def parameters_cell(nb) -> nbformat.NotebookNode:
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code, "a notebook without code cells"
-    return code[0]
-
-
-def parameter_names(cell) -> list[str]:
-    """Names assigned in a parameters cell, which must hold plain `NAME = <literal>` lines only."""
-    names = []
-    for node in ast.parse(cell.source).body:
-        assert isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name), (
-            f"parameters cell: only plain assignments, got {ast.unparse(node)!r}"
-        )
-        ast.literal_eval(node.value)  # raises on anything but a literal
-        names.append(node.targets[0].id)
-    return names
-
-
-def with_parameters(nb, overrides: dict[str, object]):
-    """Insert an `injected-parameters` cell after the parameters cell, as papermill does."""
-    cell = parameters_cell(nb)
-    unknown = sorted(set(overrides) - set(parameter_names(cell)))
-    assert not unknown, f"not parameters of this notebook: {unknown}"
-    source = "\n".join(f"{name} = {value!r}" for name, value in overrides.items())
-    injected = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
-    nb.cells.insert(nb.cells.index(cell) + 1, injected)
-    return nb
-
-
 @pytest.fixture(scope="module")
 def kernel():
     """A kernelspec whose argv is this interpreter, visible to nbclient through JUPYTER_PATH."""
-    prefix = Path(tempfile.mkdtemp(prefix="memlab-kernel-"))
-    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix), "--name", KERNEL],
-                   check=True, capture_output=True)  # fmt: skip
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(prefix / "share" / "jupyter"),
-                                                                os.environ.get("JUPYTER_PATH")])))  # fmt: skip
-        yield KERNEL
-    shutil.rmtree(prefix, ignore_errors=True)
+    with this_interpreter_kernel(KERNEL) as name:
+        yield name
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +53,7 @@ def out_dir():
 
 
 def execute(nb, kernel_name: str) -> float:
-    started = time.perf_counter()
-    client = NotebookClient(nb, kernel_name=kernel_name, timeout=CELL_TIMEOUT_S, allow_errors=False,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})  # fmt: skip
-    client.execute()
-    return time.perf_counter() - started
+    return run_notebook(nb, kernel_name, timeout=CELL_TIMEOUT_S, cwd=NOTEBOOKS)
 
 
 def test_kernel_runs_this_interpreter(kernel):
@@ -135,3 +94,16 @@ def test_notebook_runs_at_ci_size(path: Path, kernel, store, memlab_home, out_di
     with store.connection() as conn:  # the notebook's last cell dropped its scratch database
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'memlab\\_nb%'").fetchall()
     assert not left, f"{path.name} left scratch databases behind: {left}"
+
+
+def test_notebooks_render_to_html_for_a_run(tmp_path, store, memlab_home):
+    """`memlab eval --notebooks` renders executed notebooks into the run folder (one notebook here, for time)."""
+    from memlab.evaluation.notebooks import render_notebooks
+
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    shutil.copy(NOTEBOOKS / "01_quickstart.ipynb", folder)
+    shutil.copytree(NOTEBOOKS.parent / "fixtures", tmp_path / "fixtures")
+    seconds = render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": None}, folder=folder)
+    html = (tmp_path / "html" / "01_quickstart.html").read_text()
+    assert set(seconds) == {"01_quickstart"} and "<html" in html.lower() and "Traceback" not in html
