@@ -85,7 +85,27 @@ def _text_entry(text: str, *, author: str | None, timestamp: datetime | None, id
 # -- services ---------------------------------------------------------------------------------------------
 
 
-class EventMemoryService(BaseMemoryService):
+class _IngestingService(BaseMemoryService):
+    """The three ways ADK hands memory in, all turned into a memlab Session for `_ingest`."""
+
+    def _ingest(self, session: Session) -> object:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    async def add_session_to_memory(self, session) -> None:
+        await asyncio.to_thread(self._ingest, session_from_adk(session))
+
+    async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence,
+                                   session_id: str | None = None,
+                                   custom_metadata: Mapping[str, object] | None = None) -> None:  # fmt: skip
+        session = Session(app_name, user_id, session_id or DIRECT_SESSION, [event_from_adk(e) for e in events])
+        await asyncio.to_thread(self._ingest, session)
+
+    async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
+                         custom_metadata: Mapping[str, object] | None = None) -> None:  # fmt: skip
+        await asyncio.to_thread(self._ingest, _entries_session(app_name, user_id, memories))
+
+
+class EventMemoryService(_IngestingService):
     """ADK memory backed by a memlab `EventMemory` (events or chunks) on PostgreSQL + pgvector."""
 
     def __init__(self, memory: EventMemory, *, settings: SearchSettings | None = None,
@@ -94,18 +114,8 @@ class EventMemoryService(BaseMemoryService):
         self.settings = settings or SearchSettings(top_k=max_results, max_distance=DEFAULT_MAX_DISTANCE)
         self.max_results = max_results
 
-    async def add_session_to_memory(self, session) -> None:
-        await asyncio.to_thread(self.memory.add_session, session_from_adk(session))
-
-    async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence,
-                                   session_id: str | None = None,
-                                   custom_metadata: Mapping[str, object] | None = None) -> None:  # fmt: skip
-        session = Session(app_name, user_id, session_id or DIRECT_SESSION, [event_from_adk(e) for e in events])
-        await asyncio.to_thread(self.memory.add_session, session)
-
-    async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
-                         custom_metadata: Mapping[str, object] | None = None) -> None:  # fmt: skip
-        await asyncio.to_thread(self.memory.add_session, _entries_session(app_name, user_id, memories))
+    def _ingest(self, session: Session) -> object:
+        return self.memory.add_session(session)
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         hits = await asyncio.to_thread(self.memory.search, app_name, user_id, query, self.settings)
@@ -121,7 +131,7 @@ class EventMemoryService(BaseMemoryService):
             await asyncio.to_thread(self.memory.delete_memory, app_name, user_id, memory_id)
 
 
-class FactMemoryService(BaseMemoryService):
+class FactMemoryService(_IngestingService):
     """ADK memory backed by memlab `FactMemory`: sessions are distilled into facts; searches return the
     current facts as dated one-line entries (author 'memory')."""
 
@@ -130,18 +140,8 @@ class FactMemoryService(BaseMemoryService):
         self.allow = tuple(allow)
         self.max_results = max_results
 
-    async def add_session_to_memory(self, session) -> None:
-        await asyncio.to_thread(self.facts.add_session, session_from_adk(session))
-
-    async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence,
-                                   session_id: str | None = None,
-                                   custom_metadata: Mapping[str, object] | None = None) -> None:  # fmt: skip
-        session = Session(app_name, user_id, session_id or DIRECT_SESSION, [event_from_adk(e) for e in events])
-        await asyncio.to_thread(self.facts.add_session, session)
-
-    async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
-                         custom_metadata: Mapping[str, object] | None = None) -> None:  # fmt: skip
-        await asyncio.to_thread(self.facts.add_session, _entries_session(app_name, user_id, memories))
+    def _ingest(self, session: Session) -> object:
+        return self.facts.add_session(session)
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         hits = await asyncio.to_thread(self.facts.search, app_name, user_id, query, allow=self.allow,
