@@ -29,121 +29,75 @@ def _summary_table(summary, title: str) -> Table:
     return table
 
 
-def _extractors(names: list[str], facts_dir: Path, llm_base_url: str | None, llm_model: str | None) -> list:
-    from memlab.evaluation.fixtures import load_event_fixtures
-    from memlab.facts.extractors.labelled import LabelledExtractor
-    from memlab.facts.extractors.llm import LlmExtractor
-    from memlab.facts.extractors.rules import RuleExtractor
-
-    out = []
-    for name in names:
-        if name == "labelled":
-            out.append(LabelledExtractor.from_set(load_event_fixtures(facts_dir)))
-        elif name == "rules":
-            out.append(RuleExtractor())
-        elif name == "llm":
-            out.append(LlmExtractor(llm_base_url, llm_model))
-        else:
-            raise typer.BadParameter(f"unknown extractor {name!r}; use labelled, rules or llm")
-    return out
-
-
 @app.command("eval")
 def eval_command(
-    suite: str = typer.Option(
-        "ci",
-        help="ci (minutes; feeds the CI gate), full (the real measurement), or "
-        "fixtures (event and fact fixtures only).",
-    ),
-    fixtures: Path = typer.Option(Path("fixtures/events"), help="Folder of event fixtures (YAML/JSON)."),
-    facts: Path = typer.Option(Path("fixtures/facts"), help="Folder of fact fixtures."),
-    out: Path | None = typer.Option(
-        None, help="Run folder (default: reports/<suite>-<time>, copied to reports/latest)."
-    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="An experiment config (YAML): data sets, "
+                                       "embedders, systems, sweeps, k. See README: Your own data."),
+    suite: str | None = typer.Option(None, help="A built-in suite instead of --config: ci (minutes; feeds the CI "
+                                     "gate), full (the real measurement), fixtures. Default: ci."),
+    set_: list[str] = typer.Option([], "--set", help="Override one config entry: --set k=5, --set "
+                                   "datasets.0.limit=20, --set options.cutoff.target=0.1 (repeatable)."),
+    out: Path | None = typer.Option(None, help="Run folder (default: reports/<name>-<time>, copied to "
+                                    "reports/latest)."),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server)."),
-    k: int = typer.Option(10, help="Cut the rankings at k."),
-    bench_repeat: int = typer.Option(4, help="Copies of the fixture sessions used for the ingest-rate benchmark."),
-    extractor: list[str] = typer.Option(
-        ["labelled", "rules"], help="Fact extractors to compare: labelled, rules, llm (repeat the option)."
-    ),
-    llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible base URL for --extractor llm."),
-    llm_model: str | None = typer.Option(None, help="Model name for --extractor llm."),
+    baseline: Path = typer.Option(Path("reports/baseline.json"), help="Baseline to compare with in report.md."),
     force: bool = typer.Option(False, help="Run again even if --out already holds a finished run."),
     notebooks: bool = typer.Option(False, help="Also execute the notebooks and render them to HTML in the run."),
 ) -> None:
-    """Run a suite: event fixtures against FAISS exact, fact extractors, granularity, cut-offs, LongMemEval
-    and filtered search; write a run folder with report.md, metrics.json, tables and plots."""
+    """Run an experiment: every data set x system, saved as runs, scored, reported (report.md, scores.csv,
+    metrics.json, manifest.json, plots) in one run folder."""
     import memlab
-    from memlab.evaluation.suites import SUITES, publish_latest, run_suite
-    from memlab.storage.store import scratch_store
+    from memlab import lab
 
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
-    if suite not in (*SUITES, "fixtures"):
-        raise typer.BadParameter(f"unknown suite {suite!r}; use ci, full or fixtures")
-    if llm_base_url and "llm" not in extractor:
-        extractor = [*extractor, "llm"]
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    run_dir = out or Path("reports") / f"{suite}-{stamp}"
-    if _finished(run_dir) and not force:
-        console.print(f"{run_dir} already holds a finished run; pass --force to run it again.")
-        return
-    latest = Path("reports/latest")
-    previous = latest if latest.exists() and out is None else None
     try:
-        extractors = _extractors(extractor, facts, llm_base_url, llm_model)
-        with memlab.open_store(dsn) as store:
-            console.print(f"[bold]store[/] pgvector {store.vector_version}, embedded={store.embedded}")
-            embedder = memlab.default_embedder()
-            facts_dir = facts if facts.exists() else None
-            with scratch_store(store) as fresh:  # every run starts from an empty database
-                if suite == "fixtures":
-                    _fixtures_only(fresh, embedder, fixtures, facts_dir, extractors, k, bench_repeat, run_dir,
-                                   extractor)  # fmt: skip
-                else:
-                    run_suite(fresh, embedder, SUITES[suite], run_dir, events_dir=fixtures, facts_dir=facts_dir,
-                              extractors=extractors, previous=previous, progress=True)  # fmt: skip
+        if config is not None and suite is not None:
+            raise memlab.ConfigError("give --config FILE or --suite NAME, not both")
+        experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or "ci", set_)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        default_out = experiment.resolved.get("out") or Path("reports") / f"{experiment.name}-{stamp}"
+        run_dir = Path(out or default_out)
+        if lab.is_finished(run_dir) and not force:
+            console.print(f"{run_dir} already holds a finished run; pass --force to run it again.")
+            return
+        console.print(f"[bold]{experiment.name}[/]: {len(experiment.resolved['datasets'])} data set(s), sweeps "
+                      f"{experiment.resolved['sweeps']} -> {run_dir}")  # fmt: skip
+        lab.run_experiment(experiment, run_dir, dsn=dsn, progress=True, log=console.print)
+        lab.write_report(run_dir, baseline=baseline if baseline.exists() else None)
+        console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
         if notebooks:
             from memlab.config import memlab_home
-            from memlab.evaluation.notebooks import render_notebooks
 
-            seconds = render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab_home()), "DSN": dsn,
-                                                                "OUT_DIR": str(run_dir / "notebooks")})  # fmt: skip
+            seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab_home()), "DSN": dsn,
+                                                                    "OUT_DIR": str(run_dir / "notebooks")})
             console.print(f"[bold]notebooks[/] rendered to {run_dir / 'notebooks'}: {seconds}")
     except memlab.MemlabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    if out is None:
-        publish_latest(run_dir, latest)
+    except OSError as exc:
+        console.print(f"[red]error:[/] {exc.strerror or exc}: {exc.filename or ''}")
+        raise typer.Exit(2) from None
+    if out is None and not experiment.resolved.get("out"):
+        lab.publish_latest(run_dir, Path("reports/latest"))
     console.print(f"[green]wrote[/] {run_dir}/report.md in {time.perf_counter() - started:.0f} s")
 
 
-def _finished(run_dir: Path) -> bool:
-    import json
+@app.command("check-dataset")
+def check_dataset_command(
+    path: Path = typer.Argument(..., help="The data set file (or fixture folder)."),
+    format: str = typer.Option("memlab", help="memlab (JSONL), longmemeval or fixtures."),
+) -> None:
+    """Load a data set as `memlab eval` would and print what it holds, or the first problem with its fix."""
+    import memlab
+    from memlab import lab
 
-    manifest = run_dir / "manifest.json"
     try:
-        return json.loads(manifest.read_text()).get("status") == "complete"
-    except (OSError, ValueError):
-        return False
-
-
-def _fixtures_only(store, embedder, fixtures, facts_dir, extractors, k, bench_repeat, out, names) -> None:
-    from memlab.evaluation.main_job import run_eval, write_eval_report
-
-    result = run_eval(store, embedder, events_dir=fixtures, facts_dir=facts_dir, extractors=extractors, k=k,
-                      bench_repeat=bench_repeat, progress=True)  # fmt: skip
-    console.print(_summary_table(result.summary, f"recall@{k} on {result.events.name} (answerable questions)"))
-    bench = result.bench
-    console.print(
-        f"[bold]ingest[/] {bench.ingest_units_per_s:.0f} units/s vs raw encode {bench.raw_encode_per_s:.0f} texts/s "
-        f"(ratio {bench.ratio:.2f}, {bench.texts} texts)"
-    )
-    if result.facts_summary is not None:
-        console.print(_summary_table(result.facts_summary, "fact extractors on the fact fixtures"))
-    config = {"suite": "fixtures", "dataset": result.events.name, "fixtures": str(fixtures), "k": k,
-              "embedder": embedder.model_id, "extractors": names}  # fmt: skip
-    write_eval_report(out, result, config)
+        data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
+    except memlab.MemlabError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    console.print(f"[green]ok[/] {path}: {data.summary()}")
 
 
 @app.command("models")
@@ -168,11 +122,10 @@ def report_command(
 ) -> None:
     """Compare a run with the baseline; exit 1 when a metric regressed beyond its tolerance."""
     from memlab.errors import MemlabError
-    from memlab.evaluation.gate import DEFAULT_TOLERANCES, compare, load_metrics, load_rules, regressions
-    from memlab.evaluation.report import markdown_table
+    from memlab.lab import compare, load_metrics, load_rules, markdown_table, regressions
 
     try:
-        table = compare(load_metrics(baseline), load_metrics(run), load_rules(tolerances or DEFAULT_TOLERANCES))
+        table = compare(load_metrics(baseline), load_metrics(run), load_rules(tolerances) if tolerances else load_rules())
     except MemlabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -199,7 +152,7 @@ def baseline_command(
     """Make a run's metrics the new baseline (review the diff before committing it)."""
     import json
 
-    from memlab.evaluation.gate import load_metrics
+    from memlab.lab import load_metrics
 
     out.write_text(json.dumps(load_metrics(run), indent=2, sort_keys=True) + "\n")
     console.print(f"[green]wrote[/] {out}")

@@ -86,7 +86,7 @@ def event_memory(store, embedder):
 
 @pytest.fixture(scope="session")
 def fixture_set():
-    from memlab.evaluation.fixtures import load_event_fixtures
+    from memlab.lab.fixtures import load_event_fixtures
 
     return load_event_fixtures(EVENT_FIXTURES)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from memlab.evaluation.notebooks import execute as run_notebook
-from memlab.evaluation.notebooks import parameter_names, parameters_cell, this_interpreter_kernel, with_parameters
+from memlab.lab.notebooks import execute as run_notebook
+from memlab.lab.notebooks import parameter_names, parameters_cell, this_interpreter_kernel, with_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -98,7 +98,7 @@ def test_notebook_runs_at_ci_size(path: Path, kernel, store, memlab_home, out_di
 
 def test_notebooks_render_to_html_for_a_run(tmp_path, store, memlab_home):
     """`memlab eval --notebooks` renders executed notebooks into the run folder (one notebook here, for time)."""
-    from memlab.evaluation.notebooks import render_notebooks
+    from memlab.lab.notebooks import render_notebooks
 
     folder = tmp_path / "nb"
     folder.mkdir()

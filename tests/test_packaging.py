@@ -48,7 +48,7 @@ def test_top_level_layout():
         ".ci/run",
     ):
         assert (ROOT / name).exists(), name
-    for package in ("storage", "embedding", "events", "evaluation", "facts", "adapters"):
+    for package in ("storage", "embedding", "events", "lab", "facts", "adapters"):
         assert (ROOT / "memlab" / package / "__init__.py").exists(), package
 
 

@@ -224,7 +224,7 @@ def test_small_user_among_large_ones_needs_iterative_scans(scratch_store, embedd
     """The filtered-search trap: 30 rows of one user among 12,000 on the same topics (own database, so the
     12,000 tightly clustered rows do not shape the HNSW graph other tests search)."""
     store = scratch_store
-    from memlab.evaluation.synthetic import background_rows
+    from memlab.lab.synthetic import background_rows
 
     mem = memlab.EventMemory(store, embedder)
     texts = [e.text.strip() for s in fixture_set.sessions() for e in mem.kept_events(s)[0]]

@@ -9,7 +9,7 @@ FACT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "facts"
 
 @pytest.fixture(scope="session")
 def fact_set():
-    from memlab.evaluation.fixtures import load_event_fixtures
+    from memlab.lab.fixtures import load_event_fixtures
 
     return load_event_fixtures(FACT_FIXTURES)
 

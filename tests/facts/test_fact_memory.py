@@ -246,7 +246,7 @@ RULES_KEY_ACCURACY = 0.933
 
 
 def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set):
-    from memlab.evaluation.fact_run import run_fact_eval
+    from memlab.lab.fact_run import run_fact_eval
 
     frame = run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
     print(frame[["fixture", "key_accuracy", "candidate_recall", "candidate_precision"]].to_string())

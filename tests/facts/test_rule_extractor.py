@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memlab import Event
-from memlab.evaluation.fixtures import load_event_fixtures
+from memlab.lab.fixtures import load_event_fixtures
 from memlab.events.filters import skip_reason
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.rules import RuleExtractor

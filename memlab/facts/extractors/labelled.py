@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from memlab.evaluation.labelled import LabelledSet
 from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
 from memlab.types import Event
@@ -19,7 +19,9 @@ class LabelledExtractor:
         self.gold = gold
 
     @classmethod
-    def from_set(cls, labelled: LabelledSet) -> LabelledExtractor:
+    def from_set(cls, labelled: Any) -> LabelledExtractor:
+        """From any data set with `users` that carry `gold_candidates` (the workbench's Dataset); typed loosely
+        so the memory library does not import the workbench."""
         gold: dict[str, list[Candidate]] = {}
         for user in labelled.users:
             gold.update(user.gold_candidates)

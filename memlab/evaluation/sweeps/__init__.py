@@ -1,1 +1,0 @@
-"""Sweeps: a grid in, a tidy DataFrame out (plots are drawn by memlab.evaluation.plots)."""

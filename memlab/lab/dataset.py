@@ -1,0 +1,120 @@
+"""`Dataset`: the labelled form every data set is turned into (memlab JSONL, LongMemEval files, fixture YAML,
+memlab-synth): users with their sessions, and questions that name the event ids answering them (an empty list
+means nothing in memory answers it: the right result is no hit)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from memlab.facts.types import Candidate
+from memlab.types import Session
+
+
+@dataclass(frozen=True)
+class Question:
+    """A labelled query against one user's memory."""
+
+    id: str
+    app_name: str
+    user_id: str
+    text: str
+    relevant: tuple[str, ...]
+    asked_at: datetime | None = None
+    qtype: str = "default"
+    fact_key: str | None = None  # "subject/predicate" the question asks about, when it asks about a fact
+    relevant_sessions: tuple[str, ...] = ()  # session-level labels, where turn-level ones are not enough
+    answer: str | None = None  # the expected answer text, when the data set gives one
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.relevant)
+
+
+@dataclass
+class UserHistory:
+    """One user's sessions, plus the skip reasons the fixture expects the ingest filter to give."""
+
+    app_name: str
+    user_id: str
+    sessions: list[Session]
+    description: str = ""
+    expected_skips: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+    gold_candidates: dict[str, list[Candidate]] = field(default_factory=dict)  # session id -> gold facts
+    replay: list[str] = field(default_factory=list)  # ingestion order (may repeat a session or go back)
+    expected_facts: list[tuple[str, str, str, str]] | None = None  # (subject, predicate, value, basis)
+
+    def session(self, session_id: str) -> Session:
+        return next(s for s in self.sessions if s.id == session_id)
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(s.events) for s in self.sessions)
+
+
+@dataclass
+class Dataset:
+    """Users, sessions and questions of one data set, with its name for reports."""
+
+    name: str
+    users: list[UserHistory]
+    questions: list[Question]
+
+    def sessions(self) -> Iterator[Session]:
+        for user in self.users:
+            yield from user.sessions
+
+    def user(self, app_name: str, user_id: str) -> UserHistory:
+        for user in self.users:
+            if (user.app_name, user.user_id) == (app_name, user_id):
+                return user
+        raise KeyError(f"no user {user_id!r} of app {app_name!r} in {self.name}")
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "users": len(self.users),
+            "sessions": sum(len(u.sessions) for u in self.users),
+            "events": sum(u.event_count for u in self.users),
+            "questions": len(self.questions),
+            "answerable": sum(q.answerable for q in self.questions),
+            "no_answer": sum(not q.answerable for q in self.questions),
+        }
+
+    def namespaced(self, prefix: str) -> Dataset:
+        """The same data with every app name written `prefix/app`: two data sets in one database (an oracle and
+        an S setting that reuse the same user ids, say) can never share a user's memory."""
+
+        def app(name: str) -> str:
+            return f"{prefix}/{name}"
+
+        users = [
+            replace(u, app_name=app(u.app_name), sessions=[replace(s, app_name=app(s.app_name)) for s in u.sessions])
+            for u in self.users
+        ]
+        questions = [replace(q, app_name=app(q.app_name)) for q in self.questions]
+        return Dataset(self.name, users, questions)
+
+    def checksum(self) -> str:
+        """sha256 over the content (sessions, events, questions): two runs on the same data show the same value."""
+        digest = hashlib.sha256()
+        for s in self.sessions():
+            digest.update(json.dumps([s.app_name, s.user_id, s.id], ensure_ascii=False).encode())
+            for e in s.events:
+                digest.update(json.dumps([e.id, e.author, e.timestamp.isoformat(), e.text], ensure_ascii=False).encode())
+        for q in self.questions:
+            digest.update(json.dumps([q.id, q.app_name, q.user_id, q.text, list(q.relevant), q.qtype,
+                                      q.asked_at.isoformat() if q.asked_at else None], ensure_ascii=False).encode())
+        return digest.hexdigest()
+
+    def texts(self, min_chars: int = 15) -> list[str]:
+        """Distinct event texts, in order (a corpus for benchmarks built from this data set)."""
+        seen: dict[str, None] = {}
+        for s in self.sessions():
+            for e in s.events:
+                if e.text and len(e.text) >= min_chars:
+                    seen.setdefault(e.text, None)
+        return list(seen)

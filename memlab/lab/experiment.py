@@ -1,0 +1,276 @@
+"""The experiment model: data sets x systems -> runs -> scores -> report.
+
+`run_experiment` loads every data set first (bad input fails before anything is written to the database),
+builds each system once per data set, asks every question, and saves each run; `score_folder` turns the saved
+runs into scores (pure: it reads the folder only); `write_report` writes report.md from the folder. Every run
+starts on a fresh database, so runs are reproducible."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import memlab
+from memlab.embedding.base import Embedder
+from memlab.errors import ConfigError
+from memlab.lab.config import ExperimentConfig
+from memlab.lab.dataset import Dataset
+from memlab.lab.folder import RunFolder, save_labels
+from memlab.lab.loaders import load_dataset
+from memlab.lab.runs import Run, collect
+from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
+from memlab.lab.sweeps import SweepContext, sweep_module
+from memlab.lab.systems import CutoffSystem, Env, FaissExactSystem, system_from_config
+
+
+def git_commit() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)  # fmt: skip
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def _versions(store=None) -> dict[str, str]:
+    import faiss
+    import sentence_transformers
+    import torch
+
+    out = {"memlab": memlab.__version__, "python": platform.python_version(), "torch": torch.__version__,
+           "sentence_transformers": sentence_transformers.__version__, "faiss": faiss.__version__,
+           "pandas": pd.__version__, "numpy": np.__version__}  # fmt: skip
+    if store is not None:
+        out["pgvector"] = store.vector_version
+    return out
+
+
+def _write_manifest(out: Path, manifest: dict) -> None:
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def make_embedders(specs: list[dict[str, Any]]) -> tuple[dict[str, Embedder], dict[str, str]]:
+    """The configured embedders by name; an entry with `optional: true` that cannot be had is skipped (reason
+    kept for the report) instead of failing the run."""
+    from memlab.embedding import make_embedder
+
+    out, skipped = {}, {}
+    for spec in specs:
+        spec = dict(spec)
+        name, optional = spec.pop("name"), bool(spec.pop("optional", False))
+        try:
+            out[name] = make_embedder(spec or None)
+        except ConfigError as exc:
+            if not optional:
+                raise ConfigError(f"embedder {name!r}: {exc}") from None
+            skipped[name] = str(exc)
+    if "default" not in out and out:
+        out["default"] = next(iter(out.values()))
+    return out, skipped
+
+
+def sweep_options(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """A sweep's options without `datasets` (which only says where the sweep runs)."""
+    return {k: v for k, v in (config.get("options") or {}).get(name, {}).items() if k != "datasets"}
+
+
+def applies(config: dict[str, Any], dataset: str) -> list[str]:
+    """The sweeps that run on `dataset`: all configured ones, unless a sweep's options list its `datasets`."""
+    out = []
+    for name in config.get("sweeps", []):
+        only = (config.get("options") or {}).get(name, {}).get("datasets")
+        if only is None or dataset in only:
+            out.append(name)
+    return out
+
+
+def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]) -> list:
+    """The configured systems, then each sweep's, in order; names are unique per data set."""
+    context = SweepContext(config, [system_from_config(s) for s in config["systems"]])
+    for name in applies(config, dataset.name):
+        module = sweep_module(name)
+        if hasattr(module, "systems"):
+            for system in module.systems(dataset, sweep_options(config, name), context):
+                if system.name not in {s.name for s in context.systems}:
+                    context.systems.append(system)
+    return [s for s in context.systems if not hasattr(s, "embedder") or s.embedder in embedders]
+
+
+def _vectors(env: Env, cache: dict, dataset: Dataset, embedder: str) -> dict[str, np.ndarray]:
+    """Each question embedded once per embedder (systems of one embedder share the vectors)."""
+    key = (dataset.name, embedder)
+    if key not in cache:
+        model = env.embedder(embedder)
+        cache[key] = {q.id: model.embed_query(q.text) for q in dataset.questions}
+    return cache[key]
+
+
+def run_systems(env: Env, dataset: Dataset, systems: list, out: Path) -> list[Run]:
+    """Ask every system every question of `dataset`; save each run (and each reference run once)."""
+    done: dict[str, Run] = {}
+    vectors: dict = {}
+    for system in systems:
+        if isinstance(system, CutoffSystem):
+            parent = done.get(system.parent)
+            if parent is None:
+                raise ConfigError(f"cut-off system {system.name!r}: no system named {system.parent!r} ran on "
+                                  f"{dataset.name!r}")  # fmt: skip
+            frame = cut(parent.frame, system.max_distance).assign(system=system.name)
+            done[system.name] = Run(dataset.name, system.name, frame, None)
+            done[system.name].save(out)
+            continue
+        to_run = [system]
+        ref = system.reference()
+        if ref is not None and ref.name not in done:
+            to_run.insert(0, ref)
+        for s in to_run:
+            handle = env.handle(s, dataset)
+            over = s.over if isinstance(s, FaissExactSystem) else s
+            qv = _vectors(env, vectors, dataset, getattr(over, "embedder", "default"))
+            frame = collect(s.name, lambda q, v, s=s, h=handle: s.search(h, q, v, env.k), dataset.questions, qv,
+                            progress=f"{dataset.name}: {s.name}" if env.progress else None)  # fmt: skip
+            r = s.reference()
+            done[s.name] = Run(dataset.name, s.name, frame, r.name if r is not None else None)
+            done[s.name].save(out)
+    return list(done.values())
+
+
+def run_experiment(
+    config: ExperimentConfig, out: Path, *, dsn: str | None = None, progress: bool = False, log=print
+) -> Path:
+    """Run a configured experiment into `out` and return it. Data sets are loaded and checked before anything
+    else; then every data set runs on a fresh database."""
+    from memlab.storage.store import scratch_store
+
+    started = time.perf_counter()
+    cfg = config.resolved
+    datasets = [load_dataset(spec, config.base_dirs) for spec in cfg["datasets"]]
+    out.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {
+        "status": "running",
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "config": {"source": config.source, "given": config.raw, "resolved": cfg},
+        "datasets": [{"name": d.name, "checksum": d.checksum(), **d.summary(),
+                      "path": str(spec.get("path", "")), "format": spec.get("format")}
+                     for d, spec in zip(datasets, cfg["datasets"], strict=True)],
+    }  # fmt: skip
+    _write_manifest(out, manifest)
+    embedders, skipped = make_embedders(cfg["embedders"])
+    manifest["embedders"] = {name: e.model_id for name, e in embedders.items()}
+    manifest["skipped_embedders"] = skipped
+    with memlab.open_store(dsn) as store, scratch_store(store) as fresh:
+        manifest["versions"] = _versions(store)
+        env = Env(fresh, embedders, k=cfg["k"], progress=progress, extractor_options={"llm": cfg.get("llm")})
+        for dataset in datasets:
+            scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
+            save_labels(out, scoped)
+            log(f"{dataset.name}: {dataset.summary()}")
+            systems = systems_for(scoped, cfg, embedders) if scoped.questions else []
+            run_systems(env, scoped, systems, out)
+            context = SweepContext(cfg, systems)
+            for name in applies(cfg, dataset.name):
+                module = sweep_module(name)
+                if hasattr(module, "measure"):
+                    module.measure(env, scoped, sweep_options(cfg, name), context, out)
+    score_folder(out)
+    manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    seconds=round(time.perf_counter() - started, 1))  # fmt: skip
+    _write_manifest(out, manifest)
+    write_report(out)
+    return out
+
+
+def question_scores(folder: RunFolder, dataset: str) -> pd.DataFrame:
+    """Per-question scores of every saved run of one data set (pure: reads the folder only)."""
+    k = folder.k
+    runs = folder.runs(dataset)
+    questions = folder.questions(dataset)
+    events = folder.events(dataset)
+    sizes = events.groupby(["app_name", "user_id"]).size().to_dict()
+    event_session = dict(zip(events.event_id, events.session_id, strict=True)) if any(
+        q.relevant_sessions for q in questions) else {}
+    frames = []
+    for run in runs.values():
+        ref = runs.get(run.reference) if run.reference else None
+        scored = score(run.frame, questions, k=k, exact=ref.frame if ref is not None else None, memory_sizes=sizes)
+        if event_session:
+            scored["session_recall"] = scored.question_id.map(session_recall(run.frame, questions, event_session, k))
+        frames.append(scored.assign(dataset=dataset))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def score_folder(out: Path) -> pd.DataFrame:
+    """scores.csv / scores.parquet (long form), question_scores.parquet and metrics.json, from saved runs."""
+    folder = RunFolder(Path(out))
+    cfg = folder.manifest.get("config", {}).get("resolved", {})
+    long_frames, per_question = [], []
+    for dataset in folder.datasets:
+        qs = question_scores(folder, dataset)
+        if len(qs):  # cut-off systems get no breakdowns: the sweep's grid is what matters there
+            is_cut = qs.system.str.contains("@cut", regex=False)
+            base = pd.concat([long_scores(qs[~is_cut], dataset, folder.k),
+                              long_scores(qs[is_cut], dataset, folder.k, groups=())], ignore_index=True)
+        else:
+            base = pd.DataFrame(columns=SCORE_COLUMNS)
+        parts = [base]
+        for name in applies(cfg, dataset):
+            module = sweep_module(name)
+            if hasattr(module, "scores"):
+                parts.append(module.scores(folder, dataset, sweep_options(cfg, name), base))
+        long_frames.append(pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts)
+                           else base)  # fmt: skip
+        per_question.append(qs)
+    scores = pd.concat(long_frames, ignore_index=True) if long_frames else pd.DataFrame(columns=SCORE_COLUMNS)
+    scores = scores[SCORE_COLUMNS]
+    scores.to_csv(out / "scores.csv", index=False)
+    scores.to_parquet(out / "scores.parquet", index=False)
+    qs_all = pd.concat([q for q in per_question if len(q)], ignore_index=True) if any(len(q) for q in per_question) \
+        else pd.DataFrame()  # fmt: skip
+    if len(qs_all):
+        qs_all.to_parquet(out / "question_scores.parquet", index=False)
+    (out / "metrics.json").write_text(json.dumps(flat_metrics(scores), indent=2, sort_keys=True) + "\n")
+    return scores
+
+
+def write_report(out: Path, *, baseline: Path | None = None) -> Path:
+    from memlab.lab.report import write_report as _write
+
+    return _write(RunFolder(Path(out)), baseline=baseline)
+
+
+def is_finished(out: Path) -> bool:
+    """A run folder whose manifest says it completed (not redone unless forced)."""
+    try:
+        return json.loads((Path(out) / "manifest.json").read_text()).get("status") == "complete"
+    except (OSError, ValueError):
+        return False
+
+
+def publish_latest(run_dir: Path, latest: Path) -> None:
+    """Copy a finished run to reports/latest (a copy, not a link, so it survives moving the folder)."""
+    import shutil
+
+    if latest.exists():
+        shutil.rmtree(latest)
+    shutil.copytree(run_dir, latest)
+
+
+def headline(out: Path) -> pd.DataFrame:
+    """recall@k of the main systems per data set: what the CLI prints at the end of a run."""
+    folder = RunFolder(Path(out))
+    k = folder.k
+    s = folder.scores
+    s = s[(s.metric == f"recall@{k}") & ~s.system.str.contains("@cut|^filtered:|^faiss-exact", regex=True)]
+    if s.empty:
+        return pd.DataFrame()
+    return s.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()

@@ -1,0 +1,100 @@
+"""A run folder, read back: labels, runs, tables and scores. Scoring and reports read only from here.
+
+    runs/<dataset>__<system>.parquet   each question's hit list, one file per data set x system
+    labels/<dataset>.questions.parquet the questions with their labels
+    labels/<dataset>.events.parquet    event id -> app, user, session (memory size, session labels)
+    tables/<sweep>__<dataset>.parquet  what a sweep measured that is not a ranked list (filtered search, ingest)
+    question_scores.parquet            per-question scores
+    scores.csv / scores.parquet        long form: dataset, system, metric, value, questions
+    metrics.json                       flat keys dataset/system/metric
+    manifest.json, report.md, *.png
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from memlab.lab.dataset import Dataset, Question
+from memlab.lab.runs import Run, load_runs, slug
+
+
+def save_labels(folder: Path, dataset: Dataset) -> None:
+    """Questions and the event -> session map of a data set, so runs can be scored without the source data."""
+    labels = folder / "labels"
+    labels.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(
+        [{"id": q.id, "app_name": q.app_name, "user_id": q.user_id, "text": q.text, "relevant": list(q.relevant),
+          "asked_at": q.asked_at.isoformat() if q.asked_at else None, "qtype": q.qtype, "fact_key": q.fact_key,
+          "relevant_sessions": list(q.relevant_sessions), "answer": q.answer} for q in dataset.questions]
+    ).to_parquet(labels / f"{slug(dataset.name)}.questions.parquet", index=False)  # fmt: skip
+    pd.DataFrame(
+        [(s.app_name, s.user_id, s.id, e.id) for s in dataset.sessions() for e in s.events],
+        columns=["app_name", "user_id", "session_id", "event_id"],
+    ).to_parquet(labels / f"{slug(dataset.name)}.events.parquet", index=False)
+    (labels / f"{slug(dataset.name)}.name").write_text(dataset.name)
+
+
+def save_table(folder: Path, sweep: str, dataset: str, frame: pd.DataFrame) -> Path:
+    path = folder / "tables" / f"{sweep}__{slug(dataset)}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=False)
+    return path
+
+
+@dataclass
+class RunFolder:
+    path: Path
+
+    @cached_property
+    def manifest(self) -> dict:
+        file = self.path / "manifest.json"
+        return json.loads(file.read_text()) if file.exists() else {}
+
+    @property
+    def k(self) -> int:
+        return int(self.manifest.get("config", {}).get("resolved", {}).get("k", 10))
+
+    @cached_property
+    def datasets(self) -> list[str]:
+        """Data set names in config order (as the manifest lists them), else as found."""
+        listed = [d["name"] for d in self.manifest.get("datasets", [])]
+        found = [p.read_text() for p in sorted((self.path / "labels").glob("*.name"))]
+        return [d for d in listed if d in found] + [d for d in found if d not in listed]
+
+    @cached_property
+    def all_runs(self) -> list[Run]:
+        return load_runs(self.path)
+
+    def runs(self, dataset: str) -> dict[str, Run]:
+        return {r.system: r for r in self.all_runs if r.dataset == dataset}
+
+    def questions(self, dataset: str) -> list[Question]:
+        frame = pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.questions.parquet")
+        return [
+            Question(id=r.id, app_name=r.app_name, user_id=r.user_id, text=r.text, relevant=tuple(r.relevant),
+                     asked_at=datetime.fromisoformat(r.asked_at) if r.asked_at else None, qtype=r.qtype,
+                     fact_key=r.fact_key, relevant_sessions=tuple(r.relevant_sessions), answer=r.answer)
+            for r in frame.itertuples(index=False)
+        ]  # fmt: skip
+
+    def events(self, dataset: str) -> pd.DataFrame:
+        return pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.events.parquet")
+
+    def table(self, sweep: str, dataset: str) -> pd.DataFrame | None:
+        path = self.path / "tables" / f"{sweep}__{slug(dataset)}.parquet"
+        return pd.read_parquet(path) if path.exists() else None
+
+    @cached_property
+    def scores(self) -> pd.DataFrame:
+        return pd.read_parquet(self.path / "scores.parquet")
+
+    @cached_property
+    def question_scores(self) -> pd.DataFrame:
+        path = self.path / "question_scores.parquet"
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame()

@@ -1,0 +1,229 @@
+"""memlab's own data set format: JSON Lines, one record a line, sessions and questions mixed in any order.
+
+    {"type": "session", "app": "my-agent", "user": "u1", "id": "s1",
+     "events": [{"id": "e1", "author": "user", "at": "2026-05-02T09:00:00Z", "text": "I moved to Lyon."}]}
+    {"type": "question", "id": "q1", "app": "my-agent", "user": "u1", "text": "Where do I live?",
+     "asked_at": "2026-06-01T12:00:00Z", "relevant": ["e1"], "answer": "Lyon", "qtype": "single-hop"}
+
+`app` may be left out (it defaults to "default"). `relevant: []` makes a no-answer question: nothing in memory
+answers it, and the right result is no hit. `relevant_sessions`, `answer`, `qtype` and `fact_key` are optional;
+an event may carry `partial: true` (a streaming fragment the ingest filter drops). Times are ISO 8601 with a
+zone. The full description is in datasets/README.md. A user converts their logs once and every sweep runs on
+them; `write_jsonl` writes any Dataset (memlab-synth, LongMemEval) in this format.
+
+Parsing is strict and pure: a bad line raises FixtureError naming the file, the line, the field and the fix,
+and nothing is returned from a file that did not load completely."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memlab.errors import FixtureError
+from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.types import Event, Session
+
+DEFAULT_APP = "default"
+_SESSION_KEYS = {"type", "app", "user", "id", "events"}
+_EVENT_KEYS = {"id", "author", "at", "text", "partial"}
+_QUESTION_KEYS = {"type", "id", "app", "user", "text", "asked_at", "relevant", "relevant_sessions", "answer",
+                  "qtype", "fact_key"}  # fmt: skip
+
+
+def _fail(path: Path, line: int, message: str) -> FixtureError:
+    return FixtureError(f"{path}:{line}: {message}")
+
+
+def _string(path: Path, line: int, raw: dict, key: str, *, required: bool = True, where: str = "") -> str | None:
+    value = raw.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(path, line, f"{where}`{key}` must be a non-empty string, got {value!r}")
+    return value
+
+
+def _time(path: Path, line: int, value: Any, key: str) -> datetime:
+    if not isinstance(value, str):
+        raise _fail(path, line, f"`{key}` must be an ISO 8601 time string like '2026-05-02T09:00:00Z', got {value!r}")
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        raise _fail(path, line, f"`{key}` {value!r} is not an ISO 8601 time like '2026-05-02T09:00:00Z'") from None
+    if at.tzinfo is None:
+        raise _fail(path, line, f"`{key}` {value!r} has no time zone; add 'Z' or an offset such as '+02:00'")
+    return at
+
+
+def _unknown(path: Path, line: int, raw: dict, allowed: set[str], what: str) -> None:
+    extra = sorted(set(raw) - allowed)
+    if extra:
+        raise _fail(path, line, f"unknown key(s) {extra} in a {what}; allowed: {sorted(allowed)}")
+
+
+def _session(path: Path, line: int, raw: dict) -> Session:
+    _unknown(path, line, raw, _SESSION_KEYS, "session")
+    app = _string(path, line, raw, "app", required=False) or DEFAULT_APP
+    user = _string(path, line, raw, "user")
+    sid = _string(path, line, raw, "id")
+    events_raw = raw.get("events")
+    if not isinstance(events_raw, list) or not events_raw:
+        raise _fail(path, line, f"session {sid!r}: `events` must be a non-empty list of events")
+    events = []
+    seen: set[str] = set()
+    for i, ev in enumerate(events_raw):
+        where = f"session {sid!r} events[{i}]: "
+        if not isinstance(ev, dict):
+            raise _fail(path, line, f"{where}expected an object, got {type(ev).__name__}")
+        extra = sorted(set(ev) - _EVENT_KEYS)
+        if extra:
+            raise _fail(path, line, f"{where}unknown key(s) {extra}; allowed: {sorted(_EVENT_KEYS)}")
+        eid = _string(path, line, ev, "id", where=where)
+        if eid in seen:
+            raise _fail(path, line, f"{where}event id {eid!r} repeats inside the session; event ids must be unique")
+        seen.add(eid)
+        author = _string(path, line, ev, "author", where=where)
+        text = ev.get("text")
+        if not isinstance(text, str):
+            raise _fail(path, line, f"{where}`text` must be a string, got {type(text).__name__}")
+        partial = ev.get("partial", False)
+        if not isinstance(partial, bool):
+            raise _fail(path, line, f"{where}`partial` must be true or false, got {partial!r}")
+        events.append(Event(id=eid, author=author, timestamp=_time(path, line, ev.get("at"), f"events[{i}].at"),
+                            text=text, partial=partial))  # fmt: skip
+    return Session(app_name=app, user_id=user, id=sid, events=events)
+
+
+def _id_list(path: Path, line: int, raw: dict, key: str) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        raise _fail(path, line, f"`{key}` must be a list of id strings (use [] for a no-answer question), got {value!r}")
+    return tuple(value)
+
+
+def _question(path: Path, line: int, raw: dict) -> Question:
+    _unknown(path, line, raw, _QUESTION_KEYS, "question")
+    if "relevant" not in raw:
+        raise _fail(path, line, "question: `relevant` is required (the event ids that answer it; [] for none)")
+    answer = raw.get("answer")
+    if answer is not None and not isinstance(answer, str | int | float):
+        raise _fail(path, line, f"`answer` must be a string or a number, got {type(answer).__name__}")
+    return Question(
+        id=_string(path, line, raw, "id"),
+        app_name=_string(path, line, raw, "app", required=False) or DEFAULT_APP,
+        user_id=_string(path, line, raw, "user"),
+        text=_string(path, line, raw, "text"),
+        relevant=_id_list(path, line, raw, "relevant"),
+        asked_at=_time(path, line, raw["asked_at"], "asked_at") if raw.get("asked_at") is not None else None,
+        qtype=_string(path, line, raw, "qtype", required=False) or "default",
+        fact_key=_string(path, line, raw, "fact_key", required=False),
+        relevant_sessions=_id_list(path, line, raw, "relevant_sessions"),
+        answer=None if answer is None else str(answer),
+    )
+
+
+def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Dataset:
+    """A Dataset from the lines of a memlab JSONL file; every reference is checked before anything is returned."""
+    sessions: dict[tuple[str, str, str], tuple[int, Session]] = {}
+    questions: list[tuple[int, Question]] = []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _fail(path, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(raw, dict):
+            raise _fail(path, number, f"expected a JSON object per line, got {type(raw).__name__}")
+        kind = raw.get("type")
+        if kind == "session":
+            session = _session(path, number, raw)
+            key = (session.app_name, session.user_id, session.id)
+            if key in sessions:
+                raise _fail(path, number, f"session {session.id!r} of user {session.user_id!r} repeats line "
+                                          f"{sessions[key][0]}")  # fmt: skip
+            sessions[key] = (number, session)
+        elif kind == "question":
+            questions.append((number, _question(path, number, raw)))
+        else:
+            raise _fail(path, number, f"`type` must be \"session\" or \"question\", got {kind!r}")
+    if not sessions:
+        raise FixtureError(f"{path}: no session records; see datasets/README.md for the format")
+    users: dict[tuple[str, str], UserHistory] = {}
+    for _, s in sorted(sessions.values(), key=lambda item: (min((e.timestamp for e in item[1].events)), item[0])):
+        user = users.setdefault((s.app_name, s.user_id), UserHistory(s.app_name, s.user_id, [], source=str(path)))
+        user.sessions.append(s)
+        user.replay.append(s.id)
+    seen_q: set[str] = set()
+    for number, q in questions:
+        if q.id in seen_q:
+            raise _fail(path, number, f"question id {q.id!r} repeats; question ids must be unique")
+        seen_q.add(q.id)
+        user = users.get((q.app_name, q.user_id))
+        if user is None:
+            raise _fail(path, number, f"question {q.id!r} asks user {q.user_id!r} of app {q.app_name!r}, who has no "
+                                      "session in the file")  # fmt: skip
+        events = {e.id for s in user.sessions for e in s.events}
+        missing = [e for e in q.relevant if e not in events]
+        if missing:
+            raise _fail(path, number, f"question {q.id!r}: relevant event id(s) {missing} are not events of user "
+                                      f"{q.user_id!r}")  # fmt: skip
+        stray = [s for s in q.relevant_sessions if s not in {x.id for x in user.sessions}]
+        if stray:
+            raise _fail(path, number, f"question {q.id!r}: relevant_sessions {stray} are not sessions of user "
+                                      f"{q.user_id!r}")  # fmt: skip
+    return Dataset(name or path.name.split(".")[0], list(users.values()), [q for _, q in questions])
+
+
+def load_jsonl(path: str | Path, name: str | None = None) -> Dataset:
+    """Read a memlab JSONL data set (plain or .gz)."""
+    import gzip
+
+    path = Path(path)
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        else:
+            lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise FixtureError(f"{path}: no such file; give the path of a memlab JSONL data set") from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise FixtureError(f"{path}: cannot read the file: {exc}") from None
+    return parse_jsonl(path, lines, name)
+
+
+def _iso(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def to_records(dataset: Dataset) -> list[dict[str, Any]]:
+    """The JSONL records of a Dataset: sessions first, then questions."""
+    out: list[dict[str, Any]] = []
+    for s in dataset.sessions():
+        out.append({"type": "session", "app": s.app_name, "user": s.user_id, "id": s.id, "events": [
+            {"id": e.id, "author": e.author, "at": _iso(e.timestamp), "text": e.text or "",
+             **({"partial": True} if e.partial else {})} for e in s.events]})  # fmt: skip
+    for q in dataset.questions:
+        record: dict[str, Any] = {"type": "question", "id": q.id, "app": q.app_name, "user": q.user_id,
+                                  "text": q.text, "relevant": list(q.relevant), "qtype": q.qtype}  # fmt: skip
+        if q.asked_at is not None:
+            record["asked_at"] = _iso(q.asked_at)
+        if q.relevant_sessions:
+            record["relevant_sessions"] = list(q.relevant_sessions)
+        if q.answer is not None:
+            record["answer"] = q.answer
+        if q.fact_key:
+            record["fact_key"] = q.fact_key
+        out.append(record)
+    return out
+
+
+def write_jsonl(dataset: Dataset, path: str | Path) -> Path:
+    """Write a Dataset as memlab JSONL (tool calls are not part of the format: their text is kept)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in to_records(dataset)), encoding="utf-8")
+    return path

@@ -1,0 +1,109 @@
+"""Data sets by format, from a config entry: memlab JSONL, LongMemEval's own files, fixture YAML, memlab-synth.
+
+    {name: mydata, format: memlab, path: conversations.jsonl}
+    {name: lme-s, format: longmemeval, path: longmemeval_s_knowledge_update.json.gz, limit: 20}
+    {name: fixtures, format: fixtures, path: fixtures/events}
+    {name: synth, format: synth, users: 16, max_events: 300, seed: 0}
+
+The name given in the config is the name every output uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memlab.errors import ConfigError
+from memlab.lab.dataset import Dataset
+
+FORMATS = ("memlab", "longmemeval", "fixtures", "synth")
+_OPTIONS: dict[str, set[str]] = {
+    "memlab": {"path"},
+    "longmemeval": {"path", "limit", "per_type", "question_types", "include_abstention"},
+    "fixtures": {"path"},
+    "synth": {"users", "max_events", "min_events", "seed"},
+}
+CHECKOUT = Path(__file__).resolve().parents[2]  # the memlab checkout (an editable install)
+
+
+def resolve_path(raw: str | Path, base_dirs: list[Path], what: str) -> Path:
+    """An absolute path as given; a relative one against the config's folder, then the memlab checkout.
+    A path that is nowhere raises a ConfigError naming every place looked at."""
+    path = Path(raw).expanduser()
+    if path.is_absolute():
+        if not path.exists():
+            raise ConfigError(f"{what}: {path} does not exist; fix `path` in the config")
+        return path
+    tried = []
+    for base in [*base_dirs, CHECKOUT]:
+        candidate = (base / path).resolve()
+        tried.append(str(candidate))
+        if candidate.exists():
+            return candidate
+    raise ConfigError(f"{what}: {raw} not found (looked in {', '.join(dict.fromkeys(tried))}); give an absolute "
+                      "path or one relative to the config file")  # fmt: skip
+
+
+def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> Dataset:
+    """Load one configured data set; every error names the data set and the fix."""
+    if not isinstance(spec, dict) or not spec.get("name"):
+        raise ConfigError(f"every data set needs a `name` and a `format`; got {spec!r}")
+    name = str(spec["name"])
+    fmt = spec.get("format")
+    if fmt == "jsonl":
+        fmt = "memlab"
+    if fmt not in FORMATS:
+        raise ConfigError(f"data set {name!r}: format {fmt!r} is unknown; use one of {FORMATS}")
+    extra = set(spec) - {"name", "format"} - _OPTIONS[fmt]
+    if extra:
+        raise ConfigError(f"data set {name!r}: unknown key(s) {sorted(extra)} for format {fmt}; "
+                          f"allowed: {sorted(_OPTIONS[fmt])}")  # fmt: skip
+    base_dirs = base_dirs or []
+    if fmt != "synth":
+        if not spec.get("path"):
+            raise ConfigError(f"data set {name!r}: `path` is required for format {fmt}")
+        path = resolve_path(spec["path"], base_dirs, f"data set {name!r}")
+    if fmt == "memlab":
+        from memlab.lab.jsonl import load_jsonl
+
+        data = load_jsonl(path, name)
+    elif fmt == "fixtures":
+        from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
+
+        if path.is_dir():
+            data = load_event_fixtures(path, name)
+        else:
+            user, questions = load_fixture_file(path)
+            data = Dataset(name, [user], questions)
+    elif fmt == "longmemeval":
+        data = _longmemeval(path, spec)
+    else:
+        from memlab.lab.synth import generate
+
+        options = {k: int(spec[k]) for k in ("users", "max_events", "min_events") if k in spec}
+        data = generate(int(spec.get("seed", 0)), **options)
+    data.name = name
+    if not data.questions and not any(u.expected_facts is not None for u in data.users):
+        raise ConfigError(f"data set {name!r}: no questions after loading (check `limit` and the file)")
+    return data
+
+
+def _longmemeval(path: Path, spec: dict[str, Any]) -> Dataset:
+    """A LongMemEval file; `per_type: N` keeps the first N questions of each question type (abstention counts as
+    a type), `limit: N` the first N overall, `question_types` a subset."""
+    from memlab.lab.longmemeval import load_longmemeval
+
+    data = load_longmemeval(path, question_types=spec.get("question_types"),
+                            include_abstention=bool(spec.get("include_abstention", True)))  # fmt: skip
+    questions = data.questions
+    if spec.get("per_type") is not None:
+        taken: dict[str, int] = {}
+        kept = []
+        for q in questions:
+            if taken.get(q.qtype, 0) < int(spec["per_type"]):
+                taken[q.qtype] = taken.get(q.qtype, 0) + 1
+                kept.append(q)
+        questions = kept
+    if spec.get("limit") is not None:
+        questions = questions[: int(spec["limit"])]
+    users = {(q.app_name, q.user_id) for q in questions}
+    return Dataset(data.name, [u for u in data.users if (u.app_name, u.user_id) in users], questions)

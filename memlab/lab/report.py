@@ -1,0 +1,120 @@
+"""Write a run folder: the per-question table, the summary, a manifest, and report.md that a person reads first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+import memlab
+
+COLUMN_NOTES = (
+    "`recall@k`, `precision@k`, `mrr@k`, `ndcg@k`, `hit@k`: against the labelled event ids (ir-measures); "
+    "`session_recall@k`: share of the answer sessions a hit comes from (where the data set labels sessions). "
+    "`recall_vs_exact`: share of FAISS exact's "
+    "top k that the configuration also returned (a short result counts as misses). `context_chars`: characters "
+    "handed to the model per question. `correct_empty_rate`: no-answer questions that got no hit (needs a "
+    "cut-off). Latencies are per search in ms on a noisy 2-core machine: compare them as ratios."
+)
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5)
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
+    """A pipe table without extra dependencies (pandas' to_markdown needs tabulate)."""
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for _, row in frame.iterrows():
+        cells = []
+        for col in cols:
+            value = row[col]
+            if isinstance(value, float):
+                cells.append("" if pd.isna(value) else format(value, floatfmt))
+            else:
+                cells.append(str(value))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def pivot_scores(scores: pd.DataFrame, systems: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Wide table from long scores: one row per system (in the order given), one column per metric present."""
+    sub = scores[scores.system.isin(systems) & scores.metric.isin(metrics)]
+    if sub.empty:
+        return pd.DataFrame({"system": systems})
+    wide = sub.pivot_table(index="system", columns="metric", values="value", sort=False)
+    questions = scores[scores.system.isin(systems) & (scores.metric == metrics[0])].set_index("system").questions
+    wide = wide.reindex([s for s in systems if s in wide.index])
+    cols = [m for m in metrics if m in wide.columns]
+    out = wide[cols].reset_index()
+    if len(questions):
+        out.insert(1, "questions", out.system.map(questions).fillna(0).astype(int))
+    return out
+
+
+def _is_main(system: str) -> bool:
+    return "@cut" not in system and not system.startswith(("filtered:", "extractor:", "ingest"))
+
+
+def write_report(folder, *, baseline: Path | None = None) -> Path:
+    """report.md from a run folder's saved scores and runs only (and each sweep's section)."""
+    from memlab.lab.experiment import applies, sweep_options
+    from memlab.lab.sweeps import sweep_module
+
+    manifest = folder.manifest
+    cfg = manifest.get("config", {}).get("resolved", {})
+    k = folder.k
+    scores = folder.scores
+    main_metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"hit@{k}", f"session_recall@{k}", "empty_rate",
+                    "correct_empty_rate", "recall_vs_exact", "context_chars", "latency_ms_p50"]  # fmt: skip
+    parts = [f"# memlab run: {cfg.get('name', '')}", "",
+             f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, "
+             f"k = {k}, embedders {manifest.get('embedders', {})}", ""]  # fmt: skip
+    if manifest.get("datasets"):
+        ds = pd.DataFrame(manifest["datasets"])
+        ds["checksum"] = ds.checksum.str[:12]
+        cols = [c for c in ["name", "format", "users", "sessions", "events", "questions", "answerable", "no_answer",
+                            "checksum"] if c in ds.columns]  # fmt: skip
+        parts += ["## Data sets", "", markdown_table(ds[cols]), ""]
+    mains = [s for s in dict.fromkeys(scores.system) if _is_main(s)]
+    across = scores[scores.system.isin(mains) & (scores.metric == f"recall@{k}")]
+    if across.dataset.nunique() > 1:
+        wide = across.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()
+        parts += [f"## recall@{k} across data sets", "", markdown_table(wide), ""]
+    for dataset in folder.datasets:
+        sub = scores[scores.dataset == dataset]
+        systems = [s for s in dict.fromkeys(sub.system) if _is_main(s)]
+        parts += [f"## {dataset}", ""]
+        if systems:
+            parts += [markdown_table(pivot_scores(sub, systems, main_metrics)), ""]
+            by_type = sub[sub.system.isin(systems) & sub.metric.str.startswith(f"recall@{k}[qtype=")]
+            if by_type.metric.nunique() > 1:
+                wide = by_type.assign(qtype=by_type.metric.str.extract(r"qtype=(.*)\]")[0]).pivot_table(
+                    index="system", columns="qtype", values="value", sort=False).reset_index()
+                parts += [f"recall@{k} by question type:", "", markdown_table(wide), ""]
+        for name in applies(cfg, dataset):
+            module = sweep_module(name)
+            if hasattr(module, "section"):
+                body = module.section(folder, dataset, sweep_options(cfg, name))
+                if body:
+                    parts += [f"### {name} ({dataset})", "", body, ""]
+    parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
+    if baseline is not None and Path(baseline).exists():
+        from memlab.lab.gate import compare, load_metrics, load_rules
+
+        table = compare(load_metrics(baseline), load_metrics(folder.path), load_rules())
+        changed = table[table.verdict != "ok"]
+        parts += ["## Against the committed baseline", "",
+                  f"{len(table)} gated metrics checked against `{baseline}`; {len(changed)} moved beyond tolerance.",
+                  "", markdown_table(changed) if len(changed) else "", ""]  # fmt: skip
+    path = folder.path / "report.md"
+    path.write_text("\n".join(parts))
+    return path

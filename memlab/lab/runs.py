@@ -1,0 +1,102 @@
+"""A run is data: each question's ranked hits from one system on one data set, saved before anything is scored.
+
+One row per (question, rank) with the unit, its event ids, distance, characters and latency; a question that
+got nothing still leaves one row (rank 0, no unit) carrying its latency. Runs are saved as parquet under
+`runs/` of a run folder, so scores and reports are recomputed from them without querying again."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from memlab.lab.dataset import Question
+from memlab.types import Hit
+
+RUN_COLUMNS = [
+    "system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan",
+]  # fmt: skip
+
+Searcher = Callable[[Question, np.ndarray], Sequence[Hit]]
+
+
+def collect(
+    system: str, search: Searcher, questions: Sequence[Question], vectors: dict[str, np.ndarray],
+    *, progress: str | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """Ask `search` every question (with its pre-embedded vector) and record the ranked hits."""
+    rows: list[tuple] = []
+    items: Sequence[Question] = questions
+    if progress:
+        from rich.progress import track
+
+        items = track(questions, description=progress, transient=True)
+    for q in items:
+        started = time.perf_counter()
+        hits = search(q, vectors[q.id])
+        latency = (time.perf_counter() - started) * 1000
+        plan = getattr(hits, "plan", "")
+        if not hits:
+            rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan))
+        for rank, h in enumerate(hits, start=1):
+            rows.append((system, q.id, rank, h.unit_id, list(h.event_ids), h.distance, len(h.text), latency, plan))
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a data set or system name (the name itself stays in the data)."""
+    return re.sub(r"[^A-Za-z0-9._@=-]+", "_", name).strip("_") or "_"
+
+
+@dataclass
+class Run:
+    """One system's answers to one data set's questions. `reference` names the exact system it is compared with."""
+
+    dataset: str
+    system: str
+    frame: pd.DataFrame
+    reference: str | None = None
+
+    def to_dataframe(self) -> pd.DataFrame:
+        return self.frame.assign(dataset=self.dataset, system=self.system, reference=self.reference or "")
+
+    def path_in(self, folder: Path) -> Path:
+        return Path(folder) / "runs" / f"{slug(self.dataset)}__{slug(self.system)}.parquet"
+
+    def save(self, folder: str | Path) -> Path:
+        path = self.path_in(Path(folder))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.to_dataframe().to_parquet(path, index=False)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Run:
+        frame = pd.read_parquet(path)
+        frame["event_ids"] = frame["event_ids"].map(lambda ids: list(ids) if ids is not None else [])
+        dataset, system = str(frame.dataset.iloc[0]), str(frame.system.iloc[0])
+        reference = str(frame.reference.iloc[0]) or None if "reference" in frame else None
+        return cls(dataset, system, frame.drop(columns=["dataset", "reference"], errors="ignore"), reference)
+
+
+def load_runs(folder: str | Path) -> list[Run]:
+    """Every run saved in a run folder, in file order."""
+    return [Run.load(p) for p in sorted((Path(folder) / "runs").glob("*.parquet"))]
+
+
+def save_run(run: pd.DataFrame, path: str | Path) -> Path:
+    """Save a bare run frame (one system) as parquet."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run.to_parquet(path, index=False)
+    return path
+
+
+def load_run(path: str | Path) -> pd.DataFrame:
+    run = pd.read_parquet(path)
+    run["event_ids"] = run["event_ids"].map(lambda ids: list(ids) if ids is not None else [])
+    return run

@@ -1,0 +1,190 @@
+"""Score a run against event-level labels with ir-measures (pytrec_eval), plus what IR libraries do not
+measure: empty results, correct empties on no-answer questions, context size, agreement with FAISS exact.
+
+A unit is relevant if it holds a relevant event: rankings are mapped to events first (each event at the
+rank of the first unit that holds it). A cut-off (`max_distance`) is applied to the run before scoring."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ir_measures
+import numpy as np
+import pandas as pd
+from ir_measures import RR, P, R, Success, nDCG
+
+from memlab.lab.dataset import Question
+from memlab.lab.metrics import events_in_rank_order, recall_vs_exact
+
+SIZE_BINS = [0, 50, 500, 2000, np.inf]
+SIZE_LABELS = ["<=50", "51-500", "501-2000", ">2000"]
+
+
+def size_bucket(n: int | float) -> str:
+    return str(pd.cut([n], SIZE_BINS, labels=SIZE_LABELS, include_lowest=True)[0])
+
+
+def cut(run: pd.DataFrame, max_distance: float | None) -> pd.DataFrame:
+    """Drop hits beyond the cut-off; questions left with nothing keep one empty row."""
+    if max_distance is None:
+        return run
+    kept = run[(run["rank"] == 0) | (run["distance"] <= max_distance)]
+    lost = set(zip(run.system, run.question_id, strict=True)) - set(zip(kept.system, kept.question_id, strict=True))
+    empty = run.drop_duplicates(["system", "question_id"]).set_index(["system", "question_id"]).loc[sorted(lost)]
+    empty = empty.reset_index().assign(rank=0, unit_id=None, event_ids=[[] for _ in range(len(lost))],
+                                       distance=np.nan, chars=0)  # fmt: skip
+    return pd.concat([kept, empty], ignore_index=True) if len(lost) else kept
+
+
+def score(
+    run: pd.DataFrame,
+    questions: Sequence[Question],
+    *,
+    k: int = 10,
+    max_distance: float | None = None,
+    exact: pd.DataFrame | None = None,
+    memory_sizes: dict[tuple[str, str], int] | None = None,
+) -> pd.DataFrame:
+    """One row per (system, question): recall@k, P@k, RR, nDCG@k, hit@k on answerable questions; empty,
+    returned, context chars and latency on all; recall against the `exact` run's system of the same questions
+    (before the cut-off: it measures the index, not the threshold)."""
+    by_id = {q.id: q for q in questions}
+    run = run[run.question_id.isin(by_id)]
+    trimmed = cut(run[run["rank"] <= k], max_distance)
+    qrels = [ir_measures.Qrel(q.id, e, 1) for q in questions for e in q.relevant]
+    rows = []
+    exact_ids = {}
+    if exact is not None:
+        for qid, grp in exact[exact["rank"] > 0].groupby("question_id"):
+            exact_ids[qid] = list(grp.sort_values("rank").unit_id)
+    measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k]
+    for system, sys_run in trimmed.groupby("system", sort=False):
+        docs = []
+        per_q = {}
+        for qid, grp in sys_run.groupby("question_id", sort=False):
+            grp = grp.sort_values("rank")
+            hits = grp[grp["rank"] > 0]
+            events = events_in_rank_order(list(hits.event_ids))
+            docs.extend(ir_measures.ScoredDoc(qid, e, float(len(events) - i)) for i, e in enumerate(events))
+            full = run[(run.system == system) & (run.question_id == qid) & (run["rank"] > 0)].sort_values("rank")
+            per_q[qid] = {
+                "returned": len(hits),
+                "empty": len(hits) == 0,
+                "context_chars": int(hits.chars.sum()),
+                "latency_ms": float(grp.latency_ms.iloc[0]),
+                "plan": grp.plan.iloc[0],
+                "recall_vs_exact": recall_vs_exact(list(full.unit_id), exact_ids.get(qid, []), k)
+                if exact is not None else np.nan,
+            }  # fmt: skip
+        values = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, docs)}
+        for qid, extra in per_q.items():
+            q = by_id[qid]
+            answerable = q.answerable
+            row = {"system": system, "question_id": qid, "app_name": q.app_name, "user_id": q.user_id,
+                   "qtype": q.qtype, "answerable": answerable, **extra}  # fmt: skip
+            for name, m in (
+                ("recall", R @ k),
+                ("precision", P @ k),
+                ("rr", RR),
+                ("ndcg", nDCG @ k),
+                ("hit", Success @ k),
+            ):
+                row[name] = values.get((qid, str(m)), 0.0) if answerable else np.nan
+            row["correct_empty"] = extra["empty"] if not answerable else np.nan
+            if memory_sizes is not None:
+                row["memory_units"] = memory_sizes.get((q.app_name, q.user_id), 0)
+                row["size_bucket"] = size_bucket(row["memory_units"])
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataFrame:
+    """Means per group: label metrics and the empty rate over answerable questions, correct-empty over
+    no-answer ones; context and latency over all."""
+    answerable = scores[scores.answerable]
+    out = answerable.groupby(list(by), sort=False).agg(
+        questions=("question_id", "count"),
+        recall=("recall", "mean"),
+        precision=("precision", "mean"),
+        mrr=("rr", "mean"),
+        ndcg=("ndcg", "mean"),
+        hit_rate=("hit", "mean"),
+        empty_rate=("empty", "mean"),
+        recall_vs_exact=("recall_vs_exact", "mean"),
+    )
+    overall = scores.groupby(list(by), sort=False).agg(
+        context_chars=("context_chars", "mean"),
+        latency_ms_p50=("latency_ms", "median"),
+        latency_ms_p95=("latency_ms", lambda s: float(np.percentile(s, 95))),
+    )
+    no_answer = scores[~scores.answerable].groupby(list(by), sort=False)["correct_empty"].mean()
+    out = out.join(overall, how="outer")
+    out["correct_empty_rate"] = no_answer.reindex(out.index).astype(float)
+    return out.reset_index()
+
+
+# -- long form: one row per (dataset, system, metric) -----------------------------------------------------------
+
+_AT_K = {"recall": "recall", "precision": "precision", "mrr": "mrr", "ndcg": "ndcg", "hit_rate": "hit",
+         "session_recall": "session_recall"}  # fmt: skip
+_PLAIN = ("empty_rate", "recall_vs_exact", "correct_empty_rate", "context_chars", "latency_ms_p50", "latency_ms_p95")
+
+
+def metric_name(column: str, k: int) -> str:
+    """`recall` -> `recall@10`; metrics without a rank cut keep their name."""
+    return f"{_AT_K[column]}@{k}" if column in _AT_K else column
+
+
+def session_recall(run: pd.DataFrame, questions: Sequence[Question], event_session: dict[str, str], k: int) -> pd.Series:
+    """Per question with session labels: share of its answer sessions that a hit within k comes from."""
+    wanted = {q.id: set(q.relevant_sessions) for q in questions if q.relevant_sessions and q.answerable}
+    hits = run[(run["rank"] > 0) & (run["rank"] <= k)]
+    found: dict[str, set[str]] = {}
+    for qid, ids in zip(hits.question_id, hits.event_ids, strict=True):
+        found.setdefault(qid, set()).update(event_session[e] for e in ids if e in event_session)
+    return pd.Series({qid: len(s & found.get(qid, set())) / len(s) for qid, s in wanted.items()}, dtype=float)
+
+
+def _counts(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    g = scores.groupby(by, sort=False)
+    return pd.DataFrame({"answerable": g.answerable.sum(), "no_answer": g.answerable.apply(lambda s: (~s).sum()),
+                         "all": g.size()}).reset_index()  # fmt: skip
+
+
+def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[str] = ("qtype", "size_bucket")
+                ) -> pd.DataFrame:  # fmt: skip
+    """Per-question scores (from `score`) in the output contract's long form: dataset, system, metric, value,
+    questions. Breakdowns are metrics too: `recall@10[qtype=knowledge-update]`."""
+    rows = []
+    for group in (None, *[g for g in groups if g in scores.columns and scores[g].notna().any()]):
+        by = ["system"] + ([group] if group else [])
+        summary = summarize(scores, by=by)
+        if "session_recall" in scores.columns:
+            sr = scores[scores.answerable].groupby(by, sort=False).session_recall.agg(["mean", "count"])
+            summary = summary.merge(sr.rename(columns={"mean": "session_recall", "count": "session_questions"})
+                                    .reset_index(), on=by, how="left")  # fmt: skip
+        counts = _counts(scores, by)
+        summary = summary.drop(columns=["questions"]).merge(counts, on=by, how="left")
+        for _, r in summary.iterrows():
+            tag = f"[{group}={r[group]}]" if group else ""
+            for col in (*_AT_K, *_PLAIN):
+                if col not in summary.columns or pd.isna(r[col]):
+                    continue
+                n = {"correct_empty_rate": r.no_answer, "context_chars": r["all"], "latency_ms_p50": r["all"],
+                     "latency_ms_p95": r["all"]}.get(col, r.answerable)  # fmt: skip
+                if col == "session_recall":
+                    n = r.session_questions
+                rows.append((dataset, r.system, metric_name(col, k) + tag, float(r[col]), int(n)))
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+SCORE_COLUMNS = ["dataset", "system", "metric", "value", "questions"]
+
+
+def metric_key(dataset: str, system: str, metric: str) -> str:
+    """The one key scheme of metrics.json and the gate: `dataset/system/metric`."""
+    return f"{dataset}/{system}/{metric}"
+
+
+def flat_metrics(scores: pd.DataFrame) -> dict[str, float]:
+    return {metric_key(r.dataset, r.system, r.metric): float(r.value) for r in scores.itertuples(index=False)}

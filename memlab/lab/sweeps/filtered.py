@@ -1,0 +1,265 @@
+"""The filtered-search trap, measured: how many of a user's true nearest rows HNSW returns when that user
+owns 0.01% to 10% of a table, across ef_search x iterative scan x max_scan_tuples, against the exact
+strategy, a per-tenant partial index and FAISS exact over the user's own rows.
+
+The corpus: queries are real questions, embedded; the users under test hold real sentence embeddings of
+real text (drawn from a labelled set, with a little jitter only when a user needs more rows than there are
+sentences), chosen on the query's topic, at random, or unrelated to it; everyone else is background built
+from the same sentences plus Gaussian noise (see memlab.lab.synthetic), with skewed tenant sizes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+from psycopg import sql
+
+from memlab.embedding.base import Embedder
+from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.synthetic import background_rows, jitter
+from memlab.events.memory import EventMemory
+from memlab.events.units import Unit
+from memlab.storage import units as sqlu
+from memlab.storage.schema import UNITS_TABLE
+from memlab.storage.store import Store
+from memlab.types import SearchSettings
+
+APP = "memlab-filtered"
+LAYER = "bench:filtered"
+
+
+@dataclass(frozen=True)
+class FilteredGrid:
+    total_rows: int = 5_000
+    shares: tuple[float, ...] = (0.0001, 0.001, 0.01, 0.1)
+    relations: tuple[str, ...] = ("on_topic", "random", "unrelated")
+    ef_search: tuple[int, ...] = (10, 40, 100, 400, 800)
+    iterative: tuple[str, ...] = ("off", "relaxed_order", "strict_order")
+    max_scan_tuples: tuple[int, ...] = (20_000,)
+    queries: int = 5
+    k: int = 10
+    background_tenants: int = 40
+    remedy_min_share: float = 0.01  # partial HNSW index for users at or above this share
+    seed: int = 0
+    settings_extra: dict = field(default_factory=dict)
+
+
+def _tenant_sizes(total: int, n: int, rng: np.random.Generator) -> list[int]:
+    """Zipf-like skew: a few big tenants, many small ones, summing to `total`."""
+    weights = 1.0 / np.arange(1, n + 1) ** 1.1
+    sizes = np.maximum(1, np.floor(weights / weights.sum() * total)).astype(int)
+    sizes[0] += total - sizes.sum()
+    return [int(s) for s in rng.permutation(sizes)]
+
+
+def _user_vectors(base: np.ndarray, query: np.ndarray, n: int, relation: str, rng) -> np.ndarray:
+    sims = base @ query
+    order = np.argsort(-sims)
+    pool = {"on_topic": order[: max(20, len(order) // 5)], "unrelated": order[len(order) // 2 :]}.get(relation, order)
+    if n <= len(pool):
+        return base[rng.choice(pool, size=n, replace=False)]
+    return jitter(base[pool], n, noise=0.01, seed=int(rng.integers(1 << 30)))
+
+
+def build_corpus(store: Store, embedder: Embedder, texts: list[str], questions: list[str], grid: FilteredGrid):
+    """Load background and users under test in bulk (index built once, after the load)."""
+    rng = np.random.default_rng(grid.seed)
+    memory = EventMemory(store, embedder, layer=LAYER)
+    base = embedder.embed_documents(texts)
+    qvec = embedder.embed_documents(questions[: grid.queries])
+    tenants = {}
+    for share in grid.shares:
+        for relation in grid.relations:
+            n = max(1, round(share * grid.total_rows))
+            tenants[f"t{share:g}-{relation}"] = (share, relation, n)
+    under_test = sum(n for _, _, n in tenants.values())
+    sizes = _tenant_sizes(max(grid.total_rows - under_test, 0), grid.background_tenants, rng)
+    rows = list(background_rows(APP, {f"bg{i:03d}": s for i, s in enumerate(sizes)}, base, seed=grid.seed))
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    for user, (_share, relation, n) in tenants.items():
+        vectors = _user_vectors(base, qvec.mean(axis=0) / np.linalg.norm(qvec.mean(axis=0)), n, relation, rng)
+        for i, v in enumerate(vectors):
+            unit = Unit(f"{user}-s", f"{user}-{i}", (f"{user}-{i}",), "user", t0 + timedelta(minutes=i), f"row {i}")
+            rows.append((APP, user, unit, v))
+    with store.transaction() as conn:
+        conn.execute(sql.SQL("DELETE FROM {} WHERE app_name = %s AND layer = %s").format(sql.Identifier(UNITS_TABLE)),
+                     [APP, LAYER])  # fmt: skip
+    memory.bulk_load(rows)
+    return memory, tenants, qvec
+
+
+def add_remedy(store: Store, memory: EventMemory, user: str) -> str:
+    """A partial HNSW index over one tenant's rows: the graph is dense in rows the filter keeps."""
+    name = f"memlab_tenant_{abs(hash(user)) % 10**8}"
+    with store.connection() as conn:
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::{vt}) vector_cosine_ops) "
+                "WHERE embed_model = {model} AND layer = {layer} AND app_name = {app} AND user_id = {user}"
+            ).format(
+                name=sql.Identifier(name), table=sql.Identifier(UNITS_TABLE), vt=memory.model.vector_type(),
+                model=sql.Literal(memory.model.model_id), layer=sql.Literal(LAYER), app=sql.Literal(APP),
+                user=sql.Literal(user),
+            )
+        )  # fmt: skip
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(UNITS_TABLE)))
+    return name
+
+
+def _configs(grid: FilteredGrid) -> list[tuple[str, SearchSettings, bool]]:
+    out = [
+        (f"hnsw ef={ef} {it} mst={mst}", SearchSettings(top_k=grid.k, strategy="hnsw", ef_search=ef,
+                                                         iterative_scan=it, max_scan_tuples=mst), False)
+        for ef in grid.ef_search for it in grid.iterative for mst in grid.max_scan_tuples
+    ]  # fmt: skip
+    out.append(("exact", SearchSettings(top_k=grid.k, strategy="exact"), False))
+    out.append(("planner ef=40 off", SearchSettings(top_k=grid.k, strategy="planner", iterative_scan="off"), False))
+    return out
+
+
+def filtered_sweep(
+    store: Store, embedder: Embedder, texts: list[str], questions: list[str], grid: FilteredGrid | None = None,
+    *, progress: bool = False,
+) -> pd.DataFrame:  # fmt: skip
+    """One row per (tenant, configuration, query): rows returned, recall@k vs FAISS exact over the tenant's
+    rows, latency, the plan taken, rows removed by the filter (first query of each cell), predicted rows."""
+    grid = grid or FilteredGrid()
+    memory, tenants, qvecs = build_corpus(store, embedder, texts, questions, grid)
+    exact = FaissExact.from_memory(memory, app_name=APP)
+    # The per-tenant partial indexes are built only after every other cell ran: with them in place the planner
+    # would serve those tenants from them even in the plain-HNSW cells.
+    remedied = {u for u, (share, _, _) in tenants.items() if share >= grid.remedy_min_share}
+    rows = []
+    cells = [(u, c) for u in tenants for c in _configs(grid)] + [
+        (u, ("partial index ef=40 off", SearchSettings(top_k=grid.k, strategy="hnsw", iterative_scan="off"), True))
+        for u in sorted(remedied)
+    ]
+    if progress:
+        from rich.progress import track
+
+        cells = track(cells, description="filtered search")
+    for user, (name, settings, literal) in cells:
+        if literal and user in remedied:
+            add_remedy(store, memory, user)
+            remedied.discard(user)
+        share, relation, n = tenants[user]
+        scope = memory.scope(APP, user)
+        for qi, vector in enumerate(qvecs):
+            truth = exact.search_vector(APP, user, vector, grid.k).unit_ids
+            with store.transaction() as conn:
+                sqlu.apply_settings(conn, settings)
+                started = time.perf_counter()
+                hits = sqlu.run_search(conn, scope, vector, settings, literal=literal)
+                latency = (time.perf_counter() - started) * 1000
+                removed, path = np.nan, ""
+                if qi == 0:
+                    plan = sqlu.explain_json(conn, scope, vector, settings, literal=literal)
+                    removed = sqlu.rows_removed_by_filter(plan)
+                    path = sqlu.plan_access_path(plan, scope.index_name)
+            found = [h.unit_id for h in hits]
+            expected_rows = min(grid.k, n)
+            rows.append({
+                "tenant": user, "share": share, "relation": relation, "tenant_rows": n, "config": name,
+                "strategy": settings.strategy, "ef_search": settings.ef_search,
+                "iterative_scan": settings.iterative_scan,
+                "max_scan_tuples": settings.max_scan_tuples, "query": qi, "returned": len(found),
+                "recall": len(set(found) & set(truth)) / len(truth) if truth else 1.0,
+                "empty": not found and expected_rows > 0, "short": len(found) < expected_rows,
+                "latency_ms": latency, "rows_removed_by_filter": removed, "plan": path,
+                "predicted_rows": min(grid.k, settings.ef_search * n / grid.total_rows)
+                if settings.strategy == "hnsw" and settings.iterative_scan == "off" and not literal else np.nan,
+            })  # fmt: skip
+    frame = pd.DataFrame(rows)
+    frame["predicted_recall"] = frame.predicted_rows / np.minimum(grid.k, frame.tenant_rows)
+    return frame
+
+
+def summarize_filtered(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (share, config): recall, rows returned, empty/short rates, p50/p95 latency, prediction."""
+    g = frame.groupby(["share", "config"], sort=False)
+    out = g.agg(
+        recall=("recall", "mean"), returned=("returned", "mean"), empty_rate=("empty", "mean"),
+        short_rate=("short", "mean"), latency_ms_p50=("latency_ms", "median"),
+        latency_ms_p95=("latency_ms", lambda s: float(np.percentile(s, 95))),
+        rows_removed_by_filter=("rows_removed_by_filter", "mean"), predicted_recall=("predicted_recall", "mean"),
+        ef_search=("ef_search", "first"), iterative_scan=("iterative_scan", "first"), strategy=("strategy", "first"),
+    ).reset_index()  # fmt: skip
+    out["size_bucket"] = out.share.map(lambda s: f"{s:.2%}")
+    out["series"] = [
+        c.split(" ef=")[0] if not c.startswith("hnsw") else f"hnsw {it}"
+        for c, it in zip(out.config, out.iterative_scan, strict=True)
+    ]
+    return out
+
+
+# -- the sweep: measure on any data set's texts and questions ------------------------------------------------
+
+def _grid(options: dict) -> FilteredGrid:
+    allowed = set(FilteredGrid.__dataclass_fields__) - {"settings_extra"}
+    extra = set(options) - allowed - {"texts"}
+    if extra:
+        from memlab.errors import ConfigError
+
+        raise ConfigError(f"options.filtered: unknown key(s) {sorted(extra)}; allowed: {sorted(allowed | {'texts'})}")
+    return FilteredGrid(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in allowed})
+
+
+def measure(env, dataset, options: dict, context, out) -> None:
+    """The trap measured with the data set's own texts (as tenants' rows) and questions (as queries)."""
+    from memlab.lab.folder import save_table
+
+    grid = _grid(options)
+    texts = dataset.texts()[: int(options.get("texts", 3000))]
+    questions = [q.text for q in dataset.questions if q.answerable] or [q.text for q in dataset.questions]
+    if len(texts) < 20 or not questions:
+        return
+    frame = filtered_sweep(env.store, env.embedder("default"), texts, questions, grid, progress=env.progress)
+    save_table(out, "filtered", dataset.name, frame.assign(total_rows=grid.total_rows))
+
+
+def system_name(config: str) -> str:
+    return "filtered:" + config.replace(" mst=", " mst").replace("=", "").replace(" ", "-")
+
+
+def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:
+    frame = folder.table("filtered", dataset)
+    rows = []
+    if frame is None:
+        return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+    summary = summarize_filtered(frame)
+    queries = frame.groupby(["share", "config"]).size()
+    for r in summary.itertuples(index=False):
+        n = int(queries[(r.share, r.config)])
+        for metric in ("recall", "empty_rate", "latency_ms_p50", "latency_ms_p95"):
+            name = "recall_vs_exact" if metric == "recall" else metric
+            rows.append((dataset, system_name(r.config), f"{name}[share={r.share:g}]", float(getattr(r, metric)), n))
+    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+
+
+def section(folder, dataset: str, options: dict) -> str | None:
+    from memlab.lab import plots
+    from memlab.lab.report import markdown_table
+
+    frame = folder.table("filtered", dataset)
+    if frame is None:
+        return "Skipped: the data set has fewer than 20 distinct texts or no questions."
+    fs = summarize_filtered(frame)
+    stem = dataset.replace("/", "_")
+    plots.recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
+                         order="ef_search")  # fmt: skip
+    smallest = fs[fs.share == fs.share.min()]
+    headline = smallest[smallest.config.str.contains("ef=40 ") | (smallest.config == "exact")]
+    total = int(frame.total_rows.iloc[0]) if "total_rows" in frame else 0
+    return "\n".join([
+        f"{total:,} rows; the tenants under test hold this data set's texts, the queries are its questions. "
+        "`recall` here is recall@k against FAISS exact over the tenant's own rows.", "",
+        "Smallest tenant, ef_search=40:", "",
+        markdown_table(headline[["size_bucket", "config", "recall", "returned", "empty_rate", "latency_ms_p50",
+                                 "latency_ms_p95", "rows_removed_by_filter"]]), "",
+        f"![filtered](filtered__{stem}.png)", "", "All cells:", "",
+        markdown_table(fs[["size_bucket", "config", "recall", "returned", "empty_rate", "short_rate",
+                           "latency_ms_p50", "latency_ms_p95", "predicted_recall"]]),
+    ])  # fmt: skip

@@ -1,0 +1,67 @@
+"""Which unit to remember: events, chunks of several sizes and overlaps, whole sessions, or extracted facts,
+on the same questions with the same k, scored on recall, MRR and the context each hands the model.
+
+Options: `chunks` ([[size, overlap], ...], default [[2, 0], [4, 1], [8, 2]]), `session` (true), `extractors`
+([rules]; `labelled` replays gold candidates where the data set has them), `strategy` (auto)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from memlab.lab import plots
+from memlab.lab.dataset import Dataset
+from memlab.lab.folder import RunFolder
+from memlab.lab.report import markdown_table, pivot_scores
+from memlab.lab.systems import EventSystem, FactSystem
+from memlab.types import SearchSettings
+
+DEFAULT_CHUNKS = ((2, 0), (4, 1), (8, 2))
+
+
+def names(options: dict[str, Any]) -> list[str]:
+    chunks = [f"chunk{s}o{o}" for s, o in options.get("chunks", DEFAULT_CHUNKS)]
+    return ["event", *chunks, *(["session"] if options.get("session", True) else []),
+            *[f"facts-{e}" for e in options.get("extractors", ["rules"])]]  # fmt: skip
+
+
+def systems(dataset: Dataset, options: dict[str, Any], context) -> list:
+    settings = SearchSettings(strategy=options.get("strategy", "auto"))
+    out: list = [EventSystem("event", settings=settings)]
+    for size, overlap in options.get("chunks", DEFAULT_CHUNKS):
+        out.append(EventSystem(f"chunk{size}o{overlap}", "chunk", int(size), int(overlap), settings=settings))
+    if options.get("session", True):
+        out.append(EventSystem("session", "session", settings=settings))
+    for extractor in options.get("extractors", ["rules"]):
+        if extractor == "labelled" and not any(u.gold_candidates for u in dataset.users):
+            continue  # nothing to replay: this data set has no gold candidates
+        out.append(FactSystem(f"facts-{extractor}", extractor))
+    return out
+
+
+def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+    k = folder.k
+    scores = folder.scores[folder.scores.dataset == dataset]
+    wanted = [n for n in names(options) if n in set(scores.system)]
+    if not wanted:
+        return None
+    metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "empty_rate", "recall_vs_exact",
+               "context_chars", "correct_empty_rate"]  # fmt: skip
+    table = pivot_scores(scores, wanted, metrics)
+    png = folder.path / f"granularity__{dataset}.png".replace("/", "_")
+    plots.granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png)
+    parts = [markdown_table(table), "", f"![granularity]({png.name})"]
+    for group in ("qtype", "size"):
+        grouped = scores[scores.system.isin(wanted) & scores.metric.str.startswith(f"recall@{k}[{group}=")]
+        if grouped.metric.nunique() > 1:
+            wide = grouped.assign(group=grouped.metric.str.extract(r"=(.*)\]")[0]).pivot_table(
+                index="system", columns="group", values="value", sort=False).reset_index()
+            parts += ["", f"recall@{k} by {'question type' if group == 'qtype' else 'memory size (events)'}:", "",
+                      markdown_table(wide.set_index("system").loc[[w for w in wanted if w in set(wide.system)]]
+                                     .reset_index())]  # fmt: skip
+    return "\n".join(parts)
+
+
+__all__ = ["names", "section", "systems"]
+_ = pd

@@ -1,0 +1,37 @@
+"""Ingest rate against the model's raw encode rate on the same texts, measured side by side in one run (a ratio:
+the machine is noisy). Options: `repeat` (copies of the sessions, default 1)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from memlab.lab.folder import save_table
+from memlab.lab.ingest_bench import measure_ingest
+
+METRICS = ("ingest_units_per_s", "raw_encode_per_s", "ratio", "texts")
+
+
+def measure(env, dataset, options: dict, context, out) -> None:
+    embedder = env.embedder("default")
+    bench = measure_ingest(env.store, getattr(embedder, "inner", embedder), dataset,
+                           repeat=int(options.get("repeat", 1)))  # fmt: skip
+    save_table(out, "ingest", dataset.name, pd.DataFrame([bench.as_dict()]))
+
+
+def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:
+    frame = folder.table("ingest", dataset)
+    rows = []
+    if frame is not None:
+        r = frame.iloc[0]
+        rows = [(dataset, "ingest", m, float(r[m]), int(r.texts)) for m in METRICS]
+    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+
+
+def section(folder, dataset: str, options: dict) -> str | None:
+    frame = folder.table("ingest", dataset)
+    if frame is None:
+        return None
+    r = frame.iloc[0]
+    return (f"Ingest {r.ingest_units_per_s:.1f} units/s vs the model's raw encode rate {r.raw_encode_per_s:.1f} "
+            f"texts/s on the same {int(r.texts)} texts: ratio {r.ratio:.2f} (the rest is filtering, secret scanning, "
+            "bookkeeping and HNSW maintenance).")

@@ -1,0 +1,272 @@
+"""Systems: everything the workbench can ask a question of, behind one interface (as ann-benchmarks' BaseANN).
+
+A system keeps its build arguments (what is stored: granularity, chunk shape, embedder, extractor) apart from
+its query arguments (how it is searched: strategy, ef_search, iterative scan, cut-off). Systems with the same
+`build_key` share one ingest, so a grid of search settings costs one ingest and many cheap queries.
+
+- `EventSystem`: event memory (events, chunks or whole sessions) in PostgreSQL + pgvector, any SearchSettings.
+- `FaissExactSystem`: FAISS exact over the very rows an EventSystem stored: the ground truth of recall_vs_exact.
+- `FactSystem`: fact memory with an extractor (rules, labelled gold candidates, or an LLM endpoint).
+- `CutoffSystem`: another system's run cut at a distance (no new queries: the cut is applied to the saved run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from memlab.embedding.base import Embedder
+from memlab.errors import ConfigError
+from memlab.events.memory import EventMemory
+from memlab.facts.memory import FactMemory
+from memlab.lab.dataset import Dataset, Question
+from memlab.lab.faiss_exact import FaissExact
+from memlab.storage.store import Store
+from memlab.types import Hit, Hits, SearchSettings
+
+SESSION_CHUNK = 10_000  # "session" granularity: one chunk holds a whole session
+GRANULARITIES = ("event", "chunk", "session")
+
+
+@dataclass
+class Env:
+    """What systems are built in: the store, the configured embedders by name, k, and a cache of built handles
+    (one ingest per build key and data set)."""
+
+    store: Store
+    embedders: dict[str, Embedder]
+    k: int = 10
+    progress: bool = False
+    extractor_options: dict[str, Any] = field(default_factory=dict)
+    _built: dict[tuple, Any] = field(default_factory=dict)
+
+    def embedder(self, name: str) -> Embedder:
+        try:
+            return self.embedders[name]
+        except KeyError:
+            raise ConfigError(f"no embedder named {name!r}; configured: {sorted(self.embedders)}") from None
+
+    def handle(self, system: System, dataset: Dataset) -> Any:
+        key = (dataset.name, *system.build_key())
+        if key not in self._built:
+            self._built[key] = system.build(self, dataset)
+        return self._built[key]
+
+
+@runtime_checkable
+class System(Protocol):
+    """One search interface: build (ingest) once, then answer questions with their embedded vectors."""
+
+    name: str
+
+    def build_key(self) -> tuple: ...
+
+    def build(self, env: Env, dataset: Dataset) -> Any: ...
+
+    def search(self, handle: Any, question: Question, vector: np.ndarray, k: int) -> Hits: ...
+
+    def reference(self) -> System | None:
+        """The exact system over the same units (for recall_vs_exact), or None."""
+        ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class EventSystem:
+    name: str
+    granularity: str = "event"
+    chunk_size: int = 4
+    chunk_overlap: int = 1
+    settings: SearchSettings = field(default_factory=SearchSettings)
+    embedder: str = "default"
+    embedder_key: str = field(default="", compare=False)  # set by the runner to the embedder's model id
+
+    def __post_init__(self) -> None:
+        if self.granularity not in GRANULARITIES:
+            raise ConfigError(f"system {self.name!r}: granularity {self.granularity!r} is unknown; use one of "
+                              f"{GRANULARITIES} (or a fact system with `extractor:`)")  # fmt: skip
+
+    def memory_args(self) -> dict[str, Any]:
+        if self.granularity == "event":
+            return {"granularity": "event"}
+        if self.granularity == "session":
+            return {"granularity": "chunk", "chunk_size": SESSION_CHUNK, "chunk_overlap": 0}
+        return {"granularity": "chunk", "chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
+
+    def build_key(self) -> tuple:
+        return ("event", tuple(sorted(self.memory_args().items())), self.embedder)
+
+    def build(self, env: Env, dataset: Dataset) -> EventMemory:
+        memory = EventMemory(env.store, env.embedder(self.embedder), **self.memory_args())
+        memory.add_sessions(dataset.sessions(), progress=env.progress)
+        return memory
+
+    def search(self, handle: EventMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
+        return handle.search_vector(question.app_name, question.user_id, vector, replace(self.settings, top_k=k))
+
+    def reference(self) -> FaissExactSystem:
+        return FaissExactSystem(reference_name(self), self)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "event", "granularity": self.granularity, **self.memory_args(), "embedder": self.embedder,
+                "settings": self.settings.__dict__}  # fmt: skip
+
+
+def reference_name(system: EventSystem) -> str:
+    shape = system.granularity if system.granularity != "chunk" else f"chunk{system.chunk_size}o{system.chunk_overlap}"
+    suffix = "" if system.embedder == "default" else f"[{system.embedder}]"
+    return f"faiss-exact-{shape}{suffix}"
+
+
+@dataclass(frozen=True)
+class FaissExactSystem:
+    name: str
+    over: EventSystem
+
+    def build_key(self) -> tuple:
+        return ("faiss", *self.over.build_key())
+
+    def build(self, env: Env, dataset: Dataset) -> FaissExact:
+        return FaissExact.from_memory(env.handle(self.over, dataset))
+
+    def search(self, handle: FaissExact, question: Question, vector: np.ndarray, k: int) -> Hits:
+        return handle.search_vector(question.app_name, question.user_id, vector, k)
+
+    def reference(self) -> None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "faiss-exact", "over": self.over.describe()}
+
+
+EXTRACTORS = ("rules", "labelled", "llm")
+
+
+def make_extractor(name: str, dataset: Dataset, options: dict[str, Any]):
+    """An extractor by name; `labelled` replays the data set's own gold candidates."""
+    from memlab.facts.extractors.labelled import LabelledExtractor
+    from memlab.facts.extractors.llm import LlmExtractor
+    from memlab.facts.extractors.rules import RuleExtractor
+
+    if name == "rules":
+        return RuleExtractor()
+    if name == "labelled":
+        return LabelledExtractor.from_set(dataset)
+    if name == "llm":
+        llm = options.get("llm") or {}
+        if not llm.get("base_url") or not llm.get("model"):
+            raise ConfigError("extractor llm needs `llm: {base_url: ..., model: ...}` in the config")
+        return LlmExtractor(llm["base_url"], llm["model"])
+    raise ConfigError(f"unknown extractor {name!r}; use one of {EXTRACTORS}")
+
+
+def _fact_hits(facts: FactMemory, q: Question, k: int) -> Hits:
+    """Facts served as the agent would get them (threshold, decay at the time asked), all sensitivities.
+    A fact that answers the question's labelled key covers the question's relevant events."""
+    found = facts.search(q.app_name, q.user_id, q.text, allow=("personal", "health"), limit=k, now=q.asked_at)
+    hits = []
+    for h in found:
+        events = h.event_ids
+        if q.fact_key and q.fact_key == f"{h.fact.subject}/{h.fact.predicate}":
+            events = tuple(dict.fromkeys((*events, *q.relevant)))
+        hits.append(Hit(unit_id=h.unit_id, text=h.text, distance=h.distance, event_ids=events))
+    return Hits(hits, plan="facts")
+
+
+@dataclass(frozen=True)
+class FactSystem:
+    name: str
+    extractor: str = "rules"
+    embedder: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.extractor not in EXTRACTORS:
+            raise ConfigError(f"system {self.name!r}: extractor {self.extractor!r} is unknown; use one of {EXTRACTORS}")
+
+    def build_key(self) -> tuple:
+        return ("facts", self.extractor, self.embedder)
+
+    def build(self, env: Env, dataset: Dataset) -> FactMemory:
+        extractor = make_extractor(self.extractor, dataset, env.extractor_options)
+        facts = FactMemory(env.store, env.embedder(self.embedder), extractor=extractor)
+        sessions = list(dataset.sessions())
+        if env.progress:
+            from rich.progress import track
+
+            sessions = track(sessions, description=f"facts ({self.extractor})")
+        for session in sessions:
+            facts.add_session(session)
+        return facts
+
+    def search(self, handle: FactMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
+        return _fact_hits(handle, question, k)
+
+    def reference(self) -> None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "facts", "extractor": self.extractor, "embedder": self.embedder}
+
+
+@dataclass(frozen=True)
+class CutoffSystem:
+    """`parent`'s run with hits beyond `max_distance` dropped; computed from the saved run, never re-queried."""
+
+    name: str
+    parent: str
+    max_distance: float
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "cutoff", "parent": self.parent, "max_distance": self.max_distance}
+
+
+SETTINGS_KEYS = {f for f in SearchSettings.__dataclass_fields__ if f != "top_k"}
+_EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder"}
+_FACT_KEYS = {"name", "extractor", "embedder"}
+
+
+def system_from_config(raw: dict[str, Any]) -> EventSystem | FactSystem:
+    """A system from its config entry: build keys (granularity, chunk_size, chunk_overlap, embedder) and query
+    keys (any SearchSettings field: strategy, ef_search, iterative_scan, max_scan_tuples, exact_below,
+    max_distance); or a fact system (`extractor: rules|labelled|llm`)."""
+    if not isinstance(raw, dict) or not raw.get("name"):
+        raise ConfigError(f"every system needs a `name`; got {raw!r}")
+    name = str(raw["name"])
+    if "extractor" in raw or raw.get("granularity") == "facts":
+        extra = set(raw) - _FACT_KEYS - {"granularity"}
+        if extra:
+            raise ConfigError(f"system {name!r}: unknown key(s) {sorted(extra)} for a fact system; "
+                              f"allowed: {sorted(_FACT_KEYS)}")  # fmt: skip
+        return FactSystem(name, extractor=str(raw.get("extractor", "rules")), embedder=str(raw.get("embedder",
+                                                                                                     "default")))
+    extra = set(raw) - _EVENT_KEYS - SETTINGS_KEYS
+    if extra:
+        raise ConfigError(f"system {name!r}: unknown key(s) {sorted(extra)}; build keys {sorted(_EVENT_KEYS)}, "
+                          f"query keys {sorted(SETTINGS_KEYS)}")  # fmt: skip
+    settings = SearchSettings(**{k: v for k, v in raw.items() if k in SETTINGS_KEYS})
+    return EventSystem(
+        name,
+        granularity=str(raw.get("granularity", "event")),
+        chunk_size=int(raw.get("chunk_size", 4)),
+        chunk_overlap=int(raw.get("chunk_overlap", 1)),
+        settings=settings,
+        embedder=str(raw.get("embedder", "default")),
+    )
+
+
+Searcher = Callable[[Question, np.ndarray], Hits]
+
+__all__ = [
+    "CutoffSystem",
+    "Env",
+    "EventSystem",
+    "FactSystem",
+    "FaissExactSystem",
+    "System",
+    "make_extractor",
+    "system_from_config",
+]

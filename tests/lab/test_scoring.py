@@ -1,0 +1,84 @@
+"""Scoring and the cut-off sweep on hand-built runs with hand-computed numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from memlab.lab.dataset import Question
+from memlab.lab.runs import RUN_COLUMNS, load_run, save_run
+from memlab.lab.scoring import score, size_bucket, summarize
+from memlab.lab.sweeps.cutoff import cutoff_grid, drift, labelled_distances, recommend
+
+Q = [
+    Question("q1", "a", "u", "where do I live?", ("e1", "e2")),
+    Question("q2", "a", "u", "what do I eat?", ("e5",)),
+    Question("q3", "a", "u", "blood type?", ()),
+]
+
+
+def run_of(rows):
+    return pd.DataFrame([(*r, 10, 1.0, "") for r in rows], columns=[*RUN_COLUMNS[:6], "chars", "latency_ms", "plan"])
+
+
+RUN = run_of(
+    [
+        ("s", "q1", 1, "u1", ["e9"], 0.2),
+        ("s", "q1", 2, "u2", ["e1", "e2"], 0.4),  # a chunk holding both relevant events
+        ("s", "q2", 1, "u3", ["e7"], 0.3),
+        ("s", "q3", 1, "u4", ["e8"], 0.7),
+    ]
+)
+
+
+def test_score_by_hand():
+    s = score(RUN, Q, k=10).set_index("question_id")
+    assert s.loc["q1", "recall"] == 1.0 and s.loc["q1", "rr"] == pytest.approx(0.5)
+    assert s.loc["q1", "precision"] == pytest.approx(2 / 10)
+    assert s.loc["q2", "recall"] == 0.0 and s.loc["q2", "hit"] == 0.0
+    assert np.isnan(s.loc["q3", "recall"]) and s.loc["q3", "correct_empty"] == 0.0
+    assert s.loc["q1", "context_chars"] == 20
+
+
+def test_cutoff_changes_empties_and_recall():
+    s = score(RUN, Q, k=10, max_distance=0.35).set_index("question_id")
+    assert s.loc["q1", "recall"] == 0.0 and s.loc["q1", "returned"] == 1
+    assert s.loc["q3", "empty"] and s.loc["q3", "correct_empty"] == 1.0
+    summary = summarize(score(RUN, Q, k=10, max_distance=0.35)).iloc[0]
+    assert summary.correct_empty_rate == 1.0 and summary.empty_rate == 0.0 and summary.recall == 0.0
+
+
+def test_recall_vs_exact_is_measured_before_the_cutoff():
+    exact = run_of([("x", "q1", 1, "u2", ["e1", "e2"], 0.1), ("x", "q1", 2, "u1", ["e9"], 0.2)])
+    s = score(RUN, Q[:1], k=2, exact=exact, max_distance=0.3).set_index("question_id")
+    assert s.loc["q1", "recall_vs_exact"] == 1.0
+
+
+def test_size_buckets():
+    assert [size_bucket(n) for n in (5, 50, 51, 2000, 2001)] == ["<=50", "<=50", "51-500", "501-2000", ">2000"]
+
+
+def test_cutoff_grid_and_recommendation():
+    grid = cutoff_grid(RUN, Q, k=10, grid=[0.25, 0.5, 0.8])
+    by = grid.set_index("max_distance")
+    assert by.loc[0.5, "recall"] == 0.5 and by.loc[0.5, "false_memory_rate"] == 0.0
+    assert by.loc[0.8, "false_memory_rate"] == 1.0
+    d = labelled_distances(RUN, Q)
+    assert d.relevant.tolist() == [False, True, False, False]
+    (rec,) = recommend(grid, d, target=0.2)
+    assert rec.max_distance == 0.5 and "false-memory" in rec.rule
+
+
+def test_drift_flags_a_shifted_distribution():
+    rng = np.random.default_rng(0)
+    a = pd.DataFrame({"system": "s", "distance": rng.normal(0.5, 0.05, 400), "relevant": True})
+    b = a.assign(distance=a.distance + 0.1)
+    shifted, same = drift(a, b), drift(a, a)
+    assert shifted.p_value.min() < 1e-6 and same.p_value.min() == 1.0
+
+
+def test_run_roundtrip(tmp_path):
+    path = save_run(RUN, tmp_path / "run.parquet")
+    back = load_run(path)
+    assert back.event_ids.tolist() == RUN.event_ids.tolist() and back.distance.tolist() == RUN.distance.tolist()
