@@ -18,7 +18,6 @@ from memlab.errors import (
     FixtureError,
     MemlabError,
 )
-from memlab.evaluation.faiss_exact import FaissExact
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
 from memlab.facts.decide import decide
 from memlab.facts.extractors.labelled import LabelledExtractor
@@ -59,7 +58,6 @@ __all__ = [
     "FactHit",
     "FactIngestReport",
     "FactMemory",
-    "FaissExact",
     "FixtureError",
     "FunctionCall",
     "FunctionResponse",
