@@ -23,10 +23,11 @@ from memlab.facts.decide import decide
 from memlab.facts.extractors.labelled import LabelledExtractor
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
 from memlab.facts.extractors.rules import RuleExtractor
-from memlab.facts.memory import FactHit, FactIngestReport, FactMemory
+from memlab.facts.memory import FactHit, FactIngestReport, FactMemory, state_of
 from memlab.facts.registry import PredicateRegistry, UnknownPredicateError, default_registry
 from memlab.facts.types import Candidate, Decision, Fact
 from memlab.storage import Store, open_store
+from memlab.storage.store import scratch_store
 from memlab.types import (
     Event,
     FunctionCall,
@@ -80,4 +81,6 @@ __all__ = [
     "default_registry",
     "migrate_embeddings",
     "open_store",
+    "scratch_store",
+    "state_of",
 ]

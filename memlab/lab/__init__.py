@@ -7,6 +7,7 @@
 
 The memory library (memlab) never imports this package; the CLI, the notebooks and the tests use these names."""
 
+from memlab.lab import plots
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.experiment import (
@@ -71,6 +72,7 @@ __all__ = [
     "markdown_table",
     "metric_key",
     "parse_config",
+    "plots",
     "publish_latest",
     "question_scores",
     "regressions",
