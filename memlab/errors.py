@@ -25,3 +25,7 @@ class DimensionError(MemlabError):
 
 class FixtureError(MemlabError):
     """A fixture or labelled-set file is malformed; the message names file, line and key."""
+
+
+class EmbeddingEndpointError(MemlabError):
+    """A remote embedding endpoint is unreachable, refuses the request or answers something unusable."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memlab.config import memlab_home
 from memlab.embedding.base import Embedder
 
 
@@ -83,6 +84,20 @@ class EmbeddingCache:
             if self._db is not None:
                 return int(self._db.execute("SELECT count(*) FROM embedding").fetchone()[0])
             return len(self._memory)
+
+
+_SHARED: dict[Path, EmbeddingCache] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_cache(home: str | Path | None = None) -> EmbeddingCache:
+    """The one `$MEMLAB_HOME/cache/embeddings.sqlite` cache per home, shared by every embedder of this process
+    (one in-memory map and one SQLite connection, whatever the model)."""
+    path = memlab_home(home) / "cache" / "embeddings.sqlite"
+    with _SHARED_LOCK:
+        if path not in _SHARED:
+            _SHARED[path] = EmbeddingCache(path)
+        return _SHARED[path]
 
 
 class CachedEmbedder:

@@ -1,0 +1,261 @@
+"""Embeddings from any OpenAI-compatible `POST {base_url}/embeddings` endpoint (vLLM, llama.cpp server, TEI,
+Ollama, a hosted API), with the standard library only so memlab gains no HTTP dependency.
+
+The key is read from an environment variable at every call and never kept on the object, so it cannot leak
+into reprs, pickles, logs or error messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memlab.errors import ConfigError, DimensionError, EmbeddingEndpointError
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_DELAY = 8.0  # seconds; bounds a server's Retry-After so a call never hangs for minutes
+PROBE_TEXT = "memlab dimension probe"
+DETAIL_CHARS = 200
+
+
+def endpoint_host(base_url: str) -> str:
+    """host[:port] of a URL (model ids are stored in the database, so never any user:password@ part)."""
+    parts = urllib.parse.urlsplit(base_url)
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+class OpenAICompatibleEmbedder:
+    """An `Embedder` backed by an OpenAI-compatible embeddings endpoint.
+
+    `model_id` is `openai:{model}@{host[:port]}` so the vectors of different servers never share a cache entry
+    or a stored row (pass `model_id=` to override when two endpoints serve the same weights). `dimension` is
+    an expectation checked against every reply; left as None it is learned from the first reply (reading
+    `.dimension` first sends one probe request). It is not sent to the server: not every server accepts
+    OpenAI's `dimensions` field.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        batch_size: int = 64,
+        dimension: int | None = None,
+        timeout: float = 60,
+        normalize: bool = True,
+        retries: int = 2,
+        backoff: float = 0.5,
+        model_id: str | None = None,
+    ) -> None:
+        base_url = (base_url or "").strip().rstrip("/")
+        if "@" in urllib.parse.urlsplit(base_url).netloc:
+            raise ConfigError(
+                "base_url must not hold a user:password@ part (it would end up in model ids and messages): put the "
+                "key in an environment variable and name it with api_key_env."
+            )
+        if urllib.parse.urlsplit(base_url).scheme not in ("http", "https") or not endpoint_host(base_url):
+            raise ConfigError(
+                f"base_url {base_url!r} is not an http(s) URL: give the API root, e.g. http://127.0.0.1:8000/v1 "
+                "(memlab appends /embeddings)."
+            )
+        if not model or not isinstance(model, str):
+            raise ConfigError("OpenAICompatibleEmbedder needs the model name the server expects, e.g. model='bge-m3'.")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            raise ConfigError(f"api_key_env must name an environment variable or be None, not {api_key_env!r}.")
+        _check_int("batch_size", batch_size, minimum=1)
+        if dimension is not None:
+            _check_int("dimension", dimension, minimum=1)
+        _check_int("retries", retries, minimum=0)
+        if not isinstance(backoff, int | float) or backoff < 0:
+            raise ConfigError(f"backoff must be a non-negative number of seconds, not {backoff!r}.")
+        if not isinstance(timeout, int | float) or timeout <= 0:
+            raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}.")
+        self.base_url = base_url
+        self.url = f"{base_url}/embeddings"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.batch_size = batch_size
+        self.timeout = float(timeout)
+        self.normalize = normalize
+        self.retries = retries
+        self.backoff = backoff
+        self.requests = 0  # HTTP requests sent, retries included (for reports and tests)
+        # Raw vectors are not interchangeable with unit vectors: give them their own id.
+        self._model_id = model_id or f"openai:{model}@{endpoint_host(base_url)}" + ("" if normalize else "+raw")
+        self._dimension = dimension
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleEmbedder({self.base_url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self.embed_documents([PROBE_TEXT])  # sets the dimension from the reply
+        assert self._dimension is not None
+        return self._dimension
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        parts = [self._embed_batch(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+    # -- one request ----------------------------------------------------------------------------------
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        reply = self._post({"model": self.model, "input": texts})
+        vectors = self._parse(reply, len(texts))
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = vectors.shape[1]
+            expected = self._dimension
+        if vectors.shape[1] != expected:
+            raise DimensionError(
+                f"{self.url} returned {vectors.shape[1]}-d vectors for model {self.model!r}, but {self.model_id!r} "
+                f"is {expected}-d. Is another model loaded behind this URL? Give it its own model id."
+            )
+        if self.normalize:
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            if np.any(norms == 0):
+                raise EmbeddingEndpointError(f"{self.url} returned an all-zero vector, which cannot be normalised.")
+            vectors = vectors / norms
+        return vectors.astype(np.float32, copy=False)
+
+    def _parse(self, reply: Any, expected: int) -> np.ndarray:
+        """The reply's vectors in input order (servers may answer out of order: `index` says which is which)."""
+        data = reply.get("data") if isinstance(reply, dict) else None
+        if not isinstance(data, list) or not all(isinstance(item, dict) and "embedding" in item for item in data):
+            raise EmbeddingEndpointError(
+                f"{self.url} answered without a 'data' list of {{'index', 'embedding'}} objects: {_clip(reply)}"
+            )
+        if len(data) != expected:
+            raise EmbeddingEndpointError(f"{self.url} returned {len(data)} vectors for {expected} inputs.")
+        indexes = [item.get("index", position) for position, item in enumerate(data)]
+        if sorted(indexes) != list(range(expected)):
+            raise EmbeddingEndpointError(
+                f"{self.url} returned indexes {_clip(indexes)}; expected each of 0..{expected - 1} once."
+            )
+        rows: list[Sequence[float] | np.ndarray] = [[]] * expected
+        for index, item in zip(indexes, data, strict=True):
+            embedding = item["embedding"]
+            if isinstance(embedding, str):  # encoding_format=base64: little-endian float32
+                try:
+                    embedding = np.frombuffer(base64.b64decode(embedding), dtype="<f4")
+                except ValueError as exc:
+                    raise EmbeddingEndpointError(f"{self.url}: embedding {index} is not valid base64.") from exc
+            if not isinstance(embedding, list | np.ndarray):
+                raise EmbeddingEndpointError(f"{self.url}: embedding {index} is not a list of numbers: {_clip(item)}")
+            rows[index] = embedding
+        lengths = sorted({len(row) for row in rows})
+        if len(lengths) > 1:
+            raise DimensionError(f"{self.url} returned vectors of different lengths {lengths} in one reply.")
+        try:
+            vectors = np.array(rows, dtype=np.float32)
+        except (ValueError, TypeError) as exc:
+            raise EmbeddingEndpointError(f"{self.url} returned embeddings that are not numbers ({exc}).") from None
+        if vectors.ndim != 2 or vectors.shape[1] == 0:
+            raise EmbeddingEndpointError(f"{self.url} returned embeddings of shape {vectors.shape}: {_clip(reply)}")
+        if not np.all(np.isfinite(vectors)):
+            raise EmbeddingEndpointError(f"{self.url} returned NaN or infinite values.")
+        return vectors
+
+    def _post(self, body: dict) -> Any:
+        """POST once, retrying 429/5xx up to `retries` times with a short exponential backoff."""
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        payload = json.dumps(body).encode("utf-8")
+        for attempt in range(self.retries + 1):
+            request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+            self.requests += 1
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as exc:
+                detail = _redact(exc.read().decode("utf-8", "replace"), key)[:DETAIL_CHARS]
+                if exc.code in RETRY_STATUSES and attempt < self.retries:
+                    time.sleep(self._delay(attempt, exc.headers.get("Retry-After")))
+                    continue
+                raise self._http_error(exc.code, detail, key, attempts=attempt + 1) from None
+            except urllib.error.URLError as exc:
+                if isinstance(exc.reason, ConnectionResetError) and attempt < self.retries:
+                    time.sleep(self._delay(attempt, None))
+                    continue
+                if isinstance(exc.reason, TimeoutError):
+                    raise self._timeout_error() from exc
+                raise EmbeddingEndpointError(
+                    f"cannot reach the embeddings endpoint {self.url} ({exc.reason}): check that the server is "
+                    "running and listening there, and that base_url is right."
+                ) from exc
+            except TimeoutError as exc:
+                raise self._timeout_error() from exc
+            except OSError as exc:  # the connection broke while reading the reply
+                raise EmbeddingEndpointError(f"{self.url}: the connection failed mid-reply ({exc}).") from exc
+            try:
+                return json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                text = raw[:DETAIL_CHARS].decode("utf-8", "replace")
+                raise EmbeddingEndpointError(
+                    f"{self.url} did not answer with JSON ({exc}); is base_url the API root (…/v1)? Reply: {text!r}"
+                ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        delay = self.backoff * 2**attempt
+        with contextlib.suppress(ValueError):  # an HTTP date instead of seconds: keep our own backoff
+            delay = max(delay, float(retry_after)) if retry_after else delay
+        return min(delay, MAX_RETRY_DELAY)
+
+    def _http_error(self, status: int, detail: str, key: str, *, attempts: int) -> EmbeddingEndpointError:
+        if status in (401, 403):
+            if not self.api_key_env:
+                hint = "no key was sent (api_key_env is None): name the environment variable that holds the key."
+            elif not key:
+                hint = f"no key was sent: the environment variable {self.api_key_env} is not set."
+            else:
+                hint = f"the key in the environment variable {self.api_key_env} was refused."
+            return EmbeddingEndpointError(f"{self.url}: HTTP {status}, {hint} Server said: {detail}")
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        return EmbeddingEndpointError(f"{self.url}: HTTP {status}{tries}: {detail}")
+
+    def _timeout_error(self) -> EmbeddingEndpointError:
+        return EmbeddingEndpointError(
+            f"{self.url} did not answer within {self.timeout:g}s: the server may be overloaded or still loading "
+            "the model; raise timeout or lower batch_size."
+        )
+
+
+def _check_int(name: str, value: object, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, not {value!r}.")
+
+
+def _redact(text: str, key: str) -> str:
+    """Servers sometimes echo the key they refused; never let it reach an error message."""
+    return text.replace(key, "***") if key else text
+
+
+def _clip(value: object) -> str:
+    return repr(value)[:DETAIL_CHARS]
