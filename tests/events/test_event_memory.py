@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 import memlab
+from memlab import lab
 from memlab.storage import units as sqlu
 from tests.conftest import T0, make_session
 
@@ -239,7 +240,7 @@ def test_small_user_among_large_ones_needs_iterative_scans(scratch_store, embedd
     n_small = mem.count(app_name, "small")
     assert n_small == 30
     query = "how do we roll out the payments service"
-    truth = memlab.FaissExact.from_memory(mem, app_name=app_name, user_id="small").search(app_name, "small", query)
+    truth = lab.FaissExact.from_memory(mem, app_name=app_name, user_id="small").search(app_name, "small", query)
 
     def hnsw(scan: str) -> memlab.Hits:
         return mem.search(app_name, "small", query, memlab.SearchSettings(strategy="hnsw", iterative_scan=scan))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 import memlab
+from memlab import lab
 
 
 def test_pgvector_exact_matches_faiss_exact_on_every_fixture_question(store, embedder, fixture_set):
     mem = memlab.EventMemory(store, embedder)
     mem.add_sessions(fixture_set.sessions())
-    exact = memlab.FaissExact.from_memory(mem)
+    exact = lab.FaissExact.from_memory(mem)
     assert {u for _, u in exact.users()} >= {u.user_id for u in fixture_set.users}
     compared = 0
     for q in fixture_set.questions:
@@ -29,7 +30,7 @@ def test_faiss_search_is_scoped_by_user(store, embedder, fixture_set):
     mem = memlab.EventMemory(store, embedder)
     mem.add_sessions(fixture_set.sessions())
     maya = fixture_set.users[0]
-    exact = memlab.FaissExact.from_memory(mem, app_name=maya.app_name, user_id=maya.user_id)
+    exact = lab.FaissExact.from_memory(mem, app_name=maya.app_name, user_id=maya.user_id)
     assert exact.users() == [(maya.app_name, maya.user_id)]
     own = {e.id for s in maya.sessions for e in s.events}
     assert set(exact.search(maya.app_name, maya.user_id, "trip dates", top_k=50).unit_ids) <= own
