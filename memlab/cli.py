@@ -125,7 +125,8 @@ def report_command(
     from memlab.lab import compare, load_metrics, load_rules, markdown_table, regressions
 
     try:
-        table = compare(load_metrics(baseline), load_metrics(run), load_rules(tolerances) if tolerances else load_rules())
+        rules = load_rules(tolerances) if tolerances else load_rules()
+        table = compare(load_metrics(baseline), load_metrics(run), rules)
     except MemlabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None

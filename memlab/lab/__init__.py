@@ -20,7 +20,6 @@ from memlab.lab.experiment import (
     score_folder,
     write_report,
 )
-from memlab.lab.notebooks import render_notebooks
 from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.fixtures import load_event_fixtures as load_fixtures
 from memlab.lab.fixtures import load_fixture_file
@@ -29,6 +28,7 @@ from memlab.lab.gate import compare, load_metrics, load_rules, regressions
 from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval
+from memlab.lab.notebooks import render_notebooks
 from memlab.lab.report import markdown_table
 from memlab.lab.runs import Run, collect, load_runs
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, summarize

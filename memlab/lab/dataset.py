@@ -4,9 +4,9 @@ means nothing in memory answers it: the right result is no hit)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -104,7 +104,8 @@ class Dataset:
         for s in self.sessions():
             digest.update(json.dumps([s.app_name, s.user_id, s.id], ensure_ascii=False).encode())
             for e in s.events:
-                digest.update(json.dumps([e.id, e.author, e.timestamp.isoformat(), e.text], ensure_ascii=False).encode())
+                row = [e.id, e.author, e.timestamp.isoformat(), e.text]
+                digest.update(json.dumps(row, ensure_ascii=False).encode())
         for q in self.questions:
             digest.update(json.dumps([q.id, q.app_name, q.user_id, q.text, list(q.relevant), q.qtype,
                                       q.asked_at.isoformat() if q.asked_at else None], ensure_ascii=False).encode())

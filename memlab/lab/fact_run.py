@@ -11,9 +11,9 @@ from dataclasses import replace
 import pandas as pd
 
 from memlab.embedding.base import Embedder
-from memlab.lab.dataset import Dataset
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.memory import FactMemory, state_of
+from memlab.lab.dataset import Dataset
 from memlab.storage.store import Store
 
 

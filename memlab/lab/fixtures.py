@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from memlab.errors import FixtureError
-from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.events.filters import SKIP_REASONS
 from memlab.facts.types import Candidate
+from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.types import Event, FunctionCall, FunctionResponse, Session
 
 _TOP_KEYS = {"app", "user", "description", "sessions", "queries", "replay", "expected"}

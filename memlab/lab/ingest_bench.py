@@ -7,8 +7,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 from memlab.embedding.base import Embedder
-from memlab.lab.dataset import Dataset
 from memlab.events.memory import EventMemory
+from memlab.lab.dataset import Dataset
 from memlab.storage.store import Store
 
 BENCH_APP = "memlab-bench"

@@ -99,7 +99,7 @@ def _session(path: Path, line: int, raw: dict) -> Session:
 def _id_list(path: Path, line: int, raw: dict, key: str) -> tuple[str, ...]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
-        raise _fail(path, line, f"`{key}` must be a list of id strings (use [] for a no-answer question), got {value!r}")
+        raise _fail(path, line, f"`{key}` must be a list of id strings ([] for a no-answer question), got {value!r}")
     return tuple(value)
 
 
@@ -152,7 +152,7 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
     if not sessions:
         raise FixtureError(f"{path}: no session records; see datasets/README.md for the format")
     users: dict[tuple[str, str], UserHistory] = {}
-    for _, s in sorted(sessions.values(), key=lambda item: (min((e.timestamp for e in item[1].events)), item[0])):
+    for _, s in sorted(sessions.values(), key=lambda item: (min(e.timestamp for e in item[1].events), item[0])):
         user = users.setdefault((s.app_name, s.user_id), UserHistory(s.app_name, s.user_id, [], source=str(path)))
         user.sessions.append(s)
         user.replay.append(s.id)

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-
-import memlab
 
 COLUMN_NOTES = (
     "`recall@k`, `precision@k`, `mrr@k`, `ndcg@k`, `hit@k`: against the labelled event ids (ir-measures); "

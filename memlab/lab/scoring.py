@@ -135,7 +135,9 @@ def metric_name(column: str, k: int) -> str:
     return f"{_AT_K[column]}@{k}" if column in _AT_K else column
 
 
-def session_recall(run: pd.DataFrame, questions: Sequence[Question], event_session: dict[str, str], k: int) -> pd.Series:
+def session_recall(
+    run: pd.DataFrame, questions: Sequence[Question], event_session: dict[str, str], k: int
+) -> pd.Series:
     """Per question with session labels: share of its answer sessions that a hit within k comes from."""
     wanted = {q.id: set(q.relevant_sessions) for q in questions if q.relevant_sessions and q.answerable}
     hits = run[(run["rank"] > 0) & (run["rank"] <= k)]

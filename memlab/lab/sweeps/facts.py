@@ -1,6 +1,9 @@
-"""Fact extractors compared on data sets that state the facts expected at the end (fact fixtures): candidates
-against the gold ones, the consolidated state against the expected one. Options: `extractors` ([labelled,
-rules]; `llm` when an endpoint is configured)."""
+"""Fact extractors compared. On data sets that state the facts expected at the end (fact fixtures): candidates
+against the gold ones, the consolidated state against the expected one. On any other data set: what each
+extractor yields (facts per session, candidates dropped and why) and how much of the questions' evidence it
+turns into facts (`evidence_coverage`: share of relevant events that some accepted fact cites). Options:
+`extractors` ([labelled, rules]; `labelled` only where the data set has gold candidates; `llm` when an endpoint
+is configured)."""
 
 from __future__ import annotations
 
@@ -14,8 +17,41 @@ from memlab.lab.systems import make_extractor
 METRICS = ("key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped", "seconds_per_session")
 
 
+def _yield(env, dataset, extractor) -> dict:
+    """Ingest every session with `extractor` under a throw-away app; count what came out."""
+    import uuid
+    from collections import Counter
+    from dataclasses import replace
+
+    from memlab.facts.memory import FactMemory
+
+    facts = FactMemory(env.store, env.embedder("default"), extractor=extractor)
+    app = f"facts-yield-{uuid.uuid4().hex[:8]}"
+    cited: set[str] = set()
+    dropped: Counter[str] = Counter()
+    accepted = sessions = 0
+    users = set()
+    for session in dataset.sessions():
+        report = facts.add_session(replace(session, app_name=app))
+        users.add(session.user_id)
+        sessions += 1
+        accepted += len(report.accepted)
+        dropped.update(report.dropped)
+        cited.update(c.event_id for c in report.accepted)
+    relevant = {e for q in dataset.questions for e in q.relevant}
+    for user in users:
+        facts.forget_user(app, user)
+    return {"extractor": extractor.name, "sessions": sessions, "facts_per_session": accepted / max(sessions, 1),
+            "dropped": sum(dropped.values()), "dropped_by_reason": str(dict(dropped)),
+            "evidence_coverage": len(relevant & cited) / len(relevant) if relevant else float("nan")}  # fmt: skip
+
+
 def measure(env, dataset, options: dict, context, out) -> None:
     if not any(u.expected_facts is not None for u in dataset.users):
+        has_gold = any(u.gold_candidates for u in dataset.users)
+        names = [n for n in options.get("extractors", ["labelled", "rules"]) if n != "labelled" or has_gold]
+        rows = [_yield(env, dataset, make_extractor(n, dataset, env.extractor_options)) for n in names]
+        save_table(out, "fact_yield", dataset.name, pd.DataFrame(rows))
         return
     frames = []
     for name in options.get("extractors", ["labelled", "rules"]):
@@ -30,6 +66,11 @@ def measure(env, dataset, options: dict, context, out) -> None:
 def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:
     frame = folder.table("facts", dataset)
     rows = []
+    yields = folder.table("fact_yield", dataset)
+    if yields is not None:
+        for r in yields.itertuples(index=False):
+            rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.sessions))
+                     for m in ("facts_per_session", "dropped", "evidence_coverage")]
     if frame is not None:
         for r in summarize_facts(frame).itertuples(index=False):
             rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.fixtures)) for m in METRICS]
@@ -39,7 +80,11 @@ def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFr
 def section(folder, dataset: str, options: dict) -> str | None:
     frame = folder.table("facts", dataset)
     if frame is None:
-        return None
+        yields = folder.table("fact_yield", dataset)
+        if yields is None:
+            return None
+        return (markdown_table(yields) + "\n\nNo expected facts in this data set: `evidence_coverage` is the share "
+                "of the questions' relevant events that some accepted fact cites.")
     missed = frame[(frame.extractor != "labelled") & (frame.missed != "")][["extractor", "fixture", "missed"]]
     return (markdown_table(summarize_facts(frame)) + "\n\n`key_accuracy`: share of keys whose current values equal "
             "the expected ones. `candidate_recall`/`precision`: against the gold candidates after the quote and "

@@ -18,10 +18,10 @@ import pandas as pd
 from psycopg import sql
 
 from memlab.embedding.base import Embedder
-from memlab.lab.faiss_exact import FaissExact
-from memlab.lab.synthetic import background_rows, jitter
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
+from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.synthetic import background_rows, jitter
 from memlab.storage import units as sqlu
 from memlab.storage.schema import UNITS_TABLE
 from memlab.storage.store import Store
@@ -214,7 +214,7 @@ def measure(env, dataset, options: dict, context, out) -> None:
     grid = _grid(options)
     texts = dataset.texts()[: int(options.get("texts", 3000))]
     questions = [q.text for q in dataset.questions if q.answerable] or [q.text for q in dataset.questions]
-    if len(texts) < 20 or not questions:
+    if len(texts) < 5 or not questions:
         return
     frame = filtered_sweep(env.store, env.embedder("default"), texts, questions, grid, progress=env.progress)
     save_table(out, "filtered", dataset.name, frame.assign(total_rows=grid.total_rows))
@@ -245,7 +245,7 @@ def section(folder, dataset: str, options: dict) -> str | None:
 
     frame = folder.table("filtered", dataset)
     if frame is None:
-        return "Skipped: the data set has fewer than 20 distinct texts or no questions."
+        return "Skipped: the data set has fewer than 5 distinct texts or no questions."
     fs = summarize_filtered(frame)
     stem = dataset.replace("/", "_")
     plots.recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
