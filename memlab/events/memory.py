@@ -317,27 +317,13 @@ def migrate_embeddings(
 ) -> MigrationReport:
     """See `EventMemory.migrate_embeddings`; every layer and user at once unless scoped to one app and some
     layers (a migration is usually rolled out app by app)."""
-    from psycopg import sql
-
-    from memlab.storage.schema import UNITS_TABLE
-
     started = time.perf_counter()
     old = store.model(old_model)
     new = store.register_model(new_embedder.model_id, new_embedder.dimension)
     if new.model_id == old.model_id:
         raise ConfigError(f"migrate_embeddings: the new embedder has the same model id {old.model_id!r}.")
     with store.connection() as conn:
-        rows = conn.execute(
-            sql.SQL(
-                "SELECT o.app_name, o.user_id, o.session_id, o.layer, o.unit_id, o.event_ids, o.author, "
-                "o.occurred_at, o.body FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
-                "WHERE n.app_name = o.app_name AND n.user_id = o.user_id AND n.layer = o.layer "
-                "AND n.unit_id = o.unit_id AND n.embed_model = %s) "
-                "AND (%s::text IS NULL OR o.app_name = %s) AND (%s::text[] IS NULL OR o.layer = ANY(%s)) "
-                "ORDER BY o.app_name, o.user_id, o.unit_id"
-            ).format(t=sql.Identifier(UNITS_TABLE)),
-            [old.model_id, new.model_id, app_name, app_name, layers, layers],
-        ).fetchall()
+        rows = sqlu.units_to_migrate(conn, old.model_id, new.model_id, app_name, layers)
     added = 0
     batches = range(0, len(rows), batch_size)
     if progress:

@@ -19,18 +19,11 @@ from psycopg_pool import ConnectionPool
 
 from memlab.config import configured_dsn, memlab_home
 from memlab.errors import DatabaseUnavailableError, DimensionError, ExtensionError
+from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
-from memlab.storage.schema import (
-    SCHEMA_DDL,
-    SCHEMA_LOCK_KEY,
-    UNITS_TABLE,
-    ModelInfo,
-    hnsw_index_ddl,
-    index_name_for,
-)
+from memlab.storage.schema import MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
 
 MIN_VECTOR_VERSION = (0, 8, 0)
-BUILD_MEMORY = "1GB"
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -110,7 +103,10 @@ class Store:
             version = self._ensure_vector(conn)
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
-                conn.execute(SCHEMA_DDL)
+                # Dependency order: the unit table references the model registry.
+                conn.execute(MODELS_DDL)
+                sqlu.create_table(conn)
+                conn.execute(TOMBSTONE_DDL)
         return version
 
     @staticmethod
@@ -213,16 +209,14 @@ class Store:
 
     def ensure_vector_index(self, model_id: str, layer: str, *, m: int = 16, ef_construction: int = 64) -> str:
         """Create the HNSW index of a model and layer if it is missing (after a bulk load, build it once here)."""
-        name = index_name_for(model_id, layer)
+        name = sqlu.index_name_for(model_id, layer)
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO memlab_vector_index (model_id, layer, index_name) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING",
                 [model_id, layer, name],
             )
-            # A graph that fits in maintenance_work_mem builds many times faster (pgvector warns otherwise).
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
-            conn.execute(hnsw_index_ddl(self.model(model_id), layer, m=m, ef_construction=ef_construction))
+            sqlu.create_vector_index(conn, self.model(model_id), layer, m=m, ef_construction=ef_construction)
         return name
 
     def vector_indexes(self, model_id: str) -> dict[str, str]:
@@ -236,23 +230,35 @@ class Store:
     def drop_vector_index(self, model_id: str, layer: str) -> None:
         """Drop one HNSW index: bulk loads run far faster without it; rebuild with ensure_vector_index."""
         with self.connection() as conn:
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index_name_for(model_id, layer))))
+            sqlu.drop_index(conn, sqlu.index_name_for(model_id, layer))
 
     def has_vector_index(self, model_id: str, layer: str) -> bool:
         with self.connection() as conn:
-            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [index_name_for(model_id, layer)]).fetchone()
-        return bool(row and row[0])
+            return sqlu.index_exists(conn, sqlu.index_name_for(model_id, layer))
+
+    def create_tenant_index(
+        self, model_id: str, layer: str, app_name: str, user_id: str, *, m: int = 16, ef_construction: int = 64
+    ) -> str:
+        """A partial HNSW index over one tenant's rows of a model and layer, if missing (statistics refreshed).
+        Searches use it only with app and user inlined as literals. Not registered: `drop_model` leaves it."""
+        with self.transaction() as conn:
+            return sqlu.create_tenant_index(
+                conn, self.model(model_id), layer, app_name, user_id, m=m, ef_construction=ef_construction
+            )
+
+    def delete_layer(self, app_name: str, layer: str) -> int:
+        """Delete every unit of one app in one layer (all users, all models); returns rows deleted."""
+        with self.transaction() as conn:
+            return sqlu.delete_layer(conn, app_name, layer)
 
     def drop_model(self, model_id: str) -> int:
         """Delete every row stored with a model, its index and its registration (the end of a migration)."""
         self.model(model_id)
         indexes = self.vector_indexes(model_id)
         with self.transaction() as conn:
-            deleted = conn.execute(
-                sql.SQL("DELETE FROM {} WHERE embed_model = %s").format(sql.Identifier(UNITS_TABLE)), [model_id]
-            ).rowcount
+            deleted = sqlu.delete_model(conn, model_id)
             for name in indexes.values():
-                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+                sqlu.drop_index(conn, name)
             conn.execute("DELETE FROM memlab_embedding_model WHERE model_id = %s", [model_id])
         with self._models_lock:
             self._models.pop(model_id, None)
@@ -261,7 +267,7 @@ class Store:
     def analyze(self) -> None:
         """Refresh planner statistics (the `planner` strategy depends on them)."""
         with self.connection() as conn:
-            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(UNITS_TABLE)))
+            sqlu.analyze(conn)
 
 
 @contextmanager

@@ -1,11 +1,22 @@
-"""SQL over the memory-unit table: staged binary COPY writes, scoped search, EXPLAIN, deletes.
+"""Every SQL statement on the memory-unit table: its DDL and indexes, staged binary COPY writes, scoped
+search, EXPLAIN, deletes, migration reads. No other module writes SQL that names the table (a test checks).
 
 Every read filters by app_name and user_id in SQL (and by model and layer): no row of another user can
 reach Python. Functions take a connection so the caller decides the transaction.
+
+Design notes:
+- `embedding` is an untyped `vector`, so several embedding models (even of different dimensions) live side
+  by side during a migration. Each (model, layer) pair gets its own *partial expression* HNSW index,
+  `(embedding::vector(dim)) WHERE embed_model = '<model>' AND layer = '<layer>'`. One index per layer keeps
+  each graph dense in rows a search can use: in a shared index, a user's chunks sit among everyone's
+  events and an iterative scan runs out of its budget before reaching them.
+- Every unique key starts with (app_name, user_id): the table can be distributed by user (Citus) or
+  hash-partitioned on user_id without changing a key.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -16,8 +27,30 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from memlab.storage.schema import PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo, index_name_for
+from memlab.storage.schema import PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
 from memlab.types import Hit, SearchSettings
+
+BUILD_MEMORY = "1GB"  # maintenance_work_mem for an HNSW build: a graph that fits builds many times faster
+
+# Needs memlab_embedding_model (schema.MODELS_DDL) to exist first.
+UNITS_DDL = f"""
+CREATE TABLE IF NOT EXISTS {UNITS_TABLE} (
+    app_name     text        NOT NULL,
+    user_id      text        NOT NULL,
+    session_id   text        NOT NULL,
+    layer        text        NOT NULL,
+    unit_id      text        NOT NULL,
+    event_ids    text[]      NOT NULL,
+    author       text,
+    occurred_at  timestamptz NOT NULL,
+    body         text        NOT NULL,
+    embed_model  text        NOT NULL REFERENCES memlab_embedding_model (model_id),
+    embedding    vector      NOT NULL,
+    CONSTRAINT {PRIMARY_KEY} PRIMARY KEY (app_name, user_id, layer, unit_id, embed_model)
+);
+ALTER TABLE {UNITS_TABLE} ALTER COLUMN embedding SET STORAGE PLAIN;
+CREATE INDEX IF NOT EXISTS {SCOPE_INDEX} ON {UNITS_TABLE} (app_name, user_id, occurred_at DESC);
+"""
 
 _COLUMNS = (
     "app_name",
@@ -48,6 +81,109 @@ class Scope:
     def index_name(self) -> str:
         """The HNSW index that serves this scope's model and layer."""
         return index_name_for(self.model.model_id, self.layer)
+
+
+# -- the table and its indexes ----------------------------------------------------------------------------
+
+
+def create_table(conn: psycopg.Connection) -> None:
+    """Create the unit table and its scope index if missing (idempotent)."""
+    conn.execute(UNITS_DDL)
+
+
+def index_name_for(model_id: str, layer: str) -> str:
+    """A stable, SQL-safe index name for any model id and layer (ids may hold '/', '@', spaces)."""
+    return f"memory_unit_hnsw_{hashlib.sha1(f'{model_id}|{layer}'.encode()).hexdigest()[:12]}"
+
+
+def hnsw_index_ddl(model: ModelInfo, layer: str, *, m: int = 16, ef_construction: int = 64) -> sql.Composed:
+    """The partial expression HNSW index (cosine) that serves searches of one model and layer."""
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::{vtype}) vector_cosine_ops) "
+        "WITH (m = {m}, ef_construction = {efc}) WHERE embed_model = {model} AND layer = {layer}"
+    ).format(
+        name=sql.Identifier(index_name_for(model.model_id, layer)),
+        layer=sql.Literal(layer),
+        table=sql.Identifier(UNITS_TABLE),
+        vtype=model.vector_type(),
+        m=sql.Literal(m),
+        efc=sql.Literal(ef_construction),
+        model=sql.Literal(model.model_id),
+    )
+
+
+def _build_memory(conn: psycopg.Connection) -> None:
+    """Raise maintenance_work_mem for the rest of the caller's transaction (no effect outside one)."""
+    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
+
+
+def create_vector_index(
+    conn: psycopg.Connection, model: ModelInfo, layer: str, *, m: int = 16, ef_construction: int = 64
+) -> str:
+    """Build the HNSW index of a model and layer if it is missing; returns its name."""
+    _build_memory(conn)
+    conn.execute(hnsw_index_ddl(model, layer, m=m, ef_construction=ef_construction))
+    return index_name_for(model.model_id, layer)
+
+
+def tenant_index_name(model_id: str, layer: str, app_name: str, user_id: str) -> str:
+    """A deterministic, SQL-safe name for one tenant's partial index: a SHA-1 of the unambiguous JSON of
+    (model, layer, app, user), the same in every process (unlike Python's salted hash())."""
+    key = json.dumps([model_id, layer, app_name, user_id], ensure_ascii=False)
+    return f"memlab_tenant_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+
+
+def create_tenant_index(
+    conn: psycopg.Connection,
+    model: ModelInfo,
+    layer: str,
+    app_name: str,
+    user_id: str,
+    *,
+    m: int = 16,
+    ef_construction: int = 64,
+) -> str:
+    """A partial HNSW index over one tenant's rows of a model and layer (the graph is dense in rows the filter
+    keeps), if missing, then ANALYZE so the planner sees it. Only searches with the app and user inlined as
+    literals can use it (`run_search(..., literal=True)`). Returns the index name."""
+    name = tenant_index_name(model.model_id, layer, app_name, user_id)
+    _build_memory(conn)
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::{vtype}) vector_cosine_ops) "
+            "WITH (m = {m}, ef_construction = {efc}) "
+            "WHERE embed_model = {model} AND layer = {layer} AND app_name = {app} AND user_id = {user}"
+        ).format(
+            name=sql.Identifier(name),
+            table=sql.Identifier(UNITS_TABLE),
+            vtype=model.vector_type(),
+            m=sql.Literal(m),
+            efc=sql.Literal(ef_construction),
+            model=sql.Literal(model.model_id),
+            layer=sql.Literal(layer),
+            app=sql.Literal(app_name),
+            user=sql.Literal(user_id),
+        )
+    )
+    analyze(conn)
+    return name
+
+
+def drop_index(conn: psycopg.Connection, name: str) -> None:
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def index_exists(conn: psycopg.Connection, name: str) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone()
+    return bool(row and row[0])
+
+
+def analyze(conn: psycopg.Connection) -> None:
+    """Refresh the table's planner statistics (the `planner` strategy and partial indexes depend on them)."""
+    conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(UNITS_TABLE)))
+
+
+# -- writes -------------------------------------------------------------------------------------------------
 
 
 def lock_key(conn: psycopg.Connection, *parts: str) -> None:
@@ -277,6 +413,29 @@ def _as_array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float32)
 
 
+def units_to_migrate(
+    conn: psycopg.Connection,
+    old_model_id: str,
+    new_model_id: str,
+    app_name: str | None = None,
+    layers: Sequence[str] | None = None,
+) -> list[tuple]:
+    """(app, user, session, layer, unit_id, event_ids, author, occurred_at, body) of every unit stored under
+    the old model that has no row under the new one yet, optionally one app and some layers."""
+    layer_list = list(layers) if layers is not None else None
+    return conn.execute(
+        sql.SQL(
+            "SELECT o.app_name, o.user_id, o.session_id, o.layer, o.unit_id, o.event_ids, o.author, "
+            "o.occurred_at, o.body FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
+            "WHERE n.app_name = o.app_name AND n.user_id = o.user_id AND n.layer = o.layer "
+            "AND n.unit_id = o.unit_id AND n.embed_model = %s) "
+            "AND (%s::text IS NULL OR o.app_name = %s) AND (%s::text[] IS NULL OR o.layer = ANY(%s)) "
+            "ORDER BY o.app_name, o.user_id, o.unit_id"
+        ).format(t=sql.Identifier(UNITS_TABLE)),
+        [old_model_id, new_model_id, app_name, app_name, layer_list, layer_list],
+    ).fetchall()
+
+
 _VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]+\]'")
 
 
@@ -348,4 +507,19 @@ def delete_before(
     return conn.execute(
         sql.SQL("DELETE FROM {} WHERE {}").format(sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where)),
         params,
+    ).rowcount
+
+
+def delete_layer(conn: psycopg.Connection, app_name: str, layer: str) -> int:
+    """Every unit of one app in one layer: all users, all models (e.g. a benchmark corpus before a reload)."""
+    return conn.execute(
+        sql.SQL("DELETE FROM {} WHERE app_name = %s AND layer = %s").format(sql.Identifier(UNITS_TABLE)),
+        [app_name, layer],
+    ).rowcount
+
+
+def delete_model(conn: psycopg.Connection, model_id: str) -> int:
+    """Every unit stored with a model, in every app, user and layer (the end of a migration)."""
+    return conn.execute(
+        sql.SQL("DELETE FROM {} WHERE embed_model = %s").format(sql.Identifier(UNITS_TABLE)), [model_id]
     ).rowcount
