@@ -4,8 +4,8 @@ It reads each event sentence by sentence and skips questions, hypotheticals ("if
 user's own words and instruction-like text ("remember that you must ..."). User text gives `stated` candidates;
 agent text gives `inferred` ones from second-person phrasing ("you seem to like spicy food", "you're on the
 annual plan"), and tool text from the same phrasing or `key=value` pairs. When a sentence is ambiguous it
-emits nothing. The word lists, the rule table and the helper expressions live in `rules_patterns.py`; this module
-turns their matches into candidates.
+emits nothing. The word lists are data (`rules_words.yaml`); the rule table and the helper expressions built from them
+live in `rules_patterns.py`; this module turns their matches into candidates.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ _ACCOUNT_IN = re.compile(P.ACCOUNT, _FLAGS)
 _PLANG_IN = re.compile(P.PLANG, _FLAGS)
 _LANG_IN = re.compile(P.LANG, _FLAGS)
 _PLACE_SETS = {p.lower() for p in P.CITIES + P.COUNTRIES}
-_COUNTRY_SET = {c.lower() for c in P.COUNTRIES} | {"the us", "the uk", "the usa", "the uae"}
+_COUNTRY_SET = {c.lower() for c in P.COUNTRIES} | {p.lower() for p in P.PLACES_CASED if p.startswith("the ")}
 
 
 class _Hit(NamedTuple):
@@ -176,7 +176,7 @@ def _work_values(m: re.Match[str], rule: _Rule, ctx: _Context) -> list[_Val]:
     if rule.predicate == "job_title":
         return [_Val(rule.predicate, raw)]
     low = raw.lower()
-    if low in P.NOT_NAMES or low.split()[0] in P.NOT_NAMES or low in _PLACE_SETS or low in {"heathrow", "gatwick"}:
+    if low in P.NOT_NAMES or low.split()[0] in P.NOT_NAMES or low in _PLACE_SETS or low in P.NOT_EMPLOYERS:
         return []
     elsewhere = ctx.sentence.replace(m.group(0), " ")
     if rule.cue and not P.JOB_CUE.search(elsewhere) and "now" not in ctx.sentence[m.end() :][:6]:
@@ -199,9 +199,9 @@ def _family_values(m: re.Match[str], rule: _Rule, ctx: _Context) -> list[_Val]:
 
 def _pet_values(m: re.Match[str], rule: _Rule, ctx: _Context) -> list[_Val]:
     species = _value(m).lower()
-    for suffix, repl in (("puppies", "puppy"), ("ies", "y"), ("es", ""), ("s", "")):
+    for suffix, repl in P.PLURAL_ENDINGS.items():
         base = species[: -len(suffix)] + repl if species.endswith(suffix) else None
-        if base and re.fullmatch(P.SPECIES_RE, base, _FLAGS) and species not in {"fish", "goldfish"}:
+        if base and re.fullmatch(P.SPECIES_RE, base, _FLAGS) and species not in P.SAME_PLURAL:
             species = base
             break
     species = ctx.registry.normalize("pet", species)
@@ -263,8 +263,8 @@ def _account_values(m: re.Match[str], rule: _Rule, ctx: _Context) -> list[_Val]:
         low = re.sub(r"\s+", " ", x.group(0).lower())
         if re.search(r"\bisa$", low):
             low = "isa"
-        elif low in {"checking account", "savings account", "personal checking"}:
-            low = low.split()[-2] if low.endswith("account") else "checking"
+        elif low in P.ACCOUNT_TYPES:
+            low = P.ACCOUNT_TYPES[low]
         elif low.startswith("401"):
             low = "401(k)"
         out.append(_Val(rule.predicate, low))
@@ -348,7 +348,7 @@ def _scan_people(ctx: _Context, sentence: str) -> list[tuple[int, str, str | Non
     for m in _NAME_WORD.finditer(sentence):
         subject = ctx.names.get(m.group(0))
         if subject:
-            gender = {"user.son": "he", "user.daughter": "she"}.get(subject)
+            gender = P.SUBJECT_GENDER.get(subject)
             for pronoun in (gender,) if gender else ("he", "she"):
                 found.append((m.start(), pronoun, subject))
     for m in P.OTHER_PERSON.finditer(sentence):
@@ -369,7 +369,7 @@ def _subject(m: re.Match[str], rule: _Rule, ctx: _Context, people, services) -> 
     if name:
         return ctx.names.get(name)
     if pro:
-        pronoun = {"his": "he", "her": "she"}.get(pro.lower(), pro.lower())
+        pronoun = P.POSSESSIVES.get(pro.lower(), pro.lower())
         earlier = [s for pos, p, s in people if p == pronoun and pos < m.start()]
         return earlier[-1] if earlier else ctx.referents.get(pronoun)
     if rule.predicate in {"cloud_region", "deploy_tool"}:

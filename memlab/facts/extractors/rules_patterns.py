@@ -1,5 +1,6 @@
-"""Word lists and regular-expression fragments for the rule extractor (`rules.py`).
+"""Regular-expression fragments for the rule extractor (`rules.py`), built from the word lists in `rules_words.yaml`.
 
+The vocabularies (cities, foods, medications, value maps, ...) are data; this module turns them into fragments.
 Fragments are plain strings; `%NAME%` placeholders are expanded by `expand` once at import. Person-dependent
 placeholders (`%BE%`, `%I%`, `%MY%`, `%IVE%`, `%ME%`) expand to first-person words for user text and to
 second-person words ("you're", "your") for agent text, so one template serves both.
@@ -8,6 +9,46 @@ second-person words ("you're", "your") for agent text, so one template serves bo
 from __future__ import annotations
 
 import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+WORDS_FILE = Path(__file__).with_name("rules_words.yaml")
+
+
+@cache
+def load_words() -> dict[str, Any]:
+    """The vocabularies of `rules_words.yaml`, read once: the patterns below are built from them at import."""
+    data = yaml.safe_load(WORDS_FILE.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise TypeError(f"{WORDS_FILE.name} must be a mapping of vocabularies")
+    return data
+
+
+def word_list(key: str) -> list[str]:
+    """One word list, checked: YAML reads a bare `no` or `on` as a boolean, which would silently drop a word."""
+    value = load_words()[key]
+    if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
+        raise TypeError(f"{WORDS_FILE.name}: {key} must be a list of strings")
+    return value
+
+
+def _check_map(key: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise TypeError(f"{WORDS_FILE.name}: {key} must map strings to strings (quote 'true', '1')")
+    return value
+
+
+def value_map(key: str) -> dict[str, str]:
+    """One value map (spelling -> value), checked like `word_list`."""
+    return _check_map(key, load_words()[key])
+
+
+def value_maps(key: str) -> dict[str, dict[str, str]]:
+    """Value maps by predicate, each checked like `value_map`."""
+    return {name: _check_map(f"{key}.{name}", value) for name, value in load_words()[key].items()}
 
 
 def alt(words: list[str] | tuple[str, ...] | set[str], *, case_sensitive: bool = False) -> str:
@@ -17,9 +58,9 @@ def alt(words: list[str] | tuple[str, ...] | set[str], *, case_sensitive: bool =
     return f"(?-i:{body})" if case_sensitive else f"(?:{body})"
 
 
-def _w(text: str) -> list[str]:
-    """Words of a list written as one string; `_` stands for a space inside a phrase."""
-    return [w.replace("_", " ") for w in text.split()]
+def _either(words: list[str]) -> str:
+    """Words as a bare alternation in their listed order (unlike `alt`); spaces match any whitespace."""
+    return "|".join(w.replace(" ", r"\s+") for w in words)
 
 
 def _table(text: str) -> dict[str, list[tuple[str, str, str]]]:
@@ -39,13 +80,6 @@ def _table(text: str) -> dict[str, list[tuple[str, str, str]]]:
     return table
 
 
-def _pairs(text: str) -> dict[str, str]:
-    """`key=value` pairs written as one string; `_` stands for a space in a key, and in a value unless it has a `/`
-    (time zone names keep theirs: America/New_York)."""
-    pairs = (pair.split("=", 1) for pair in text.split())
-    return {k.replace("_", " "): v if "/" in v else v.replace("_", " ") for k, v in pairs}
-
-
 PERSONS = {
     "first": {"I": r"(?:I|we)", "MY": r"(?:my|our)", "ME": r"(?:me|us)",
               "BE": r"(?:I['’]m|I\s+am|we['’]re|we\s+are|I['’]ve\s+been|we['’]ve\s+been|and\s+I\s+are)",
@@ -54,22 +88,10 @@ PERSONS = {
                "BE": r"(?:you['’]re|you\s+are|you['’]ve\s+been|you\s+(?:seem|appear)\s+to\s+be|you\s+must\s+be)"},
 }  # fmt: skip
 
-ADVERBS = (
-    "still|also|now|currently|actually|really|strictly|fully|mostly|mainly|basically|officially|just|both|all|"
-    "totally|completely|primarily|usually|always|normally|generally|definitely|clearly|probably|obviously|"
-    r"certainly|pretty\s+much|seem\s+to|seems\s+to|appear\s+to|tend\s+to|last"
-)
+ADVERBS = _either(word_list("adverbs"))
 ADV = rf"(?:(?:{ADVERBS})\s+){{0,3}}"  # up to three adverbs: "I'm also now vegan"
 
-# Words that end a list item or an open phrase (allergens, foods, goals).
-STOPWORDS = _w(
-    "a an the and or but so because since as which who that when while though although now anymore any more too "
-    "also please if then i we you he she they it my our your his her their is are was were be been am do does did "
-    "not no nor never only just very really quite still again even yet already ever like such especially mostly "
-    "mainly etc everything anything nothing something stuff things all some of in on at for from with by to about "
-    "after before during until this these those there here what whatever except including can can't cannot will "
-    "would should could may might must myself ourselves let's lets okay ok fine none neither both each every either"
-)
+STOPWORDS = word_list("stopwords")  # end a list item or an open phrase (allergens, foods, goals)
 STOP = alt(STOPWORDS)
 WORD = rf"(?!{STOP}\b)[a-zß-öø-ÿ][\w'’\-]*"
 ITEM = rf"{WORD}(?:\s+{WORD}){{0,2}}"
@@ -81,159 +103,74 @@ CAPWORD = rf"(?-i:{CAP}{LOW}[a-zß-öø-ÿ'’]*(?:-{CAP}?{LOW}+)*)(?![\w-])"
 CAPSEQ = rf"{CAPWORD}(?:\s+(?:(?-i:de|do|da|del|am|upon|on)\s+)?{CAPWORD}){{0,2}}"
 NAME = rf"(?-i:{CAP}{LOW}+(?:-{CAP}{LOW}+)?)\b"
 
-CITIES = _w(
-    "pune mumbai bombay bengaluru bangalore delhi new_delhi hyderabad chennai madras kolkata calcutta ahmedabad "
-    "jaipur goa kochi gurgaon gurugram noida chandigarh lucknow indore mysore mysuru london manchester birmingham "
-    "edinburgh glasgow bristol leeds liverpool cardiff belfast oxford cambridge dublin cork paris lyon marseille "
-    "toulouse nice berlin munich münchen hamburg frankfurt cologne köln stuttgart düsseldorf vienna zurich geneva "
-    "basel amsterdam rotterdam utrecht the_hague brussels antwerp madrid barcelona valencia seville malaga bilbao "
-    "lisbon lisboa porto rome milan turin naples florence verona bologna venice athens prague warsaw krakow "
-    "budapest copenhagen stockholm gothenburg oslo helsinki reykjavik tallinn riga vilnius bucharest sofia "
-    "istanbul zagreb belgrade new_york nyc new_york_city san_francisco sf los_angeles seattle portland chicago "
-    "boston austin dallas houston denver miami atlanta washington philadelphia phoenix san_diego san_jose "
-    "pflugerville toronto vancouver montreal ottawa calgary mexico_city são_paulo sao_paulo rio_de_janeiro "
-    "buenos_aires santiago lima bogotá bogota tokyo osaka kyoto yokohama seoul beijing shanghai shenzhen "
-    "hong_kong singapore bangkok jakarta manila kuala_lumpur dubai abu_dhabi doha tel_aviv sydney melbourne "
-    "brisbane perth auckland wellington cape_town johannesburg nairobi lagos cairo"
-)
-COUNTRIES = _w(
-    "united_kingdom uk britain great_britain england scotland wales ireland united_states usa us america the_states "
-    "canada mexico brazil argentina chile colombia peru germany france spain portugal italy netherlands holland "
-    "belgium switzerland austria sweden norway denmark finland iceland poland czech_republic czechia greece turkey "
-    "croatia india pakistan bangladesh sri_lanka nepal china japan south_korea korea australia new_zealand "
-    "south_africa nigeria kenya egypt uae united_arab_emirates israel thailand vietnam indonesia malaysia "
-    "philippines"
-)
-_SHORT = {"uk", "us", "usa", "sf", "nyc", "uae"}
-_SHORT_CASED = alt(
-    ["UK", "US", "USA", "SF", "NYC", "UAE", "the US", "the UK", "the USA", "the UAE"], case_sensitive=True
-)
+CITIES = word_list("cities")
+COUNTRIES = word_list("countries")
+PLACES_CASED = word_list("places_cased")  # matched only so; their lower-case forms are left out of the lists above
+_SHORT = {p.lower() for p in PLACES_CASED}
+_SHORT_CASED = alt(PLACES_CASED, case_sensitive=True)
 PLACE_KNOWN = rf"(?:{alt([p for p in CITIES + COUNTRIES if p not in _SHORT])}|{_SHORT_CASED})(?![\w-])"
 PLACE = rf"(?:{PLACE_KNOWN}|{CAPSEQ})"
 COUNTRY = alt(COUNTRIES)
 
-DIETS = _w(
-    "vegetarian vegan pescatarian pescetarian omnivore keto ketogenic paleo flexitarian veggie veg plant-based "
-    "plant_based carnivore gluten-free dairy-free halal kosher low-carb low_carb whole30 lacto-vegetarian "
-    "ovo-vegetarian"
-)
+DIETS = word_list("diets")
 DIET = alt(DIETS)
 
-FOODS = _w(
-    "coriander cilantro mushroom olive aubergine eggplant courgette zucchini onion garlic tomato pepper bell_pepper "
-    "capsicum chilli chili beetroot beet celery cucumber broccoli cauliflower brussels_sprout sprout spinach kale "
-    "cabbage pea bean kidney_bean chickpea lentil okra bitter_gourd karela tofu tempeh paneer cheese blue_cheese "
-    "goat_cheese goat's_cheese feta halloumi mayo mayonnaise mustard ketchup anchovy anchovies sardine tuna salmon "
-    "seafood prawn shrimp oyster mussel squid octopus liver offal pork beef lamb duck bacon ham sausage raisin "
-    "coconut banana pineapple papaya avocado fennel dill parsley basil mint ginger cumin fenugreek curry_leaves "
-    "asparagus artichoke radish turnip parsnip sweet_potato potato quinoa couscous noodle capers pickle gherkin "
-    "jalapeño jalapeno sweetcorn corn walnut almond cashew date fig licorice liquorice marzipan truffle sushi "
-    "tomatoes potatoes mangoes mango eggs egg spicy_food"
-)
+FOODS = word_list("foods")
 FOOD = r"(?:" + alt(FOODS) + r")(?:e?s)?(?![\w-])"
 
-CONDITIONS = _w(
-    "diabetes type_1_diabetes type_2_diabetes type_one_diabetes type_two_diabetes prediabetes asthma celiac_disease "
-    "coeliac_disease hypertension high_blood_pressure high_cholesterol ibs crohn's_disease crohn's "
-    "ulcerative_colitis arthritis rheumatoid_arthritis osteoarthritis migraines migraine epilepsy eczema psoriasis "
-    "gout anemia anaemia hypothyroidism hyperthyroidism pcos endometriosis sleep_apnea sleep_apnoea adhd autism "
-    "depression anxiety lupus multiple_sclerosis copd heart_disease a_heart_condition heart_condition "
-    "atrial_fibrillation afib gerd acid_reflux plantar_fasciitis shin_splints sciatica kidney_disease "
-    "lactose_intolerance gluten_intolerance long_covid tinnitus glaucoma insomnia fibromyalgia osteoporosis "
-    "scoliosis vertigo bipolar_disorder ptsd dyslexia hay_fever"
-)
-_COND_HEAD = r"(?:tendinitis|tendonitis|syndrome|disease|fasciitis|arthritis|disorder|deficiency|intolerance)"
+CONDITIONS = word_list("conditions")
+_COND_HEAD = rf"(?:{_either(word_list('condition_heads'))})"
 COND = (
     r"(?:(?:"
     + alt(CONDITIONS)
     + rf")|(?:(?-i:IT)\s+band\s+syndrome)|(?:(?!{STOP}\b)[a-z][\w'\-]*\s+){{1,2}}{_COND_HEAD})(?![\w-])"
 )
 
-MEDS = _w(
-    "metformin insulin lisinopril atorvastatin simvastatin rosuvastatin statins levothyroxine thyroxine amlodipine "
-    "omeprazole lansoprazole sertraline fluoxetine citalopram escitalopram bupropion venlafaxine warfarin apixaban "
-    "rivaroxaban aspirin ibuprofen paracetamol acetaminophen prednisone prednisolone albuterol salbutamol ventolin "
-    "montelukast cetirizine loratadine antihistamines metoprolol bisoprolol propranolol losartan ramipril "
-    "gabapentin pregabalin methotrexate adalimumab humira ozempic semaglutide wegovy mounjaro tirzepatide "
-    "jardiance empagliflozin melatonin adderall ritalin methylphenidate lithium naproxen codeine tramadol "
-    "the_pill birth_control antidepressants"
-)
-_MED_SUFFIX = (
-    r"[a-z]{3,}(?:formin|pril|sartan|statin|olol|dipine|prazole|xetine|pram|triptan|mab|semide|thiazide|parin|"
-    r"farin|cycline|cillin|mycin|tidine|lukast|gliptin|gliflozin|glutide|zepam|azolam)"
-)
+MEDS = word_list("medications")
+_MED_SUFFIX = r"[a-z]{3,}(?:" + _either(word_list("medication_suffixes")) + ")"
 MED = r"(?:" + alt(MEDS) + "|" + _MED_SUFFIX + r")(?![\w-])"
 DOSE = r"(?:\d+(?:\.\d+)?\s?(?:mg|mcg|µg|g|ml|units?)\s+(?:of\s+)?)"
 
-JOB_HEADS = _w(
-    "manager engineer developer designer nurse doctor physician surgeon teacher accountant lawyer solicitor "
-    "attorney analyst scientist consultant architect researcher writer editor pharmacist dentist physio "
-    "physiotherapist therapist psychologist student professor lecturer chef cook electrician plumber founder "
-    "co-founder director administrator officer specialist technician coordinator assistant salesperson marketer "
-    "programmer sre sysadmin pilot paramedic journalist photographer artist musician veterinarian vet farmer "
-    "driver mechanic carpenter baker barista cashier librarian recruiter lead owner economist statistician "
-    "translator interpreter midwife firefighter caregiver tutor copywriter freelancer contractor banker trader "
-    "auditor actuary producer strategist"
-)
-JOB_CAPS = ["CEO", "CTO", "CFO", "COO", "CIO", "CPO", "VP", "PM", "SWE", "SRE", "QA", "UX", "GP"]
-_JOB_STOP = (
-    "big huge bit little total complete fan first-time first only real proper good bad great massive new-ish "
-    "of for in at the and a an to my our with from on as"
-)
-JOBMODS = rf"(?:(?!{alt(_JOB_STOP.split())}\b)[a-z][\w\-]*\s+){{0,3}}"
+JOB_HEADS = word_list("job_heads")
+JOB_CAPS = word_list("job_caps")
+JOBMODS = rf"(?:(?!{alt(word_list('job_modifier_stops'))}\b)[a-z][\w\-]*\s+){{0,3}}"
 JOBHEAD = r"(?:" + alt(JOB_HEADS) + "|" + alt(JOB_CAPS, case_sensitive=True) + r")(?![\w-])"
 
 ORGWORD = r"[A-Z][\w&'’\-]*(?:\.(?:com|io|ai|co|org|net))?"
 ORG = rf"(?-i:{ORGWORD}(?:\s+(?:&\s+|of\s+|de\s+)?{ORGWORD}){{0,3}})"
 
 PARTNER_REL = r"(?:wife|husband|partner|spouse|girlfriend|boyfriend|fianc[eé]e?)"
-REL_ADJ = r"(?:(?:eldest|oldest|youngest|older|younger|little|baby|teenage|teenaged|new)\s+)"
+REL_ADJ = rf"(?:(?:{_either(word_list('relative_adjectives'))})\s+)"
 REL = rf"{REL_ADJ}?(?P<rel>{PARTNER_REL[3:-1]}|daughter|son|kid|child)\b"
-REL_SUBJECTS = _pairs(
-    "wife=user.partner husband=user.partner partner=user.partner spouse=user.partner "
-    "girlfriend=user.partner boyfriend=user.partner fiance=user.partner fiancé=user.partner "
-    "fiancee=user.partner fiancée=user.partner daughter=user.daughter son=user.son"
-)
-REL_GENDER = _pairs(
-    "wife=she girlfriend=she daughter=she fiancée=she fiancee=she husband=he boyfriend=he son=he fiancé=he fiance=he"
-)
+REL_SUBJECTS = value_map("rel_subjects")
+REL_GENDER = value_map("rel_gender")
+SUBJECT_GENDER = value_map("subject_gender")  # the same for a named child
+POSSESSIVES = value_map("possessive_pronouns")
 
-NUMBER_WORDS = _pairs("a=1 an=1 six=6 seven=7 eight=8 nine=9 ten=10")
+NUMBER_WORDS = value_map("number_words")
 NUM = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|a|an|\d{1,2})"
 
-SPECIES = _w(
-    "dog cat puppy puppies kitten rabbit bunny hamster guinea_pig parrot budgie cockatiel goldfish fish turtle "
-    "tortoise snake lizard gecko bearded_dragon horse pony ferret chinchilla hedgehog rat mouse gerbil chicken "
-    "labrador lab golden_retriever retriever beagle poodle dachshund corgi husky spaniel cocker_spaniel terrier "
-    "collie border_collie bulldog french_bulldog pug greyhound whippet schnauzer shih_tzu chihuahua "
-    "german_shepherd labradoodle cockapoo maine_coon"
-)
+SPECIES = word_list("species")
 SPECIES_RE = r"(?:" + alt(SPECIES) + r")(?:e?s)?(?![\w-])"
 _PET_AFTER = (
     r"(?!\s+(?:allerg\w*|hair|food|sitter|walker|bed|toy|owner|person|lover|flap|door|tree|litter|insurance|"
     r"friendly|treats?|groomer|show|cafe|café)\b)"
 )
 PET = SPECIES_RE + _PET_AFTER
+PLURAL_ENDINGS = value_map("plural_endings")  # how a plural species is made singular, first ending that applies
+SAME_PLURAL = set(word_list("same_plural"))
 
-BRANDS = _w(
-    "kindle kobo nook iphone ipad ipod macbook imac mac apple_watch airpods pixel galaxy surface thinkpad "
-    "chromebook playstation ps5 ps4 xbox nintendo steam_deck tesla prius peloton fitbit garmin apple_tv roku echo "
-    "sonos dyson roomba nespresso thermomix vitamix gopro oculus quest honda toyota volkswagen vw bmw audi vespa "
-    "brompton bose kitchenaid instant_pot nest oneplus"
-)
+BRANDS = word_list("brands")
 BRAND_SET = set(BRANDS)
-GENERIC_PRODUCTS = _w("car laptop e-bike ebike motorbike e-reader ereader smartwatch treadmill tablet")
+GENERIC_PRODUCTS = word_list("generic_products")
 GPROD = alt(GENERIC_PRODUCTS) + r"(?![\w-])"
 _PTOKEN = r"(?:[A-Z][\w+\-]*|i[A-Z][\w\-]*|\d[\w+\-]*)"
 PRODUCT = rf"(?-i:(?:[A-Z][a-zA-Z\-]+|i[A-Z][a-zA-Z\-]*)(?:\s+{_PTOKEN}){{0,3}})"
 
-PLANS_TIME = ["annual", "yearly", "annually", "monthly", "weekly", "quarterly"]
-PLANS_OTHER = _w(
-    "premium basic standard pro plus family student free business enterprise starter trial gold silver platinum "
-    "individual duo team lite unlimited essentials classic vegetarian vegan two-person 2-person four-person 4-person"
-)
+PLANS_TIME = word_list("plans_time")
+PLANS_OTHER = word_list("plans_other")
 PLAN = alt(PLANS_TIME + PLANS_OTHER) + r"(?![\w-])"
-PLAN_NOUN = r"(?:plan|subscription|tier|membership|package|billing|option)"
+PLAN_NOUN = rf"(?:{_either(word_list('plan_nouns'))})"
 
 NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 BIGNUM = r"(?:\d{1,3}(?:,\d{3})+|\d{3,}|\d+(?:\.\d)?k)(?![\w%]|,\d)"  # a bare amount, where "budget" is said
@@ -254,32 +191,22 @@ ACCOUNT = (
     r"|(?:(?:high[- ]yield|business|personal|joint)\s+)?(?:checking|savings|current|cheque|joint|business|brokerage|"
     r"investment|money\s+market|student)\s+account"
 )
+ACCOUNT_TYPES = value_map("account_types")
 
-AIRLINES = _w(
-    "british_airways klm lufthansa emirates qatar_airways qatar tap_air_portugal tap_portugal easyjet ryanair delta "
-    "united american_airlines southwest jetblue air_france iberia singapore_airlines cathay_pacific qantas "
-    "air_india indigo vistara turkish_airlines swiss virgin_atlantic alaska_airlines air_canada etihad "
-    "finnair aer_lingus norwegian wizz_air vueling westjet eurowings"
-)
-_AIRLINES_CASED = alt(["BA", "TAP", "KLM", "ANA", "JAL", "SAS", "United", "Swiss", "Delta"], case_sensitive=True)
-AIRLINE = (
-    rf"(?:{alt([a for a in AIRLINES if a not in {'klm', 'united', 'swiss', 'delta'}])}|{_AIRLINES_CASED})(?![\w-])"
-)
-AIRPORT_NAMES = _pairs(
-    "stansted=STN luton=LTN london_city=LCY charles_de_gaulle=CDG newark=EWR laguardia=LGA changi=SIN "
-    "dulles=IAD pearson=YYZ haneda=HND narita=NRT orly=ORY fiumicino=FCO malpensa=MXP"
-)
-_AIRPORT_WORDS = alt([*AIRPORT_NAMES, *_w("heathrow gatwick o'hare ohare logan schiphol")])
+AIRLINES = word_list("airlines")
+AIRLINES_CASED = word_list("airlines_cased")  # matched only so; their lower-case forms are left out of AIRLINES
+_AIRLINES_CASED = alt(AIRLINES_CASED, case_sensitive=True)
+_CASED_ONLY = {a.lower() for a in AIRLINES_CASED}
+AIRLINE = rf"(?:{alt([a for a in AIRLINES if a not in _CASED_ONLY])}|{_AIRLINES_CASED})(?![\w-])"
+AIRPORT_NAMES = value_map("airport_names")
+_AIRPORT_WORDS = alt([*AIRPORT_NAMES, *word_list("airports_other")])
 AIRPORT = rf"(?:{_AIRPORT_WORDS}|(?-i:[A-Z]{{3}}))(?![\w-])"
-NOT_AIRPORTS = {"EST", "CET", "GMT", "BST", "PST", "PDT", "IST", "UTC", "JST", "USA", "CEO", "CTO", "EDT", "CST"}
+NOT_AIRPORTS = set(word_list("not_airports"))
+NOT_EMPLOYERS = set(word_list("not_employers"))
 SEAT = r"(?:aisle|window|middle|exit[- ]row|bulkhead)"
 
 DAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu(?:rs)?|fri|sat|sun)"
-MONTHS = _w(
-    "january february march april may june july august september october november december jan feb mar apr jun "
-    "jul aug sep sept oct nov dec"
-)
-MONTH = rf"(?:{alt(MONTHS[:12])}|{alt(MONTHS[12:])}\.?)"
+MONTH = rf"(?:{alt(word_list('months'))}|{alt(word_list('month_abbreviations'))}\.?)"
 DATE = (
     rf"(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}(?:,?\s+\d{{4}})?"
     rf"|{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?)"
@@ -292,81 +219,35 @@ REGION = (
     r"uksouth|ukwest|southeastasia|eastasia|japaneast|australiaeast|canadacentral|francecentral|"
     r"germanywestcentral|swedencentral|switzerlandnorth|norwayeast|centralindia|southindia)(?![\w-])"
 )
-_SVC_STOP = _w(
-    "their our your my its it this that everything which what we i you they he she there here all prod production "
-    "staging service services the cluster clusters stuff workloads apps app region traffic node nodes data backups who"
-)
+_SVC_STOP = word_list("service_stops")
 SVCNAME = rf"(?P<svc>(?!{alt(_SVC_STOP)}\b)[a-z][\w\-]*)"
 SVC = rf"(?:(?:our|the|my|your|their)\s+)?(?:(?:prod(?:uction)?|main|primary|new)\s+)?{SVCNAME}" + (
     r"(?:\s+(?P<kind>service|api|app|backend|team|workload|platform|stack)s?)?"
 )
-ON_PLATFORM = r"(?:(?:on|in)\s+(?-i:AWS|GCP|GKE|EKS|AKS|Azure|Kubernetes|k8s|ECS|Lambda|Cloud\s+Run)\s+)?"
-TOOLS = _w(
-    "argo_cd argocd argo github_actions gh_actions gitlab_ci gitlab_ci/cd jenkins circleci circle_ci travis_ci "
-    "travis spinnaker fluxcd flux helm octopus_deploy octopus teamcity bamboo azure_devops azure_pipelines "
-    "aws_codedeploy codedeploy codepipeline buildkite harness google_cloud_build cloud_build bitbucket_pipelines "
-    "drone_ci tekton ansible capistrano heroku vercel netlify skaffold"
-)
+ON_PLATFORM = rf"(?:(?:on|in)\s+(?-i:{_either(word_list('platforms'))})\s+)?"
+TOOLS = word_list("tools")
 TOOL = alt(TOOLS) + r"(?![\w-])"
 
-PLANGS = _w(
-    "Python python Go Golang golang JavaScript Javascript javascript TypeScript Typescript typescript Java Rust "
-    "Ruby PHP Kotlin kotlin Swift Scala Elixir Haskell Clojure Erlang Julia Perl Dart Lua Zig OCaml JS TS"
-)
+PLANGS = word_list("programming_languages")
 PLANG = r"(?:" + alt(PLANGS, case_sensitive=True) + r"(?![\w+#-])|(?-i:C\+\+|C#|F#))"
 PLANG_LIST = rf"{PLANG}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+){PLANG})*"
 
-LANGUAGES = _w(
-    "english spanish german french portuguese hindi japanese italian dutch chinese mandarin cantonese korean "
-    "arabic russian polish turkish swedish norwegian danish finnish greek hebrew tamil telugu kannada marathi "
-    "bengali urdu punjabi gujarati malayalam vietnamese thai indonesian malay tagalog swahili czech ukrainian "
-    "romanian hungarian catalan irish welsh deutsch español espanol français francais nihongo"
-)
+LANGUAGES = word_list("languages")
 LANG = alt(LANGUAGES) + r"(?![\w-])"
 LANG_LIST = rf"{LANG}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+){LANG})*"
 
-RELIGIONS = _w(
-    "muslim christian hindu jewish sikh buddhist catholic roman_catholic protestant jain mormon anglican baptist "
-    "methodist lutheran evangelical quaker zoroastrian parsi taoist pagan wiccan"
-)
+RELIGIONS = word_list("religions")
 RELIGION = alt(RELIGIONS) + r"(?![\w-])"
 
-TZ_ABBR = (
-    r"(?-i:IST|CET|CEST|PST|PDT|EST|EDT|CST|CDT|MST|MDT|GMT|BST|UTC|JST|KST|AEST|AEDT|AWST|NZST|NZDT|SGT|HKT|WET|"
-    r"WEST|EET|EEST|MSK)(?:\s?[+-]\s?\d{1,2}(?::?\d{2})?)?(?![\w/])"
-)
+TZ_ABBR = rf"(?-i:{_either(word_list('tz_abbreviations'))})(?:\s?[+-]\s?\d{{1,2}}(?::?\d{{2}})?)?(?![\w/])"
 TZ_IANA = r"(?-i:[A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)"
-TZ_WORDS = _pairs(
-    "pacific=PST eastern=EST central_european=CET india=IST indian=IST indian_standard=IST uk=GMT british=GMT japan=JST"
-)
-TZ_ABBR_EXTRA = _pairs(
-    "JST=Asia/Tokyo KST=Asia/Seoul CEST=Europe/Berlin PDT=America/Los_Angeles EDT=America/New_York "
-    "CST=America/Chicago CDT=America/Chicago MST=America/Denver MDT=America/Denver AEST=Australia/Sydney "
-    "AEDT=Australia/Sydney SGT=Asia/Singapore HKT=Asia/Hong_Kong MSK=Europe/Moscow"
-)
-CITY_TZ = _pairs(
-    "lisbon=Europe/Lisbon london=Europe/London berlin=Europe/Berlin paris=Europe/Paris "
-    "madrid=Europe/Madrid rome=Europe/Rome amsterdam=Europe/Amsterdam dublin=Europe/Dublin "
-    "new_york=America/New_York chicago=America/Chicago los_angeles=America/Los_Angeles tokyo=Asia/Tokyo "
-    "singapore=Asia/Singapore sydney=Australia/Sydney dubai=Asia/Dubai toronto=America/Toronto"
-)
+TZ_WORDS = value_map("tz_words")
+TZ_ABBR_EXTRA = value_map("tz_abbr_zones")
+CITY_TZ = value_map("city_tz")
 TZ = rf"(?:{TZ_ABBR}|{TZ_IANA}|(?:{alt(list(TZ_WORDS) + list(CITY_TZ))})\s+time)"
 
 # Words that can never be a place, an organisation, a name or a product in a capitalised slot.
-NOT_NAMES = set(
-    _w(
-        "i and but so the this that these those it its he she they we you my our your his her their is was are "
-        "were has have had will would can could should also just too then there here what when where which who why "
-        "how hi hello hey thanks thank yes no not ok okay sure please well oh ah sorry great good nice love likes "
-        "loves wants needs says said monday tuesday wednesday thursday friday saturday sunday january february "
-        "march april may june july august september october november december today tomorrow yesterday home work "
-        "christmas easter europe asia africa america north south east west central prod staging anyway actually "
-        "update new old big small"
-    )
-)
-NOT_NAMES |= {*LANGUAGES, *AIRLINES, *TOOLS}
-NOT_NAMES |= {"argo", "github", "jenkins", "gke", "eks", "aws", "gcp", "azure", "kubernetes"}
-
+NOT_NAMES = {*word_list("not_names"), *LANGUAGES, *AIRLINES, *TOOLS}
 
 # Shared subject slots: the user ("I'm"), a relative ("my daughter is"), a known name, or he/she.
 WHO_BE = r"(?:%BE%|(?:%MY%\s+%REL%(?:\s+%NAME%)?|(?P<pro>he|she)\b|(?P<name>%NAME%))\s*(?:\s+is|['’]s|\s+has\s+been))"
@@ -391,23 +272,8 @@ FGVERB = (
 )
 GOALPHRASE = r"(?P<v>[^,.;:!?()]{2,60}?)(?=\s*(?:[,.;:!?()]|$|\s(?:so|but|because|and\s+(?:I|we)|which|by\s+\d)\b))"
 
-# Value spellings the registry's aliases do not cover, by predicate (`_` stands for a space in a key).
-LOCAL_VALUES = {
-    "allergy": _pairs("nut=nuts tree_nut=tree_nuts peanut=peanuts"),
-    "medical_condition": _pairs(
-        "asthmatic=asthma epileptic=epilepsy coeliac=coeliac_disease celiac=celiac_disease anemic=anemia "
-        "anaemic=anaemia prediabetic=prediabetes pre-diabetic=prediabetes hypertensive=hypertension "
-        "lactose_intolerant=lactose_intolerance gluten_intolerant=gluten_intolerance a_heart_condition=heart_condition "
-        "type_two_diabetes=type_2_diabetes type_one_diabetes=type_1_diabetes"
-    ),
-    "diet": _pairs("anything=everything ketogenic=keto"),
-    "likes_spicy": _pairs("spicier=true spice=false heat=false hot_food=false no_spice=false mild=false"),
-}
-KEY_PREDICATES = {  # tool output written as key=value
-    "plan": "subscription_plan", "subscription": "subscription_plan", "tier": "subscription_plan", "diet": "diet",
-    "timezone": "timezone", "tz": "timezone", "language": "preferred_language", "seat": "seat_preference",
-    "delivery_day": "delivery_day", "home_city": "home_city", "city": "home_city",
-}  # fmt: skip
+LOCAL_VALUES = value_maps("local_values")  # spellings the registry's aliases do not cover, by predicate
+KEY_PREDICATES = value_map("key_predicates")  # tool output written as key=value
 
 # The rule table. `[family]` starts a family (its values are read by `_<family>_values` in rules.py); each rule is
 # "predicate flags template", flags being `n` (negated), `u` (user text only), `c` (needs a topic cue) or `-`. An
@@ -763,14 +629,11 @@ OTHER_PERSON = _ci(
 )
 SVC_MENTION = _ci(r"\b(?:the|our|my|your)\s+" + SVCNAME + r"\s+(?P<kind>service|team|api|app)s?\b")
 KEY_VALUE = _ci(
-    r"\b(?P<k>plan|subscription|tier|diet|timezone|tz|language|seat|delivery_day|home_city|city)\s*[:=]\s*"
+    rf"\b(?P<k>{_either(list(KEY_PREDICATES))})\s*[:=]\s*"
     r"(?P<v>[A-Za-z][\w/\- ]{0,30}?)(?=\s*(?:[,;\n]|$))"
 )
 BUDGET_ANSWER = _ci(r"^\W*" + APPROX + r"(?P<v>" + AMOUNT + r")")
-JOB_CUE = _ci(
-    r"\b(?:job|jobs|work|works|working|employer|company|joined|left|quit|switched|hired|role|position|career|office)\b|"
-    + JOBHEAD
-)
+JOB_CUE = _ci(rf"\b(?:{_either(word_list('job_cues'))})\b|" + JOBHEAD)
 DELIVERY_CUE = _ci(r"\b(?:deliver\w*|box(?:es)?|arriv\w*)\b")
 TRAILING = _ci(
     r"(?:\s+(?:instead|now|any\s*more|either|too|then|though|again|someday|one\s+day|eventually|at\s+some\s+point))+$"

@@ -4,11 +4,11 @@ Per user (all draws from one `random.Random` seeded from the set's seed, so a se
 
 1. sizes are log-uniform over [min_events, max_events]; the events are cut into sessions of 4-20 turns
    (user/model alternating), days to weeks apart;
-2. a profile of registry facts (`facts_*` modules), some of which change 1-3 times, plus episodes
+2. a profile of registry facts (`data/facts_*.yaml`), some of which change 1-3 times, plus episodes
    (a trip shortlist, gift ideas) whose items come up in different sessions;
 3. the statements of one fact (or episode) go into different sessions, in time order, and a session's
    first statement sets its topic; the rest of every session, and every session without a statement, is
-   distractor talk, mostly on the user's own topics (`chatter_*`);
+   distractor talk, mostly on the user's own topics (`data/chatter_*.yaml`);
 4. questions are drawn from candidates built from what was said, with `relevant` = the events that state
    the asked value (the generator records them while rendering, it never string-matches).
 """
@@ -29,23 +29,21 @@ from memlab.lab.synth.banks import (
     ASIDES,
     BANKS,
     CLOSERS,
+    CROSS_QUESTIONS,
     EPISODES,
     FIRST_PREFIXES,
+    MONTHS,
     OPENERS,
     PREFIXES,
     SWITCHES,
 )
-from memlab.lab.synth.chatter_life import LIFE_TOPICS
-from memlab.lab.synth.chatter_work import WORK_TOPICS
-from memlab.lab.synth.facts_goals import GOAL_FACTS
-from memlab.lab.synth.facts_leisure import LEISURE_FACTS
-from memlab.lab.synth.facts_life import LIFE_FACTS, MONTHS
-from memlab.lab.synth.facts_work import WORK_FACTS
-from memlab.lab.synth.specs import EpisodeSpec, FactSpec, Topic
+from memlab.lab.synth.specs import EpisodeSpec, FactSpec, Topic, fact_specs, topics
 from memlab.types import Event, Session
 
-FACTS: tuple[FactSpec, ...] = LIFE_FACTS + GOAL_FACTS + WORK_FACTS + LEISURE_FACTS
-TOPICS: dict[str, Topic] = {t.name: t for t in LIFE_TOPICS + WORK_TOPICS}
+FACTS: tuple[FactSpec, ...] = tuple(
+    spec for name in ("facts_life", "facts_goals", "facts_work", "facts_leisure") for spec in fact_specs(name)
+)
+TOPICS: dict[str, Topic] = {t.name: t for name in ("chatter_life", "chatter_work") for t in topics(name)}
 QTYPES = ("single_fact", "knowledge_update", "multi_session", "temporal", "no_answer")
 NO_ANSWER = "not in memory"  # the `answer` of every no_answer question
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
@@ -53,12 +51,6 @@ MIN_TURNS, MAX_TURNS = 4, 20
 _SLOT = re.compile(r"\{(\w+)\}")
 _WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 PARAPHRASE_MAX = 0.5  # a question shares less than this share of its words with the events that answer it
-_CROSS = (
-    "Based on earlier chats, tell me {a} and {b}.",
-    "Recall both {a} and {b}, going by past conversations.",
-    "From memory, please: {a}, and {b}.",
-    "Look up {a}, and also {b}.",
-)
 
 
 def word_set(text: str) -> set[str]:
@@ -366,7 +358,7 @@ class _User:
             assert isinstance(spec_a, FactSpec) and isinstance(spec_b, FactSpec)
             relevant = a.relevant(a.values[-1]) + b.relevant(b.values[-1])
             about_a, about_b = spec_a.about.format(x=a.extra), spec_b.about.format(x=b.extra)
-            text = self._phrase(_CROSS, relevant, a=about_a, b=about_b)
+            text = self._phrase(CROSS_QUESTIONS, relevant, a=about_a, b=about_b)
             answer = f"{a.values[-1]} and {b.values[-1]}"
             out["multi_session"].append(_Candidate("multi_session", text, answer, relevant, (na, nb)))
         return out
