@@ -1,4 +1,4 @@
-"""Load LongMemEval (Wu et al., 2024; /work/shared/datasets/longmemeval/README.md) into a Dataset.
+"""Load LongMemEval (Wu et al., 2024; datasets/longmemeval/README.md) into a Dataset.
 
 The file is one JSON list of questions (plain or gzipped). Each question is its own user: its haystack sessions
 are that user's memory and its question is asked of that user alone.
@@ -62,19 +62,15 @@ LONGMEMEVAL_ENV = "MEMLAB_LONGMEMEVAL"
 
 
 def default_dir() -> Path:
-    """Where LongMemEval lies: $MEMLAB_LONGMEMEVAL, else `shared/datasets/longmemeval` beside the checkout
-    (where CI puts it), else the workplace's /work/shared copy."""
+    """Where LongMemEval lies: $MEMLAB_LONGMEMEVAL if set, else `datasets/longmemeval` in the memlab checkout
+    (the files are committed there, with their licence)."""
     import os
 
-    candidates = [os.environ.get(LONGMEMEVAL_ENV)] if os.environ.get(LONGMEMEVAL_ENV) else []
-    root = Path(__file__).resolve().parents[3]
-    candidates += [root / "shared" / "datasets" / "longmemeval", Path("/work/shared/datasets/longmemeval")]
-    for folder in map(Path, candidates):
-        if (folder / "longmemeval_oracle.json.gz").exists():
-            return folder
-    raise ConfigError(
-        f"LongMemEval not found (looked in {', '.join(map(str, candidates))}); set {LONGMEMEVAL_ENV} to its folder."
-    )
+    folder = Path(os.environ.get(LONGMEMEVAL_ENV) or Path(__file__).resolve().parents[2] / "datasets" / "longmemeval")
+    if not (folder / "longmemeval_oracle.json.gz").exists():
+        raise ConfigError(f"LongMemEval not found in {folder}; set {LONGMEMEVAL_ENV} to the folder holding "
+                          "longmemeval_oracle.json.gz")  # fmt: skip
+    return folder
 
 
 _FIELDS = (

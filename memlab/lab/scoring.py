@@ -127,6 +127,7 @@ def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataF
 
 _AT_K = {"recall": "recall", "precision": "precision", "mrr": "mrr", "ndcg": "ndcg", "hit_rate": "hit",
          "session_recall": "session_recall"}  # fmt: skip
+_GROUP_TAGS = {"size_bucket": "size"}  # memory size in events: <=50, 51-500, 501-2000, >2000
 _PLAIN = ("empty_rate", "recall_vs_exact", "correct_empty_rate", "context_chars", "latency_ms_p50", "latency_ms_p95")
 
 
@@ -168,7 +169,7 @@ def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[
         counts = _counts(scores, by)
         summary = summary.drop(columns=["questions"]).merge(counts, on=by, how="left")
         for _, r in summary.iterrows():
-            tag = f"[{group}={r[group]}]" if group else ""
+            tag = f"[{_GROUP_TAGS.get(group, group)}={r[group]}]" if group else ""
             for col in (*_AT_K, *_PLAIN):
                 if col not in summary.columns or pd.isna(r[col]):
                     continue

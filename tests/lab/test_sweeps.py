@@ -1,61 +1,75 @@
-"""The sweeps at small scale, on the real embedded PostgreSQL with real embeddings."""
+"""The sweeps at small scale through the experiment model, on the real embedded PostgreSQL with real embeddings."""
 
 from __future__ import annotations
 
-import memlab
-from memlab.lab.sweeps.external import external_eval
-from memlab.lab.sweeps.filtered import FilteredGrid, filtered_sweep, summarize_filtered
-from memlab.lab.sweeps.granularity import Unit, granularity_sweep
+import pandas as pd
+import pytest
+
+from memlab import lab
+from tests.conftest import EVENT_FIXTURES
+
+LME_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
+             "knowledge-update", "temporal-reasoning")  # fmt: skip
 
 
-def test_granularity_sweep_on_the_event_fixtures(store, embedder, fixture_set):
-    units = [
-        Unit("event", "event"),
-        Unit("chunk4o1", "chunk", 4, 1),
-        Unit("facts-rules", "facts", extractor=memlab.RuleExtractor()),
-    ]
-    scores, summary = granularity_sweep(store, embedder, fixture_set, units=units, k=10)
-    by = summary.set_index("system")
-    assert set(by.index) == {"event", "chunk4o1", "facts-rules"}
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, memlab_home, store):
+    config = lab.parse_config({
+        "name": "sweeps",
+        "datasets": [
+            {"name": "fixtures", "format": "fixtures", "path": str(EVENT_FIXTURES)},
+            {"name": "lme", "format": "longmemeval", "path": "datasets/longmemeval/longmemeval_oracle.json.gz",
+             "per_type": 1},
+        ],
+        "sweeps": ["granularity", "filtered"],
+        "options": {
+            "granularity": {"chunks": [[4, 1]], "session": False, "extractors": ["rules"]},
+            "filtered": {"total_rows": 3000, "shares": [0.003, 0.1], "relations": ["on_topic"], "ef_search": [40],
+                         "iterative": ["off", "relaxed_order"], "queries": 3, "datasets": ["fixtures"]},
+        },
+    })  # fmt: skip
+    out = tmp_path_factory.mktemp("sweeps") / "run"
+    lab.run_experiment(config, out)
+    return lab.RunFolder(out)
+
+
+def _wide(folder, dataset: str) -> pd.DataFrame:
+    s = folder.scores[folder.scores.dataset == dataset]
+    return s.pivot_table(index="system", columns="metric", values="value")
+
+
+def test_granularity_on_the_event_fixtures(folder):
+    by = _wide(folder, "fixtures")
+    assert {"event", "chunk4o1", "facts-rules", "faiss-exact-event", "faiss-exact-chunk4o1"} <= set(by.index)
     assert by.loc["event", "recall_vs_exact"] == 1.0, "auto scores small users exactly"
     assert by.loc["chunk4o1", "context_chars"] > by.loc["event", "context_chars"], "chunks cost more context"
-    assert 0.5 < by.loc["event", "recall"] <= 1.0
+    assert 0.5 < by.loc["event", "recall@10"] <= 1.0
     assert by.loc["facts-rules", "context_chars"] < by.loc["event", "context_chars"], "facts are short lines"
-    assert set(scores.size_bucket) == {"<=50"}
+    assert "recall@10[size=<=50]" in by.columns and "recall@10[size=51-500]" not in by.columns
 
 
-def test_filtered_sweep_shows_the_trap_and_its_fixes(store, embedder, fixture_set):
-    mem = memlab.EventMemory(store, embedder)
-    texts = [e.text.strip() for s in fixture_set.sessions() for e in mem.kept_events(s)[0]]
-    questions = [q.text for q in fixture_set.questions if q.answerable]
-    grid = FilteredGrid(total_rows=3000, shares=(0.003, 0.1), relations=("on_topic",), ef_search=(40,),
-                        iterative=("off", "relaxed_order"), queries=3)  # fmt: skip
-    frame = filtered_sweep(store, embedder, texts, questions, grid)
-    s = summarize_filtered(frame).set_index(["share", "config"])
-    small = 0.003
-    assert s.loc[(small, "exact"), "recall"] == 1.0
-    off, relaxed = s.loc[(small, "hnsw ef=40 off mst=20000")], s.loc[(small, "hnsw ef=40 relaxed_order mst=20000")]
-    assert off.recall < 0.5 and relaxed.recall > off.recall, "plain HNSW loses a 0.3% tenant; iterative scans help"
-    assert off.predicted_recall < 0.5
-    assert s.loc[(0.1, "partial index ef=40 off"), "recall"] >= 0.9, "a per-tenant partial index fixes a big tenant"
+def test_filtered_sweep_shows_the_trap_and_its_fixes(folder):
+    frame = folder.table("filtered", "fixtures")
+    by = _wide(folder, "fixtures")
+    small = "[share=0.003]"
+    assert by.loc["filtered:exact", f"recall_vs_exact{small}"] == 1.0
+    off = by.loc["filtered:hnsw-ef40-off-mst20000", f"recall_vs_exact{small}"]
+    relaxed = by.loc["filtered:hnsw-ef40-relaxed_order-mst20000", f"recall_vs_exact{small}"]
+    assert off < 0.5 and relaxed > off, "plain HNSW loses a 0.3% tenant; iterative scans help"
+    assert by.loc["filtered:partial-index-ef40-off", "recall_vs_exact[share=0.1]"] >= 0.9, "a partial index fixes it"
     planner = frame[frame.config.str.startswith("planner") & (frame["query"] == 0)]
     assert set(planner.plan) <= {"hnsw", "scope_index", "primary_key", "seq_scan"} | {
         p for p in planner.plan if p.startswith("index:")
     }
     assert frame.rows_removed_by_filter.notna().any()
+    assert "lme" not in set(folder.scores[folder.scores.system.str.startswith("filtered:")].dataset), \
+        "options.filtered.datasets limits the sweep"  # fmt: skip
 
 
-def test_longmemeval_scored_by_question_type(store, embedder):
-    from memlab.lab.longmemeval import QUESTION_TYPES, default_dir, load_longmemeval
-
-    path = default_dir() / "longmemeval_oracle.json.gz"
-    parts = [load_longmemeval(path, question_types=[t], limit=1, include_abstention=False) for t in QUESTION_TYPES]
-    parts.append(load_longmemeval(path, question_types=["abstention"], limit=1))
-    from memlab.lab.dataset import Dataset
-
-    lme = Dataset("lme", [u for p in parts for u in p.users], [q for p in parts for q in p.questions])
-    _scores, summary = external_eval(store, embedder, lme, k=10)
-    assert set(summary.qtype) == {*QUESTION_TYPES, "abstention"}
-    answerable = summary[summary.qtype != "abstention"]
-    assert answerable.session_recall.notna().all() and (answerable.recall_vs_exact == 1.0).all()
-    assert summary.set_index("qtype").loc["abstention", "correct_empty_rate"] == 0.0, "no cut-off: never empty"
+def test_longmemeval_scored_by_question_type(folder):
+    by = _wide(folder, "lme")
+    for qtype in (*LME_TYPES, "abstention"):
+        assert f"recall@10[qtype={qtype}]" in by.columns or qtype == "abstention", qtype
+        assert f"context_chars[qtype={qtype}]" in by.columns, qtype
+    assert by.loc["event", "recall_vs_exact"] == 1.0 and by.loc["event", "session_recall@10"] > 0
+    assert by.loc["event", "correct_empty_rate"] == 0.0, "no cut-off: never empty"
