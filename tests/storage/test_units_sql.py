@@ -22,7 +22,7 @@ OWNER = "memlab/storage/units.py"
 DEFINITION = "memlab/storage/schema.py"  # may define the UNITS_TABLE name, nothing more
 # Still holds its own unit-table SQL; its replacement (units.delete_layer / Store.create_tenant_index) is
 # applied by whoever owns memlab/lab/. Remove the entry once it is.
-PENDING = {"memlab/lab/sweeps/filtered.py"}
+PENDING: set[str] = set()
 
 _TABLE = re.compile(r"\bmemory_unit\b")
 _SQL_WORD = re.compile(

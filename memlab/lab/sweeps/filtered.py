@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
-from psycopg import sql
 
 from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
@@ -23,7 +22,6 @@ from memlab.events.units import Unit
 from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.synthetic import background_rows, jitter
 from memlab.storage import units as sqlu
-from memlab.storage.schema import UNITS_TABLE
 from memlab.storage.store import Store
 from memlab.types import SearchSettings
 
@@ -84,29 +82,14 @@ def build_corpus(store: Store, embedder: Embedder, texts: list[str], questions: 
         for i, v in enumerate(vectors):
             unit = Unit(f"{user}-s", f"{user}-{i}", (f"{user}-{i}",), "user", t0 + timedelta(minutes=i), f"row {i}")
             rows.append((APP, user, unit, v))
-    with store.transaction() as conn:
-        conn.execute(sql.SQL("DELETE FROM {} WHERE app_name = %s AND layer = %s").format(sql.Identifier(UNITS_TABLE)),
-                     [APP, LAYER])  # fmt: skip
+    store.delete_layer(APP, LAYER)
     memory.bulk_load(rows)
     return memory, tenants, qvec
 
 
 def add_remedy(store: Store, memory: EventMemory, user: str) -> str:
     """A partial HNSW index over one tenant's rows: the graph is dense in rows the filter keeps."""
-    name = f"memlab_tenant_{abs(hash(user)) % 10**8}"
-    with store.connection() as conn:
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::{vt}) vector_cosine_ops) "
-                "WHERE embed_model = {model} AND layer = {layer} AND app_name = {app} AND user_id = {user}"
-            ).format(
-                name=sql.Identifier(name), table=sql.Identifier(UNITS_TABLE), vt=memory.model.vector_type(),
-                model=sql.Literal(memory.model.model_id), layer=sql.Literal(LAYER), app=sql.Literal(APP),
-                user=sql.Literal(user),
-            )
-        )  # fmt: skip
-        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(UNITS_TABLE)))
-    return name
+    return store.create_tenant_index(memory.model.model_id, LAYER, APP, user)
 
 
 def _configs(grid: FilteredGrid) -> list[tuple[str, SearchSettings, bool]]:
