@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from memlab import Event
-from memlab.lab.fixtures import load_event_fixtures
 from memlab.events.filters import skip_reason
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.rules import RuleExtractor
 from memlab.facts.registry import PredicateRegistry, default_registry
+from memlab.lab.fixtures import load_event_fixtures
 from memlab.types import FunctionCall
 
 FACT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "facts"

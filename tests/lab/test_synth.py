@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from memlab.events.filters import skip_reason
 from memlab.lab.synth import (
     NO_ANSWER,
     QTYPES,
@@ -38,7 +39,6 @@ from memlab.lab.synth.banks import (
 )
 from memlab.lab.synth.generator import FACTS, TOPICS
 from memlab.lab.synth.io import to_json
-from memlab.events.filters import skip_reason
 from tests.conftest import ROOT
 
 TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
