@@ -63,7 +63,9 @@ def eval_command(
             return
         console.print(f"[bold]{experiment.name}[/]: {len(experiment.resolved['datasets'])} data set(s), sweeps "
                       f"{experiment.resolved['sweeps']} -> {run_dir}")  # fmt: skip
-        lab.run_experiment(experiment, run_dir, dsn=dsn, progress=True, log=console.print)
+        latest = Path("reports/latest")
+        previous = latest if latest.exists() and latest.resolve() != run_dir.resolve() else None
+        lab.run_experiment(experiment, run_dir, dsn=dsn, progress=True, log=console.print, previous=previous)
         lab.write_report(run_dir, baseline=baseline if baseline.exists() else None)
         console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
         if notebooks:

@@ -58,7 +58,8 @@ def _write_manifest(out: Path, manifest: dict) -> None:
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def make_embedders(specs: list[dict[str, Any]]) -> tuple[dict[str, Embedder], dict[str, str]]:
+def make_embedders(specs: list[dict[str, Any]], *, home: str | Path | None = None
+                   ) -> tuple[dict[str, Embedder], dict[str, str]]:  # fmt: skip
     """The configured embedders by name; an entry with `optional: true` that cannot be had is skipped (reason
     kept for the report) instead of failing the run."""
     from memlab.embedding import make_embedder
@@ -68,7 +69,7 @@ def make_embedders(specs: list[dict[str, Any]]) -> tuple[dict[str, Embedder], di
         spec = dict(spec)
         name, optional = spec.pop("name"), bool(spec.pop("optional", False))
         try:
-            out[name] = make_embedder(spec or None)
+            out[name] = make_embedder(spec or None, home=home)
         except ConfigError as exc:
             if not optional:
                 raise ConfigError(f"embedder {name!r}: {exc}") from None
@@ -145,30 +146,41 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path) -> list[Ru
 
 
 def run_experiment(
-    config: ExperimentConfig, out: Path, *, dsn: str | None = None, progress: bool = False, log=print
-) -> Path:
+    config: ExperimentConfig, out: Path, *, dsn: str | None = None, home: str | Path | None = None,
+    progress: bool = False, log=print, previous: Path | None = None,
+) -> Path:  # fmt: skip
     """Run a configured experiment into `out` and return it. Data sets are loaded and checked before anything
-    else; then every data set runs on a fresh database."""
+    else; then every data set runs on a fresh database (`dsn`, else the embedded server under `home`, else
+    MEMLAB_HOME). Results of an earlier run in `out` are removed first: a folder holds one run. `previous`
+    names an earlier run folder to compare hit distances with (drift)."""
+    import shutil
+
     from memlab.storage.store import scratch_store
 
     started = time.perf_counter()
     cfg = config.resolved
     datasets = [load_dataset(spec, config.base_dirs) for spec in cfg["datasets"]]
     out.mkdir(parents=True, exist_ok=True)
+    for stale in ("runs", "labels", "tables"):
+        shutil.rmtree(out / stale, ignore_errors=True)
+    for stale in (*out.glob("*.png"), *[out / n for n in ("scores.csv", "scores.parquet", "metrics.json",
+                                                          "question_scores.parquet", "report.md")]):
+        stale.unlink(missing_ok=True)
     manifest: dict[str, Any] = {
         "status": "running",
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
+        "previous": str(previous) if previous is not None and Path(previous).exists() else None,
         "config": {"source": config.source, "given": config.raw, "resolved": cfg},
         "datasets": [{"name": d.name, "checksum": d.checksum(), **d.summary(),
                       "path": str(spec.get("path", "")), "format": spec.get("format")}
                      for d, spec in zip(datasets, cfg["datasets"], strict=True)],
     }  # fmt: skip
     _write_manifest(out, manifest)
-    embedders, skipped = make_embedders(cfg["embedders"])
+    embedders, skipped = make_embedders(cfg["embedders"], home=home)
     manifest["embedders"] = {name: e.model_id for name, e in embedders.items()}
     manifest["skipped_embedders"] = skipped
-    with memlab.open_store(dsn) as store, scratch_store(store) as fresh:
+    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh:
         manifest["versions"] = _versions(store)
         env = Env(fresh, embedders, k=cfg["k"], progress=progress, extractor_options={"llm": cfg.get("llm")})
         for dataset in datasets:
@@ -226,7 +238,8 @@ def score_folder(out: Path) -> pd.DataFrame:
         for name in applies(cfg, dataset):
             module = sweep_module(name)
             if hasattr(module, "scores"):
-                parts.append(module.scores(folder, dataset, sweep_options(cfg, name), base))
+                earlier = pd.concat([*long_frames, base], ignore_index=True)  # a sweep may read earlier data sets
+                parts.append(module.scores(folder, dataset, sweep_options(cfg, name), earlier))
         long_frames.append(pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts)
                            else base)  # fmt: skip
         per_question.append(qs)

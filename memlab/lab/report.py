@@ -107,10 +107,11 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
         from memlab.lab.gate import compare, load_metrics, load_rules
 
         table = compare(load_metrics(baseline), load_metrics(folder.path), load_rules())
-        changed = table[table.verdict != "ok"]
+        changed = table[table.verdict.str.startswith(("regression", "improvement"))]
+        new = int((table.verdict == "new").sum())
         parts += ["## Against the committed baseline", "",
-                  f"{len(table)} gated metrics checked against `{baseline}`; {len(changed)} moved beyond tolerance.",
-                  "", markdown_table(changed) if len(changed) else "", ""]  # fmt: skip
+                  f"{len(table)} gated metrics checked against `{baseline}`: {len(changed)} moved beyond tolerance, "
+                  f"{new} are new (not in the baseline).", "", markdown_table(changed) if len(changed) else "", ""]
     path = folder.path / "report.md"
     path.write_text("\n".join(parts))
     return path

@@ -13,7 +13,7 @@ from scipy.stats import ks_2samp
 from sklearn.metrics import precision_recall_curve, roc_auc_score
 
 from memlab.lab.dataset import Question
-from memlab.lab.scoring import score, summarize
+from memlab.lab.scoring import cut, score, summarize
 
 DEFAULT_GRID = tuple(round(x, 2) for x in np.arange(0.20, 1.21, 0.05))
 FALSE_MEMORY_TARGET = 0.2
@@ -112,13 +112,13 @@ def parents(options: dict, context) -> list[str]:
 
 
 def cut_name(parent: str, max_distance: float) -> str:
-    return f"{parent}@cut{max_distance:.2f}"
+    return f"{parent}@cut{max_distance:.3f}".rstrip("0").rstrip(".")
 
 
 def systems(dataset, options: dict, context) -> list:
     from memlab.lab.systems import CutoffSystem
 
-    grid = [round(float(x), 3) for x in options.get("grid", DEFAULT_GRID)]
+    grid = sorted({round(float(x), 3) for x in options.get("grid", DEFAULT_GRID)})
     return [CutoffSystem(cut_name(p, d), p, d) for p in parents(options, context) for d in grid]
 
 
@@ -136,15 +136,39 @@ def _grid_from_scores(base: pd.DataFrame, parent: str, k: int) -> pd.DataFrame:
     return wide.assign(system=parent).sort_values("max_distance")
 
 
+def transferred(folder, dataset: str, parent: str, source: str, distance: float) -> list[tuple]:
+    """`parent` on `dataset` cut at the distance recommended on `source`: does a threshold carry over to data it
+    was not chosen on? Scored from the saved run (no new queries)."""
+    from memlab.lab.scoring import long_scores
+
+    runs = folder.runs(dataset)
+    if parent not in runs:
+        return []
+    name = f"{parent}@cut-from-{source}"
+    scored = score(cut(runs[parent].frame, distance).assign(system=name), folder.questions(dataset), k=folder.k)
+    keep = {f"recall@{folder.k}", "empty_rate", "correct_empty_rate"}
+    frame = long_scores(scored, dataset, folder.k, groups=("qtype",))
+    frame = frame[frame.metric.str.split("[").str[0].isin(keep)]
+    return [*frame.itertuples(index=False, name=None), (dataset, name, "max_distance", distance, len(scored))]
+
+
 def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:
     """Per cut system: its recommended max_distance, the recall there, and the ROC AUC of distance as a relevance
-    signal (from the parent's saved run)."""
+    signal (from the parent's saved run). With `apply_from: DATASET`, also each parent cut at the distance
+    recommended on that data set (scored earlier in the same run)."""
     k = folder.k
     runs = folder.runs(dataset)
     questions = folder.questions(dataset)
     target = float(options.get("target", FALSE_MEMORY_TARGET))
-    rows = []
-    for parent in sorted({s.split("@cut")[0] for s in base.system if "@cut" in s}):
+    source = options.get("apply_from")
+    if source and source != dataset:
+        recs = base[(base.dataset == source) & (base.metric == "recommended_max_distance")]
+        rows = [row for r in recs.itertuples(index=False)
+                for row in transferred(folder, dataset, r.system, source, float(r.value))]  # fmt: skip
+    else:
+        rows = []
+    base = base[base.dataset == dataset]
+    for parent in sorted({s.split("@cut")[0] for s in base.system if "@cut" in s and "@cut-from-" not in s}):
         grid = _grid_from_scores(base, parent, k)
         if grid.empty or parent not in runs:
             continue
@@ -179,8 +203,35 @@ def section(folder, dataset: str, options: dict) -> str | None:
     plots.distance_histograms(dist, folder.path / f"distances__{stem}.png")
     plots.cutoff_curves(grid, folder.path / f"cutoffs__{stem}.png",
                         dict(zip(table.system, table.recommended_max_distance, strict=True)))  # fmt: skip
+    parts = []
+    moved = base[base.system.str.contains("@cut-from-", regex=False) & ~base.metric.str.contains("[", regex=False)]
+    if len(moved):
+        wide = moved.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
+        parts += ["", "Cut at the distance recommended on another data set (never tuned here):", "",
+                  markdown_table(wide)]  # fmt: skip
+    previous = folder.manifest.get("previous")
+    if previous:
+        parts += ["", "Drift of hit distances against the previous run (two-sample KS):", "",
+                  _drift_text(previous, dataset, dist, k)]  # fmt: skip
     target = float(options.get("target", FALSE_MEMORY_TARGET))
     rule = (f"Recommended: the largest-recall cut-off whose false-memory rate on no-answer questions stays at or "
             f"under {target:.0%}; without no-answer questions, the best-F1 distance of the hit-level PR curve.")
     return "\n".join([rule, "", markdown_table(table), "", f"![distances](distances__{stem}.png)", "",
-                      f"![cut-offs](cutoffs__{stem}.png)"])  # fmt: skip
+                      f"![cut-offs](cutoffs__{stem}.png)", *parts])  # fmt: skip
+
+
+def _drift_text(previous: str, dataset: str, current: pd.DataFrame, k: int) -> str:
+    from pathlib import Path
+
+    from memlab.lab.folder import RunFolder
+    from memlab.lab.report import markdown_table
+
+    before = RunFolder(Path(previous))
+    try:
+        runs = before.runs(dataset)
+        questions = before.questions(dataset)
+    except (OSError, ValueError, KeyError):
+        return f"No run of {dataset!r} in {previous}."
+    old = [labelled_distances(runs[p].frame, questions, k=k).assign(system=p) for p in set(current.system) if p in runs]
+    table = drift(pd.concat(old, ignore_index=True), current) if old else pd.DataFrame()
+    return markdown_table(table) if len(table) else f"No comparable run of {dataset!r} in {previous}."
