@@ -179,3 +179,38 @@ def test_shipped_suites_parse_and_name_files_in_the_checkout():
             if "path" in spec:
                 assert (ROOT / spec["path"]).exists(), (name, spec["path"])
     assert {"ci", "full", "fixtures"} <= set(lab.suite_names())
+
+
+def test_an_openai_compatible_embedder_runs_from_the_config(tmp_path, embedder, memlab_home, store, monkeypatch):
+    """An `embedders:` entry of kind openai, served by a local HTTP server that answers with the packaged model's
+    vectors: the models sweep scores it beside the packaged model, and the two agree."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from tests.embedding.test_openai_compat import Endpoint, make_handler
+
+    ep = Endpoint(vectorize=lambda texts: embedder.embed_documents(list(texts)), scale=1.0)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(ep))
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    monkeypatch.setenv("MEMLAB_TEST_API_KEY", "sk-test")
+    try:
+        config = lab.parse_config({
+            "name": "endpoint",
+            "embedders": [{"name": "default", "kind": "packaged"},
+                          {"name": "api", "kind": "openai", "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
+                           "model": "minilm-behind-http", "api_key_env": "MEMLAB_TEST_API_KEY", "batch_size": 16}],
+            "datasets": [{"name": "mine", "format": "memlab", "path": str(EXAMPLE_JSONL)}],
+            "systems": [{"name": "event-api-exact", "strategy": "exact", "embedder": "api"}],
+            "sweeps": ["models"],
+        })  # fmt: skip
+        out = lab.run_experiment(config, tmp_path / "run")
+    finally:
+        server.shutdown()
+        server.server_close()
+    folder = lab.RunFolder(out)
+    by = folder.scores.pivot_table(index="system", columns="metric", values="value")
+    assert by.loc["event[api]", "recall@10"] == pytest.approx(by.loc["event[default]", "recall@10"])
+    assert by.loc["event-api-exact", "recall_vs_exact"] == 1.0
+    assert folder.manifest["embedders"]["api"].startswith("openai:minilm-behind-http@127.0.0.1")
+    assert ep.requests and all(r["headers"]["authorization"] == "Bearer sk-test" for r in ep.requests)
+    assert max(len(batch) for batch in ep.inputs) <= 16, "texts are sent in batches"
