@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -15,14 +14,6 @@ COLUMN_NOTES = (
     "handed to the model per question. `correct_empty_rate`: no-answer questions that got no hit (needs a "
     "cut-off). Latencies are per search in ms on a noisy 2-core machine: compare them as ratios."
 )
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5)
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
 
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:

@@ -12,7 +12,6 @@ its query arguments (how it is searched: strategy, ef_search, iterative scan, cu
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -83,7 +82,6 @@ class EventSystem:
     chunk_overlap: int = 1
     settings: SearchSettings = field(default_factory=SearchSettings)
     embedder: str = "default"
-    embedder_key: str = field(default="", compare=False)  # set by the runner to the embedder's model id
 
     def __post_init__(self) -> None:
         if self.granularity not in GRANULARITIES:
@@ -257,8 +255,6 @@ def system_from_config(raw: dict[str, Any]) -> EventSystem | FactSystem:
         embedder=str(raw.get("embedder", "default")),
     )
 
-
-Searcher = Callable[[Question, np.ndarray], Hits]
 
 __all__ = [
     "CutoffSystem",
