@@ -1,10 +1,11 @@
 """memlab: a research and evaluation workbench for the long-term memory of AI agents.
 
-The public API lives here; the CLI and notebooks call exactly these names.
+The public API lives here; the CLI, the notebooks and the tests call exactly these names.
 """
 
 from memlab.config import memlab_home
 from memlab.embedding import (
+    DEFAULT_MODEL_ID,
     CachedEmbedder,
     Embedder,
     EmbeddingCache,
@@ -12,6 +13,8 @@ from memlab.embedding import (
     SentenceTransformerEmbedder,
     default_embedder,
     make_embedder,
+    packaged_minilm_path,
+    shared_cache,
 )
 from memlab.embedding.models import prepare_mpnet
 from memlab.errors import (
@@ -23,13 +26,16 @@ from memlab.errors import (
     FixtureError,
     MemlabError,
 )
+from memlab.events.filters import SKIP_REASONS, find_secrets, skip_reason
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
 from memlab.facts.decide import decide
+from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.labelled import LabelledExtractor
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
 from memlab.facts.extractors.rules import RuleExtractor
 from memlab.facts.memory import FactHit, FactIngestReport, FactMemory, state_of
 from memlab.facts.registry import PredicateRegistry, UnknownPredicateError, default_registry
+from memlab.facts.render import PRELOAD_HEADING, render_fact
 from memlab.facts.types import Candidate, Decision, Fact
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
@@ -47,6 +53,9 @@ from memlab.types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_MODEL_ID",
+    "PRELOAD_HEADING",
+    "SKIP_REASONS",
     "CachedEmbedder",
     "Candidate",
     "ConfigError",
@@ -61,6 +70,7 @@ __all__ = [
     "Explain",
     "ExtensionError",
     "ExtractionError",
+    "Extractor",
     "Fact",
     "FactHit",
     "FactIngestReport",
@@ -86,11 +96,16 @@ __all__ = [
     "decide",
     "default_embedder",
     "default_registry",
+    "find_secrets",
     "make_embedder",
     "memlab_home",
     "migrate_embeddings",
     "open_store",
+    "packaged_minilm_path",
     "prepare_mpnet",
+    "render_fact",
     "scratch_store",
+    "shared_cache",
+    "skip_reason",
     "state_of",
 ]

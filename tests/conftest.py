@@ -86,9 +86,9 @@ def event_memory(store, embedder):
 
 @pytest.fixture(scope="session")
 def fixture_set():
-    from memlab.lab.fixtures import load_event_fixtures
+    from memlab import lab
 
-    return load_event_fixtures(EVENT_FIXTURES)
+    return lab.load_fixtures(EVENT_FIXTURES)
 
 
 @pytest.fixture

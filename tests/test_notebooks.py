@@ -197,12 +197,12 @@ def test_notebook_runs_at_ci_size(path: Path, kernel, store, memlab_home, out_di
 
 def test_notebooks_render_to_html_for_a_run(tmp_path, store, memlab_home):
     """`memlab eval --notebooks` renders executed notebooks into the run folder (one notebook here, for time)."""
-    from memlab.lab.notebooks import render_notebooks
+    from memlab import lab
 
     folder = tmp_path / "nb"
     folder.mkdir()
     shutil.copy(NOTEBOOKS / "01_quickstart.ipynb", folder)
     shutil.copytree(NOTEBOOKS.parent / "fixtures", tmp_path / "fixtures")
-    seconds = render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": None}, folder=folder)
+    seconds = lab.render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": None}, folder=folder)
     html = (tmp_path / "html" / "01_quickstart.html").read_text()
     assert set(seconds) == {"01_quickstart"} and "<html" in html.lower() and "Traceback" not in html

@@ -7,6 +7,8 @@
 
 The memory library (memlab) never imports this package; the CLI, the notebooks and the tests use these names."""
 
+from typing import TYPE_CHECKING, Any
+
 from memlab.lab import plots
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.dataset import Dataset, Question, UserHistory
@@ -20,6 +22,7 @@ from memlab.lab.experiment import (
     score_folder,
     write_report,
 )
+from memlab.lab.fact_run import run_fact_eval, summarize_facts
 from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.fixtures import load_event_fixtures as load_fixtures
 from memlab.lab.fixtures import load_fixture_file
@@ -27,17 +30,34 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.gate import compare, load_metrics, load_rules, regressions
 from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.loaders import FORMATS, load_dataset
-from memlab.lab.longmemeval import load_longmemeval
+from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
 from memlab.lab.report import markdown_table
-from memlab.lab.runs import Run, collect, load_runs
-from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, summarize
+from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
+from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, size_bucket, summarize
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.synth import generate as generate_synth
 from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
 
+if TYPE_CHECKING:
+    from memlab.lab.sweeps.cutoff import cutoff_grid, drift, labelled_distances, recommend
+
+# The cut-off analysis needs scipy and scikit-learn (about 0.7 s to import): loaded on first use, not with `lab`.
+_CUTOFF = ("cutoff_grid", "drift", "labelled_distances", "recommend")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CUTOFF:
+        from memlab.lab.sweeps import cutoff
+
+        value = globals()[name] = getattr(cutoff, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "FORMATS",
+    "RUN_COLUMNS",
     "SWEEPS",
     "CutoffSystem",
     "Dataset",
@@ -54,10 +74,13 @@ __all__ = [
     "UserHistory",
     "collect",
     "compare",
+    "cutoff_grid",
+    "drift",
     "flat_metrics",
     "generate_synth",
     "headline",
     "is_finished",
+    "labelled_distances",
     "load_config",
     "load_dataset",
     "load_fixture_file",
@@ -69,20 +92,26 @@ __all__ = [
     "load_runs",
     "load_suite",
     "long_scores",
+    "longmemeval_type",
     "markdown_table",
     "metric_key",
     "parse_config",
     "plots",
     "publish_latest",
     "question_scores",
+    "recommend",
     "regressions",
     "render_notebooks",
     "run_experiment",
+    "run_fact_eval",
     "run_systems",
     "score",
     "score_folder",
+    "size_bucket",
     "suite_names",
     "summarize",
+    "summarize_facts",
+    "summarize_longmemeval",
     "write_jsonl",
     "write_report",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import memlab
-from memlab.embedding import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder, packaged_minilm_path
+from memlab import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder, packaged_minilm_path
 
 
 def test_default_model_is_minilm_384_normalised(embedder):

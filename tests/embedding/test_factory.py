@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import memlab
-from memlab.embedding import (
+from memlab import (
     DEFAULT_MODEL_ID,
     CachedEmbedder,
     OpenAICompatibleEmbedder,

@@ -6,12 +6,10 @@ import threading
 from datetime import timedelta
 
 import numpy as np
-import psycopg
 import pytest
 
 import memlab
 from memlab import lab
-from memlab.storage import units as sqlu
 from tests.conftest import T0, make_session
 
 DEPLOY = [
@@ -113,31 +111,6 @@ def test_hits_carry_provenance(event_memory, app_name):
     assert hit.session_id == "s1" and hit.event_ids == (hit.unit_id,)
     assert hit.author in {"user", "model"} and hit.timestamp is not None and hit.timestamp.tzinfo is not None
     assert "Argo CD" in hit.text and 0.0 <= hit.distance < 1.0
-
-
-def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
-    settings = memlab.SearchSettings(strategy="hnsw", ef_search=123, iterative_scan="strict_order", max_scan_tuples=777)
-    with store.connection() as conn:
-        with conn.transaction():
-            sqlu.apply_settings(conn, settings)
-            inside = conn.execute(
-                "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
-                "current_setting('hnsw.max_scan_tuples'), current_setting('enable_sort')"
-            ).fetchone()
-        after = conn.execute(
-            "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
-            "current_setting('enable_sort')"
-        ).fetchone()
-    assert inside == ("123", "strict_order", "777", "off")
-    assert after == ("40", "off", "on")
-
-
-def test_settings_roll_back_when_the_search_fails(store):
-    with store.connection() as conn:
-        with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():
-            sqlu.apply_settings(conn, memlab.SearchSettings(ef_search=99))
-            conn.execute("SELECT 1/0")
-        assert conn.execute("SELECT current_setting('hnsw.ef_search')").fetchone()[0] == "40"
 
 
 @pytest.mark.parametrize("analyzed", [False, True])

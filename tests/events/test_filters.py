@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 import memlab
-from memlab.events.filters import find_secrets, skip_reason
+from memlab import find_secrets, skip_reason
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,9 +9,9 @@ FACT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "facts"
 
 @pytest.fixture(scope="session")
 def fact_set():
-    from memlab.lab.fixtures import load_event_fixtures
+    from memlab import lab
 
-    return load_event_fixtures(FACT_FIXTURES)
+    return lab.load_fixtures(FACT_FIXTURES)
 
 
 class ScriptedExtractor:

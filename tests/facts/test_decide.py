@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.facts.decide import decide, resolve
-from memlab.facts.memory import state_of
-from memlab.facts.types import Candidate, Fact
+from memlab import Candidate, Fact, decide, state_of
+from memlab.facts.decide import resolve
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

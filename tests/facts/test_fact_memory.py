@@ -12,10 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memlab
-from memlab.facts.extractors.labelled import LabelledExtractor
-from memlab.facts.memory import FactMemory, state_of
-from memlab.facts.render import PRELOAD_HEADING
-from memlab.facts.types import Candidate
+from memlab import PRELOAD_HEADING, Candidate, FactMemory, LabelledExtractor, lab, state_of
 from tests.facts.conftest import ScriptedExtractor
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
@@ -246,9 +243,7 @@ RULES_KEY_ACCURACY = 0.933
 
 
 def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set):
-    from memlab.lab.fact_run import run_fact_eval
-
-    frame = run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
+    frame = lab.run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
     print(frame[["fixture", "key_accuracy", "candidate_recall", "candidate_precision"]].to_string())
     assert len(frame) == len(fact_set.users)
     assert frame.key_accuracy.mean() >= RULES_KEY_ACCURACY - 0.02

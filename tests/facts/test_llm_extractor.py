@@ -11,8 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import memlab
-from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
-from memlab.facts.memory import FactMemory, state_of
+from memlab import ExtractionError, FactMemory, LlmExtractor, state_of
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
 

@@ -8,13 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab import Event
-from memlab.events.filters import skip_reason
-from memlab.facts.extractors.base import Extractor
-from memlab.facts.extractors.rules import RuleExtractor
-from memlab.facts.registry import PredicateRegistry, default_registry
-from memlab.lab.fixtures import load_event_fixtures
-from memlab.types import FunctionCall
+from memlab import Event, Extractor, FunctionCall, PredicateRegistry, RuleExtractor, default_registry, lab, skip_reason
 
 FACT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "facts"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -345,7 +339,7 @@ def test_negation_wins_over_a_positive_reading_of_the_same_value() -> None:
 def test_key_accuracy_on_fact_fixtures() -> None:
     """Share of the distinct gold (subject, predicate, value, negated) tuples of each session that the extractor
     reproduces from that session's kept events; prints per-fixture accuracy and the phrasings it misses."""
-    data = load_event_fixtures(FACT_FIXTURES)
+    data = lab.load_fixtures(FACT_FIXTURES)
     registry, extractor = default_registry(), RuleExtractor()
     total = found = 0
     for user in data.users:

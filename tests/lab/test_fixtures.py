@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import memlab
-from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
+from memlab.lab import load_fixture_file, load_fixtures
 
 GOOD = """\
 app: demo
@@ -90,7 +90,7 @@ def test_ids_must_be_unique_across_files(tmp_path):
     write(tmp_path, GOOD, "a.yaml")
     write(tmp_path, GOOD.replace("user: u1", "user: u2"), "b.yaml")
     with pytest.raises(memlab.FixtureError, match=r"b\.yaml: session id 's1' is also used in .*a\.yaml"):
-        load_event_fixtures(tmp_path)
+        load_fixtures(tmp_path)
 
 
 def test_json_fixtures_load_too(tmp_path):
@@ -99,10 +99,10 @@ def test_json_fixtures_load_too(tmp_path):
     import yaml
 
     write(tmp_path, json.dumps(yaml.safe_load(GOOD), default=str), "f.json")
-    labelled = load_event_fixtures(tmp_path)
+    labelled = load_fixtures(tmp_path)
     assert labelled.summary()["events"] == 2
 
 
 def test_empty_folder_is_an_error(tmp_path):
     with pytest.raises(memlab.FixtureError, match="no fixture files"):
-        load_event_fixtures(tmp_path)
+        load_fixtures(tmp_path)

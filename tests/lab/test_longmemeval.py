@@ -14,17 +14,11 @@ from typing import Any
 
 import pytest
 
-from memlab.errors import ConfigError, FixtureError
-from memlab.lab.dataset import Dataset
-from memlab.lab.longmemeval import (
-    QUESTION_TYPES,
-    default_dir,
-    load_longmemeval,
-    longmemeval_type,
-    summarize_longmemeval,
-)
+from memlab import ConfigError, FixtureError
+from memlab.lab import Dataset, load_longmemeval, longmemeval_type, summarize_longmemeval
+from tests.conftest import ROOT
 
-DATA = default_dir()
+DATA = ROOT / "datasets" / "longmemeval"  # committed with its licence
 ORACLE = DATA / "longmemeval_oracle.json.gz"
 S_KU = DATA / "longmemeval_s_knowledge_update.json.gz"
 
@@ -78,7 +72,7 @@ def test_counts_by_type_match_the_readme(oracle: Dataset) -> None:
     assert Counter(longmemeval_type(q) for q in oracle.questions) == README_COUNTS
     assert sum(q.qtype == "abstention" for q in oracle.questions) == 30
     assert all((q.qtype == "abstention") == q.user_id.endswith("_abs") for q in oracle.questions)
-    assert {q.qtype for q in oracle.questions} == set(QUESTION_TYPES) | {"abstention"}
+    assert {q.qtype for q in oracle.questions} == set(README_COUNTS) | {"abstention"}
     # one user per question, named by the question id
     assert [u.user_id for u in oracle.users] == [q.user_id for q in oracle.questions]
     assert len({q.user_id for q in oracle.questions}) == 500
@@ -96,7 +90,7 @@ def test_counts_by_type_match_the_readme(oracle: Dataset) -> None:
 
 def test_summary_table(oracle: Dataset) -> None:
     table = summarize_longmemeval(oracle)
-    assert list(table.index) == [*sorted((*QUESTION_TYPES, "abstention")), "all"]
+    assert list(table.index) == [*sorted((*README_COUNTS, "abstention")), "all"]
     total = table.loc["all"]
     assert total["questions"] == total["users"] == 500
     assert (total["sessions"], total["turns"], total["answerable"]) == (948, 10960, 470)

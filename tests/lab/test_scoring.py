@@ -6,10 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.lab.dataset import Question
-from memlab.lab.runs import RUN_COLUMNS, load_run, save_run
-from memlab.lab.scoring import score, size_bucket, summarize
-from memlab.lab.sweeps.cutoff import cutoff_grid, drift, labelled_distances, recommend
+from memlab import lab
+from memlab.lab import (
+    RUN_COLUMNS,
+    Question,
+    cutoff_grid,
+    drift,
+    labelled_distances,
+    recommend,
+    score,
+    size_bucket,
+    summarize,
+)
 
 Q = [
     Question("q1", "a", "u", "where do I live?", ("e1", "e2")),
@@ -79,6 +87,6 @@ def test_drift_flags_a_shifted_distribution():
 
 
 def test_run_roundtrip(tmp_path):
-    path = save_run(RUN, tmp_path / "run.parquet")
-    back = load_run(path)
+    path = lab.Run("d", "s", RUN).save(tmp_path)
+    back = lab.Run.load(path).frame
     assert back.event_ids.tolist() == RUN.event_ids.tolist() and back.distance.tolist() == RUN.distance.tolist()

@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memlab.events.filters import skip_reason
+from memlab import lab, skip_reason
 from memlab.lab.synth import (
     NO_ANSWER,
     QTYPES,
     answer_parts,
     explain_questions,
-    generate,
     read_json,
     sample_transcript,
     write_json,
@@ -55,7 +54,7 @@ def has(text: str, value: str) -> bool:
 
 @pytest.fixture(scope="module")
 def synth():
-    return generate(0)
+    return lab.generate_synth(0)
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +67,18 @@ def digest(labelled) -> str:
 
 
 def test_same_seed_gives_the_same_set_and_another_seed_does_not(synth):
-    assert generate(0) == synth
-    other = generate(1)
+    assert lab.generate_synth(0) == synth
+    other = lab.generate_synth(1)
     assert other != synth
     assert [q.text for q in other.questions] != [q.text for q in synth.questions]
-    small = generate(7, users=10, max_events=300)
-    assert small == generate(7, users=10, max_events=300)
+    small = lab.generate_synth(7, users=10, max_events=300)
+    assert small == lab.generate_synth(7, users=10, max_events=300)
 
 
 def test_output_does_not_depend_on_the_hash_seed():
     code = (
-        "import hashlib, json; from memlab.lab.synth import generate; from memlab.lab.synth.io "
-        "import to_json; print(hashlib.sha256(json.dumps(to_json(generate(3, users=10, max_events=400)), "
+        "import hashlib, json; from memlab import lab; from memlab.lab.synth.io import to_json; "
+        "print(hashlib.sha256(json.dumps(to_json(lab.generate_synth(3, users=10, max_events=400)), "
         "sort_keys=True).encode()).hexdigest())"
     )
     outputs = {
@@ -93,12 +92,12 @@ def test_output_does_not_depend_on_the_hash_seed():
         ).stdout.strip()
         for hash_seed in ("1", "2")
     }
-    assert outputs == {digest(generate(3, users=10, max_events=400))}
+    assert outputs == {digest(lab.generate_synth(3, users=10, max_events=400))}
 
 
 def test_generation_is_fast():
     started = time.perf_counter()
-    generate(11)
+    lab.generate_synth(11)
     assert time.perf_counter() - started < 5.0
 
 
@@ -246,7 +245,7 @@ def test_questions_are_paraphrases(synth, events):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_labels_hold_for_other_seeds(seed):
-    labelled = generate(seed)
+    labelled = lab.generate_synth(seed)
     events = index(labelled)
     summary = labelled.summary()
     assert summary["answerable"] >= 300 and summary["no_answer"] >= 50

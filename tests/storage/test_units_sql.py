@@ -1,5 +1,5 @@
-"""The memory-unit table has one home for its SQL (memlab/storage/units.py), and the workbench helpers there
-(per-tenant partial index, layer delete) work against the real embedded PostgreSQL."""
+"""The memory-unit table has one home for its SQL (memlab/storage/units.py), and the helpers there (per-tenant
+partial index, layer delete, transaction-local search settings) work against the real embedded PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 
 import memlab
+import memlab.storage.units as sqlu
 from memlab.events.units import Unit
-from memlab.storage import units as sqlu
 from memlab.storage.schema import UNITS_TABLE
 
 PACKAGE = Path(memlab.__file__).resolve().parent
@@ -210,3 +211,28 @@ def test_delete_layer_removes_one_app_in_one_layer(scratch_store):
         assert sqlu.delete_layer(conn, "app", "event") == 0  # nothing left to delete
     assert scratch_store.delete_layer("other-app", "event") == 5
     assert _counts(scratch_store) == {("app", "chunk:4:1"): 2}
+
+
+def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
+    settings = memlab.SearchSettings(strategy="hnsw", ef_search=123, iterative_scan="strict_order", max_scan_tuples=777)
+    with store.connection() as conn:
+        with conn.transaction():
+            sqlu.apply_settings(conn, settings)
+            inside = conn.execute(
+                "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
+                "current_setting('hnsw.max_scan_tuples'), current_setting('enable_sort')"
+            ).fetchone()
+        after = conn.execute(
+            "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
+            "current_setting('enable_sort')"
+        ).fetchone()
+    assert inside == ("123", "strict_order", "777", "off")
+    assert after == ("40", "off", "on")
+
+
+def test_settings_roll_back_when_the_search_fails(store):
+    with store.connection() as conn:
+        with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():
+            sqlu.apply_settings(conn, memlab.SearchSettings(ef_search=99))
+            conn.execute("SELECT 1/0")
+        assert conn.execute("SELECT current_setting('hnsw.ef_search')").fetchone()[0] == "40"

@@ -1,0 +1,101 @@
+"""The tests use memlab through its public faces, like the CLI and the notebooks: `memlab`, `memlab.lab`, the
+`memlab.adk` services (the documented entry point of the `adk` extra) and the CLI's `app` (for CliRunner), with
+imported names from the module's `__all__`. Unit tests of internals are the exception, each listed in ALLOWED
+with its reason, so what the tests reach past the public API stays visible and short."""
+
+from __future__ import annotations
+
+import ast
+
+import memlab
+from memlab import lab
+from tests.conftest import ROOT
+from tests.test_cli import _memlab_imports
+
+TESTS = ROOT / "tests"
+
+
+def _static_all(path) -> set[str]:
+    """A module's `__all__`, read from its source (memlab.adk imports the optional ADK when imported)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError(f"{path} has no __all__")
+
+
+PUBLIC: dict[str, set[str]] = {
+    "memlab": set(memlab.__all__) | {"lab"},
+    "memlab.lab": set(lab.__all__),
+    "memlab.adk": _static_all(ROOT / "memlab" / "adk.py"),
+    "memlab.cli": {"app"},
+}
+
+# (test file, private module) -> why that test may import it. One line each; remove an entry once it is unused.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("tests/events/test_units.py", "memlab.events.units"): "unit test of event units and chunk windowing, internals",
+    ("tests/events/test_event_memory.py", "memlab.lab.synthetic"): "background rows (internal Unit rows for "
+    "bulk_load) to build the filtered-search trap",
+    ("tests/storage/test_store.py", "memlab.storage.store"): "unit test of the pgvector version check of open_store",
+    ("tests/storage/test_units_sql.py", "memlab.storage.units"): "unit test of the unit table's SQL helpers",
+    ("tests/storage/test_units_sql.py", "memlab.storage.schema"): "checks UNITS_TABLE SQL lives only in storage/units",
+    ("tests/storage/test_units_sql.py", "memlab.events.units"): "builds internal Unit rows for the SQL helpers",
+    ("tests/facts/test_decide.py", "memlab.facts.decide"): "unit test of resolve, the order-free core of decide",
+    ("tests/lab/test_metrics.py", "memlab.lab.metrics"): "unit test of the metric helpers behind lab.score",
+    ("tests/lab/test_synth.py", "memlab.lab.synth"): "unit test of the synth generator's labels and text I/O",
+    ("tests/lab/test_synth.py", "memlab.lab.synth.banks"): "checks the synth phrase banks against the generated text",
+    ("tests/lab/test_synth.py", "memlab.lab.synth.generator"): "checks synth fact and topic specs against the output",
+    ("tests/lab/test_synth.py", "memlab.lab.synth.io"): "hashes the synth JSON form to prove determinism",
+    ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
+}
+
+
+def non_public_imports(rel: str, source: str) -> list[tuple[str, str]]:
+    """(module, problem) for each import in `source` of a memlab module or name outside PUBLIC."""
+    problems = []
+    for module, name in _memlab_imports(ast.parse(source, rel)):
+        if module not in PUBLIC:
+            what = f"{name} from " if name else ""
+            problems.append((module, f"{rel} imports {what}the private module {module}"))
+        elif name is not None and name not in PUBLIC[module]:
+            problems.append((module, f"{rel} imports {name} from {module}, not in its __all__"))
+    return problems
+
+
+def _test_sources() -> dict[str, str]:
+    return {path.relative_to(ROOT).as_posix(): path.read_text() for path in sorted(TESTS.rglob("*.py"))}
+
+
+def test_the_check_catches_private_imports():
+    source = (
+        "import memlab\nimport memlab.lab\nimport memlab.storage.store\nfrom memlab import lab, Event, migrate\n"
+        "from memlab.lab import score, metrics\nfrom memlab.events.units import Unit\n"
+        "from memlab.cli import app, main\nfrom memlab.adk import EventMemoryService\n"
+        "def f():\n    from memlab.lab.synth import generate\n"
+    )
+    assert [problem for _, problem in non_public_imports("t.py", source)] == [
+        "t.py imports the private module memlab.storage.store",
+        "t.py imports migrate from memlab, not in its __all__",
+        "t.py imports metrics from memlab.lab, not in its __all__",
+        "t.py imports Unit from the private module memlab.events.units",
+        "t.py imports main from memlab.cli, not in its __all__",
+        "t.py imports generate from the private module memlab.lab.synth",
+    ]
+
+
+def test_tests_import_only_public_names_or_allowed_internals():
+    problems = [
+        problem
+        for rel, source in _test_sources().items()
+        for module, problem in non_public_imports(rel, source)
+        if (rel, module) not in ALLOWED
+    ]
+    assert not problems, "tests import memlab internals (use the public name, or add a reason to ALLOWED):\n" + (
+        "\n".join(problems)
+    )
+
+
+def test_the_allowlist_has_no_stale_entries():
+    needed = {(rel, module) for rel, source in _test_sources().items() for module, _ in non_public_imports(rel, source)}
+    stale = sorted(set(ALLOWED) - needed)
+    assert not stale, f"ALLOWED entries no test needs any more (remove them): {stale}"
+    assert all(reason.strip() and "\n" not in reason for reason in ALLOWED.values()), "one line of reason each"
