@@ -27,6 +27,7 @@ class ExperimentConfig:
     resolved: dict[str, Any]
     base_dirs: list[Path] = field(default_factory=list)
     source: str = ""
+    overrides: list[str] = field(default_factory=list)  # the --set assignments applied to `raw`
 
     @property
     def name(self) -> str:
@@ -141,7 +142,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
-    return ExperimentConfig(given, resolved, base_dirs or [], source)
+    return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []))
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:

@@ -171,7 +171,7 @@ def run_experiment(
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
         "previous": str(previous) if previous is not None and Path(previous).exists() else None,
-        "config": {"source": config.source, "given": config.raw, "resolved": cfg},
+        "config": {"source": config.source, "given": config.raw, "overrides": config.overrides, "resolved": cfg},
         "datasets": [{"name": d.name, "checksum": d.checksum(), **d.summary(),
                       "path": str(spec.get("path", "")), "format": spec.get("format")}
                      for d, spec in zip(datasets, cfg["datasets"], strict=True)],
