@@ -76,6 +76,13 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
     if across.dataset.nunique() > 1:
         wide = across.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()
         parts += [f"## recall@{k} across data sets", "", markdown_table(wide), ""]
+        typed = scores[scores.system.isin(mains) & scores.metric.str.startswith(f"recall@{k}[qtype=")]
+        typed = typed.assign(qtype=typed.metric.str.extract(r"qtype=(.*)\]")[0])
+        shared = [t for t, g in typed.groupby("qtype", sort=False) if g.dataset.nunique() > 1]
+        for qtype in shared:  # the same kind of question on different haystacks (e.g. oracle vs S)
+            g = typed[typed.qtype == qtype]
+            wide = g.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()
+            parts += [f"recall@{k} on `{qtype}` questions, side by side:", "", markdown_table(wide), ""]
     for dataset in folder.datasets:
         sub = scores[scores.dataset == dataset]
         systems = [s for s in dict.fromkeys(sub.system) if _is_main(s)]
