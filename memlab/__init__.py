@@ -33,10 +33,25 @@ from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.labelled import LabelledExtractor
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
 from memlab.facts.extractors.rules import RuleExtractor
-from memlab.facts.memory import FactHit, FactIngestReport, FactMemory, state_of
+from memlab.facts.memory import (
+    FactForgetReport,
+    FactHit,
+    FactIngestReport,
+    FactMemory,
+    fact_id,
+    parse_fact_id,
+    state_of,
+)
 from memlab.facts.registry import PredicateRegistry, UnknownPredicateError, default_registry
-from memlab.facts.render import PRELOAD_HEADING, render_fact
-from memlab.facts.types import Candidate, Decision, Fact
+from memlab.facts.render import (
+    DOMAIN_HEADING,
+    PRELOAD_CLOSE,
+    PRELOAD_HEADING,
+    PRELOAD_OPEN,
+    neutralize_fences,
+    render_fact,
+)
+from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
@@ -54,7 +69,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_MODEL_ID",
+    "DOMAIN_HEADING",
+    "DOMAIN_USER",
+    "PRELOAD_CLOSE",
     "PRELOAD_HEADING",
+    "PRELOAD_OPEN",
     "SKIP_REASONS",
     "CachedEmbedder",
     "Candidate",
@@ -72,6 +91,7 @@ __all__ = [
     "ExtractionError",
     "Extractor",
     "Fact",
+    "FactForgetReport",
     "FactHit",
     "FactIngestReport",
     "FactMemory",
@@ -96,12 +116,15 @@ __all__ = [
     "decide",
     "default_embedder",
     "default_registry",
+    "fact_id",
     "find_secrets",
     "make_embedder",
     "memlab_home",
     "migrate_embeddings",
+    "neutralize_fences",
     "open_store",
     "packaged_minilm_path",
+    "parse_fact_id",
     "prepare_mpnet",
     "render_fact",
     "scratch_store",

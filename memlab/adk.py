@@ -6,6 +6,7 @@ from memlab.adapters.adk import (
     FactMemoryService,
     event_from_adk,
     preload_facts_callback,
+    safe_author,
     session_from_adk,
 )
 
@@ -15,5 +16,6 @@ __all__ = [
     "FactMemoryService",
     "event_from_adk",
     "preload_facts_callback",
+    "safe_author",
     "session_from_adk",
 ]

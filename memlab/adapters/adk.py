@@ -3,12 +3,19 @@
 `EventMemoryService` and `FactMemoryService` implement every method of ADK's `BaseMemoryService`; blocking
 database and model work runs in a worker thread, so the agent's event loop never waits on it. ADK's
 `PreloadMemoryTool` injects every hit it gets, so the services cap and cut off themselves.
-`preload_facts_callback` puts the fact block (data, not instructions) into each model request."""
+`preload_facts_callback` puts the fact block (data, not instructions) into each model request.
+
+Returned memory text is data inside someone else's framing (ADK wraps it in `<PAST_CONVERSATIONS>`): event
+text and authors go through `neutralize_fences`, so a stored `</PAST_CONVERSATIONS>` or `SYSTEM:` line cannot
+close the fence or forge a turn; fact lines are safe by construction (`render_fact`). Fact memory ids are
+`fact_id`s, percent-encoded, so they round-trip for any user id. A session of the reserved user `_domain` is
+refused by `FactMemoryService` (ConfigError): app-wide facts are written with `FactMemory.add_domain_*`."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -21,7 +28,9 @@ except ImportError as exc:  # pragma: no cover - depends on the extra
     raise ImportError("memlab.adapters.adk needs Google ADK: pip install 'memlab[adk]' (google-adk==2.13.0)") from exc
 
 from memlab.events.memory import EventMemory
-from memlab.facts.memory import FactMemory
+from memlab.facts.memory import FactMemory, parse_fact_id
+from memlab.facts.render import neutralize_fences
+from memlab.facts.types import DOMAIN_USER
 from memlab.types import Event, FunctionCall, FunctionResponse, SearchSettings, Session
 
 # A recall-leaning cut-off for preloading with all-MiniLM-L6-v2, read off the cut-off sweep on memlab-synth
@@ -32,6 +41,7 @@ from memlab.types import Event, FunctionCall, FunctionResponse, SearchSettings, 
 DEFAULT_MAX_DISTANCE = 0.75
 DEFAULT_PRELOAD_CAP = 5
 DIRECT_SESSION = "__direct__"
+MAX_AUTHOR_CHARS = 64
 
 
 # -- converters -------------------------------------------------------------------------------------------
@@ -70,6 +80,14 @@ def _entries_session(app_name: str, user_id: str, memories: Sequence[MemoryEntry
         ident = entry.id or hashlib.sha1(f"{user_id}|{text}".encode()).hexdigest()[:16]
         events.append(Event(id=ident, author=entry.author or "user", timestamp=when, text=text))
     return Session(app_name, user_id, DIRECT_SESSION, events)
+
+
+def safe_author(author: str | None) -> str | None:
+    """An author name as ADK prints it before memory text (`author: text`): one line, no tags, capped."""
+    if author is None:
+        return None
+    name = re.sub(r"\s+", " ", neutralize_fences(author)).strip()[:MAX_AUTHOR_CHARS]
+    return name or None
 
 
 def _text_entry(text: str, *, author: str | None, timestamp: datetime | None, ident: str, meta: dict) -> MemoryEntry:
@@ -120,7 +138,8 @@ class EventMemoryService(_IngestingService):
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         hits = await asyncio.to_thread(self.memory.search, app_name, user_id, query, self.settings)
         return SearchMemoryResponse(memories=[
-            _text_entry(h.text, author=h.author, timestamp=h.timestamp, ident=h.unit_id,
+            _text_entry(neutralize_fences(h.text), author=safe_author(h.author), timestamp=h.timestamp,
+                        ident=h.unit_id,
                         meta={"distance": round(h.distance, 4), "session_id": h.session_id,
                               "event_ids": list(h.event_ids), "plan": hits.plan})
             for h in hits[: self.max_results]
@@ -133,7 +152,9 @@ class EventMemoryService(_IngestingService):
 
 class FactMemoryService(_IngestingService):
     """ADK memory backed by memlab `FactMemory`: sessions are distilled into facts; searches return the
-    current facts as dated one-line entries (author 'memory')."""
+    current facts as dated one-line entries, author 'memory' for facts about the user and 'app_memory' for
+    app-wide facts (`custom_metadata['about']` is 'user' or 'app'). Sessions of the reserved user `_domain`
+    are refused (ConfigError)."""
 
     def __init__(self, facts: FactMemory, *, allow: Sequence[str] = (), max_results: int = 12) -> None:
         self.facts = facts
@@ -147,20 +168,23 @@ class FactMemoryService(_IngestingService):
         hits = await asyncio.to_thread(self.facts.search, app_name, user_id, query, allow=self.allow,
                                        limit=self.max_results)  # fmt: skip
         return SearchMemoryResponse(memories=[
-            _text_entry(h.text, author="memory", timestamp=h.fact.confirmed_at, ident=h.unit_id,
+            _text_entry(h.text, author="app_memory" if h.is_domain else "memory", timestamp=h.fact.confirmed_at,
+                        ident=h.unit_id,
                         meta={"distance": round(h.distance, 4), "confidence": h.confidence,
-                              "basis": h.fact.basis, "source_session": h.fact.source_session})
+                              "basis": h.fact.basis, "source_session": h.fact.source_session,
+                              "about": "app" if h.is_domain else "user"})
             for h in hits
         ])  # fmt: skip
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         if not memory_id:
             return
-        owner, _, rest = memory_id.partition("/")
-        subject, _, key = rest.partition("/")
-        predicate, _, value = key.partition("=")
-        if owner != user_id or not (subject and predicate):
-            raise ValueError(f"memory id {memory_id!r} is not a fact id of user {user_id!r} (user/subject/pred=value)")
+        owner, subject, predicate, value = parse_fact_id(memory_id)
+        if owner == DOMAIN_USER and user_id != DOMAIN_USER:
+            raise ValueError(f"memory id {memory_id!r} is an app-wide fact, not one of user {user_id!r}; delete it "
+                             f"with FactMemory.delete_fact(app, {DOMAIN_USER!r}, ...)")  # fmt: skip
+        if owner != user_id:
+            raise ValueError(f"memory id {memory_id!r} is not a fact id of user {user_id!r}")
         await asyncio.to_thread(self.facts.delete_fact, app_name, user_id, subject, predicate, value)
 
 

@@ -2,26 +2,34 @@
 
 Ingest reads only events newer than the session's watermark, asks the extractor for candidates, drops (and
 counts) those with an unregistered predicate, a malformed subject or a quote that is not in the transcript,
-then consolidates each with `decide()` in one transaction that locks the keys it touches."""
+then consolidates each with `decide()` in one transaction that locks the keys it touches.
+
+App-wide facts live under the reserved user `_domain` and are written only through `add_domain_fact` and
+`add_domain_session`: ingesting a session whose user id is `_domain` is refused, so an end user (an ADK session
+id is enough) can never plant facts into every user's block. `forget_events` and `forget_session` remove the
+observations of events and re-derive the keys they touched from the evidence that is left."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from urllib.parse import quote as percent_encode
+from urllib.parse import unquote
 
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.filters import find_secrets
 from memlab.events.units import render_lines
-from memlab.facts.decide import decide
+from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.render import preload_text, render_fact
-from memlab.facts.types import DOMAIN_USER, Candidate, Fact
+from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensitivity
 from memlab.storage import facts_sql
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
@@ -29,6 +37,9 @@ from memlab.storage.units import delete_user as delete_units_of_user
 from memlab.types import Event, Session
 
 SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?|[a-z][a-z_]*:[\w.-]+")
+USER_SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?")
+DOMAIN_DIRECT_SESSION = "__domain_direct__"  # session id of facts written with add_domain_fact
+_ID_SAFE = ":@+,;!$&'()*"  # kept readable in fact ids; '/', '=', '%' and anything unusual are percent-encoded
 DEFAULT_THRESHOLD = 0.7
 DEFAULT_LIMIT = 12
 
@@ -70,7 +81,43 @@ class FactHit:
 
     @property
     def unit_id(self) -> str:
-        return f"{self.user_id}/{self.fact.subject}/{self.fact.predicate}={self.fact.value}"
+        return fact_id(self.user_id, self.fact.subject, self.fact.predicate, self.fact.value)
+
+    @property
+    def is_domain(self) -> bool:
+        """An app-wide fact (reserved user `_domain`), not a fact about the user."""
+        return self.user_id == DOMAIN_USER
+
+
+def fact_id(user_id: str, subject: str, predicate: str, value: str) -> str:
+    """The id of one fact value: `user/subject/predicate=value`, each part percent-encoded so that any
+    characters round-trip through `parse_fact_id` ('/', '=', '%', whitespace, unicode)."""
+    user, subj, pred, val = (percent_encode(part, safe=_ID_SAFE) for part in (user_id, subject, predicate, value))
+    return f"{user}/{subj}/{pred}={val}"
+
+
+def parse_fact_id(memory_id: str) -> tuple[str, str, str, str]:
+    """(user_id, subject, predicate, value) of an id made by `fact_id`; ValueError when it is not one."""
+    parts = memory_id.split("/")
+    if len(parts) != 3 or "=" not in parts[2]:
+        raise ValueError(f"{memory_id!r} is not a fact id (user/subject/predicate=value, parts percent-encoded)")
+    predicate, _, value = parts[2].partition("=")
+    user, subject, predicate, value = (unquote(p, errors="strict") for p in (parts[0], parts[1], predicate, value))
+    if not (subject and predicate):
+        raise ValueError(f"{memory_id!r} is not a fact id: subject and predicate must not be empty")
+    return user, subject, predicate, value
+
+
+@dataclass
+class FactForgetReport:
+    """What `forget_events` / `forget_session` did: observations removed, keys re-derived from what is left,
+    value rows deleted (no evidence left; with the status they had), values current again, other changes."""
+
+    observations: int = 0
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    removed: list[tuple[str, str, str, str]] = field(default_factory=list)  # (subject, predicate, value, status)
+    restored: list[tuple[str, str, str]] = field(default_factory=list)  # (subject, predicate, value)
+    changed: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # (s, p, value, before, after)
 
 
 @dataclass(frozen=True)
@@ -126,8 +173,62 @@ class FactMemory:
     # -- ingest ---------------------------------------------------------------------------------------
     def add_session(self, session: Session) -> FactIngestReport:
         """Extract and consolidate the session's events newer than its watermark. Re-adding a session
-        never reinforces anything twice."""
-        app, user = session.app_name, session.user_id
+        never reinforces anything twice. A session of the reserved user `_domain` is refused (ConfigError):
+        app-wide facts are written with `add_domain_session` or `add_domain_fact`."""
+        if session.user_id == DOMAIN_USER:
+            raise ConfigError(
+                f"user id {DOMAIN_USER!r} is reserved for app-wide facts shared by every user of app "
+                f"{session.app_name!r}; a session of it is never ingested as a user session. Write app-wide facts "
+                "explicitly with FactMemory.add_domain_session(session) or FactMemory.add_domain_fact(...)"
+            )
+        return self._ingest(session, session.user_id)
+
+    def add_domain_session(self, session: Session) -> FactIngestReport:
+        """Extract app-wide facts from a trusted session (an admin's notes, a curated fixture) and store them
+        under the reserved user `_domain`, whatever the session's user id; they are served to every user of
+        the app under their own heading. Candidates about the user (`user`, `user.<relation>`) are dropped:
+        a domain fact is about teams, services, products (`<kind>:<id>`), never about whoever reads it.
+        Never call this with sessions whose content end users control."""
+        return self._ingest(session, DOMAIN_USER)
+
+    def add_domain_fact(
+        self,
+        app_name: str,
+        subject: str,
+        predicate: str,
+        value: str,
+        *,
+        quote: str | None = None,
+        at: datetime | None = None,
+        negated: bool = False,
+    ) -> FactIngestReport:
+        """Write one app-wide fact (`team:payments deploy_tool = Argo CD`) under the reserved user `_domain`,
+        consolidated like any stated fact (a later value supersedes, `negated=True` retracts). `subject` must be
+        `<kind>:<id>` and `predicate` registered (ConfigError otherwise); `at` defaults to now."""
+        if not self.registry.knows(predicate):
+            raise ConfigError(
+                f"unknown predicate {predicate!r} (nearest registered: {self.registry.nearest(predicate)!r})"
+            )
+        if not SUBJECT.fullmatch(subject or "") or USER_SUBJECT.fullmatch(subject):
+            raise ConfigError(f"subject {subject!r} of a domain fact must be '<kind>:<id>' (e.g. 'team:payments'), "
+                              "never the user")  # fmt: skip
+        normalized = self.registry.normalize(predicate, value)
+        if not normalized.strip():
+            raise ConfigError(f"value {value!r} of {predicate} is empty after normalising")
+        when = at or datetime.now(UTC)
+        if when.tzinfo is None:
+            raise ConfigError(f"at={when!r} needs a time zone")
+        text = quote or f"{subject} {predicate} = {value}"
+        digest = hashlib.sha1("\x1f".join((subject, predicate, normalized, str(negated), when.isoformat(), text))
+                              .encode()).hexdigest()[:16]  # fmt: skip
+        cand = Candidate(subject, predicate, normalized, text, basis="stated", negated=negated,
+                         event_id=f"direct-{digest}", event_time=when, session_id=DOMAIN_DIRECT_SESSION)  # fmt: skip
+        report = FactIngestReport(events=1, candidates=1, accepted=[cand])
+        self._write(app_name, DOMAIN_USER, [cand], report)
+        return report
+
+    def _ingest(self, session: Session, user: str) -> FactIngestReport:
+        app = session.app_name
         report = FactIngestReport()
         with self.store.connection() as conn:
             mark = facts_sql.get_watermark(conn, app, user, session.id)
@@ -139,18 +240,33 @@ class FactMemory:
         raw = self.extractor.extract(fresh, session_id=session.id, registry=self.registry, current_keys=keys)
         report.candidates = len(raw)
         accepted = self._check(raw, fresh, session.id, report)
+        if user == DOMAIN_USER:
+            about_user = [c for c in accepted if USER_SUBJECT.fullmatch(c.subject)]
+            for c in about_user:
+                report.dropped["user_subject_in_domain"] += 1
+                report.notes.append(f"{c.subject} {c.predicate} = {c.value!r} is about the user, not the app: "
+                                    "a domain session only yields '<kind>:<id>' facts")  # fmt: skip
+            accepted = [c for c in accepted if not USER_SUBJECT.fullmatch(c.subject)]
         report.accepted = list(accepted)
+        self._write(app, user, accepted, report, session_id=session.id, mark=max(e.timestamp for e in fresh))
+        return report
+
+    def _write(self, app: str, user: str, accepted: list[Candidate], report: FactIngestReport, *,
+               session_id: str | None = None, mark: datetime | None = None) -> None:  # fmt: skip
+        """Consolidate accepted candidates in one transaction; with `session_id`, under the session's lock and
+        watermark (moved to `mark`)."""
         with self.store.transaction() as conn:
-            facts_sql.lock_fact_key(conn, app, user, "session", session.id)
-            mark = facts_sql.get_watermark(conn, app, user, session.id)  # another writer may have moved it
-            if mark is not None:
-                accepted = [c for c in accepted if c.event_time > mark]
+            if session_id is not None:
+                facts_sql.lock_fact_key(conn, app, user, "session", session_id)
+                last = facts_sql.get_watermark(conn, app, user, session_id)  # another writer may have moved it
+                if last is not None:
+                    accepted = [c for c in accepted if c.event_time > last]
             for subject, predicate in sorted({c.key for c in accepted}):
                 facts_sql.lock_fact_key(conn, app, user, subject, predicate)
             for cand in sorted(accepted, key=lambda c: (c.event_time, c.subject, c.predicate, c.value)):
                 self._consolidate(conn, app, user, cand, report)
-            facts_sql.set_watermark(conn, app, user, session.id, max(e.timestamp for e in fresh))
-        return report
+            if session_id is not None and mark is not None:
+                facts_sql.set_watermark(conn, app, user, session_id, mark)
 
     def _check(self, raw: Sequence[Candidate], fresh: list[Event], session_id: str, report) -> list[Candidate]:
         """Registry, subject and quote checks; values normalised. Refused candidates are counted."""
@@ -187,6 +303,12 @@ class FactMemory:
                     )
                 )
         return accepted
+
+    def _shape(self, predicate: str, rows: Sequence[Fact]) -> tuple[Cardinality, Sensitivity]:
+        if self.registry.knows(predicate):
+            p = self.registry.get(predicate)
+            return p.cardinality, p.sensitivity
+        return (rows[0].cardinality, rows[0].sensitivity) if rows else ("one", "normal")
 
     def _consolidate(self, conn, app: str, user: str, cand: Candidate, report: FactIngestReport) -> None:
         if facts_sql.observation_exists(conn, app, user, cand):
@@ -228,7 +350,9 @@ class FactMemory:
     ) -> list[FactHit]:
         """Current facts worth serving: decayed confidence >= `threshold`, sensitivity `normal` unless listed
         in `allow` ('personal', 'health'), ranked by relevance to `query` then by recency, at most `limit`.
-        Facts of the reserved user `_domain` are searched alongside."""
+        Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
+        `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
+        served."""
         unknown = set(allow) - {"personal", "health"}
         if unknown:
             raise ConfigError(f"allow may hold 'personal' and 'health', got {sorted(unknown)}")
@@ -241,6 +365,8 @@ class FactMemory:
         for owner, fact in rows:
             if fact.sensitivity != "normal" and fact.sensitivity not in allow:
                 continue
+            if owner == DOMAIN_USER and owner != user_id and USER_SUBJECT.fullmatch(fact.subject):
+                continue  # an app-wide row can never be a fact about whoever is asking
             half_life = self.registry.get(fact.predicate).half_life_days if self.registry.knows(fact.predicate) else 365
             confidence = decayed(fact.confidence, fact.confirmed_at, half_life, now)
             if confidence >= threshold:
@@ -262,8 +388,13 @@ class FactMemory:
         return hits[:limit]
 
     def preload_block(self, app_name: str, user_id: str, query: str, **kwargs) -> str:
-        """The text to put before a model request: a heading saying the lines are data, then the lines."""
-        return preload_text([h.text for h in self.search(app_name, user_id, query, **kwargs)])
+        """The text to put before a model request, fenced by `PRELOAD_OPEN` / `PRELOAD_CLOSE`: facts about
+        the user under a heading saying they are data, not instructions, then app-wide facts under their own
+        heading (`DOMAIN_HEADING`: about the app, not the user). Empty when nothing is served."""
+        hits = self.search(app_name, user_id, query, **kwargs)
+        if user_id == DOMAIN_USER:
+            return preload_text([], [h.text for h in hits])
+        return preload_text([h.text for h in hits if not h.is_domain], [h.text for h in hits if h.is_domain])
 
     def why(self, app_name: str, user_id: str, subject: str, predicate: str) -> list[Provenance]:
         """The provenance trail of one key: every observation, oldest first, with its value's status now."""
@@ -277,10 +408,81 @@ class FactMemory:
         ]  # fmt: skip
 
     def delete_fact(self, app_name: str, user_id: str, subject: str, predicate: str, value: str) -> int:
-        """Forget one value of a key (row and observations); returns rows deleted."""
+        """Forget one value of a key (row and observations) and re-resolve the values left (a value the
+        deleted one had replaced is current again); returns rows deleted."""
         with self.store.transaction() as conn:
             facts_sql.lock_fact_key(conn, app_name, user_id, subject, predicate)
-            return facts_sql.delete_value(conn, app_name, user_id, subject, predicate, value)
+            deleted = facts_sql.delete_value(conn, app_name, user_id, subject, predicate, value)
+            rows = facts_sql.key_rows(conn, app_name, user_id, subject, predicate)
+            if deleted and rows:
+                cardinality, sensitivity = self._shape(predicate, rows)
+                after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
+                         for r in resolve(rows, cardinality)]  # fmt: skip
+                facts_sql.write_rows(conn, app_name, user_id, rows, after)
+            return deleted
+
+    # -- erasure of evidence ----------------------------------------------------------------------------
+    def forget_events(
+        self, app_name: str, user_id: str, event_ids: Iterable[str], *, session_id: str | None = None
+    ) -> FactForgetReport:
+        """Remove every observation read from these events (of `session_id` only, if given) and re-derive
+        each key they touched from the observations left: a value with no evidence left is deleted, one the
+        removed evidence had superseded or retracted is current again if nothing else replaced it. The
+        session's watermark stays, so re-adding the same session does not bring the facts back."""
+        ids = sorted({event_ids} if isinstance(event_ids, str) else set(event_ids))
+        if not ids:
+            return FactForgetReport()
+        return self._forget(app_name, user_id, ids, session_id)
+
+    def forget_session(self, app_name: str, user_id: str, session_id: str) -> FactForgetReport:
+        """`forget_events` for every event of one session: all facts the session produced go, the keys it
+        touched are re-derived from the rest of the history. The watermark stays (re-adding it is a no-op)."""
+        return self._forget(app_name, user_id, None, session_id)
+
+    def _forget(self, app: str, user: str, event_ids: list[str] | None, session_id: str | None) -> FactForgetReport:
+        report = FactForgetReport()
+        with self.store.transaction() as conn:
+            if session_id is not None:
+                facts_sql.lock_fact_key(conn, app, user, "session", session_id)
+            keys = sorted(facts_sql.observation_keys(conn, app, user, event_ids=event_ids, session_id=session_id))
+            for subject, predicate in keys:
+                facts_sql.lock_fact_key(conn, app, user, subject, predicate)
+            removed = facts_sql.delete_observations(conn, app, user, event_ids=event_ids, session_id=session_id)
+            report.observations = len(removed)
+            touched = sorted(set(keys) | set(removed))
+            for subject, predicate in sorted(set(removed) - set(keys)):  # written since the keys were read
+                facts_sql.lock_fact_key(conn, app, user, subject, predicate)
+            report.keys = touched
+            for subject, predicate in touched:
+                self._rederive(conn, app, user, subject, predicate, report)
+        return report
+
+    def _rederive(self, conn, app: str, user: str, subject: str, predicate: str, report: FactForgetReport) -> None:
+        """Rebuild the value rows of one key from its observation log (the order-free fold of `decide`)."""
+        before = facts_sql.key_rows(conn, app, user, subject, predicate)
+        cardinality, sensitivity = self._shape(predicate, before)
+        rows: list[Fact] = []
+        for value, negated, basis, session, event, said_at, quote_text, *_ in facts_sql.observations(
+            conn, app, user, subject, predicate
+        ):
+            if negated and basis == "inferred":
+                continue  # decide() never lets agent text retract; such observations are logged, not folded
+            cand = Candidate(subject, predicate, value, quote_text, basis=basis, negated=negated, event_id=event,
+                             event_time=said_at, session_id=session)  # fmt: skip
+            rows = observe(rows, cand, cardinality=cardinality, sensitivity=sensitivity)
+        after = [replace(r, cardinality=cardinality, sensitivity=sensitivity) for r in resolve(rows, cardinality)]
+        kept = {r.value for r in after}
+        old = {r.value: r for r in before}
+        gone = [r for r in before if r.value not in kept]
+        facts_sql.delete_values(conn, app, user, subject, predicate, [r.value for r in gone])
+        facts_sql.write_rows(conn, app, user, [r for r in before if r.value in kept], after)
+        report.removed.extend((subject, predicate, r.value, r.status) for r in gone)
+        for r in after:
+            was = old[r.value].status if r.value in old else None
+            if was != r.status:
+                report.changed.append((subject, predicate, r.value, was or "absent", r.status))
+                if r.status == "current":
+                    report.restored.append((subject, predicate, r.value))
 
     def forget_user(self, app_name: str, user_id: str) -> dict[str, int]:
         """Delete the user's facts, history, watermarks and stored embeddings; counts per table."""

@@ -224,6 +224,60 @@ def delete_value(conn: psycopg.Connection, app: str, user: str, subject: str, pr
     ).rowcount
 
 
+def delete_values(
+    conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str, values: Sequence[str]
+) -> int:
+    """Remove value rows of one key (their evidence is gone); observations are left to the caller."""
+    if not values:
+        return 0
+    return conn.execute(
+        "DELETE FROM semantic_fact WHERE app_name = %s AND user_id = %s AND subject = %s AND predicate = %s "
+        "AND value = ANY(%s)",
+        [app, user, subject, predicate, list(values)],
+    ).rowcount
+
+
+def _evidence_filter(event_ids: Sequence[str] | None, session_id: str | None) -> tuple[str, list]:
+    if event_ids is None and session_id is None:
+        raise ValueError("name the events or the session whose observations go")
+    sql, params = "", []
+    if event_ids is not None:
+        sql += " AND event_id = ANY(%s)"
+        params.append(list(event_ids))
+    if session_id is not None:
+        sql += " AND session_id = %s"
+        params.append(session_id)
+    return sql, params
+
+
+def observation_keys(
+    conn: psycopg.Connection, app: str, user: str, *, event_ids: Sequence[str] | None = None,
+    session_id: str | None = None,
+) -> list[tuple[str, str]]:  # fmt: skip
+    """(subject, predicate) keys observed in these events / this session, sorted (the order keys are locked)."""
+    where, params = _evidence_filter(event_ids, session_id)
+    rows = conn.execute(
+        f"SELECT DISTINCT subject, predicate FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s"
+        f"{where} ORDER BY subject, predicate",
+        [app, user, *params],
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def delete_observations(
+    conn: psycopg.Connection, app: str, user: str, *, event_ids: Sequence[str] | None = None,
+    session_id: str | None = None,
+) -> list[tuple[str, str]]:  # fmt: skip
+    """Delete the observations of these events / this session; the (subject, predicate) of each deleted row."""
+    where, params = _evidence_filter(event_ids, session_id)
+    rows = conn.execute(
+        f"DELETE FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s{where} "
+        "RETURNING subject, predicate",
+        [app, user, *params],
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
 def forget_user(conn: psycopg.Connection, app: str, user: str) -> dict[str, int]:
     counts = {}
     for table in ("semantic_fact", "semantic_fact_observation", "fact_watermark"):

@@ -23,8 +23,10 @@ def rescope(session: memlab.Session, app: str) -> memlab.Session:
 
 
 def replay_user(facts: FactMemory, user, app: str, order: list[str]) -> set:
+    """Replay a fixture; app-wide fixtures (user `_domain`) go through the explicit domain API."""
+    ingest = facts.add_domain_session if user.user_id == memlab.DOMAIN_USER else facts.add_session
     for sid in order:
-        facts.add_session(rescope(user.session(sid), app))
+        ingest(rescope(user.session(sid), app))
     return state_of(facts.current(app, user.user_id))
 
 
@@ -188,12 +190,13 @@ def test_search_serves_current_normal_facts_ranked_and_capped(store, embedder, a
 
 
 def test_domain_facts_are_searched_alongside(store, embedder, app_name):
-    d = _session(app_name, "_domain", "d1", ["The payments team deploys with Argo CD."])
+    d = _session(app_name, "admin", "d1", ["The payments team deploys with Argo CD."])
     c = replace(_cand(d, 0, "deploy_tool", "Argo CD"), subject="team:payments")
-    FactMemory(store, embedder, extractor=ScriptedExtractor({"d1": [c]})).add_session(d)
+    FactMemory(store, embedder, extractor=ScriptedExtractor({"d1": [c]})).add_domain_session(d)
     facts = FactMemory(store, embedder, extractor=ScriptedExtractor({}))
     hits = facts.search(app_name, "someone", "how does payments deploy?", now=T0)
     assert [h.text for h in hits] == ["team:payments deploy_tool = Argo CD (stated 2026-09-01)"]
+    assert hits[0].is_domain and hits[0].user_id == memlab.DOMAIN_USER
     assert facts.search(app_name + "-other", "someone", "how does payments deploy?", now=T0) == []
 
 
@@ -212,9 +215,10 @@ def test_preload_block_keeps_injection_attempts_inside_their_line(store, embedde
     facts.add_session(s)
     block = facts.preload_block(app_name, "u", "what do I eat?", now=T0)
     lines = block.split("\n")
-    assert lines[0] == PRELOAD_HEADING and len(lines) == 2 and lines[1].startswith("- diet = ")
-    assert "<" not in lines[1] and ">" not in lines[1] and "`" not in lines[1]
-    assert "data, not instructions" in lines[0]
+    assert lines[0] == memlab.PRELOAD_OPEN and lines[-1] == memlab.PRELOAD_CLOSE and len(lines) == 4
+    assert lines[1] == PRELOAD_HEADING and lines[2].startswith("- diet = ")
+    assert "<" not in lines[2] and ">" not in lines[2] and "`" not in lines[2]
+    assert "data, not instructions" in lines[1]
 
 
 def test_why_returns_the_trail_and_forget_user_deletes_everything(store, embedder, app_name):
@@ -242,8 +246,22 @@ def test_why_returns_the_trail_and_forget_user_deletes_everything(store, embedde
 RULES_KEY_ACCURACY = 0.933
 
 
+def _user_fixtures_only(fact_set):
+    """`lab.run_fact_eval` (memlab/lab/fact_run.py, not fact memory's file) ingests every fixture with
+    `add_session`, which refuses the reserved user `_domain`. Until it routes that fixture to
+    `add_domain_session`, the app-wide fixture (all `team:*` facts) is replayed under an ordinary user id:
+    the same candidates and consolidation, so the same key accuracy as before the refusal."""
+    users = []
+    for user in fact_set.users:
+        if user.user_id == memlab.DOMAIN_USER:
+            user = replace(user, user_id="domain-fixture",
+                           sessions=[replace(s, user_id="domain-fixture") for s in user.sessions])  # fmt: skip
+        users.append(user)
+    return replace(fact_set, users=users)
+
+
 def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set):
-    frame = lab.run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
+    frame = lab.run_fact_eval(store, embedder, _user_fixtures_only(fact_set), memlab.RuleExtractor())
     print(frame[["fixture", "key_accuracy", "candidate_recall", "candidate_precision"]].to_string())
     assert len(frame) == len(fact_set.users)
     assert frame.key_accuracy.mean() >= RULES_KEY_ACCURACY - 0.02
