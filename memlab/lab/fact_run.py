@@ -13,6 +13,7 @@ import pandas as pd
 from memlab.embedding.base import Embedder
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.memory import FactMemory, state_of
+from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset
 from memlab.storage.store import Store
 
@@ -53,9 +54,10 @@ def run_fact_eval(
         extracted: set[tuple] = set()
         dropped: Counter[str] = Counter()
         seconds, sessions = 0.0, 0
+        ingest = facts.add_domain_session if user.user_id == DOMAIN_USER else facts.add_session
         for sid in user.replay:
             started = time.perf_counter()
-            report = facts.add_session(replace(user.session(sid), app_name=app))
+            report = ingest(replace(user.session(sid), app_name=app))
             seconds += time.perf_counter() - started
             sessions += 1
             dropped.update(report.dropped)

@@ -21,6 +21,7 @@ from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.facts.memory import FactMemory
+from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.faiss_exact import FaissExact
 from memlab.storage.store import Store
@@ -197,7 +198,10 @@ class FactSystem:
 
             sessions = track(sessions, description=f"facts ({self.extractor})")
         for session in sessions:
-            facts.add_session(session)
+            if session.user_id == DOMAIN_USER:
+                facts.add_domain_session(session)
+            else:
+                facts.add_session(session)
         return facts
 
     def search(self, handle: FactMemory, question: Question, vector: np.ndarray, k: int) -> Hits:

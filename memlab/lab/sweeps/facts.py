@@ -24,6 +24,7 @@ def _yield(env, dataset, extractor) -> dict:
     from dataclasses import replace
 
     from memlab.facts.memory import FactMemory
+    from memlab.facts.types import DOMAIN_USER
 
     facts = FactMemory(env.store, env.embedder("default"), extractor=extractor)
     app = f"facts-yield-{uuid.uuid4().hex[:8]}"
@@ -32,7 +33,8 @@ def _yield(env, dataset, extractor) -> dict:
     accepted = sessions = 0
     users = set()
     for session in dataset.sessions():
-        report = facts.add_session(replace(session, app_name=app))
+        ingest = facts.add_domain_session if session.user_id == DOMAIN_USER else facts.add_session
+        report = ingest(replace(session, app_name=app))
         users.add(session.user_id)
         sessions += 1
         accepted += len(report.accepted)
