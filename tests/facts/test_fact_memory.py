@@ -246,22 +246,8 @@ def test_why_returns_the_trail_and_forget_user_deletes_everything(store, embedde
 RULES_KEY_ACCURACY = 0.933
 
 
-def _user_fixtures_only(fact_set):
-    """`lab.run_fact_eval` (memlab/lab/fact_run.py, not fact memory's file) ingests every fixture with
-    `add_session`, which refuses the reserved user `_domain`. Until it routes that fixture to
-    `add_domain_session`, the app-wide fixture (all `team:*` facts) is replayed under an ordinary user id:
-    the same candidates and consolidation, so the same key accuracy as before the refusal."""
-    users = []
-    for user in fact_set.users:
-        if user.user_id == memlab.DOMAIN_USER:
-            user = replace(user, user_id="domain-fixture",
-                           sessions=[replace(s, user_id="domain-fixture") for s in user.sessions])  # fmt: skip
-        users.append(user)
-    return replace(fact_set, users=users)
-
-
 def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set):
-    frame = lab.run_fact_eval(store, embedder, _user_fixtures_only(fact_set), memlab.RuleExtractor())
+    frame = lab.run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
     print(frame[["fixture", "key_accuracy", "candidate_recall", "candidate_precision"]].to_string())
     assert len(frame) == len(fact_set.users)
     assert frame.key_accuracy.mean() >= RULES_KEY_ACCURACY - 0.02
