@@ -3,10 +3,16 @@
 `open_store()` with no arguments uses the embedded server; `open_store(dsn=...)` or `MEMLAB_DSN` use any
 other PostgreSQL that has pgvector >= 0.8.0. Connections come from a psycopg pool in autocommit mode; every
 unit of work opens its own explicit transaction, so `SET LOCAL` settings never outlive it.
+
+When the database goes away, calls fail with `DatabaseUnavailableError` (the psycopg error chained as its cause)
+within the configured timeout (`open_store(timeout=...)` / MEMLAB_DB_TIMEOUT, default 10 s), never with a raw
+psycopg error or a hang: every call checks its pooled connection first, a call whose connection dies under it says
+so, and the next call brings the embedded server back (or, for another PostgreSQL, fails fast until it is back).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,9 +21,9 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from memlab.config import configured_dsn, memlab_home
+from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import DatabaseUnavailableError, DimensionError, ExtensionError
 from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
@@ -69,44 +75,94 @@ def _redact(dsn: str) -> str:
     return psycopg.conninfo.make_conninfo(**info)
 
 
-class Store:
-    """One PostgreSQL database holding memlab's tables. Thread-safe; close it (or use `with`) when done."""
+def _connect_timeout(timeout: float) -> int:
+    """libpq's connect_timeout: whole seconds, and values below 2 act as 2."""
+    return max(2, math.ceil(timeout))
 
-    def __init__(self, dsn: str, *, embedded: bool = False, pool_size: int = 4) -> None:
+
+def _with_server(dsn: str, uri: str) -> str:
+    """`dsn` pointed at the host/port (or socket directory) of `uri`, keeping its database, user and options."""
+    where = {k: v for k, v in psycopg.conninfo.conninfo_to_dict(uri).items() if k in ("host", "hostaddr", "port")}
+    return psycopg.conninfo.make_conninfo(dsn, **where)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Store:
+    """One PostgreSQL database holding memlab's tables. Thread-safe; close it (or use `with`) when done.
+
+    `timeout` (seconds; default MEMLAB_DB_TIMEOUT, else 10) bounds how long one call waits for the server: to
+    connect, for a free pooled connection, for a stopping embedded server to finish. Restarting the embedded
+    server adds about a second (several after a crash, for recovery; pg_ctl gives up after 10). `home` is the
+    MEMLAB_HOME of the embedded server this store restarts when it finds it stopped (None for another PostgreSQL,
+    which memlab never starts). The embedded server's lifetime rule (which process stops it) is in
+    `memlab.storage.embedded`.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        embedded: bool = False,
+        pool_size: int = 4,
+        timeout: float | None = None,
+        home: str | Path | None = None,
+    ) -> None:
         self.dsn = dsn
         self.embedded = embedded
+        self.home = Path(home) if home is not None else None
+        self.timeout = db_timeout(timeout)
+        self.pool_size = pool_size
         self._models: dict[str, ModelInfo] = {}
         self._models_lock = threading.Lock()
+        # Outage handling: a call that finds its connection dead marks the pool's generation as suspect; the next
+        # call (or the same one) recovers under the lock: restart the embedded server, probe, open a fresh pool.
+        self._recover_lock = threading.Lock()
+        self._generation = 0
+        self._suspect = False
+        self._closed = False
         self.vector_version = self._prepare_database()
-        self.pool = ConnectionPool(
-            dsn,
+        self.pool = self._open_pool()
+
+    def _open_pool(self) -> ConnectionPool:
+        return ConnectionPool(
+            self.dsn,
             min_size=1,
-            max_size=pool_size,
+            max_size=self.pool_size,
             # No server-side prepared statements: a cached generic plan would be reused across strategies and
             # SET LOCAL settings (a `planner` search ran the plan an earlier `hnsw` search had cached).
-            kwargs={"autocommit": True, "prepare_threshold": None},
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": None,
+                "connect_timeout": _connect_timeout(self.timeout),
+            },
             configure=register_vector,
+            timeout=self.timeout,
             open=True,
         )
 
     # -- set-up ---------------------------------------------------------------------------------------
     def _prepare_database(self) -> str:
         try:
-            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=_connect_timeout(self.timeout))
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailableError(
-                f"Cannot connect to PostgreSQL at {_redact(self.dsn)}: {str(exc).strip()}\n"
-                "Fix: start that server or correct MEMLAB_DSN / dsn=...; or unset MEMLAB_DSN to use the "
-                "embedded PostgreSQL."
-            ) from exc
+            raise DatabaseUnavailableError(self._cannot_connect(exc)) from exc
         with conn:
-            version = self._ensure_vector(conn)
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
-                # Dependency order: the unit table references the model registry.
-                conn.execute(MODELS_DDL)
-                sqlu.create_table(conn)
-                conn.execute(TOMBSTONE_DDL)
+            try:
+                version = self._ensure_vector(conn)
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
+                    # Dependency order: the unit table references the model registry.
+                    conn.execute(MODELS_DDL)
+                    sqlu.create_table(conn)
+                    conn.execute(TOMBSTONE_DDL)
+            except psycopg.Error as exc:
+                if not (conn.broken or conn.closed):
+                    raise
+                raise DatabaseUnavailableError(self._lost_message(exc)) from exc
         return version
 
     @staticmethod
@@ -134,17 +190,131 @@ class Store:
     # -- connections ----------------------------------------------------------------------------------
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
-        """A pooled autocommit connection; open `conn.transaction()` for atomic work."""
-        with self.pool.connection() as conn:
+        """A pooled autocommit connection; open `conn.transaction()` for atomic work.
+
+        Raises DatabaseUnavailableError (psycopg's error as the cause) when the server is down or the connection
+        dies during the call; the next call restarts the embedded server."""
+        with self._pooled() as conn:
             yield conn
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """A pooled connection inside one transaction (committed on success, rolled back on error)."""
-        with self.pool.connection() as conn, conn.transaction():
+        with self._pooled() as conn, conn.transaction():
             yield conn
 
+    @contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection]:
+        pool, conn, generation = self._acquire()
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            if not (conn.broken or conn.closed):
+                raise  # an ordinary SQL error: the connection is fine
+            self._mark_suspect(generation)
+            raise DatabaseUnavailableError(self._lost_message(exc)) from exc
+        finally:
+            pool.putconn(conn)  # a broken connection is discarded by the pool
+
+    def _acquire(self) -> tuple[ConnectionPool, psycopg.Connection, int]:
+        """A live pooled connection, within `timeout`; recovers first if an earlier call lost its connection."""
+        if self._suspect:
+            self._recover(self._generation)
+        last: Exception | None = None
+        for _ in range(3):
+            with self._recover_lock:
+                pool, generation = self.pool, self._generation
+            try:
+                conn = pool.getconn(timeout=self.timeout)
+            except PoolClosed as exc:
+                if self._closed:
+                    raise
+                last = exc
+                continue  # another thread replaced the pool while this one waited: use the new one
+            except PoolTimeout as exc:
+                # Either every connection is busy or the server is down (the pool keeps failing to connect).
+                try:
+                    self._probe()
+                except psycopg.Error:
+                    self._mark_suspect(generation)
+                    self._recover(generation)  # restarts the embedded server or raises
+                    last = exc
+                    continue
+                raise DatabaseUnavailableError(
+                    f"No database connection became free within {self.timeout:g} s: all {self.pool_size} pooled "
+                    f"connections stayed busy (the server at {_redact(self.dsn)} is up). Fix: raise pool_size= "
+                    "of open_store for more concurrent calls, or the timeout (open_store(timeout=...) / "
+                    "MEMLAB_DB_TIMEOUT), or make fewer calls at once."
+                ) from exc
+            try:
+                ConnectionPool.check_connection(conn)  # the same check psycopg_pool's `check=` option runs
+            except psycopg.Error as exc:
+                pool.putconn(conn)  # broken: discarded
+                self._mark_suspect(generation)
+                self._recover(generation)
+                last = exc
+                continue
+            return pool, conn, generation
+        raise DatabaseUnavailableError(self._cannot_connect(last)) from last
+
+    def _mark_suspect(self, generation: int) -> None:
+        with self._recover_lock:
+            if generation == self._generation:
+                self._suspect = True
+
+    def _probe(self) -> None:
+        """Connect once outside the pool, within `timeout`; raises psycopg's error if the server is unreachable."""
+        psycopg.connect(self.dsn, autocommit=True, connect_timeout=_connect_timeout(self.timeout)).close()
+
+    def _recover(self, generation: int) -> None:
+        """After a lost connection: restart the embedded server if it stopped, check the server answers, and
+        replace the pool (its idle connections died with the server). Raises DatabaseUnavailableError if the
+        server stays unreachable; the next call then tries again."""
+        with self._recover_lock:
+            if generation != self._generation or not self._suspect:
+                return  # another thread recovered meanwhile
+            if self.home is not None:
+                uri = start_embedded(self.home, timeout=self.timeout)
+                self.dsn = _with_server(self.dsn, uri)
+            try:
+                self._probe()
+            except psycopg.Error as exc:
+                raise DatabaseUnavailableError(self._cannot_connect(exc)) from exc
+            old, self.pool = self.pool, self._open_pool()
+            self._generation += 1
+            self._suspect = False
+        old.close(timeout=1.0)  # connections still checked out elsewhere are closed when returned
+
+    def _cannot_connect(self, exc: BaseException | None) -> str:
+        detail = _first_line(exc) if exc is not None else "no connection"
+        if self.home is not None:
+            pgdata = self.home / "pgdata"
+            return (
+                f"Cannot connect to the embedded PostgreSQL in {pgdata} (waited at most {self.timeout:g} s): "
+                f"{detail}\nFix: see its log {pgdata / 'log'}; check free disk space and permissions of "
+                "MEMLAB_HOME; memlab tries to restart it on the next call. Or set MEMLAB_DSN to another PostgreSQL."
+            )
+        return (
+            f"Cannot connect to PostgreSQL at {_redact(self.dsn)} (waited at most {self.timeout:g} s): {detail}\n"
+            "Fix: start that server or correct MEMLAB_DSN / dsn=...; or unset MEMLAB_DSN to use the "
+            "embedded PostgreSQL. memlab reconnects on the next call once the server is back."
+        )
+
+    def _lost_message(self, exc: BaseException) -> str:
+        if self.home is not None:
+            return (
+                f"The connection to the embedded PostgreSQL in {self.home / 'pgdata'} was lost during this call: "
+                f"{_first_line(exc)}. The server stopped (a shutdown, a signal to its postmaster, or a crash); "
+                "memlab restarts it on the next call: retry the call."
+            )
+        return (
+            f"The connection to PostgreSQL at {_redact(self.dsn)} was lost during this call: {_first_line(exc)}. "
+            "Fix: check that the server is up and reachable (MEMLAB_DSN / dsn=...), then retry the call; memlab "
+            f"reconnects on the next call, waiting at most {self.timeout:g} s (MEMLAB_DB_TIMEOUT)."
+        )
+
     def close(self) -> None:
+        self._closed = True
         self.pool.close()
 
     def __enter__(self) -> Store:
@@ -278,7 +448,7 @@ def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
-        with psycopg.connect(store.dsn, autocommit=True) as conn:
+        with psycopg.connect(store.dsn, autocommit=True, connect_timeout=_connect_timeout(store.timeout)) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     except psycopg.Error as exc:
         raise DatabaseUnavailableError(
@@ -287,18 +457,30 @@ def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store
         ) from exc
     scratch = None
     try:
-        scratch = Store(psycopg.conninfo.make_conninfo(store.dsn, dbname=name), embedded=store.embedded)
+        scratch = Store(
+            psycopg.conninfo.make_conninfo(store.dsn, dbname=name),
+            embedded=store.embedded,
+            pool_size=store.pool_size,
+            timeout=store.timeout,
+            home=store.home,
+        )
         yield scratch
     finally:
         if scratch is not None:
             scratch.close()
-        with psycopg.connect(store.dsn, autocommit=True) as conn:
+        with psycopg.connect(store.dsn, autocommit=True, connect_timeout=_connect_timeout(store.timeout)) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def open_store(dsn: str | None = None, *, home: str | Path | None = None, pool_size: int = 4) -> Store:
-    """Open memlab's database: `dsn` (or MEMLAB_DSN) if given, else the embedded PostgreSQL under MEMLAB_HOME."""
+def open_store(
+    dsn: str | None = None, *, home: str | Path | None = None, pool_size: int = 4, timeout: float | None = None
+) -> Store:
+    """Open memlab's database: `dsn` (or MEMLAB_DSN) if given, else the embedded PostgreSQL under MEMLAB_HOME
+    (started, or restarted if it stopped). `timeout` bounds each call's wait for the server (default
+    MEMLAB_DB_TIMEOUT, else 10 s)."""
+    seconds = db_timeout(timeout)
     resolved = configured_dsn(dsn)
     if resolved is not None:
-        return Store(resolved, pool_size=pool_size)
-    return Store(start_embedded(memlab_home(home)), embedded=True, pool_size=pool_size)
+        return Store(resolved, pool_size=pool_size, timeout=seconds)
+    path = memlab_home(home)
+    return Store(start_embedded(path, timeout=seconds), embedded=True, pool_size=pool_size, timeout=seconds, home=path)
