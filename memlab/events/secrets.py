@@ -1,0 +1,470 @@
+"""Credentials in chat text: what `find_secrets` looks for, and how well it does on a labelled corpus.
+
+Two sources of findings. detect-secrets' shape plugins, built once and called directly: its `scan_line` reads
+process-wide settings that `transient_settings` swaps on every call, which raced under threads (exceptions, and
+scans that silently found nothing in a known key). And memlab's own detectors for what those plugins miss in
+conversation: newer token formats, URL credentials, auth headers, config assignments, passwords and passphrases in
+prose, one-time and recovery codes, card numbers (Luhn) and IBANs (mod 97).
+
+Scanning fails closed: if anything goes wrong while scanning, the text is reported as holding a secret, so it is
+never stored silently. `secret_filter_rates` measures the filter on fixtures/secrets (caught share of credentials,
+flagged share of ordinary technical text)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from pathlib import Path
+
+SCAN_FAILED = "Scan failed (treated as a secret)"
+I = re.IGNORECASE  # noqa: E741
+
+# detect-secrets plugins that look for credentials by their shape, as (module, class). The entropy plugins are
+# left out on purpose: on free conversational text they flag almost every sentence.
+_DS_PLUGINS = (
+    ("artifactory", "ArtifactoryDetector"),
+    ("aws", "AWSKeyDetector"),
+    ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("basic_auth", "BasicAuthDetector"),
+    ("cloudant", "CloudantDetector"),
+    ("discord", "DiscordBotTokenDetector"),
+    ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"),
+    ("ibm_cloud_iam", "IbmCloudIamDetector"),
+    ("ibm_cos_hmac", "IbmCosHmacDetector"),
+    ("jwt", "JwtTokenDetector"),
+    ("keyword", "KeywordDetector"),
+    ("mailchimp", "MailchimpDetector"),
+    ("npm", "NpmDetector"),
+    ("openai", "OpenAIDetector"),
+    ("private_key", "PrivateKeyDetector"),
+    ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"),
+    ("slack", "SlackDetector"),
+    ("softlayer", "SoftlayerDetector"),
+    ("square_oauth", "SquareOAuthDetector"),
+    ("stripe", "StripeDetector"),
+    ("telegram_token", "TelegramBotTokenDetector"),
+    ("twilio", "TwilioKeyDetector"),
+)
+
+_plugins_lock = threading.Lock()
+_plugins: tuple | None = None
+
+
+def _ds_plugins() -> tuple:
+    """The detect-secrets plugin instances, built once (they hold only compiled patterns, so sharing is safe)."""
+    global _plugins
+    if _plugins is None:
+        with _plugins_lock:
+            if _plugins is None:
+                import importlib
+
+                _plugins = tuple(
+                    getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
+                    for module, name in _DS_PLUGINS
+                )
+    return _plugins
+
+
+def _ds_findings(line: str) -> Iterator[str]:
+    """detect-secrets' plugins on one line, with the heuristic filters its `scan_line` applies by default. Only
+    pure functions are called: nothing here reads or writes detect-secrets' global settings."""
+    from detect_secrets.filters import heuristic as h
+
+    for plugin in _ds_plugins():
+        for secret in plugin.analyze_string(line):
+            if (
+                h.is_indirect_reference(line)
+                or h.is_sequential_string(secret)
+                or h.is_potential_uuid(secret)
+                or h.is_likely_id_string(secret, line, plugin)
+                or h.is_templated_secret(secret)
+                or h.is_prefixed_with_dollar_sign(secret)
+                or h.is_not_alphanumeric_string(secret)
+                or _PLACEHOLDER.search(secret)
+            ):
+                continue
+            yield plugin.secret_type
+
+
+# ---------------------------------------------------------------------------------------------------- validators
+
+
+def luhn_ok(digits: str) -> bool:
+    """The Luhn checksum of a card number (digits only)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card_network_ok(d: str) -> bool:
+    """Issuer prefix and length of the common card networks (Visa, Mastercard, Amex, Discover, JCB, Diners,
+    UnionPay, Maestro), so a Luhn-valid order number of another shape is not taken for a card."""
+    n = len(d)
+    if d[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= int(d[:2]) <= 55 or 2221 <= int(d[:4]) <= 2720:
+        return n == 16
+    if d[:2] in ("34", "37"):
+        return n == 15
+    if d[:4] == "6011" or d[:2] == "65" or 644 <= int(d[:3]) <= 649 or d[:2] == "62":
+        return 16 <= n <= 19
+    if 3528 <= int(d[:4]) <= 3589:
+        return 16 <= n <= 19
+    if d[:2] in ("36", "38", "39") or 300 <= int(d[:3]) <= 305:
+        return 14 <= n <= 19
+    if d[:2] in ("50", "56", "57", "58", "67", "63"):
+        return 12 <= n <= 19
+    return False
+
+
+def _card(match: re.Match) -> bool:
+    """Some run of the matched digit groups is a card number ("4556380274755558 08" holds one, then an expiry)."""
+    groups = re.split(r"[ -]", match.group(0))
+    for i in range(len(groups)):
+        for j in range(len(groups), i, -1):
+            d = "".join(groups[i:j])
+            if 13 <= len(d) <= 19 and len(set(d)) > 2 and _card_network_ok(d) and luhn_ok(d):
+                return True
+    return False
+
+
+# IBAN length by country (ISO 13616 registry).
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
+    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
+    "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
+    "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
+    "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15,
+    "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19,
+    "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+}  # fmt: skip
+
+
+def iban_ok(iban: str) -> bool:
+    """An IBAN (no spaces) of its country's length whose mod-97 check holds."""
+    iban = iban.upper()
+    if _IBAN_LENGTHS.get(iban[:2]) != len(iban) or not iban[2:4].isdigit() or not iban.isalnum():
+        return False
+    return int("".join(str(int(ch, 36)) for ch in iban[4:] + iban[:4])) % 97 == 1
+
+
+def _iban(match: re.Match) -> bool:
+    compact = re.sub(r"\s", "", match.group(0)).upper()
+    length = _IBAN_LENGTHS.get(compact[:2])
+    return bool(length) and len(compact) >= length and iban_ok(compact[:length])
+
+
+_SYMBOLS = set("!@#$%^&*+=?~;|<>(){}[]\\")
+_PLACEHOLDER = re.compile(
+    r"^(?:[$<{%\[(]|\*+$|x{3,}$|\.{3}|(?:none|null|nil|true|false|undefined|required|optional|redacted|hidden"
+    r"|password|passwd|pass|secret|token|api_?key|!(?:Ref|Sub|GetAtt|ImportValue|Join|Select|If))$)"
+    r"|your[_-]?|example|placeholder",
+    re.IGNORECASE,
+)
+
+
+def _value(match: re.Match) -> str:
+    return (match.groupdict().get("v") or match.group(0)).strip("\"'`,;.)*").removesuffix(":")
+
+
+def _password_like(value: str) -> bool:
+    """A typed password: 6 to 64 characters with a letter and a digit or symbol."""
+    if not 6 <= len(value) <= 64 or _PLACEHOLDER.search(value) or "://" in value or value.startswith("/"):
+        return False
+    has_alpha = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(c in _SYMBOLS for c in value)
+    return has_alpha and (has_digit or has_symbol) and not re.fullmatch(r"v?\d+(?:\.\d+)+[\w.-]*", value)
+
+
+def _strong_password(value: str) -> bool:
+    """A password with no keyword next to it: letters and digits, plus a symbol or mixed case."""
+    if not _password_like(value) or not any(c.isdigit() for c in value):
+        return False
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return mixed or any(c in _SYMBOLS for c in value)
+
+
+def _passphrase(value: str) -> bool:
+    """Three or more words joined by - _ . (purple-monkey-dishwasher), or a password-like value."""
+    return bool(re.fullmatch(r"[A-Za-z]{3,}(?:[-_.][A-Za-z0-9]{2,}){2,}", value)) or _password_like(value)
+
+
+def _prose_password(match: re.Match) -> bool:
+    """After "password is" / "pw:" any password-like value or passphrase; after a bare "password" or before
+    "is my password", a value with letters and digits."""
+    value = _value(match)
+    if (match.groupdict().get("sep") or "").strip():
+        return _passphrase(value)
+    return _password_like(value) and any(c.isdigit() for c in value)
+
+
+def _token_like(value: str) -> bool:
+    """An opaque key: 16+ characters of letters and digits (optionally _ - . + / = ~), not an id-shaped value."""
+    if len(value) < 16 or _PLACEHOLDER.search(value) or "://" in value or value.startswith("/"):
+        return False
+    if not (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", value):
+        return False
+    return not re.search(r"\.(?:com|org|net|io|internal|local|json|yaml|yml|py|txt|csv|parquet)\b", value)
+
+
+def _config_value(match: re.Match) -> bool:
+    """The value of a PASSWORD= / SECRET= / TOKEN= / KEY= assignment, unless a placeholder or a reference."""
+    value = _value(match)
+    if not value or _PLACEHOLDER.search(value) or re.match(r"[\w.]+[(\[]", value):
+        return False
+    name = match.group("name")
+    if not re.search(r"[_.A-Z]|=", name + match.group("op")) and not _password_like(value):
+        return False  # "authentication: Requiring" is prose; "password: hunter2", DB_PASSWORD=postgres are not
+    if re.search(r"PASS|PWD|SECRET|CREDENTIAL|AUTH", name.upper()):
+        return len(value) >= 4 and (len(value) >= 8 or any(not c.isalpha() for c in value))
+    return _token_like(value)
+
+
+def _url_password(match: re.Match) -> bool:
+    value = match.group("v")
+    return bool(value) and not _PLACEHOLDER.search(value) and value.lower() not in ("password", "pass", "pwd", "secret")
+
+
+_LOGIN_WORDS = re.compile(
+    r"\b(?:log ?in(?:to)?|logon|sign ?in|creds?|credentials|user(?:name)?|account|admin|root|console|portal|ssh)\b", I
+)
+
+
+def _login_pair(match: re.Match) -> bool:
+    """user / password or user:password, in a sentence about logging in."""
+    near = match.string[max(0, match.start() - 80) : match.end()]
+    return _strong_password(_value(match)) and bool(_LOGIN_WORDS.search(near))
+
+
+def _context_token(match: re.Match) -> bool:
+    return _token_like(_value(match))
+
+
+def _pem_body(match: re.Match) -> bool:
+    body = match.group(0)
+    return sum(c.isdigit() for c in body) >= 3 and any(c.isupper() for c in body) and any(c.islower() for c in body)
+
+
+# --------------------------------------------------------------------------------------------------- detectors
+
+Check = Callable[[re.Match], bool]
+_PW_WORD = r"(?:pass(?:word|wd|code|phrase)?|pwd|pw|pword|unlock phrase)"
+_TOKEN_CHARS = r"[A-Za-z0-9_\-+/=.~]"
+_B64_40 = r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/])"
+
+
+def _d(kind: str, *parts: str, check: Check | None = None, flags: int = 0) -> tuple[str, re.Pattern, Check | None]:
+    """A detector: its kind, the pattern (its parts joined as alternatives) and an optional check of a match."""
+    return kind, re.compile("|".join(parts), flags), check
+
+
+def _not_placeholder(match: re.Match) -> bool:
+    return not _PLACEHOLDER.search(_value(match))
+
+
+@lru_cache(maxsize=1)
+def _bip39_words() -> frozenset[str]:
+    """The BIP39 English word list, from which wallet seed phrases are drawn (bip39_english.txt, from the
+    MIT-licensed python-mnemonic 0.21, sha256 2f5eed53...dbda)."""
+    return frozenset(Path(__file__).with_name("bip39_english.txt").read_text().split())
+
+
+def _seed_words(match: re.Match) -> bool:
+    """12 or more BIP39 words in a row (most of them different) after a seed-phrase word: a wallet's recovery
+    phrase, not a sentence about one."""
+    words = _bip39_words()
+    run: list[str] = []
+    for word in re.findall(r"[A-Za-z]+", match.string[match.end() : match.end() + 300]):
+        run = [*run, word] if word.lower() in words else []
+        if len(run) >= 12 and len(set(run)) >= 10:
+            return True
+    return False
+
+
+# Prefixed formats need no context; bare values (hex, base64, digits) need a word next to them.
+_DETECTORS: list[tuple[str, re.Pattern, Check | None]] = [
+    # cloud
+    _d("AWS access key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    _d("AWS secret key", rf"\baws.{{0,25}}?secret.{{0,30}}?{_B64_40}", rf"\bsecret\s*access\s*key\b.{{0,30}}?{_B64_40}",
+       flags=I),
+    _d("Azure key", r"\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/=]{20,}", flags=I),
+    _d("Azure SAS", r"\bSharedAccessSignature\s+\S*sig=", r"[?&]sig=[A-Za-z0-9%+/=]{20,}",
+       r"\bsig=[A-Za-z0-9%+/]{30,}"),
+    _d("Azure client secret", r"(?<![\w~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~])"),
+    _d("GCP service account key", r"\bprivate_key_id[\"']?\s*(?:[:=]|is)?\s*[\"']?[0-9a-f]{40}\b", flags=I),
+    _d("Google OAuth", r"\bya29\.[A-Za-z0-9_-]{20,}", r"\b1//0[A-Za-z0-9_-]{30,}", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
+    _d("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    _d("Cloud platform token", r"\bdo[por]_v1_[0-9a-f]{64}\b", r"\bHRKU-[A-Za-z0-9_-]{20,}",
+       r"\bfo1_[A-Za-z0-9_-]{20,}", r"\bnfp_[A-Za-z0-9]{30,}", r"\bsbp_[0-9a-f]{40}\b",
+       r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+    # version control, registries, CI, secret stores
+    _d("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}", r"\bgithub_pat_[A-Za-z0-9_]{40,}"),
+    _d("GitLab token", r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_-]{20,}"),
+    _d("npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    _d("PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    _d("Docker token", r"\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"),
+    _d("CI token", r"\bCCIPAT_[A-Za-z0-9]{20,}_[0-9a-f]{40}\b", r"\bbkua_[0-9a-f]{40}\b"),
+    _d("Vault token", r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}"),
+    # payment
+    _d("Stripe key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}", r"\bwhsec_[A-Za-z0-9+/=]{24,}"),
+    _d("Square/Braintree token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,}", r"\bEAAA[A-Za-z0-9_-]{60,}",
+       r"\baccess_token\$production\$[a-z0-9]{16}\$[0-9a-f]{32}"),
+    _d("Shopify token", r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"),
+    _d("Payment card", r"(?<![\w-])(?<!\d{4}[ -])(?:\d[ -]?){12,18}\d(?![\w-]|[ -]\d{4}\b)", check=_card),
+    _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=_iban, flags=I),
+    # chat, mail, AI and other SaaS
+    _d("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}",
+       r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
+    _d("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}"),
+    _d("Discord bot token", r"\b[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,}"),
+    _d("SendGrid key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
+    _d("Mailgun key", r"\bkey-[0-9a-f]{32}\b", r"\b[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}\b"),
+    _d("AI API key", r"\bsk-(?:proj-|ant-(?:api|admin)\d\d-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+       r"\bhf_[A-Za-z]{30,}\b", r"\bgsk_[A-Za-z0-9]{40,}", r"\bxai-[A-Za-z0-9]{40,}", r"\bpplx-[A-Za-z0-9]{40,}",
+       r"\br8_[A-Za-z0-9]{30,}"),
+    _d("SaaS token", r"\bATATT3[A-Za-z0-9_=-]{50,}", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b",
+       r"\blin_(?:api|oauth)_[A-Za-z0-9]{32,}", r"\bgl(?:sa|c)_[A-Za-z0-9_+/=]{32,}", r"\bsecret_[A-Za-z0-9]{43}\b",
+       r"\bntn_[A-Za-z0-9]{40,}", r"\bsntr[ysu]_[A-Za-z0-9_=+/-]{30,}", r"\bNRAK-[A-Z0-9]{27}\b",
+       r"\bdapi[0-9a-f]{32}\b",
+       r"\bfigd_[A-Za-z0-9_-]{30,}", r"\bpul-[0-9a-f]{40}\b", r"\bpscale_(?:tkn|pw)_[A-Za-z0-9_-]{30,}",
+       r"\bdp\.(?:st|ct|sa|scim)\.[A-Za-z0-9_.-]{30,}", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",
+       r"\bCFPAT-[A-Za-z0-9_-]{40,}"),
+    _d("Datadog key", r"\b(?:datadog|dd)\b.{0,40}?\b(?:[0-9a-f]{32}|[0-9a-f]{40})\b", flags=I),
+    # a prefix, an underscore and a long body of mixed case and digits: the shape of most newer API tokens
+    _d("Prefixed API token",
+       r"\b[A-Za-z][A-Za-z0-9]{1,9}_(?:[A-Za-z0-9]{2,8}_)?(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)"
+       r"[A-Za-z0-9]{30,}\b"),
+    # private keys, URLs, headers, cookies, config
+    _d("Private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", r"\bPuTTY-User-Key-File-\d"),
+    _d("Private key body", r"(?:^|\n)[ \t]*(?:[A-Za-z0-9+/]{40,120}[ \t]*\r?\n[ \t]*){2,}[A-Za-z0-9+/]*={0,2}",
+       check=_pem_body),
+    _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}"),
+    _d("URL credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*(?:@[^\s/:@]+)?:(?P<v>[^\s/@]{3,})@[\w.-]+",
+       check=_url_password, flags=I),
+    _d("Auth header",
+       r"\b(?:proxy-)?authorization\s*[:=]\s*(?:basic|bearer|token|digest|apikey|api-key|key|sso-key|hmac)?\s*"
+       r"[\"']?[A-Za-z0-9._~+/=:-]{12,}",
+       r"\bx-(?:[a-z0-9]+-)*(?:api-?key|auth-?token|access-?token|token|secret|key)[\"']?\s*[:=]\s*[\"']?"
+       r"[A-Za-z0-9._~+/=-]{12,}", flags=I),
+    _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=_context_token, flags=I),
+    _d("Session cookie", r"\b(?:set-)?cookie\s*:\s*[\w.-]+=[^\s;]{16,}",
+       r"\b(?:[\w.]{0,30}?sess(?:ion)?(?:id)?|[\w.]{0,30}?sid|jsessionid|phpsessid|auth_token|remember_token|access_token"
+       r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I),
+    _d("JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}"),
+    _d("Config secret",
+       r"(?P<name>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|app_?key"
+       r"|private_?key|auth_?token|credentials?|client_?secret|secret_?key)\d*)[\"']?[ \t]*(?P<op>=|:)[ \t]*[\"']?"
+       r"(?P<v>[^\s\"',;]+)", check=_config_value, flags=I),
+    _d("Password on a command line",
+       r"(?:--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)[= ]"
+       r"|\bmysql(?:dump|admin)?\b[^\n]*?\s-p|\bsshpass\s+-p\s*|\bredis-cli\b[^\n]*?\s-a\s+"
+       r"|\b(?:docker|podman|helm|oras)\s+(?:registry\s+)?login\b[^\n]*?\s-p\s+)[\"']?(?P<v>[^\s\"']{4,})",
+       check=_not_placeholder),
+    # one-time passwords: TOTP seeds and codes
+    _d("OTP secret", r"\botpauth://\S*secret=[A-Z2-7]{16,}",
+       r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor)\s+(?:setup\s+)?(?:secret|seed|key|setup key)\b.{0,30}?"
+       r"\b(?:[A-Z2-7]{16,}|[a-z2-7]{4}(?: [a-z2-7]{4}){3,})\b",
+       r"\b(?:totp|otp|2fa)\s+seed\b.{0,20}?\b[A-Z2-7]{16,}\b", flags=I),
+    _d("One-time code",
+       r"(?:\b(?:2fa|mfa|otp|totp|2-step|two[- ]factor|authenticator)\b(?:\s+(?:code|token|pin|password|passcode))?"
+       r"|\b(?:verification|security|login|sign[- ]in|one[- ]time|confirmation|sms|auth(?:entication)?|access)\s+"
+       r"(?:code|token|pin|password|passcode)\b)"
+       r"[^\d\n.]{0,25}?(?:\b[A-Z]-|(?<![\d.:/-]))(?:\d{3}[ -]\d{3}|\d{6,8})(?![\d.:/-])",
+       r"(?<![\d.:/-])\d{6,8}(?![\d.:/-])\s+(?:(?:is|as)\s+(?:the|your|my)\s+(?:one[- ]time|verification|2fa|otp|mfa"
+       r"|login|security|sign[- ]in)|to\s+(?:log ?in|sign ?in|verify|confirm))", flags=I),
+    _d("Recovery codes",
+       r"\b(?:recovery|backup|scratch|emergency|rescue)\s+(?:codes?|keys?)\b.{0,40}?(?:\b[a-z0-9]{4,5}-[a-z0-9]{4,5}\b"
+       r"|\b\d{4} \d{4}\b|\b\d{8,10}\b|\b[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3,}\b)", flags=I | re.S),
+    _d("Recovery codes", r"\b\d{6}(?:-\d{6}){7}\b"),  # a BitLocker recovery key
+    _d("Wallet seed phrase", r"\b(?:seed|recovery|secret recovery|backup)\s+(?:phrase|words)|\bmnemonic\b",
+       check=_seed_words, flags=I),
+    # passwords in prose
+    _d("Credential in prose",
+       rf"\b{_PW_WORD}(?:'s|\b)"
+       r"(?:[ \t]+(?:for|of|to|on)[ \t]+(?:(?:the|my|our|your)[ \t]+)?(?!(?:is|was)\b)[\w.@-]+"
+       r"(?:[ \t]+(?!(?:is|was)\b)[\w.@-]+)?)?"
+       r"(?P<sep>[ \t]*(?:'s|\bis|\bwas|:|=|-)(?:[ \t]*:)?[ \t]*|[ \t]+)"
+       r"(?:(?:still|now|just|currently|probably|(?:changed|set|reset|updated)[ \t]+to)[ \t]+)?[\"'`]?(?P<v>\S+)",
+       check=_prose_password, flags=I),
+    _d("Credential in prose",
+       r"(?<!\S)[\"'`]?(?P<v>[^\s\"'`]{6,64})[\"'`]?[ \t]+(?:is|as|was)[ \t]+(?:the|my|our|your)[ \t]+"
+       rf"(?:[\w-]+[ \t]+)?{_PW_WORD}\b", check=_prose_password, flags=I),
+    _d("Passphrase in prose",
+       r"\b(?:pass(?:word|phrase)|unlock phrase)\b[^\"'\n]{0,30}?\b(?:is|:|=)\s*[\"'][^\"'\n]{8,}[\"']", flags=I),
+    _d("Login and password", r"(?<![\w/:])[\w.@+-]{2,40}(?:[ \t]+/[ \t]+|:)(?P<v>[^\s/]{6,64})", check=_login_pair),
+    _d("PIN", r"\b(?:pin(?: code| number)?|passcode)\s*(?:is|:|=)\s*\d{4,8}\b", flags=I),
+    # an opaque key next to a word that names it
+    _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=_context_token, flags=I),
+    _d("API key in prose",
+       r"\b(?:api[ _-]?key|apikey|access[ _-]?key|secret(?:[ _-]?key)?|client[ _-]?secret|(?:auth|access|refresh|api"
+       r"|bot|personal|bearer|session|ci|deploy)?[ _-]?token|app(?:lication)?[ _-]?key|signing[ _-]?key|credentials?)\b"
+       rf"[^\n]{{0,40}}?(?<![\w./~+=-])(?P<v>{_TOKEN_CHARS}{{16,}})", check=_context_token, flags=I),
+]  # fmt: skip
+
+
+def _own_findings(text: str) -> Iterator[str]:
+    for kind, pattern, check in _DETECTORS:
+        if any(check is None or check(match) for match in pattern.finditer(text)):
+            yield kind
+
+
+def find_secrets(text: str) -> list[str]:
+    """The kinds of credential found in `text` (empty when it holds none). Thread-safe. Fails closed: when
+    scanning raises, the answer is `[SCAN_FAILED]`, so the text is treated as a secret and never stored."""
+    try:
+        kinds = set(_own_findings(text))
+        for line in text.splitlines():
+            if line.strip():
+                kinds.update(_ds_findings(line))
+        return sorted(kinds)
+    except Exception:  # fail closed, whatever went wrong
+        return [SCAN_FAILED]
+
+
+# ------------------------------------------------------------------------------------------------ measurement
+
+CHECKOUT = Path(__file__).resolve().parents[2]  # the memlab checkout (an editable install)
+SECRET_CORPUS = CHECKOUT / "fixtures" / "secrets"
+
+
+def secret_filter_rates(folder: str | Path | None = None) -> dict:
+    """How the secret filter does on a labelled corpus (default fixtures/secrets): the caught share of credentials
+    (`credentials.yaml`, by split) and the flagged share of ordinary technical text (`ordinary.yaml`), with the
+    misses and false alarms listed. Reads the files and scans; changes nothing."""
+    import yaml
+
+    folder = Path(folder) if folder is not None else SECRET_CORPUS
+    credentials = yaml.safe_load((folder / "credentials.yaml").read_text())["credentials"]
+    ordinary = yaml.safe_load((folder / "ordinary.yaml").read_text())["ordinary"]
+
+    def share(hits: int, total: int) -> float:
+        return hits / total if total else 0.0
+
+    out: dict = {"kinds": len({c["kind"] for c in credentials})}
+    missed = [c for c in credentials if not find_secrets(c["text"])]
+    flagged = [o for o in ordinary if find_secrets(o["text"])]
+    for split in ("tuning", "held_out"):
+        n = sum(c["split"] == split for c in credentials)
+        out[f"{split}_credentials"] = n
+        out[f"{split}_caught"] = share(n - sum(c["split"] == split for c in missed), n)
+        m = sum(o["split"] == split for o in ordinary)
+        out[f"{split}_ordinary"] = m
+        out[f"{split}_ordinary_flagged"] = share(sum(o["split"] == split for o in flagged), m)
+    out["credentials"] = len(credentials)
+    out["caught"] = share(len(credentials) - len(missed), len(credentials))
+    out["ordinary"] = len(ordinary)
+    out["ordinary_flagged"] = share(len(flagged), len(ordinary))
+    out["missed"] = [(c["split"], c["kind"], c["text"]) for c in missed]
+    out["flagged"] = [(o["split"], o["text"], find_secrets(o["text"])) for o in flagged]
+    return out

@@ -1,0 +1,148 @@
+"""The secret detectors: checksums, failing closed, and the catch and false-alarm rates on fixtures/secrets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+import yaml
+
+import memlab
+from memlab import find_secrets, skip_reason
+from memlab.events import secrets
+from tests.conftest import ROOT
+
+CORPUS = ROOT / "fixtures" / "secrets"
+
+
+def test_the_corpus_is_big_and_varied_enough():
+    credentials = yaml.safe_load((CORPUS / "credentials.yaml").read_text())["credentials"]
+    ordinary = yaml.safe_load((CORPUS / "ordinary.yaml").read_text())["ordinary"]
+    assert len(credentials) >= 150 and len({c["kind"] for c in credentials}) >= 25
+    assert len(ordinary) >= 100
+    assert {c["split"] for c in credentials} == {o["split"] for o in ordinary} == {"tuning", "held_out"}
+    assert all(c["text"].strip() and c["kind"] for c in credentials)
+    texts = [c["text"] for c in credentials] + [o["text"] for o in ordinary]
+    assert len(set(texts)) == len(texts)
+
+
+def test_rates_on_the_corpus():
+    """Held-out credentials (written before the detectors, scored only at the end) are caught, ordinary
+    technical text is kept."""
+    rates = secrets.secret_filter_rates()
+    assert rates["credentials"] >= 150 and rates["kinds"] >= 25 and rates["ordinary"] >= 100
+    assert rates["held_out_caught"] >= 0.95, rates["missed"]
+    assert rates["ordinary_flagged"] <= 0.10, rates["flagged"]
+
+
+def test_rates_are_computed_from_the_given_folder(tmp_path):
+    (tmp_path / "credentials.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "credentials": [
+                    {"kind": "stripe", "split": "held_out", "text": "sk_live_4eC39HqLyjWDarjtT1zdp7dc is the key"},
+                    {"kind": "prose_password", "split": "held_out", "text": "my password is terrible"},
+                    {"kind": "aws", "split": "tuning", "text": "key AKIAIOSFODNN7EXAMPLE"},
+                ]
+            }
+        )
+    )
+    (tmp_path / "ordinary.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "ordinary": [
+                    {"split": "tuning", "text": "we ship on Fridays"},
+                    {"split": "held_out", "text": "the db password is Falcon42!"},
+                ]
+            }
+        )
+    )
+    rates = secrets.secret_filter_rates(tmp_path)
+    assert (rates["held_out_caught"], rates["tuning_caught"], rates["ordinary_flagged"]) == (0.5, 1.0, 0.5)
+    assert (rates["held_out_ordinary_flagged"], rates["tuning_ordinary_flagged"]) == (1.0, 0.0)
+    assert rates["missed"] == [("held_out", "prose_password", "my password is terrible")]
+    assert [text for _, text, _ in rates["flagged"]] == ["the db password is Falcon42!"]
+
+
+@pytest.mark.parametrize(
+    ("number", "ok"),
+    [
+        ("4539398259791903", True),
+        ("4539398259791904", False),
+        ("378282246310005", True),  # the Amex test number
+        ("6011111111111117", True),  # a Discover test number
+        ("1234567812345670", True),  # passes Luhn, but 1... is no card network
+    ],
+)
+def test_luhn(number, ok):
+    assert secrets.luhn_ok(number) is ok
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("the visa is 4539 3982 5979 1903", True),
+        ("the visa is 4539-3982-5979-1903", True),
+        ("ticket 1234 5678 1234 5670 is resolved", False),  # Luhn-valid, no card network starts with 1
+        ("order 4539398259791904 shipped", False),
+    ],
+)
+def test_card_numbers_need_luhn_and_a_network(text, found):
+    assert ("Payment card" in find_secrets(text)) is found
+
+
+@pytest.mark.parametrize(
+    ("iban", "ok"),
+    [
+        ("GB82WEST12345698765432", True),  # the ISO 13616 example
+        ("DE89370400440532013000", True),
+        ("DE89370400440532013001", False),  # check digits do not match
+        ("DE8937040044053201300", False),  # one short for Germany
+        ("ZZ89370400440532013000", False),  # no such country
+    ],
+)
+def test_iban_mod_97(iban, ok):
+    assert secrets.iban_ok(iban) is ok
+
+
+def test_iban_found_with_spaces_and_not_when_the_checksum_fails():
+    assert "IBAN" in find_secrets("pay it to GB82 WEST 1234 5698 7654 32 please")
+    assert "IBAN" not in find_secrets("pay it to GB83 WEST 1234 5698 7654 32 please")
+
+
+def test_scanning_fails_closed(monkeypatch):
+    """Whatever breaks inside the scanner, the text is treated as a secret and not stored."""
+
+    def broken():
+        raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(secrets, "_ds_plugins", broken)
+    text = "We deploy the payments service with Argo CD."
+    assert find_secrets(text) == [secrets.SCAN_FAILED]
+    assert skip_reason(memlab.Event("e", "user", datetime(2026, 1, 1, tzinfo=UTC), text)) == "secret"
+
+
+def test_scanning_leaves_detect_secrets_settings_alone():
+    """Plugins are called directly: the process-wide detect-secrets settings are never read or swapped."""
+    from detect_secrets import settings
+
+    before = settings.get_settings().json()
+    assert find_secrets("token ghp_1234567890abcdefghijABCDEFGHIJ123456 for the CI")
+    assert settings.get_settings().json() == before
+
+
+def test_seed_phrases_are_bip39_words_not_sentences_about_them():
+    words = "abandon ability able about above absent absorb abstract absurd abuse access accident"
+    assert "Wallet seed phrase" in find_secrets(f"my seed phrase is {words}")
+    assert "Wallet seed phrase" in find_secrets(f"mnemonic: {words.title().replace(' ', ', ')}")
+    assert find_secrets("write down your seed phrase and keep it safe, never share it with anyone online") == []
+
+
+def test_scan_time_grows_linearly_on_long_odd_text():
+    """No pattern backtracks quadratically (a name pattern once took minutes on 100 kB of '1234-')."""
+    import time
+
+    for text in ("1234-" * 20_000, "a_" * 50_000, "user:" * 20_000, "=" * 100_000, "1 " * 50_000):
+        start = time.perf_counter()
+        find_secrets(text)
+        assert time.perf_counter() - start < 5, text[:20]
