@@ -55,14 +55,18 @@ from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
+    DeletionReport,
     Event,
     FunctionCall,
     FunctionResponse,
     Hit,
     Hits,
     IngestReport,
+    InputError,
     SearchSettings,
     Session,
+    SessionFailure,
+    TimestampWindow,
 )
 
 __version__ = "0.1.0"
@@ -80,6 +84,7 @@ __all__ = [
     "ConfigError",
     "DatabaseUnavailableError",
     "Decision",
+    "DeletionReport",
     "DimensionError",
     "Embedder",
     "EmbeddingCache",
@@ -101,6 +106,7 @@ __all__ = [
     "Hit",
     "Hits",
     "IngestReport",
+    "InputError",
     "LabelledExtractor",
     "LlmExtractor",
     "MemlabError",
@@ -111,7 +117,9 @@ __all__ = [
     "SearchSettings",
     "SentenceTransformerEmbedder",
     "Session",
+    "SessionFailure",
     "Store",
+    "TimestampWindow",
     "UnknownPredicateError",
     "decide",
     "default_embedder",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from memlab.errors import ConfigError
@@ -16,6 +16,69 @@ Strategy = Literal["auto", "hnsw", "exact", "planner"]
 IterativeScan = Literal["off", "relaxed_order", "strict_order"]
 STRATEGIES: tuple[str, ...] = ("auto", "hnsw", "exact", "planner")
 ITERATIVE_SCANS: tuple[str, ...] = ("off", "relaxed_order", "strict_order")
+EARLIEST_TIMESTAMP = datetime(1970, 1, 1, tzinfo=UTC)
+DEFAULT_AHEAD = timedelta(days=1)
+
+
+class InputError(ConfigError):
+    """A session, event or argument that cannot be stored or searched as given (a NUL character, a lone
+    surrogate, a non-string id, an implausible timestamp, ...). The message names the app, user, session and
+    event it is about; the same names are attributes, so a caller can route the failure."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        app_name: object = None,
+        user_id: object = None,
+        session_id: object = None,
+        event_id: object = None,
+    ) -> None:
+        self.problem = problem
+        self.app_name, self.user_id, self.session_id, self.event_id = app_name, user_id, session_id, event_id
+        where = ", ".join(
+            f"{name} {value!r}"
+            for name, value in (("app", app_name), ("user", user_id), ("session", session_id), ("event", event_id))
+            if value is not None
+        )
+        super().__init__(f"{where}: {problem}" if where else problem)
+
+
+@dataclass(frozen=True)
+class TimestampWindow:
+    """The event times memory accepts: from `earliest` to `ahead` past the current time (clock skew).
+
+    A timestamp outside it is a broken clock or a unit mix-up (seconds read as milliseconds); stored, it would
+    sort before or after everything the user said. Far outside it is worse: a time after 9999-12-31 in UTC
+    (year 9999 in a negative UTC offset) is stored by PostgreSQL but cannot be read back into Python, so every
+    later search of the user fails. Pass another window to `EventMemory(timestamps=...)` to replay old data."""
+
+    earliest: datetime = EARLIEST_TIMESTAMP
+    ahead: timedelta = DEFAULT_AHEAD
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.earliest, datetime) or self.earliest.utcoffset() is None:
+            raise ConfigError(f"TimestampWindow.earliest must be a timezone-aware datetime, got {self.earliest!r}.")
+        if not isinstance(self.ahead, timedelta) or self.ahead < timedelta(0):
+            raise ConfigError(f"TimestampWindow.ahead must be a timedelta >= 0, got {self.ahead!r}.")
+
+    def latest(self, now: datetime | None = None) -> datetime:
+        """The latest accepted time: now + `ahead`, and never past what Python can read back (9999 in UTC)."""
+        now = now or datetime.now(UTC)
+        ceiling = datetime.max.replace(tzinfo=UTC)
+        return ceiling if self.ahead >= ceiling - now else now + self.ahead
+
+    def problem(self, timestamp: datetime, now: datetime | None = None) -> str | None:
+        """Why `timestamp` is refused, or None when it is inside the window."""
+        latest = self.latest(now)
+        earliest = max(self.earliest, datetime.min.replace(tzinfo=UTC))  # before year 1 in UTC: unreadable too
+        if timestamp < earliest or timestamp > latest:
+            return (
+                f"timestamp {timestamp.isoformat()} is outside the accepted window {earliest.isoformat()} .. "
+                f"{latest.isoformat()} (now + {self.ahead}); fix the event's clock, or widen "
+                "EventMemory(timestamps=TimestampWindow(earliest=..., ahead=...))."
+            )
+        return None
 
 
 @dataclass(frozen=True)
@@ -47,8 +110,20 @@ class Event:
     partial: bool = False
 
     def __post_init__(self) -> None:
-        if not self.id:
-            raise ConfigError("Event.id is empty: every event needs a stable id (re-ingest is keyed on it).")
+        if not isinstance(self.id, str) or not self.id:
+            raise ConfigError(
+                f"Event.id {self.id!r} is not a non-empty string: every event needs a stable string id "
+                "(re-ingest is keyed on it)."
+            )
+        if not isinstance(self.author, str):
+            raise ConfigError(f"Event {self.id!r}: author {self.author!r} is not a string.")
+        if self.text is not None and not isinstance(self.text, str):
+            raise ConfigError(f"Event {self.id!r}: text must be a string or None, got {type(self.text).__name__}.")
+        if not isinstance(self.timestamp, datetime):
+            raise ConfigError(
+                f"Event {self.id!r}: timestamp {self.timestamp!r} is not a datetime; pass an aware datetime, "
+                "e.g. datetime(..., tzinfo=timezone.utc)."
+            )
         if self.timestamp.tzinfo is None or self.timestamp.utcoffset() is None:
             raise ConfigError(
                 f"Event {self.id!r}: timestamp {self.timestamp.isoformat()} has no timezone; "
@@ -67,7 +142,13 @@ class Session:
 
     def __post_init__(self) -> None:
         for name in ("app_name", "user_id", "id"):
-            if not getattr(self, name):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise ConfigError(
+                    f"Session {self.id!r}: {name} {value!r} is a {type(value).__name__}, not a string "
+                    "(memory is scoped by app, user and session ids, which are strings)."
+                )
+            if not value:
                 raise ConfigError(f"Session.{name} is empty: memory is scoped by app, user and session.")
         object.__setattr__(self, "events", tuple(self.events))
 
@@ -131,19 +212,36 @@ class Hits(list[Hit]):
         return [h.unit_id for h in self]
 
 
+@dataclass(frozen=True)
+class SessionFailure:
+    """A session `add_sessions` could not store (nothing of it was written) and why."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    reason: str
+
+
 @dataclass
 class IngestReport:
-    """What one `add_session` did: units written, already present, replaced, and events skipped by reason."""
+    """What one `add_session` did: units written, already present, replaced, and events skipped by reason.
+    `failed` lists the sessions `add_sessions` refused (malformed input); the other sessions were written."""
 
     added: int = 0
     already_stored: int = 0
     replaced: int = 0
     embedded: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    failed: list[SessionFailure] = field(default_factory=list)
 
     @property
     def skipped_total(self) -> int:
         return sum(self.skipped.values())
+
+    @property
+    def ok(self) -> bool:
+        """True when no session failed."""
+        return not self.failed
 
     def merge(self, other: IngestReport) -> IngestReport:
         """Add another report into this one (for multi-session loads); returns self."""
@@ -152,4 +250,17 @@ class IngestReport:
         self.replaced += other.replaced
         self.embedded += other.embedded
         self.skipped.update(other.skipped)
+        self.failed.extend(other.failed)
         return self
+
+
+@dataclass(frozen=True)
+class DeletionReport:
+    """What an erasure removed: memory units, tombstones, embedding-cache entries (of the deleted texts) and
+    per-tenant indexes, and which tables were vacuumed afterwards."""
+
+    units: int = 0
+    tombstones: int = 0
+    cache_entries: int = 0
+    tenant_indexes: int = 0
+    vacuumed: tuple[str, ...] = ()

@@ -2,6 +2,11 @@
 
 Vectors live in memory and in a SQLite file under `$MEMLAB_HOME/cache/` so they survive across runs.
 `CachedEmbedder` wraps any `Embedder` and is itself an `Embedder`.
+
+The cache holds a hash of every text embedded, so it is a copy of user data too: erasure
+(`EventMemory.forget_user`, `delete_memory`, `forget_session`, `purge_before`) removes the entries of the texts
+it deletes (`EmbeddingCache.forget_keys`), the SQLite file overwrites deleted rows (`secure_delete`), and
+`CachedEmbedder.embed_query(text, remember=False)` (what searches use) embeds a query without writing it.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +39,7 @@ class EmbeddingCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten, not left in free pages
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS embedding (model_id TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
                 "vector BLOB NOT NULL, PRIMARY KEY (model_id, text_sha256))"
@@ -79,6 +86,39 @@ class EmbeddingCache:
                 self._db.executemany("INSERT OR IGNORE INTO embedding VALUES (?, ?, ?)", rows)
                 self._db.commit()
 
+    def forget_keys(self, keys: Iterable[tuple[str, str]]) -> int:
+        """Remove the entries of these (model id, text hash) keys (`text_key(text)`); returns entries removed
+        from the file (or from memory, for a memory-only cache)."""
+        keys = list(dict.fromkeys(keys))
+        removed = 0
+        with self._lock:
+            for key in keys:
+                if self._memory.pop(key, None) is not None and self._db is None:
+                    removed += 1
+            if self._db is not None and keys:
+                for start in range(0, len(keys), 500):
+                    batch = keys[start : start + 500]
+                    marks = ",".join("(?, ?)" for _ in batch)
+                    removed += self._db.execute(
+                        f"DELETE FROM embedding WHERE (model_id, text_sha256) IN (VALUES {marks})",
+                        [part for key in batch for part in key],
+                    ).rowcount
+                self._db.commit()
+        return removed
+
+    def forget(self, model_id: str, texts: Iterable[str]) -> int:
+        """Remove the entries of these texts under one model; returns entries removed."""
+        return self.forget_keys((model_id, text_key(t)) for t in texts)
+
+    def vacuum(self) -> None:
+        """Fold the write-ahead log into the file and rebuild it, so no deleted entry lingers in either."""
+        if self._db is None:
+            return
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def __len__(self) -> int:
         with self._lock:
             if self._db is not None:
@@ -88,6 +128,12 @@ class EmbeddingCache:
 
 _SHARED: dict[Path, EmbeddingCache] = {}
 _SHARED_LOCK = threading.Lock()
+
+
+def shared_caches() -> list[EmbeddingCache]:
+    """Every shared cache this process has opened (erasure clears the deleted texts from each)."""
+    with _SHARED_LOCK:
+        return list(_SHARED.values())
 
 
 def shared_cache(home: str | Path | None = None) -> EmbeddingCache:
@@ -133,5 +179,13 @@ class CachedEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+    def embed_query(self, text: str, *, remember: bool = True) -> np.ndarray:
+        """The query's vector, from the cache if it is there. With `remember=False` a query that is not
+        cached is embedded without being written to the cache (a user's search is personal data)."""
+        if remember:
+            return self.embed_documents([text])[0]
+        found = self.cache.get_many(self.model_id, [text])
+        if 0 in found:
+            return np.asarray(found[0], dtype=np.float32)
+        self.computed += 1
+        return np.asarray(self.inner.embed_documents([text])[0], dtype=np.float32)  # as embed_documents would

@@ -1,23 +1,114 @@
 """EventMemory: filtered session events (or chunks of them) embedded into PostgreSQL + pgvector, searched
-per app and user with a distance cut-off and explicit index settings."""
+per app and user with a distance cut-off and explicit index settings.
+
+Identity: an event is (app, user, session, event id). ADK event ids are unique within a session, not across a
+user's sessions, so the same id in two sessions is two memories (both stored); the same id twice within one
+session is stored once and the repeat is counted as skipped (`duplicate_id`).
+
+Input is checked before anything is embedded or written (`check_session`): ids must be non-empty strings of
+at most `MAX_ID_BYTES` UTF-8 bytes, no text may hold a NUL character or a lone surrogate (PostgreSQL cannot
+store either), timestamps must be timezone-aware and inside the memory's `TimestampWindow` (1970 .. now + 1 day
+by default). A malformed session is refused whole with an `InputError` naming the session and event, so
+nothing half-written is left behind; `add_sessions` records it in `IngestReport.failed` and writes the others.
+
+Erasure (`forget_user`, `forget_session`, `delete_memory`, `purge_before`) also removes the embedding-cache
+entries of the texts it deletes, and with `vacuum=True` VACUUMs the touched tables afterwards.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
+import psycopg
 
 from memlab.embedding.base import Embedder
+from memlab.embedding.cache import CachedEmbedder, EmbeddingCache, shared_caches, text_key
 from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
-from memlab.types import Event, Hits, IngestReport, SearchSettings, Session
+from memlab.types import (
+    DeletionReport,
+    Event,
+    Hits,
+    IngestReport,
+    InputError,
+    SearchSettings,
+    Session,
+    SessionFailure,
+    TimestampWindow,
+)
+
+log = logging.getLogger(__name__)
+
+DUPLICATE_ID = "duplicate_id"  # an event id seen earlier in the same session: stored once, the repeat counted
+SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID)  # every reason an event can be counted as skipped
+MAX_ID_BYTES = 256  # app, user, session and event ids (UTF-8): the unique key must fit a btree entry
+# What PostgreSQL (or psycopg) says about data it cannot take: the session is at fault, not the server.
+_REFUSED = (psycopg.DataError, psycopg.errors.ProgramLimitExceeded)
+
+
+def text_problem(value: object, what: str, *, max_bytes: int | None = None, empty_ok: bool = False) -> str | None:
+    """Why `value` cannot be stored as the text `what`, or None."""
+    if not isinstance(value, str):
+        return f"{what} {value!r} is a {type(value).__name__}, not a string"
+    if not value and not empty_ok:
+        return f"{what} is empty"
+    if "\x00" in value:
+        return f"{what} holds a NUL character (\\x00), which PostgreSQL text cannot store; strip it first"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        return (
+            f"{what} holds a lone surrogate ({value[exc.start]!r} at position {exc.start}), which is not valid "
+            "Unicode text; decode the source with errors='replace' first"
+        )
+    if max_bytes is not None and size > max_bytes:
+        return f"{what} is {size} bytes long in UTF-8; ids may have at most {max_bytes}"
+    return None
+
+
+def check_session(session: Session, timestamps: TimestampWindow, *, now: datetime | None = None) -> None:
+    """Raise `InputError` (naming the session and event) unless every id, text and timestamp of the session
+    can be stored as given."""
+    ids = {
+        "app": getattr(session, "app_name", None),
+        "user": getattr(session, "user_id", None),
+        "session": getattr(session, "id", None),
+    }
+    where = {"app_name": ids["app"], "user_id": ids["user"], "session_id": ids["session"]}
+    if not isinstance(session, Session):
+        raise InputError(f"expected a memlab.Session, got {type(session).__name__}", **where)
+    for name, value in ids.items():
+        problem = text_problem(value, f"the {name} id", max_bytes=MAX_ID_BYTES)
+        if problem:
+            raise InputError(problem, **where)
+    now = now or datetime.now(UTC)
+    for position, event in enumerate(session.events):
+        event_id = getattr(event, "id", None)
+        if not isinstance(event, Event):
+            raise InputError(f"event #{position} is a {type(event).__name__}, not a memlab.Event", **where)
+        problem = (
+            text_problem(event_id, "the event id", max_bytes=MAX_ID_BYTES)
+            or text_problem(event.author, "the author", empty_ok=True)
+            or (None if event.text is None else text_problem(event.text, "the text", empty_ok=True))
+            or _timestamp_problem(event.timestamp, timestamps, now)
+        )
+        if problem:
+            raise InputError(problem, **where, event_id=event_id if isinstance(event_id, str) else repr(event_id))
+
+
+def _timestamp_problem(timestamp: object, timestamps: TimestampWindow, now: datetime) -> str | None:
+    if not isinstance(timestamp, datetime) or timestamp.utcoffset() is None:
+        return f"timestamp {timestamp!r} is not a timezone-aware datetime"
+    return timestamps.problem(timestamp, now)
 
 
 @dataclass(frozen=True)
@@ -72,6 +163,7 @@ class EventMemory:
         min_chars: int = filters.DEFAULT_MIN_CHARS,
         scan_secrets: bool = True,
         layer: str | None = None,
+        timestamps: TimestampWindow | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -82,23 +174,35 @@ class EventMemory:
         self.layer = layer or layer_name(granularity, chunk_size, chunk_overlap)
         self.min_chars = min_chars
         self.scan_secrets = scan_secrets
+        if timestamps is not None and not isinstance(timestamps, TimestampWindow):
+            raise ConfigError(f"timestamps must be a memlab.TimestampWindow, got {type(timestamps).__name__}.")
+        self.timestamps = timestamps or TimestampWindow()  # the event times accepted on ingest
         self.model = store.register_model(embedder.model_id, embedder.dimension)
         self.index_name = store.ensure_vector_index(self.model.model_id, self.layer)
 
     def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
         if not app_name or not user_id:
             raise ConfigError("app_name and user_id are required: memory is always scoped to one user of one app.")
+        for name, value in (("app_name", app_name), ("user_id", user_id)):
+            problem = text_problem(value, name)
+            if problem:
+                raise InputError(problem, app_name=app_name, user_id=user_id)
         return sqlu.Scope(app_name, user_id, self.layer, self.model)
 
     # -- ingest ---------------------------------------------------------------------------------------
     def kept_events(self, session: Session) -> tuple[list[Event], Counter[str]]:
-        """The events worth remembering, and how many were skipped for which reason."""
+        """The events worth remembering, and how many were skipped for which reason. An event whose id was
+        already kept earlier in the session is skipped as `duplicate_id` (the first one is stored)."""
         kept: list[Event] = []
+        seen: set[str] = set()
         skipped: Counter[str] = Counter()
         for event in session.events:
             reason = filters.skip_reason(event, min_chars=self.min_chars, scan_secrets=self.scan_secrets)
+            if reason is None and event.id in seen:
+                reason = DUPLICATE_ID
             if reason is None:
                 kept.append(event)
+                seen.add(event.id)
             else:
                 skipped[reason] += 1
         return kept, skipped
@@ -108,18 +212,34 @@ class EventMemory:
             return event_units(session, kept)
         return chunk_units(session, kept, self.chunk_size, self.chunk_overlap)
 
+    def check(self, session: Session) -> None:
+        """Raise `InputError` (naming the session and event) if the session cannot be stored as given."""
+        check_session(session, self.timestamps)
+
     def add_session(self, session: Session) -> IngestReport:
         """Store the session's kept events (or chunks). Safe to call any number of times, from any thread:
-        units already stored are neither embedded nor written again."""
+        units already stored are neither embedded nor written again. A malformed session raises `InputError`
+        (a `ConfigError`) naming the session and event, and nothing of it is written."""
+        self.check(session)
         return self._ingest([session])
 
     def add_sessions(
         self, sessions: Iterable[Session], *, batch_units: int = 256, progress: bool = False
     ) -> IngestReport:
         """Add many sessions; one merged report. Sessions are written in batches of about `batch_units`
-        units, so the model embeds full batches instead of one small batch per session."""
+        units, so the model embeds full batches instead of one small batch per session.
+
+        One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
+        whole and listed in `report.failed` with the reason; every other session is written."""
         total = IngestReport()
-        items = list(sessions)
+        items: list[Session] = []
+        for session in sessions:
+            try:
+                self.check(session)
+            except InputError as exc:
+                self._failed(total, session, exc)
+            else:
+                items.append(session)
         batches: list[list[Session]] = [[]]
         size = 0
         for session in items:
@@ -134,12 +254,35 @@ class EventMemory:
             with Progress() as bar:
                 task = bar.add_task(f"ingest ({self.layer})", total=len(items))
                 for batch in batches:
-                    total.merge(self._ingest(batch))
+                    total.merge(self._ingest_isolated(batch))
                     bar.advance(task, len(batch))
             return total
         for batch in batches:
-            total.merge(self._ingest(batch))
+            total.merge(self._ingest_isolated(batch))
         return total
+
+    def _ingest_isolated(self, batch: list[Session]) -> IngestReport:
+        """`_ingest` of a batch; if PostgreSQL refuses the batch's data, each session is retried alone so only
+        the sessions it refuses fail."""
+        try:
+            return self._ingest(batch)
+        except _REFUSED:
+            if len(batch) == 1:
+                raise
+        report = IngestReport()
+        for session in batch:
+            try:
+                report.merge(self._ingest([session]))
+            except _REFUSED as exc:
+                self._failed(report, session, exc)
+        return report
+
+    @staticmethod
+    def _failed(report: IngestReport, session: object, exc: Exception) -> None:
+        ids = [getattr(session, name, None) for name in ("app_name", "user_id", "id")]
+        failure = SessionFailure(*(v if isinstance(v, str) else repr(v) for v in ids), reason=str(exc).strip())
+        log.warning("add_sessions left out session %r: %s", failure.session_id, failure.reason)
+        report.failed.append(failure)
 
     def _ingest(self, sessions: list[Session]) -> IngestReport:
         """Filter, unit and write sessions in one transaction, embedding all new units in one call.
@@ -151,7 +294,7 @@ class EventMemory:
         deleted = self._tombstones(sessions)
         for session in sessions:
             kept, skipped = self.kept_events(session)
-            gone = [e for e in kept if (session.app_name, session.user_id, e.id) in deleted]
+            gone = [e for e in kept if (session.app_name, session.user_id, session.id, e.id) in deleted]
             if gone:
                 skipped[filters.DELETED] += len(gone)
                 kept = [e for e in kept if e not in gone]
@@ -161,42 +304,122 @@ class EventMemory:
                 planned.append((self.scope(session.app_name, session.user_id), session, units))
         if not planned:
             return report
-        with self.store.transaction() as conn:
-            for scope, session, _ in sorted(planned, key=lambda p: (p[0].app_name, p[0].user_id, p[1].id)):
-                sqlu.lock_key(
-                    conn, "units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id
-                )
-            todo: list[tuple[sqlu.Scope, Unit]] = []
-            for scope, _, units in planned:
-                stored = sqlu.existing_units(conn, scope, [u.unit_id for u in units])
-                fresh = [u for u in units if stored.get(u.unit_id) != u.event_ids]
-                report.already_stored += len(units) - len(fresh)
-                stale = [u.unit_id for u in fresh if u.unit_id in stored]  # a chunk that grew since last time
-                if stale:
-                    report.replaced += sqlu.delete_units(conn, scope, stale)
-                todo.extend((scope, u) for u in fresh)
-            if not todo:
-                return report
-            vectors = self.embedder.embed_documents([u.body for _, u in todo])
-            check_vectors(vectors, len(todo), self.model.dimension, self.model.model_id)
-            report.embedded = len(todo)
-            rows = [sqlu.unit_row(scope, u, v) for (scope, u), v in zip(todo, vectors, strict=True)]
-            report.added = sqlu.copy_rows(conn, rows) - report.replaced
+        embedded: list[str] = []
+        replaced = sqlu.Deleted()
+        try:
+            with self.store.transaction() as conn:
+                for scope, session, _ in sorted(planned, key=lambda p: (p[0].app_name, p[0].user_id, p[1].id)):
+                    sqlu.lock_key(
+                        conn, "units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id
+                    )
+                todo: list[tuple[sqlu.Scope, Unit]] = []
+                for scope, session, units in planned:
+                    stored = sqlu.existing_units(conn, scope, session.id, [u.unit_id for u in units])
+                    fresh = [u for u in units if stored.get(u.unit_id) != u.event_ids]
+                    report.already_stored += len(units) - len(fresh)
+                    stale = [u.unit_id for u in fresh if u.unit_id in stored]  # a chunk that grew since last time
+                    if stale:
+                        replaced.merge(sqlu.delete_units(conn, scope, session.id, stale))
+                    todo.extend((scope, u) for u in fresh)
+                report.replaced = replaced.units
+                if not todo:
+                    return report
+                embedded = [u.body for _, u in todo]
+                vectors = self.embedder.embed_documents(embedded)
+                check_vectors(vectors, len(todo), self.model.dimension, self.model.model_id)
+                report.embedded = len(todo)
+                rows = [sqlu.unit_row(scope, u, v) for (scope, u), v in zip(todo, vectors, strict=True)]
+                report.added = sqlu.copy_rows(conn, rows) - report.replaced
+        except BaseException:
+            # Nothing was written: leave no cached vector of a text that is not stored either.
+            self._forget_cached({(self.model.model_id, text_key(t)) for t in embedded})
+            raise
+        # A replaced chunk's old body is stored nowhere any more; its cached vector goes with it.
+        self._forget_cached(replaced.text_keys - {(self.model.model_id, text_key(t)) for t in embedded})
         return report
 
-    def _tombstones(self, sessions: list[Session]) -> set[tuple[str, str, str]]:
-        """(app, user, event id) of events deleted on purpose: they are never ingested again."""
-        out: set[tuple[str, str, str]] = set()
+    def _tombstones(self, sessions: list[Session]) -> set[tuple[str, str, str, str]]:
+        """(app, user, session, event id) of events deleted on purpose: they are never ingested again."""
+        out: set[tuple[str, str, str, str]] = set()
         with self.store.connection() as conn:
-            for (app, user), ids in _ids_by_user(sessions).items():
-                out |= {(app, user, e) for e in sqlu.tombstoned(conn, app, user, ids)}
+            for s in sessions:
+                ids = [e.id for e in s.events]
+                found = sqlu.tombstoned(conn, s.app_name, s.user_id, s.id, ids) if ids else set()
+                out |= {(s.app_name, s.user_id, s.id, e) for e in found}
         return out
 
-    def delete_memory(self, app_name: str, user_id: str, memory_id: str) -> int:
-        """Delete one memory (a unit id or an event id) in every layer; re-ingesting it later is refused."""
+    # -- erasure --------------------------------------------------------------------------------------
+    def caches(self) -> list[EmbeddingCache]:
+        """The embedding caches erasure clears: the embedder's own (through any wrapping) and every shared
+        cache this process opened."""
+        found: list[EmbeddingCache] = []
+        inner: object = self.embedder
+        while inner is not None:
+            if isinstance(inner, CachedEmbedder):
+                found.append(inner.cache)
+            inner = getattr(inner, "inner", None)
+        found.extend(shared_caches())
+        return list({id(c): c for c in found}.values())
+
+    def _forget_cached(self, keys: set[tuple[str, str]]) -> int:
+        if not keys:
+            return 0
+        return sum(cache.forget_keys(keys) for cache in self.caches())
+
+    @staticmethod
+    def _check_vacuum(vacuum: bool | str) -> None:
+        if vacuum not in (False, True, "full"):
+            raise ConfigError(f"vacuum must be False, True or 'full', got {vacuum!r}.")
+
+    def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str) -> DeletionReport:
+        """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
+        cache_entries = self._forget_cached(deleted.text_keys)
+        vacuumed: tuple[str, ...] = ()
+        if vacuum:
+            with self.store.connection() as conn:  # autocommit: VACUUM cannot run inside a transaction
+                vacuumed = sqlu.vacuum(conn, full=vacuum == "full")
+            for cache in self.caches():
+                cache.vacuum()
+        return DeletionReport(
+            units=deleted.units,
+            tombstones=deleted.tombstones,
+            cache_entries=cache_entries,
+            tenant_indexes=deleted.tenant_indexes,
+            vacuumed=vacuumed,
+        )
+
+    def delete_memory(
+        self, app_name: str, user_id: str, memory_id: str, *, session_id: str | None = None, vacuum: bool | str = False
+    ) -> int:
+        """Delete one memory (a unit id or an event id) in every layer and model; re-ingesting it later is
+        refused. An event id names an event in one session: pass `session_id` to delete only that session's
+        event, else the id is deleted (and refused later) in every session of the user. The cached vectors of
+        the deleted texts are dropped; `vacuum=True` (or "full") VACUUMs the tables afterwards. Returns units
+        deleted."""
         self.scope(app_name, user_id)
+        self._check_vacuum(vacuum)
+        for name, value in (("memory_id", memory_id), ("session_id", session_id)):
+            problem = None if value is None and name == "session_id" else text_problem(value, name)
+            if problem:
+                raise InputError(problem, app_name=app_name, user_id=user_id, session_id=session_id)
         with self.store.transaction() as conn:
-            return sqlu.delete_memory(conn, app_name, user_id, memory_id)
+            deleted = sqlu.delete_memory(conn, app_name, user_id, memory_id, session_id)
+        return self._finish_erasure(deleted, vacuum).units
+
+    def forget_session(
+        self, app_name: str, user_id: str, session_id: str, *, vacuum: bool | str = False
+    ) -> DeletionReport:
+        """Delete every unit of one session stored with this memory's model (all layers), the session's
+        tombstones once no unit of it is left in any model, and the cached vectors of the deleted texts;
+        `vacuum=True` (or "full") VACUUMs the tables afterwards."""
+        self.scope(app_name, user_id)
+        self._check_vacuum(vacuum)
+        problem = text_problem(session_id, "session_id")
+        if problem:
+            raise InputError(problem, app_name=app_name, user_id=user_id, session_id=session_id)
+        with self.store.transaction() as conn:
+            deleted = sqlu.erase_session(conn, app_name, user_id, session_id, self.model.model_id)
+        return self._finish_erasure(deleted, vacuum)
 
     def bulk_load(self, rows: Iterable[tuple[str, str, Unit, np.ndarray]], *, batch_rows: int = 5_000) -> int:
         """Load many (app, user, unit, vector) rows fast, for benchmarks and imports.
@@ -209,6 +432,7 @@ class EventMemory:
         batch: list[tuple] = []
         try:
             for app_name, user_id, unit, vector in rows:
+                self._check_unit(app_name, user_id, unit)
                 batch.append(sqlu.unit_row(self.scope(app_name, user_id), unit, np.asarray(vector, dtype=np.float32)))
                 if len(batch) >= batch_rows:
                     added += self._copy_checked(batch)
@@ -219,6 +443,24 @@ class EventMemory:
             self.store.analyze()
         return added
 
+    def _check_unit(self, app_name: str, user_id: str, unit: Unit) -> None:
+        """The checks of `check_session`, for a unit given directly to `bulk_load`."""
+        where = {"app_name": app_name, "user_id": user_id, "session_id": unit.session_id, "event_id": unit.unit_id}
+        problem = (
+            text_problem(app_name, "the app id", max_bytes=MAX_ID_BYTES)
+            or text_problem(user_id, "the user id", max_bytes=MAX_ID_BYTES)
+            or text_problem(unit.session_id, "the session id", max_bytes=MAX_ID_BYTES)
+            or text_problem(unit.unit_id, "the unit id", max_bytes=2 * MAX_ID_BYTES)
+            or next(
+                filter(None, (text_problem(e, "an event id", max_bytes=MAX_ID_BYTES) for e in unit.event_ids)), None
+            )
+            or (None if unit.author is None else text_problem(unit.author, "the author", empty_ok=True))
+            or text_problem(unit.body, "the body", empty_ok=True)
+            or _timestamp_problem(unit.occurred_at, self.timestamps, datetime.now(UTC))
+        )
+        if problem:
+            raise InputError(problem, **where)
+
     def _copy_checked(self, rows: list[tuple]) -> int:
         if not rows:
             return 0
@@ -228,8 +470,18 @@ class EventMemory:
 
     # -- search ---------------------------------------------------------------------------------------
     def search(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Hits:
-        """The user's nearest units to `query`, nearest first, cut off at `settings.max_distance`."""
-        return self.search_vector(app_name, user_id, self.embedder.embed_query(query), settings)
+        """The user's nearest units to `query`, nearest first, cut off at `settings.max_distance`. The query is
+        embedded without being written to the embedding cache (it is the user's data too)."""
+        self.scope(app_name, user_id)
+        return self.search_vector(app_name, user_id, self._embed_query(app_name, user_id, query), settings)
+
+    def _embed_query(self, app_name: str, user_id: str, query: str) -> np.ndarray:
+        problem = text_problem(query, "the query", empty_ok=True)
+        if problem:
+            raise InputError(problem, app_name=app_name, user_id=user_id)
+        if isinstance(self.embedder, CachedEmbedder):
+            return self.embedder.embed_query(query, remember=False)
+        return self.embedder.embed_query(query)
 
     def search_vector(
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
@@ -263,7 +515,7 @@ class EventMemory:
         """Run the search under EXPLAIN (ANALYZE, BUFFERS) with the same settings and report the plan."""
         settings = settings or SearchSettings()
         scope = self.scope(app_name, user_id)
-        vector = self.embedder.embed_query(query)
+        vector = self._embed_query(app_name, user_id, query)
         with self.store.transaction() as conn:
             settings = self._resolve(conn, scope, settings)
             sqlu.apply_settings(conn, settings)
@@ -276,18 +528,29 @@ class EventMemory:
             return sqlu.count_units(conn, self.scope(app_name, user_id))
 
     # -- deletion, retention, migration ---------------------------------------------------------------
-    def forget_user(self, app_name: str, user_id: str) -> int:
-        """Delete every stored unit of the user (all layers and models); returns rows deleted."""
+    def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> int:
+        """Delete every stored unit of the user (all layers and models), the user's tombstones and per-tenant
+        indexes, and the cached vectors of the deleted texts. `vacuum=True` then runs VACUUM (ANALYZE) on the
+        unit and tombstone tables (outside any transaction) and compacts the cache file; `vacuum="full"` runs
+        VACUUM FULL, which rewrites the tables under an exclusive lock so no deleted byte stays in their files.
+        Returns units deleted."""
         self.scope(app_name, user_id)
+        self._check_vacuum(vacuum)
         with self.store.transaction() as conn:
-            return sqlu.delete_user(conn, app_name, user_id)
+            deleted = sqlu.erase_user(conn, app_name, user_id)
+        return self._finish_erasure(deleted, vacuum).units
 
-    def purge_before(self, cutoff: datetime, *, app_name: str | None = None, user_id: str | None = None) -> int:
-        """Retention by age: delete units that occurred before `cutoff` (all users unless scoped)."""
-        if cutoff.tzinfo is None:
+    def purge_before(
+        self, cutoff: datetime, *, app_name: str | None = None, user_id: str | None = None, vacuum: bool | str = False
+    ) -> int:
+        """Retention by age: delete units that occurred before `cutoff` (all users unless scoped), and the
+        cached vectors of their texts; returns units deleted."""
+        if not isinstance(cutoff, datetime) or cutoff.tzinfo is None:
             raise ConfigError("purge_before needs a timezone-aware cutoff datetime.")
+        self._check_vacuum(vacuum)
         with self.store.transaction() as conn:
-            return sqlu.delete_before(conn, cutoff, app_name, user_id)
+            deleted = sqlu.erase_before(conn, cutoff, app_name, user_id)
+        return self._finish_erasure(deleted, vacuum).units
 
     def migrate_embeddings(
         self, old_model: str, new_embedder: Embedder, *, batch_size: int = 512, progress: bool = False
@@ -296,13 +559,6 @@ class EventMemory:
         write the new rows beside the old ones (same ids, new model id). Resumable: rows already migrated
         are skipped. Reads flip by opening an EventMemory with the new embedder; then `store.drop_model(old)`."""
         return migrate_embeddings(self.store, old_model, new_embedder, batch_size=batch_size, progress=progress)
-
-
-def _ids_by_user(sessions: list[Session]) -> dict[tuple[str, str], list[str]]:
-    out: dict[tuple[str, str], list[str]] = {}
-    for s in sessions:
-        out.setdefault((s.app_name, s.user_id), []).extend(e.id for e in s.events)
-    return out
 
 
 def migrate_embeddings(

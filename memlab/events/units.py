@@ -1,7 +1,8 @@
 """Turn a session's kept events into memory units: one per event, or windows of consecutive events (chunks).
 
-A unit is what gets embedded and stored. Its `unit_id` is stable across re-ingests, so the store's unique
-key makes adding the same session again a no-op.
+A unit is what gets embedded and stored. Its identity is (session id, `unit_id`), stable across re-ingests,
+so the store's unique key makes adding the same session again a no-op. An event unit's id is the event id:
+ADK event ids are unique within a session only, so the same id in another session is another unit.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def layer_name(granularity: str, chunk_size: int = 4, chunk_overlap: int = 1) ->
 
 
 def event_units(session: Session, kept: list[Event]) -> list[Unit]:
-    """One unit per kept event; the event id is the unit id."""
+    """One unit per kept event; the event id is the unit id (unique within the session: see kept_events)."""
     return [Unit(session.id, e.id, (e.id,), e.author, e.timestamp, (e.text or "").strip()) for e in kept]
 
 

@@ -32,14 +32,33 @@ CREATE TABLE IF NOT EXISTS memlab_vector_index (
 );
 """
 
+# A tombstone is one deleted event of one session; session_id '' (what tombstones written before sessions were
+# part of an event's identity hold) stands for every session of the user. The DO block brings a table of the
+# old shape (no session column in the key) up to date, once, under the caller's schema lock.
+ANY_SESSION = ""
 TOMBSTONE_DDL = """
 CREATE TABLE IF NOT EXISTS memory_tombstone (
     app_name    text        NOT NULL,
     user_id     text        NOT NULL,
     event_id    text        NOT NULL,
     deleted_at  timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (app_name, user_id, event_id)
+    session_id  text        NOT NULL DEFAULT '',
+    PRIMARY KEY (app_name, user_id, event_id, session_id)
 );
+ALTER TABLE memory_tombstone ADD COLUMN IF NOT EXISTS session_id text NOT NULL DEFAULT '';
+DO $$
+DECLARE
+    pk name;
+BEGIN
+    SELECT c.conname INTO pk FROM pg_constraint c
+     WHERE c.conrelid = 'memory_tombstone'::regclass AND c.contype = 'p'
+       AND NOT (SELECT a.attnum FROM pg_attribute a
+                 WHERE a.attrelid = c.conrelid AND a.attname = 'session_id') = ANY (c.conkey);
+    IF pk IS NOT NULL THEN
+        EXECUTE format('ALTER TABLE memory_tombstone DROP CONSTRAINT %I, '
+                       'ADD PRIMARY KEY (app_name, user_id, event_id, session_id)', pk);
+    END IF;
+END $$;
 """
 
 
@@ -51,4 +70,6 @@ class ModelInfo:
     dimension: int
 
     def vector_type(self) -> sql.Composable:
-        return sql.SQL("vector({})").format(sql.Literal(self.dimension))
+        # The dimension is an int (checked here), composed as SQL text rather than a sql.Literal: queries with
+        # placeholders hold no literals at all (a test checks), and an int cannot smuggle one in.
+        return sql.SQL("vector({})").format(sql.SQL(str(int(self.dimension))))

@@ -12,6 +12,12 @@ Design notes:
   events and an iterative scan runs out of its budget before reaching them.
 - Every unique key starts with (app_name, user_id): the table can be distributed by user (Citus) or
   hash-partitioned on user_id without changing a key.
+- A unit is identified by (app, user, layer, session, unit id, model): ADK event ids are unique within a
+  session, not across a user's sessions, so the session is part of the key and two sessions may each hold an
+  event `e1`. The unit id of an event unit stays the event id (what hits, ADK memory ids and labels show).
+- No statement mixes `sql.Literal` with placeholders (a test checks): a literal that happened to contain
+  `%(q)s` would be taken for a placeholder. Statements either bind every value (the default) or inline
+  every value and run with no parameters at all (DDL, and searches with `literal=True`).
 """
 
 from __future__ import annotations
@@ -20,14 +26,14 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-from memlab.storage.schema import PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
+from memlab.storage.schema import ANY_SESSION, PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
 from memlab.types import Hit, SearchSettings
 
 BUILD_MEMORY = "1GB"  # maintenance_work_mem for an HNSW build: a graph that fits builds many times faster
@@ -46,10 +52,23 @@ CREATE TABLE IF NOT EXISTS {UNITS_TABLE} (
     body         text        NOT NULL,
     embed_model  text        NOT NULL REFERENCES memlab_embedding_model (model_id),
     embedding    vector      NOT NULL,
-    CONSTRAINT {PRIMARY_KEY} PRIMARY KEY (app_name, user_id, layer, unit_id, embed_model)
+    CONSTRAINT {PRIMARY_KEY} PRIMARY KEY (app_name, user_id, layer, session_id, unit_id, embed_model)
 );
 ALTER TABLE {UNITS_TABLE} ALTER COLUMN embedding SET STORAGE PLAIN;
 CREATE INDEX IF NOT EXISTS {SCOPE_INDEX} ON {UNITS_TABLE} (app_name, user_id, occurred_at DESC);
+DO $$
+BEGIN
+    -- A table made before the session was part of a unit's identity: rebuild its key once.
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_constraint c
+         WHERE c.conrelid = '{UNITS_TABLE}'::regclass AND c.conname = '{PRIMARY_KEY}'
+           AND (SELECT a.attnum FROM pg_attribute a
+                 WHERE a.attrelid = c.conrelid AND a.attname = 'session_id') = ANY (c.conkey)
+    ) THEN
+        ALTER TABLE {UNITS_TABLE} DROP CONSTRAINT IF EXISTS {PRIMARY_KEY},
+            ADD CONSTRAINT {PRIMARY_KEY} PRIMARY KEY (app_name, user_id, layer, session_id, unit_id, embed_model);
+    END IF;
+END $$;
 """
 
 _COLUMNS = (
@@ -191,26 +210,30 @@ def lock_key(conn: psycopg.Connection, *parts: str) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(parts)])
 
 
-def existing_units(conn: psycopg.Connection, scope: Scope, unit_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """unit_id -> stored event ids, for those of `unit_ids` already stored in this scope."""
+def existing_units(
+    conn: psycopg.Connection, scope: Scope, session_id: str, unit_ids: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """unit_id -> stored event ids, for those of `unit_ids` already stored in this scope and session."""
     rows = conn.execute(
         sql.SQL(
             "SELECT unit_id, event_ids FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s "
-            "AND embed_model = %s AND unit_id = ANY(%s)"
+            "AND session_id = %s AND embed_model = %s AND unit_id = ANY(%s)"
         ).format(sql.Identifier(UNITS_TABLE)),
-        [scope.app_name, scope.user_id, scope.layer, scope.model.model_id, list(unit_ids)],
+        [scope.app_name, scope.user_id, scope.layer, session_id, scope.model.model_id, list(unit_ids)],
     ).fetchall()
     return {unit_id: tuple(event_ids) for unit_id, event_ids in rows}
 
 
-def delete_units(conn: psycopg.Connection, scope: Scope, unit_ids: Sequence[str]) -> int:
-    return conn.execute(
+def delete_units(conn: psycopg.Connection, scope: Scope, session_id: str, unit_ids: Sequence[str]) -> Deleted:
+    """Delete units of one session in this scope (a chunk being replaced)."""
+    rows = conn.execute(
         sql.SQL(
-            "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s "
-            "AND unit_id = ANY(%s)"
+            "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND session_id = %s "
+            "AND embed_model = %s AND unit_id = ANY(%s) RETURNING embed_model, " + _BODY_KEY
         ).format(sql.Identifier(UNITS_TABLE)),
-        [scope.app_name, scope.user_id, scope.layer, scope.model.model_id, list(unit_ids)],
-    ).rowcount
+        [scope.app_name, scope.user_id, scope.layer, session_id, scope.model.model_id, list(unit_ids)],
+    ).fetchall()
+    return Deleted(units=len(rows), text_keys={(m, k) for m, k in rows})
 
 
 def copy_rows(conn: psycopg.Connection, rows: Sequence[tuple]) -> int:
@@ -261,42 +284,88 @@ def unit_row(scope: Scope, unit, vector: np.ndarray) -> tuple:
 # -- search ---------------------------------------------------------------------------------------------
 
 
-def _distance(model: ModelInfo) -> sql.Composed:
-    return sql.SQL("(embedding::{vt} <=> %(q)s::{vt})").format(vt=model.vector_type())
+# Python reads timestamps of years 1..9999 (UTC) only; EventMemory refuses others on the way in, and a row
+# stored before it did is clamped here, so one such row cannot make every search of its user fail.
+_READABLE_TIME = "LEAST(GREATEST(occurred_at, '0001-01-01 00:00:00+00'), '9999-12-31 23:59:59.999999+00')"
+_SEARCH = (
+    "WITH ranked AS MATERIALIZED ("
+    " SELECT unit_id, body, author, " + _READABLE_TIME + " AS occurred_at, session_id, event_ids, {dist} AS distance"
+    " FROM {table}"
+    " WHERE app_name = {app} AND user_id = {user} AND embed_model = {model} AND layer = {layer}"
+    " ORDER BY {order} LIMIT {k})"
+    " SELECT unit_id, body, author, occurred_at, session_id, event_ids, distance"
+    " FROM ranked ORDER BY distance + 0"
+)
 
 
-def search_sql(model: ModelInfo, layer: str, strategy: str, *, literal_scope: Scope | None = None) -> sql.Composed:
+def _search_statement(model: ModelInfo, strategy: str, values: dict[str, sql.Composable]) -> sql.Composed:
+    """The k-NN statement with `values` (app, user, model, layer, q, k) composed in: all placeholders or all
+    literals, never a mix."""
+    dist = sql.SQL("(embedding::{vt} <=> {q}::{vt})").format(vt=model.vector_type(), q=values["q"])
+    order = sql.SQL("{} + 0").format(dist) if strategy == "exact" else dist
+    others = {name: v for name, v in values.items() if name != "q"}
+    return sql.SQL(_SEARCH).format(dist=dist, order=order, table=sql.Identifier(UNITS_TABLE), **others)
+
+
+def vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form of a vector, exact for float32 values (Python's float repr round-trips)."""
+    values = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if not np.isfinite(values).all():
+        raise ValueError("a query vector with NaN or infinite values cannot be searched")
+    return "[" + ",".join(repr(float(x)) for x in values) + "]"
+
+
+def _literal_values(scope: Scope, vector: np.ndarray, top_k: int) -> dict[str, sql.Composable]:
+    """Every value of a search inlined as a literal, for a statement run with no parameters at all."""
+    return {
+        "app": sql.Literal(scope.app_name),
+        "user": sql.Literal(scope.user_id),
+        "model": sql.Literal(scope.model.model_id),
+        "layer": sql.Literal(scope.layer),
+        "q": sql.Literal(vector_text(vector)),
+        "k": sql.Literal(int(top_k)),
+    }
+
+
+_PLACEHOLDERS = {name: sql.Placeholder(name) for name in ("app", "user", "model", "layer", "q", "k")}
+
+
+def search_sql(
+    model: ModelInfo,
+    layer: str,
+    strategy: str,
+    *,
+    literal_scope: Scope | None = None,
+    vector: np.ndarray | None = None,
+    top_k: int | None = None,
+) -> sql.Composed:
     """The scoped k-NN query. `exact` orders by an expression no index can serve, so every row of the user
     is scored; `hnsw`/`planner` order by the indexed expression. The outer ORDER BY re-sorts results that
     a relaxed iterative scan returned slightly out of order (a MATERIALIZED CTE keeps PostgreSQL from
-    folding it away)."""
-    dist = _distance(model)
-    order = sql.SQL("{} + 0").format(dist) if strategy == "exact" else dist
-    return sql.SQL(
-        "WITH ranked AS MATERIALIZED ("
-        " SELECT unit_id, body, author, occurred_at, session_id, event_ids, {dist} AS distance"
-        " FROM {table}"
-        " WHERE app_name = {app} AND user_id = {user} AND embed_model = {model} AND layer = {layer}"
-        " ORDER BY {order} LIMIT %(k)s)"
-        " SELECT unit_id, body, author, occurred_at, session_id, event_ids, distance"
-        " FROM ranked ORDER BY distance + 0"
-    ).format(
-        dist=dist,
-        table=sql.Identifier(UNITS_TABLE),
-        model=sql.Literal(model.model_id),
-        layer=sql.Literal(layer),
-        order=order,
-        # Literal app and user let the planner match a per-tenant partial index; parameters keep plans shared.
-        app=sql.Literal(literal_scope.app_name) if literal_scope else sql.Placeholder("app"),
-        user=sql.Literal(literal_scope.user_id) if literal_scope else sql.Placeholder("user"),
-    )
+    folding it away).
+
+    By default every value is a placeholder (run it with `search_params`). With `literal_scope` (and then
+    `vector` and `top_k`) every value is inlined as a literal and the statement must run with no parameters:
+    the planner sees constant app and user and can match a per-tenant partial index even under a generic
+    plan, and no inlined value can ever be read as a placeholder."""
+    if literal_scope is None:
+        if vector is not None or top_k is not None:
+            raise ValueError("search_sql: vector and top_k are inlined only with literal_scope")
+        return _search_statement(model, strategy, _PLACEHOLDERS)
+    if vector is None or top_k is None:
+        raise ValueError("search_sql: a literal search inlines every value; pass vector and top_k too")
+    if literal_scope.model != model or literal_scope.layer != layer:
+        raise ValueError("search_sql: literal_scope names another model or layer than the query")
+    return _search_statement(model, strategy, _literal_values(literal_scope, vector, top_k))
 
 
 def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
-    """SET LOCAL the index knobs for this transaction only (set_config(..., true) == SET LOCAL)."""
+    """SET LOCAL the index knobs for this transaction only (set_config(..., true) == SET LOCAL). Plans are
+    always custom plans, so the planner sees the bound model, layer, app and user and can prove the
+    partial-index predicates, whatever the server's plan_cache_mode."""
     conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true), "
-        "set_config('hnsw.max_scan_tuples', %s, true)",
+        "set_config('hnsw.max_scan_tuples', %s, true), set_config('plan_cache_mode', 'force_custom_plan', true)",
         [str(settings.ef_search), settings.iterative_scan, str(settings.max_scan_tuples)],
     )
     if settings.strategy == "hnsw":
@@ -306,16 +375,34 @@ def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
 
 
 def search_params(scope: Scope, vector: np.ndarray, top_k: int) -> dict:
-    return {"q": vector, "app": scope.app_name, "user": scope.user_id, "k": top_k}
+    return {
+        "q": vector,
+        "app": scope.app_name,
+        "user": scope.user_id,
+        "model": scope.model.model_id,
+        "layer": scope.layer,
+        "k": top_k,
+    }
+
+
+def _search_call(
+    scope: Scope, vector: np.ndarray, settings: SearchSettings, literal: bool
+) -> tuple[sql.Composed, dict | None]:
+    """(statement, parameters) of a search: bound parameters, or every value inlined and no parameters."""
+    model, layer, strategy, k = scope.model, scope.layer, settings.strategy, settings.top_k
+    if literal:
+        return search_sql(model, layer, strategy, literal_scope=scope, vector=vector, top_k=k), None
+    return search_sql(model, layer, strategy), search_params(scope, vector, k)
 
 
 def run_search(
     conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings, *, literal: bool = False
 ) -> list[Hit]:
     """Run the search inside the caller's transaction (settings must already be applied). `literal` inlines
-    app and user so a per-tenant partial index can serve the query."""
-    query = search_sql(scope.model, scope.layer, settings.strategy, literal_scope=scope if literal else None)
-    rows = conn.execute(query, search_params(scope, vector, settings.top_k))
+    every value (app, user, vector, ...) and runs with no parameters, so a per-tenant partial index can serve
+    the query even under a generic plan."""
+    query, params = _search_call(scope, vector, settings, literal)
+    rows = conn.execute(query, params)
     return [
         Hit(
             unit_id=r[0],
@@ -357,8 +444,8 @@ def explain_json(
     conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings, *, literal: bool = False
 ) -> dict:
     """EXPLAIN (ANALYZE, FORMAT JSON) of the search: the top plan node and its children."""
-    query = search_sql(scope.model, scope.layer, settings.strategy, literal_scope=scope if literal else None)
-    out = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + query, search_params(scope, vector, settings.top_k))
+    query, params = _search_call(scope, vector, settings, literal)
+    out = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + query, params)
     plan_json = out.fetchone()[0]
     return (plan_json[0] if isinstance(plan_json, list) else json.loads(plan_json)[0])["Plan"]
 
@@ -401,7 +488,7 @@ def scoped_vectors(
         params.append(user_id)
     query = sql.SQL(
         "SELECT app_name, user_id, unit_id, body, event_ids, embedding::{vt} FROM {} WHERE {} "
-        "ORDER BY app_name, user_id, unit_id"
+        "ORDER BY app_name, user_id, unit_id, session_id"
     ).format(sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where), vt=model.vector_type())
     return [(*r[:5], _as_array(r[5])) for r in conn.execute(query, params).fetchall()]
 
@@ -428,9 +515,9 @@ def units_to_migrate(
             "SELECT o.app_name, o.user_id, o.session_id, o.layer, o.unit_id, o.event_ids, o.author, "
             "o.occurred_at, o.body FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
             "WHERE n.app_name = o.app_name AND n.user_id = o.user_id AND n.layer = o.layer "
-            "AND n.unit_id = o.unit_id AND n.embed_model = %s) "
+            "AND n.session_id = o.session_id AND n.unit_id = o.unit_id AND n.embed_model = %s) "
             "AND (%s::text IS NULL OR o.app_name = %s) AND (%s::text[] IS NULL OR o.layer = ANY(%s)) "
-            "ORDER BY o.app_name, o.user_id, o.unit_id"
+            "ORDER BY o.app_name, o.user_id, o.unit_id, o.session_id"
         ).format(t=sql.Identifier(UNITS_TABLE)),
         [old_model_id, new_model_id, app_name, app_name, layer_list, layer_list],
     ).fetchall()
@@ -449,53 +536,164 @@ def count_units(conn: psycopg.Connection, scope: Scope, *, limit: int | None = N
     inner = sql.SQL("SELECT 1 FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s").format(
         sql.Identifier(UNITS_TABLE)
     )
+    params: list = [scope.app_name, scope.user_id, scope.layer, scope.model.model_id]
     if limit is not None:
-        inner = inner + sql.SQL(" LIMIT {}").format(sql.Literal(limit))
+        inner = inner + sql.SQL(" LIMIT %s")
+        params.append(int(limit))
     query = sql.SQL("SELECT count(*) FROM ({}) AS scoped").format(inner)
-    row = conn.execute(query, [scope.app_name, scope.user_id, scope.layer, scope.model.model_id]).fetchone()
+    row = conn.execute(query, params).fetchone()
     return int(row[0])
 
 
-def delete_memory(conn: psycopg.Connection, app_name: str, user_id: str, memory_id: str) -> int:
-    """Delete one memory: the unit with that id and every unit holding that event, in every layer and model,
-    and leave a tombstone for the event ids involved so a later re-ingest does not bring them back."""
+# The SHA-256 of a body as the embedding cache keys it (memlab.embedding.cache.text_key): deletes return it so
+# the caller can drop the cached vectors of what it erased without reading the texts back.
+_BODY_KEY = "encode(sha256(convert_to(body, 'UTF8')), 'hex')"
+
+
+@dataclass
+class Deleted:
+    """What a delete removed: units, tombstones, per-tenant indexes, and the (model id, text hash) of every
+    deleted body (the embedding cache's keys)."""
+
+    units: int = 0
+    tombstones: int = 0
+    tenant_indexes: int = 0
+    text_keys: set[tuple[str, str]] = field(default_factory=set)
+
+    def merge(self, other: Deleted) -> Deleted:
+        self.units += other.units
+        self.tombstones += other.tombstones
+        self.tenant_indexes += other.tenant_indexes
+        self.text_keys |= other.text_keys
+        return self
+
+
+def delete_memory(
+    conn: psycopg.Connection, app_name: str, user_id: str, memory_id: str, session_id: str | None = None
+) -> Deleted:
+    """Delete one memory: the unit with that id and every unit holding that event, in every layer and model
+    (only in `session_id` when given, else in every session of the user), and leave a tombstone for each
+    (session, event id) involved so a later re-ingest does not bring them back. A memory found nowhere is
+    tombstoned in advance: in `session_id`, or in every session."""
     rows = conn.execute(
         sql.SQL(
             "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND (unit_id = %s OR %s = ANY(event_ids)) "
-            "RETURNING event_ids"
+            "AND (%s::text IS NULL OR session_id = %s) RETURNING session_id, event_ids, embed_model, " + _BODY_KEY
         ).format(sql.Identifier(UNITS_TABLE)),
-        [app_name, user_id, memory_id, memory_id],
+        [app_name, user_id, memory_id, memory_id, session_id, session_id],
     ).fetchall()
-    events = {memory_id} if not rows else {e for (ids,) in rows for e in ids if e == memory_id or len(ids) == 1}
-    for event_id in events:
-        conn.execute(
-            "INSERT INTO memory_tombstone (app_name, user_id, event_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-            [app_name, user_id, event_id],
-        )
-    return len(rows)
+    if rows:
+        events = {(s, e) for s, ids, _, _ in rows for e in ids if e == memory_id or len(ids) == 1}
+    else:
+        events = {(ANY_SESSION if session_id is None else session_id, memory_id)}
+    stones = 0
+    for session, event_id in sorted(events):
+        stones += conn.execute(
+            "INSERT INTO memory_tombstone (app_name, user_id, session_id, event_id) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [app_name, user_id, session, event_id],
+        ).rowcount
+    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for _, _, m, k in rows})
 
 
-def tombstoned(conn: psycopg.Connection, app_name: str, user_id: str, event_ids: Sequence[str]) -> set[str]:
+def tombstoned(
+    conn: psycopg.Connection, app_name: str, user_id: str, session_id: str, event_ids: Sequence[str]
+) -> set[str]:
+    """Those of `event_ids` deleted on purpose in this session (or in every session of the user)."""
     rows = conn.execute(
-        "SELECT event_id FROM memory_tombstone WHERE app_name = %s AND user_id = %s AND event_id = ANY(%s)",
-        [app_name, user_id, list(event_ids)],
+        "SELECT event_id FROM memory_tombstone WHERE app_name = %s AND user_id = %s "
+        "AND session_id IN (%s, %s) AND event_id = ANY(%s)",
+        [app_name, user_id, session_id, ANY_SESSION, list(event_ids)],
     ).fetchall()
     return {r[0] for r in rows}
 
 
-def delete_user(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
-    """Every unit of the user: all layers, all models (and the user's tombstones: nothing is left to guard)."""
-    conn.execute("DELETE FROM memory_tombstone WHERE app_name = %s AND user_id = %s", [app_name, user_id])
-    return conn.execute(
-        sql.SQL("DELETE FROM {} WHERE app_name = %s AND user_id = %s").format(sql.Identifier(UNITS_TABLE)),
-        [app_name, user_id],
+def _drop_tenant_indexes(conn: psycopg.Connection, app_name: str, user_id: str, pairs: set[tuple[str, str]]) -> int:
+    """Drop the per-tenant indexes of a user for these (model, layer) pairs (their definitions name the user)."""
+    names = [tenant_index_name(model, layer, app_name, user_id) for model, layer in sorted(pairs)]
+    found = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ANY(%s)", [names]
+    ).fetchall()
+    for (name,) in found:
+        drop_index(conn, name)
+    return len(found)
+
+
+def erase_user(conn: psycopg.Connection, app_name: str, user_id: str) -> Deleted:
+    """Every unit of the user (all layers, all models), the user's tombstones (nothing is left to guard) and
+    the user's per-tenant indexes."""
+    stones = conn.execute(
+        "DELETE FROM memory_tombstone WHERE app_name = %s AND user_id = %s", [app_name, user_id]
     ).rowcount
+    rows = conn.execute(
+        sql.SQL(
+            "DELETE FROM {} WHERE app_name = %s AND user_id = %s RETURNING layer, embed_model, " + _BODY_KEY
+        ).format(sql.Identifier(UNITS_TABLE)),
+        [app_name, user_id],
+    ).fetchall()
+    pairs = {(m, layer) for layer, m, _ in rows}
+    pairs |= set(conn.execute("SELECT model_id, layer FROM memlab_vector_index").fetchall())
+    dropped = _drop_tenant_indexes(conn, app_name, user_id, pairs)
+    return Deleted(units=len(rows), tombstones=stones, tenant_indexes=dropped, text_keys={(m, k) for _, m, k in rows})
+
+
+def delete_user(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
+    """`erase_user`, returning the number of units deleted."""
+    return erase_user(conn, app_name, user_id).units
+
+
+def erase_session(
+    conn: psycopg.Connection, app_name: str, user_id: str, session_id: str, model_id: str | None = None
+) -> Deleted:
+    """Every unit of one session (all layers; one model when given), and the session's own tombstones once no
+    unit of the session is left in any model (while one is, they still guard its re-ingest)."""
+    rows = conn.execute(
+        sql.SQL(
+            "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND session_id = %s "
+            "AND (%s::text IS NULL OR embed_model = %s) RETURNING embed_model, " + _BODY_KEY
+        ).format(sql.Identifier(UNITS_TABLE)),
+        [app_name, user_id, session_id, model_id, model_id],
+    ).fetchall()
+    left = conn.execute(
+        sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE app_name = %s AND user_id = %s AND session_id = %s)").format(
+            sql.Identifier(UNITS_TABLE)
+        ),
+        [app_name, user_id, session_id],
+    ).fetchone()[0]
+    stones = 0
+    if not left:
+        stones = conn.execute(
+            "DELETE FROM memory_tombstone WHERE app_name = %s AND user_id = %s AND session_id = %s",
+            [app_name, user_id, session_id],
+        ).rowcount
+    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for m, k in rows})
+
+
+ERASURE_TABLES = (UNITS_TABLE, "memory_tombstone")
+
+
+def vacuum(conn: psycopg.Connection, *, full: bool = False) -> tuple[str, ...]:
+    """VACUUM (and ANALYZE, so no statistic still samples a deleted value) the unit and tombstone tables after
+    an erasure; `full` rewrites them (ACCESS EXCLUSIVE lock) so no deleted byte stays in their files. Needs an
+    autocommit connection (VACUUM cannot run inside a transaction). Returns the tables vacuumed."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE or not conn.autocommit:
+        raise ValueError("VACUUM must run on an autocommit connection outside a transaction")
+    options = sql.SQL("FULL, ANALYZE" if full else "ANALYZE")
+    conn.execute(sql.SQL("VACUUM ({}) {}").format(options, sql.SQL(", ").join(map(sql.Identifier, ERASURE_TABLES))))
+    return ERASURE_TABLES
 
 
 def delete_before(
     conn: psycopg.Connection, cutoff: datetime, app_name: str | None = None, user_id: str | None = None
 ) -> int:
     """Retention: delete units that occurred before `cutoff`, optionally only for one app or user."""
+    return erase_before(conn, cutoff, app_name, user_id).units
+
+
+def erase_before(
+    conn: psycopg.Connection, cutoff: datetime, app_name: str | None = None, user_id: str | None = None
+) -> Deleted:
+    """`delete_before`, with the (model, text hash) of every deleted body."""
     where = [sql.SQL("occurred_at < %s")]
     params: list = [cutoff]
     if app_name is not None:
@@ -504,10 +702,13 @@ def delete_before(
     if user_id is not None:
         where.append(sql.SQL("user_id = %s"))
         params.append(user_id)
-    return conn.execute(
-        sql.SQL("DELETE FROM {} WHERE {}").format(sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where)),
+    rows = conn.execute(
+        sql.SQL("DELETE FROM {} WHERE {} RETURNING embed_model, " + _BODY_KEY).format(
+            sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where)
+        ),
         params,
-    ).rowcount
+    ).fetchall()
+    return Deleted(units=len(rows), text_keys={(m, k) for m, k in rows})
 
 
 def delete_layer(conn: psycopg.Connection, app_name: str, layer: str) -> int:

@@ -234,3 +234,62 @@ def test_small_user_among_large_ones_needs_iterative_scans(scratch_store, embedd
         [h.distance for h in truth],
         atol=1e-5,
     )
+
+
+# -- identity: an event is (session, event id); ADK ids are unique per session, not per user ------------------
+
+
+def _one(app, user, sid, eid, text, at=T0):
+    return memlab.Session(app, user, sid, [memlab.Event(eid, "user", at, text)])
+
+
+def test_same_event_id_in_two_sessions_is_two_memories(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    a = _one(app_name, "u1", "s1", "e1", DEPLOY[0])
+    b = _one(app_name, "u1", "s2", "e1", DEPLOY[4], T0 + timedelta(days=1))
+    first, second = mem.add_session(a), mem.add_session(b)
+    assert (first.added, second.added, second.already_stored, second.skipped_total) == (1, 1, 0, 0)
+    assert mem.count(app_name, "u1") == 2
+    hits = mem.search(app_name, "u1", "piano lessons on Thursday", memlab.SearchSettings(strategy="exact"))
+    assert {(h.session_id, h.unit_id) for h in hits} == {("s1", "e1"), ("s2", "e1")}
+    assert hits[0].session_id == "s2" and "piano" in hits[0].text and hits[0].event_ids == ("e1",)
+    again = [mem.add_session(a), mem.add_session(b)]
+    assert all(r.added == 0 and r.already_stored == 1 and r.embedded == 0 for r in again), "re-ingest stays a no-op"
+    chunks = memlab.EventMemory(store, embedder, granularity="chunk", chunk_size=2, chunk_overlap=0)
+    assert chunks.add_sessions([a, b]).added == 2
+    assert chunks.count(app_name, "u1") == 2
+
+
+def test_a_repeated_event_id_within_one_session_is_a_counted_skip(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    events = [memlab.Event("e1", "user", T0, DEPLOY[0]), memlab.Event("e1", "model", T0, DEPLOY[2])]
+    session = memlab.Session(app_name, "u1", "s1", events)
+    report = mem.add_session(session)
+    assert (report.added, report.embedded) == (1, 1), "nothing is embedded that is not stored"
+    assert dict(report.skipped) == {"duplicate_id": 1}
+    assert [h.text for h in mem.search(app_name, "u1", "payments")] == [DEPLOY[0]], "the first one is kept"
+    again = mem.add_session(session)
+    assert (again.added, again.already_stored, dict(again.skipped)) == (0, 1, {"duplicate_id": 1})
+    chunks = memlab.EventMemory(store, embedder, granularity="chunk", chunk_size=3, chunk_overlap=1)
+    report = chunks.add_session(
+        memlab.Session(app_name, "u2", "s1", [*events, memlab.Event("e2", "user", T0, DEPLOY[4])])
+    )
+    assert dict(report.skipped) == {"duplicate_id": 1} and report.added == 1
+
+
+def test_deleting_an_event_of_one_session_leaves_the_same_id_in_another(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    a = _one(app_name, "u1", "s1", "e1", DEPLOY[0])
+    b = _one(app_name, "u1", "s2", "e1", DEPLOY[4])
+    mem.add_sessions([a, b])
+    assert mem.delete_memory(app_name, "u1", "e1", session_id="s1") == 1
+    assert [h.session_id for h in mem.search(app_name, "u1", "payments piano")] == ["s2"]
+    assert dict(mem.add_session(a).skipped) == {"deleted": 1}, "the deleted event does not come back"
+    assert mem.add_session(b).already_stored == 1, "the other session's e1 is untouched"
+    assert mem.delete_memory(app_name, "u1", "e1") == 1, "without a session, the id goes in every session"
+    assert mem.count(app_name, "u1") == 0
+    assert dict(mem.add_session(b).skipped) == {"deleted": 1}
+    # Deleted before it was ever stored: refused in that session only.
+    assert mem.delete_memory(app_name, "u1", "e9", session_id="s3") == 0
+    assert dict(mem.add_session(_one(app_name, "u1", "s3", "e9", DEPLOY[2])).skipped) == {"deleted": 1}
+    assert mem.add_session(_one(app_name, "u1", "s4", "e9", DEPLOY[2])).added == 1

@@ -4,8 +4,9 @@ partial index, layer delete, transaction-local search settings) work against the
 from __future__ import annotations
 
 import ast
+import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 import memlab
 import memlab.storage.units as sqlu
 from memlab.events.units import Unit
-from memlab.storage.schema import UNITS_TABLE
+from memlab.storage.schema import UNITS_TABLE, ModelInfo
 
 PACKAGE = Path(memlab.__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -216,6 +217,7 @@ def test_delete_layer_removes_one_app_in_one_layer(scratch_store):
 def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
     settings = memlab.SearchSettings(strategy="hnsw", ef_search=123, iterative_scan="strict_order", max_scan_tuples=777)
     with store.connection() as conn:
+        conn.execute("SELECT '[1]'::vector")  # pgvector's settings exist once its library is loaded in the backend
         with conn.transaction():
             sqlu.apply_settings(conn, settings)
             inside = conn.execute(
@@ -232,7 +234,193 @@ def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
 
 def test_settings_roll_back_when_the_search_fails(store):
     with store.connection() as conn:
+        conn.execute("SELECT '[1]'::vector")
         with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():
             sqlu.apply_settings(conn, memlab.SearchSettings(ef_search=99))
             conn.execute("SELECT 1/0")
         assert conn.execute("SELECT current_setting('hnsw.ef_search')").fetchone()[0] == "40"
+
+
+# -- no statement mixes literals with placeholders -----------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"%(?:\([^)]*\))?[sbt]")
+
+
+def _is_literal_call(node: ast.AST) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr == "Literal") or (
+        isinstance(func, ast.Name) and func.id == "Literal"
+    )
+
+
+def _is_placeholder(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return bool(_PLACEHOLDER.search(node.value))
+    return (isinstance(node, ast.Attribute) and node.attr == "Placeholder") or (
+        isinstance(node, ast.Name) and node.id == "Placeholder"
+    )
+
+
+def literal_and_placeholder_mixes(source: str) -> list[str]:
+    """Functions (and module bodies) that build SQL with `sql.Literal` and also hold a placeholder (`%s`,
+    `%(name)s`, `sql.Placeholder`): a literal holding `%(q)s` would then be read as a placeholder."""
+    tree = ast.parse(source)
+    scopes: list[tuple[str, list[ast.AST]]] = [("<module>", [])]
+    own: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            scopes.append((f"{node.lineno}: {node.name}", []))
+            for child in ast.walk(node):
+                own[id(child)] = scopes[-1][0]  # innermost wins: inner functions are walked later
+    by_name = dict(scopes)
+    for node in ast.walk(tree):
+        by_name[own.get(id(node), "<module>")].append(node)
+    found = []
+    for name, nodes in by_name.items():
+        if any(_is_literal_call(n) for n in nodes) and any(_is_placeholder(n) for n in nodes):
+            found.append(name)
+    return found
+
+
+def test_no_sql_in_memlab_mixes_literals_and_placeholders():
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        hits = literal_and_placeholder_mixes(path.read_text(encoding="utf-8"))
+        if hits:
+            offenders[path.relative_to(ROOT).as_posix()] = hits
+    assert not offenders, f"sql.Literal next to placeholders: {offenders}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(app):\n    return sql.SQL('WHERE app = {} AND q = %(q)s').format(sql.Literal(app))\n",
+        "def f(n):\n    return sql.SQL('SELECT 1 WHERE a = %s LIMIT {}').format(sql.Literal(n))\n",
+        "def f(a):\n    return sql.SQL('{} {}').format(sql.Literal(a), sql.Placeholder('q'))\n",
+        "from psycopg.sql import Literal, Placeholder\nq = SQL('{} {}').format(Literal(1), Placeholder())\n",
+    ],
+)
+def test_mix_checker_catches_literals_beside_placeholders(source):
+    assert literal_and_placeholder_mixes(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def ddl(m):\n    return sql.SQL('CREATE INDEX ... WHERE model = {}').format(sql.Literal(m))\n",
+        "def q():\n    return sql.SQL('SELECT 1 WHERE a = %s')\n",
+        "def f():\n    return sql.SQL('a = %s')\ndef g(m):\n    return sql.Literal(m)\n",
+    ],
+)
+def test_mix_checker_ignores_literal_only_or_placeholder_only_sql(source):
+    assert not literal_and_placeholder_mixes(source)
+
+
+HOSTILE = ["%(q)s", "$1", "%s", "%(app)s", "o'brien %% 100%"]
+
+
+def test_users_named_like_placeholders_get_only_their_own_rows(scratch_store):
+    model = scratch_store.register_model(MODEL, DIM)
+    scratch_store.ensure_vector_index(MODEL, "event")
+    _load(scratch_store, model, [("app", user, "event", 6) for user in [*HOSTILE, "alice"]])
+    query = np.array([1, 0, 0, 0], dtype=np.float32)
+    for user in [*HOSTILE, "alice"]:
+        scope = sqlu.Scope("app", user, "event", model)
+        own = {f"{user}-{i}" for i in range(6)}
+        for strategy in ("exact", "hnsw", "planner"):
+            settings = memlab.SearchSettings(top_k=10, strategy=strategy)
+            found = {}
+            for literal in (False, True):
+                with scratch_store.transaction() as conn:
+                    sqlu.apply_settings(conn, settings)
+                    hits = sqlu.run_search(conn, scope, query, settings, literal=literal)
+                    plan = sqlu.explain_json(conn, scope, query, settings, literal=literal)
+                assert {h.unit_id for h in hits} == own, (user, strategy, literal)
+                assert plan["Actual Rows"] == 6, (user, strategy, literal)
+                found[literal] = [(h.unit_id, round(h.distance, 6)) for h in hits]
+            assert found[True] == found[False], "the inlined vector is the same vector"
+
+
+def test_a_literal_search_inlines_every_value_and_takes_no_parameters(store):
+    model = ModelInfo(MODEL, DIM)
+    scope = sqlu.Scope("a%(q)s", "u%s", "event", model)
+    vector = np.array([0.1, -0.2, 3e-8, 1.0], dtype=np.float32)
+    query = sqlu.search_sql(model, "event", "exact", literal_scope=scope, vector=vector, top_k=7)
+    with store.connection() as conn:
+        text = query.as_string(conn)
+    assert "'a%(q)s'" in text and "'u%s'" in text and "LIMIT 7" in text
+    assert sqlu.vector_text(vector) in text
+    np.testing.assert_array_equal(np.asarray(json.loads(sqlu.vector_text(vector)), dtype=np.float32), vector)
+    with pytest.raises(ValueError, match="vector and top_k"):
+        sqlu.search_sql(model, "event", "exact", literal_scope=scope)
+    with pytest.raises(ValueError, match="NaN"):
+        sqlu.vector_text(np.array([np.nan, 0, 0, 0], dtype=np.float32))
+
+
+# -- a unit's identity includes its session; older tables are brought up to date --------------------------------
+
+OLD_DDL = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE memlab_embedding_model (model_id text PRIMARY KEY, dimension integer NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE memory_unit (
+    app_name text NOT NULL, user_id text NOT NULL, session_id text NOT NULL, layer text NOT NULL,
+    unit_id text NOT NULL, event_ids text[] NOT NULL, author text, occurred_at timestamptz NOT NULL,
+    body text NOT NULL, embed_model text NOT NULL REFERENCES memlab_embedding_model (model_id),
+    embedding vector NOT NULL,
+    CONSTRAINT memory_unit_once PRIMARY KEY (app_name, user_id, layer, unit_id, embed_model));
+CREATE TABLE memory_tombstone (app_name text NOT NULL, user_id text NOT NULL, event_id text NOT NULL,
+    deleted_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (app_name, user_id, event_id));
+INSERT INTO memlab_embedding_model VALUES ('m-old', 4);
+INSERT INTO memory_unit VALUES ('app', 'u', 's1', 'event', 'e1', '{e1}', 'user', '2026-01-01', 'first body',
+    'm-old', '[1,0,0,0]');
+INSERT INTO memory_tombstone (app_name, user_id, event_id) VALUES ('app', 'u', 'e9');
+"""
+
+
+def _key_columns(conn, table: str) -> list[str]:
+    rows = conn.execute(
+        "SELECT a.attname FROM pg_constraint c CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(num, pos) "
+        "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.num "
+        "WHERE c.conrelid = %s::regclass AND c.contype = 'p' ORDER BY k.pos",
+        [table],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_tables_of_the_old_shape_get_the_session_into_their_keys(store, scratch_db):
+    dsn = psycopg.conninfo.make_conninfo(store.dsn, dbname=scratch_db)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(OLD_DDL)
+    with memlab.open_store(dsn=dsn) as upgraded, memlab.open_store(dsn=dsn):  # a second open changes nothing
+        with upgraded.connection() as conn:
+            assert _key_columns(conn, "memory_unit") == [
+                "app_name", "user_id", "layer", "session_id", "unit_id", "embed_model"
+            ]  # fmt: skip
+            assert _key_columns(conn, "memory_tombstone") == ["app_name", "user_id", "event_id", "session_id"]
+            assert conn.execute("SELECT session_id FROM memory_tombstone").fetchall() == [("",)]
+        model = upgraded.model("m-old")
+        unit = Unit("s2", "e1", ("e1",), "user", T0, "same id, other session")
+        with upgraded.transaction() as conn:
+            assert (
+                sqlu.copy_rows(conn, [sqlu.unit_row(sqlu.Scope("app", "u", "event", model), unit, np.eye(4)[1])]) == 1
+            )
+            assert sqlu.tombstoned(conn, "app", "u", "s5", ["e9", "e1"]) == {"e9"}, "an old tombstone: any session"
+
+
+def test_a_row_stored_with_an_unreadable_timestamp_cannot_break_its_users_searches(scratch_store):
+    """EventMemory refuses such timestamps now; a row written before it did (year 10000 in UTC) is clamped."""
+    model = scratch_store.register_model(MODEL, DIM)
+    scope = sqlu.Scope("app", "u", "event", model)
+    far = datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-5)))
+    rows = [
+        sqlu.unit_row(scope, Unit("s", "far", ("far",), "user", far, "from the far future"), np.eye(DIM)[0]),
+        sqlu.unit_row(scope, Unit("s", "now", ("now",), "user", T0, "from now"), np.eye(DIM)[1]),
+    ]
+    with scratch_store.transaction() as conn:
+        sqlu.copy_rows(conn, rows)
+    settings = memlab.SearchSettings(strategy="exact")
+    with scratch_store.transaction() as conn:
+        hits = sqlu.run_search(conn, scope, np.eye(DIM)[0].astype(np.float32), settings)
+    assert [h.unit_id for h in hits] == ["far", "now"]
+    assert hits[0].timestamp == datetime.max.replace(tzinfo=UTC) and hits[1].timestamp == T0
