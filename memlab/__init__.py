@@ -17,6 +17,7 @@ from memlab.embedding import (
     shared_cache,
 )
 from memlab.embedding.models import prepare_mpnet
+from memlab.erasure import ErasureReport, forget_event, forget_session
 from memlab.errors import (
     ConfigError,
     DatabaseUnavailableError,
@@ -89,6 +90,7 @@ __all__ = [
     "Embedder",
     "EmbeddingCache",
     "EmbeddingEndpointError",
+    "ErasureReport",
     "Event",
     "EventMemory",
     "Explain",
@@ -126,6 +128,8 @@ __all__ = [
     "default_registry",
     "fact_id",
     "find_secrets",
+    "forget_event",
+    "forget_session",
     "make_embedder",
     "memlab_home",
     "migrate_embeddings",

@@ -127,8 +127,11 @@ class EventMemoryService(_IngestingService):
     """ADK memory backed by a memlab `EventMemory` (events or chunks) on PostgreSQL + pgvector."""
 
     def __init__(self, memory: EventMemory, *, settings: SearchSettings | None = None,
-                 max_results: int = DEFAULT_PRELOAD_CAP) -> None:  # fmt: skip
+                 max_results: int = DEFAULT_PRELOAD_CAP, facts: FactMemory | None = None) -> None:  # fmt: skip
+        """`facts`: the fact memory fed from the same sessions, if any; deleting an event memory then also
+        forgets the facts read from that event (and re-evaluates their keys)."""
         self.memory = memory
+        self.facts = facts
         self.settings = settings or SearchSettings(top_k=max_results, max_distance=DEFAULT_MAX_DISTANCE)
         self.max_results = max_results
 
@@ -147,7 +150,9 @@ class EventMemoryService(_IngestingService):
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         if memory_id:
-            await asyncio.to_thread(self.memory.delete_memory, app_name, user_id, memory_id)
+            from memlab.erasure import forget_event
+
+            await asyncio.to_thread(forget_event, app_name, user_id, memory_id, events=self.memory, facts=self.facts)
 
 
 class FactMemoryService(_IngestingService):
