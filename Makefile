@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup eval test gate models lint lab clean
+.PHONY: setup eval test reliability gate models lint lab clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,9 @@ eval: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check memlab tests
 	$(BIN)/python -m pytest
+
+reliability: $(STAMP)
+	$(BIN)/memlab check reliability --size ci
 
 gate: $(STAMP)
 	$(BIN)/memlab eval --suite ci --out reports/ci-gate --force

@@ -15,6 +15,10 @@ app = typer.Typer(help="memlab: measure and tune the long-term memory of AI agen
 console = Console(width=None if Console().is_terminal else 160)
 
 
+check_app = typer.Typer(help="Checks of memlab itself.", no_args_is_help=True)
+app.add_typer(check_app, name="check")
+
+
 @app.callback()
 def main() -> None:
     """memlab: measure and tune the long-term memory of AI agents."""
@@ -156,6 +160,43 @@ def baseline_command(
 
     out.write_text(json.dumps(load_metrics(run), indent=2, sort_keys=True) + "\n")
     console.print(f"[green]wrote[/] {out}")
+
+
+@check_app.command("reliability")
+def reliability_command(
+    size: str = typer.Option("ci", help="ci (a few minutes on 2 cores; what CI runs) or full (longer loops, more "
+                             "users and look-alike ids)."),
+    out: Path = typer.Option(Path("reports/reliability"), help="Where <run-id>/reliability.md and .json go."),
+    dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server); "
+                                   "the checks write to throw-away databases on it."),
+) -> None:
+    """Prove isolation, concurrency, fault and erasure safety, the secret filter's rates and bad-input handling;
+    write a report and exit 1 when a must-be-zero figure is not zero or a goal is missed."""
+    import memlab
+    from memlab import lab
+
+    logging.basicConfig(level=logging.WARNING)
+    if size not in ("ci", "full"):
+        console.print(f"[red]error:[/] --size must be ci or full, got {size!r}")
+        raise typer.Exit(2)
+    try:
+        result = lab.run_reliability(out, size=size, dsn=dsn, log=console.print)
+    except memlab.MemlabError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    table = Table(title=f"reliability ({size})")
+    for col in ("figure", "value", "must be"):
+        table.add_column(col)
+    for name, value in result["must_be_zero"].items():
+        table.add_row(name, str(value), "0", style=None if value == 0 else "red")
+    for name, goal in result["goals"].items():
+        table.add_row(name, str(goal["value"]), goal["goal"])
+    console.print(table)
+    folder = Path(result["folder"])
+    if not result["ok"]:
+        console.print(f"[red]FAILED[/]: {'; '.join(result['failures'])}\nsee {folder / 'reliability.md'}")
+        raise typer.Exit(1)
+    console.print(f"[green]ok[/] wrote {folder / 'reliability.md'} in {result['seconds']:.0f} s")
 
 
 if __name__ == "__main__":  # pragma: no cover

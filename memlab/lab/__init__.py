@@ -4,6 +4,7 @@
     config = lab.load_config("experiment.yaml")          # or lab.load_suite("ci")
     folder = lab.run_experiment(config, Path("reports/my-run"))
     scores = lab.RunFolder(folder).scores                 # dataset, system, metric, value, questions
+    result = lab.run_reliability("reports/reliability", size="ci")   # memlab check reliability
 
 The memory library (memlab) never imports this package; the CLI, the notebooks and the tests use these names."""
 
@@ -32,6 +33,8 @@ from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
+from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
+from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import markdown_table
 from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, size_bucket, summarize
@@ -57,6 +60,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "FORMATS",
+    "RELIABILITY_SIZES",
     "RUN_COLUMNS",
     "SWEEPS",
     "CutoffSystem",
@@ -101,9 +105,11 @@ __all__ = [
     "question_scores",
     "recommend",
     "regressions",
+    "reliability_markdown",
     "render_notebooks",
     "run_experiment",
     "run_fact_eval",
+    "run_reliability",
     "run_systems",
     "score",
     "score_folder",

@@ -1,0 +1,66 @@
+"""`memlab check reliability`: the ci size end to end through the CLI (every must-be-zero figure is 0, the secret
+filter meets its goals), and the verdict: a failing figure makes the command exit 1."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from memlab import lab
+from memlab.cli import app
+
+MUST_BE_ZERO = [
+    "isolation.leaks",
+    "concurrency.duplicates",
+    "concurrency.lost_writes",
+    "concurrency.two_current_values",
+    "concurrency.confidence_not_once_per_session",
+    "concurrency.setting_leaks",
+    "faults.half_written_sessions",
+    "faults.lost_writes",
+    "faults.extra_units",
+    "erasure.table_traces",
+    "erasure.event_cache_traces",
+    "bad_inputs.other_endings",
+    "bad_inputs.poisoned_users",
+]
+
+
+def test_check_reliability_at_ci_size_writes_a_report_with_every_must_be_zero_figure_zero(tmp_path, store):
+    result = CliRunner().invoke(app, ["check", "reliability", "--size", "ci", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    [folder] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    data = json.loads((folder / "reliability.json").read_text())
+    assert data["ok"] and not data["failures"] and data["size"] == "ci"
+    assert set(MUST_BE_ZERO) <= set(data["must_be_zero"])
+    assert all(value == 0 for value in data["must_be_zero"].values()), data["must_be_zero"]
+    assert data["goals"]["secrets.held_out_caught"]["value"] >= 0.95
+    assert data["goals"]["secrets.ordinary_flagged"]["value"] <= 0.10
+    fam = {name: f["figures"] for name, f in data["families"].items()}
+    assert fam["isolation"]["cases"] >= 20 and fam["isolation"]["rows_checked"] > 1000
+    assert (fam["concurrency"]["threads"], fam["concurrency"]["processes"]) == (8, 2)
+    assert fam["faults"]["kills"] == fam["faults"]["recovered"] == 2 and fam["faults"]["embedder_failures"] == 2
+    assert fam["erasure"]["cases"] == 3 and fam["erasure"]["tables_scanned"] >= 5
+    ended = {row["input"]: row["ended"] for row in fam["bad_inputs"]["table"]}
+    assert ended["NUL character in the text"] == ended["year-9999 timestamp (UTC)"] == "memlab error"
+    assert ended["duplicate event ids in one session"] == "stored + counted skip"
+    report = (folder / "reliability.md").read_text()
+    assert report.startswith(f"# memlab reliability: {data['run_id']}") and "**PASS**" in report
+    assert "| isolation | leaks | 0 | 0 |" in report and "## Bad inputs: how each ended" in report
+    assert data["seconds"] < 180
+
+
+def test_a_figure_that_is_not_zero_fails_the_command(tmp_path, monkeypatch):
+    family = {"figures": {"leaks": 1, "cases": 3}, "must_be_zero": ["leaks"], "goals": {}, "found": ["leaks: x"],
+              "notes": [], "known_issues": [], "seconds": 1.0}  # fmt: skip
+    failing = {"run_id": "r", "size": "ci", "seconds": 1.0, "memlab_version": "0", "ok": False,
+               "failures": ["isolation.leaks = 1 (must be 0)"], "must_be_zero": {"isolation.leaks": 1}, "goals": {},
+               "families": {"isolation": family}, "folder": str(tmp_path)}  # fmt: skip
+    monkeypatch.setattr(lab, "run_reliability", lambda *a, **k: failing)
+    result = CliRunner().invoke(app, ["check", "reliability", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "isolation.leaks = 1" in result.output
+    markdown = lab.reliability_markdown(failing)
+    assert "**FAIL**: isolation.leaks = 1 (must be 0)" in markdown and "- isolation: leaks: x" in markdown
+    assert CliRunner().invoke(app, ["check", "reliability", "--size", "huge"]).exit_code == 2
+    assert set(lab.RELIABILITY_SIZES) == {"smoke", "ci", "full"}
