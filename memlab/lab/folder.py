@@ -75,6 +75,13 @@ class RunFolder:
         return {r.system: r for r in self.all_runs if r.dataset == dataset}
 
     def questions(self, dataset: str) -> list[Question]:
+        """The data set's labelled questions (read once per folder: scorers and sections ask repeatedly)."""
+        cache = self.__dict__.setdefault("_questions", {})
+        if dataset not in cache:
+            cache[dataset] = self._read_questions(dataset)
+        return cache[dataset]
+
+    def _read_questions(self, dataset: str) -> list[Question]:
         frame = pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.questions.parquet")
         return [
             Question(id=r.id, app_name=r.app_name, user_id=r.user_id, text=r.text, relevant=tuple(r.relevant),

@@ -47,6 +47,17 @@ def pivot_scores(scores: pd.DataFrame, systems: list[str], metrics: list[str]) -
     return out
 
 
+def breakdown(scores: pd.DataFrame, systems: list[str], metric: str, group: str) -> pd.DataFrame | None:
+    """`metric[group=value]` rows of `systems` as a table: one row per system, one column per group value
+    (None when there is at most one value: nothing to break down)."""
+    rows = scores[scores.system.isin(systems) & scores.metric.str.startswith(f"{metric}[{group}=")]
+    if rows.metric.nunique() <= 1:
+        return None
+    wide = rows.assign(group=rows.metric.str.extract(r"=(.*)\]$")[0]).pivot_table(
+        index="system", columns="group", values="value", sort=False)
+    return wide.reindex([s for s in systems if s in wide.index]).reset_index()
+
+
 def _is_main(system: str) -> bool:
     return "@cut" not in system and not system.startswith(("filtered:", "extractor:", "ingest"))
 
@@ -89,10 +100,8 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
         parts += [f"## {dataset}", ""]
         if systems:
             parts += [markdown_table(pivot_scores(sub, systems, main_metrics)), ""]
-            by_type = sub[sub.system.isin(systems) & sub.metric.str.startswith(f"recall@{k}[qtype=")]
-            if by_type.metric.nunique() > 1:
-                wide = by_type.assign(qtype=by_type.metric.str.extract(r"qtype=(.*)\]")[0]).pivot_table(
-                    index="system", columns="qtype", values="value", sort=False).reset_index()
+            wide = breakdown(sub, systems, f"recall@{k}", "qtype")
+            if wide is not None:
                 parts += [f"recall@{k} by question type:", "", markdown_table(wide), ""]
         for name in applies(cfg, dataset):
             module = sweep_module(name)

@@ -61,19 +61,20 @@ def score(
     for system, sys_run in trimmed.groupby("system", sort=False):
         docs = []
         per_q = {}
+        uncut = run[(run.system == system) & (run["rank"] > 0)].sort_values("rank")
+        full_by_q = {qid: list(g.unit_id) for qid, g in uncut.groupby("question_id", sort=False)}
         for qid, grp in sys_run.groupby("question_id", sort=False):
             grp = grp.sort_values("rank")
             hits = grp[grp["rank"] > 0]
             events = events_in_rank_order(list(hits.event_ids))
             docs.extend(ir_measures.ScoredDoc(qid, e, float(len(events) - i)) for i, e in enumerate(events))
-            full = run[(run.system == system) & (run.question_id == qid) & (run["rank"] > 0)].sort_values("rank")
             per_q[qid] = {
                 "returned": len(hits),
                 "empty": len(hits) == 0,
                 "context_chars": int(hits.chars.sum()),
                 "latency_ms": float(grp.latency_ms.iloc[0]),
                 "plan": grp.plan.iloc[0],
-                "recall_vs_exact": recall_vs_exact(list(full.unit_id), exact_ids.get(qid, []), k)
+                "recall_vs_exact": recall_vs_exact(full_by_q.get(qid, []), exact_ids.get(qid, []), k)
                 if exact is not None else np.nan,
             }  # fmt: skip
         values = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, docs)}

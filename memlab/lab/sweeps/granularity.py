@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from memlab.lab import plots
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
-from memlab.lab.report import markdown_table, pivot_scores
+from memlab.lab.report import breakdown, markdown_table, pivot_scores
 from memlab.lab.systems import EventSystem, FactSystem
 from memlab.types import SearchSettings
 
@@ -52,16 +50,11 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
     png = folder.path / f"granularity__{dataset}.png".replace("/", "_")
     plots.granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png)
     parts = [markdown_table(table), "", f"![granularity]({png.name})"]
-    for group in ("qtype", "size"):
-        grouped = scores[scores.system.isin(wanted) & scores.metric.str.startswith(f"recall@{k}[{group}=")]
-        if grouped.metric.nunique() > 1:
-            wide = grouped.assign(group=grouped.metric.str.extract(r"=(.*)\]")[0]).pivot_table(
-                index="system", columns="group", values="value", sort=False).reset_index()
-            parts += ["", f"recall@{k} by {'question type' if group == 'qtype' else 'memory size (events)'}:", "",
-                      markdown_table(wide.set_index("system").loc[[w for w in wanted if w in set(wide.system)]]
-                                     .reset_index())]  # fmt: skip
+    for group, label in (("qtype", "question type"), ("size", "memory size (events)")):
+        wide = breakdown(scores, wanted, f"recall@{k}", group)
+        if wide is not None:
+            parts += ["", f"recall@{k} by {label}:", "", markdown_table(wide)]
     return "\n".join(parts)
 
 
 __all__ = ["names", "section", "systems"]
-_ = pd
