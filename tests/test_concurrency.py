@@ -245,11 +245,6 @@ def test_search_settings_never_leak_into_a_later_use_of_a_pooled_connection(stor
     assert not leaks, leaks[:3]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "memlab/events/memory.py replaces a stored chunk whenever its event ids differ from the new snapshot's, also "
-    "when the new snapshot is older (shorter): a late first-half snapshot of a session shrinks the trailing chunk "
-    "back, so the chunk layer depends on arrival order (the event layer and facts do not)"
-))  # fmt: skip
 def test_a_late_older_snapshot_of_a_session_does_not_roll_its_chunks_back(store, embedder, app_name):
     mem = memories(store, embedder)["chunk"]
     whole = sessions(app_name)[0]

@@ -3,7 +3,7 @@ watermarks, the served fact lines ranked by the embedder) is forgotten with `Eve
 `FactMemory.forget_user`, in either order. Afterwards no table of the schema (every table pg_tables lists, so a
 table added later cannot escape) and no entry of the embedding cache holds a trace of that user: ids, texts, fact
 values, or the hash of any text embedded for them (searches' queries included). tests/events/test_erasure.py
-covers event memory alone. The cache half fails today (FACT_CACHE_BUG below) and is marked xfail(strict=True)."""
+covers event memory alone."""
 
 from __future__ import annotations
 
@@ -60,15 +60,6 @@ def sessions(app: str, user: str, tag: str, facts: list[str]) -> list[memlab.Ses
     return out
 
 
-FACT_CACHE_BUG = (
-    "memlab/facts/memory.py leaves cache traces: FactMemory.search embeds the query and every served fact line "
-    "('user diet: pescatarian') through CachedEmbedder.embed_query/embed_documents, which write them to the cache, "
-    "and no FactMemory erasure drops them; FactMemory.forget_user deletes the user's memory_unit rows through "
-    "storage.units.delete_user without dropping their cache entries, so EventMemory.forget_user afterwards finds no "
-    "row left to map to a cache key and every body hash stays"
-)
-
-
 class Forgotten:
     """A kept user and a forgotten one in one app (events, chunks, facts, a private cache), the forgotten one
     erased with EventMemory.forget_user and FactMemory.forget_user in the given order."""
@@ -118,7 +109,6 @@ def test_forget_user_in_both_memories_leaves_no_trace_in_any_table(scratch_store
     assert w.kept_keys <= cache_keys(w.cache_path), "the other user's cached texts stay"
 
 
-@pytest.mark.xfail(strict=True, reason=FACT_CACHE_BUG)
 @pytest.mark.parametrize("order", ORDERS)
 def test_forget_user_in_both_memories_leaves_no_trace_in_the_embedding_cache(scratch_store, embedder, tmp_path, order):
     w = Forgotten(scratch_store, embedder, tmp_path / "cache" / "embeddings.sqlite", order)

@@ -162,16 +162,19 @@ class CachedEmbedder:
     def dimension(self) -> int:
         return self.inner.dimension
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
+    def embed_documents(self, texts: list[str], *, remember: bool = True) -> np.ndarray:
+        """Vectors of `texts`, cached ones from the cache. With `remember=False` the texts not cached are
+        embedded without being written (derived personal data no erasure could find again)."""
         texts = list(texts)
         found = self.cache.get_many(self.model_id, texts)
         todo = [i for i in range(len(texts)) if i not in found]
         if todo:
             # Embed each distinct missing text once, even if it repeats within this call.
             unique = list(dict.fromkeys(texts[i] for i in todo))
-            fresh = self.inner.embed_documents(unique)
+            fresh = np.asarray(self.inner.embed_documents(unique), dtype=np.float32)
             self.computed += len(unique)
-            self.cache.put_many(self.model_id, unique, fresh)
+            if remember:
+                self.cache.put_many(self.model_id, unique, fresh)
             by_text = dict(zip(unique, fresh, strict=True))
             for i in todo:
                 found[i] = by_text[texts[i]]
@@ -182,10 +185,34 @@ class CachedEmbedder:
     def embed_query(self, text: str, *, remember: bool = True) -> np.ndarray:
         """The query's vector, from the cache if it is there. With `remember=False` a query that is not
         cached is embedded without being written to the cache (a user's search is personal data)."""
-        if remember:
-            return self.embed_documents([text])[0]
-        found = self.cache.get_many(self.model_id, [text])
-        if 0 in found:
-            return np.asarray(found[0], dtype=np.float32)
-        self.computed += 1
-        return np.asarray(self.inner.embed_documents([text])[0], dtype=np.float32)  # as embed_documents would
+        return self.embed_documents([text], remember=remember)[0]
+
+
+def caches_of(embedder: object) -> list[EmbeddingCache]:
+    """The embedding caches erasure must clear for this embedder: its own (through any wrapping `inner`) and
+    every shared cache this process opened."""
+    found: list[EmbeddingCache] = []
+    inner: object = embedder
+    while inner is not None:
+        if isinstance(inner, CachedEmbedder):
+            found.append(inner.cache)
+        inner = getattr(inner, "inner", None)
+    found.extend(shared_caches())
+    return list({id(c): c for c in found}.values())
+
+
+def embed_transient(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Embed texts derived from a user's data (queries, rendered fact lines) without writing them to any
+    cache: a vector already cached is reused, a new one is not stored."""
+    if isinstance(embedder, CachedEmbedder):
+        return embedder.embed_documents(texts, remember=False)
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    return np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+
+
+def embed_query_transient(embedder: Embedder, query: str) -> np.ndarray:
+    """A search query's vector, never written to a cache (a user's question is their data too)."""
+    if isinstance(embedder, CachedEmbedder):
+        return embedder.embed_query(query, remember=False)
+    return np.asarray(embedder.embed_query(query), dtype=np.float32)

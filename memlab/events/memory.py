@@ -28,7 +28,7 @@ import numpy as np
 import psycopg
 
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import CachedEmbedder, EmbeddingCache, shared_caches, text_key
+from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient, text_key
 from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
@@ -142,6 +142,12 @@ def check_vectors(vectors: np.ndarray, expected_rows: int, dimension: int, model
         )
     if not np.isfinite(vectors).all():
         raise DimensionError(f"Embedder {model_id!r} returned NaN or infinite values; nothing was written.")
+
+
+def _holds(stored: tuple[str, ...] | None, wanted: tuple[str, ...]) -> bool:
+    """Whether a stored unit with event ids `stored` already covers `wanted`: the same events, or a longer run
+    of the session that starts with them."""
+    return stored is not None and stored[: len(wanted)] == wanted
 
 
 class EventMemory:
@@ -315,7 +321,9 @@ class EventMemory:
                 todo: list[tuple[sqlu.Scope, Unit]] = []
                 for scope, session, units in planned:
                     stored = sqlu.existing_units(conn, scope, session.id, [u.unit_id for u in units])
-                    fresh = [u for u in units if stored.get(u.unit_id) != u.event_ids]
+                    # A stored chunk holding more of the session than this snapshot (a late, older copy) stays:
+                    # chunks only grow, so the chunk layer does not depend on the order snapshots arrive in.
+                    fresh = [u for u in units if not _holds(stored.get(u.unit_id), u.event_ids)]
                     report.already_stored += len(units) - len(fresh)
                     stale = [u.unit_id for u in fresh if u.unit_id in stored]  # a chunk that grew since last time
                     if stale:
@@ -352,14 +360,7 @@ class EventMemory:
     def caches(self) -> list[EmbeddingCache]:
         """The embedding caches erasure clears: the embedder's own (through any wrapping) and every shared
         cache this process opened."""
-        found: list[EmbeddingCache] = []
-        inner: object = self.embedder
-        while inner is not None:
-            if isinstance(inner, CachedEmbedder):
-                found.append(inner.cache)
-            inner = getattr(inner, "inner", None)
-        found.extend(shared_caches())
-        return list({id(c): c for c in found}.values())
+        return caches_of(self.embedder)
 
     def _forget_cached(self, keys: set[tuple[str, str]]) -> int:
         if not keys:
@@ -479,9 +480,7 @@ class EventMemory:
         problem = text_problem(query, "the query", empty_ok=True)
         if problem:
             raise InputError(problem, app_name=app_name, user_id=user_id)
-        if isinstance(self.embedder, CachedEmbedder):
-            return self.embedder.embed_query(query, remember=False)
-        return self.embedder.embed_query(query)
+        return embed_query_transient(self.embedder, query)
 
     def search_vector(
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None

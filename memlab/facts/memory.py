@@ -21,7 +21,10 @@ from datetime import UTC, datetime
 from urllib.parse import quote as percent_encode
 from urllib.parse import unquote
 
+import numpy as np
+
 from memlab.embedding.base import Embedder
+from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient
 from memlab.errors import ConfigError
 from memlab.events.filters import find_secrets
 from memlab.events.units import render_lines
@@ -33,7 +36,7 @@ from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensit
 from memlab.storage import facts_sql
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
-from memlab.storage.units import delete_user as delete_units_of_user
+from memlab.storage.units import erase_user as erase_units_of_user
 from memlab.types import Event, Session
 
 SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?|[a-z][a-z_]*:[\w.-]+")
@@ -42,6 +45,7 @@ DOMAIN_DIRECT_SESSION = "__domain_direct__"  # session id of facts written with 
 _ID_SAFE = ":@+,;!$&'()*"  # kept readable in fact ids; '/', '=', '%' and anything unusual are percent-encoded
 DEFAULT_THRESHOLD = 0.7
 DEFAULT_LIMIT = 12
+LINE_VECTORS_KEPT = 50_000  # fact-line vectors kept in process before the map is reset
 
 
 @dataclass
@@ -166,6 +170,9 @@ class FactMemory:
             extractor = RuleExtractor()
         self.extractor = extractor
         self.registry = registry or default_registry()
+        # Vectors of served fact lines, in this process only: they are derived from a user's facts, so they
+        # are never written to the persistent embedding cache, and erasure clears this map.
+        self._line_vectors: dict[str, np.ndarray] = {}
         with store.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
             facts_sql.ensure_schema(conn)
@@ -374,10 +381,8 @@ class FactMemory:
         if not served:
             return []
         lines = [render_fact(f) for _, f, _ in served]
-        vectors = self.embedder.embed_documents(
-            [f"{f.subject} {f.predicate.replace('_', ' ')}: {f.value}" for _, f, _ in served]
-        )
-        distances = 1.0 - vectors @ self.embedder.embed_query(query)
+        vectors = self._embed_lines([f"{f.subject} {f.predicate.replace('_', ' ')}: {f.value}" for _, f, _ in served])
+        distances = 1.0 - vectors @ embed_query_transient(self.embedder, query)
         hits = [
             FactHit(
                 fact, line, float(d), round(conf, 4), owner, tuple(provenance.get((owner, *fact.key, fact.value), ()))
@@ -386,6 +391,14 @@ class FactMemory:
         ]
         hits.sort(key=lambda h: (round(h.distance, 6), -h.fact.confirmed_at.timestamp()))
         return hits[:limit]
+
+    def _embed_lines(self, lines: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in lines if t not in self._line_vectors))
+        if missing:
+            if len(self._line_vectors) + len(missing) > LINE_VECTORS_KEPT:
+                self._line_vectors.clear()
+            self._line_vectors.update(zip(missing, embed_transient(self.embedder, missing), strict=True))
+        return np.vstack([self._line_vectors[t] for t in lines])
 
     def preload_block(self, app_name: str, user_id: str, query: str, **kwargs) -> str:
         """The text to put before a model request, fenced by `PRELOAD_OPEN` / `PRELOAD_CLOSE`: facts about
@@ -419,7 +432,8 @@ class FactMemory:
                 after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
                          for r in resolve(rows, cardinality)]  # fmt: skip
                 facts_sql.write_rows(conn, app_name, user_id, rows, after)
-            return deleted
+        self._line_vectors.clear()
+        return deleted
 
     # -- erasure of evidence ----------------------------------------------------------------------------
     def forget_events(
@@ -455,6 +469,7 @@ class FactMemory:
             report.keys = touched
             for subject, predicate in touched:
                 self._rederive(conn, app, user, subject, predicate, report)
+        self._line_vectors.clear()
         return report
 
     def _rederive(self, conn, app: str, user: str, subject: str, predicate: str, report: FactForgetReport) -> None:
@@ -485,10 +500,14 @@ class FactMemory:
                     report.restored.append((subject, predicate, r.value))
 
     def forget_user(self, app_name: str, user_id: str) -> dict[str, int]:
-        """Delete the user's facts, history, watermarks and stored embeddings; counts per table."""
+        """Delete the user's facts, history, watermarks, stored units (every layer and model) and the cached
+        vectors of those units' texts; counts per table (and `cache_entries`)."""
         with self.store.transaction() as conn:
             counts = facts_sql.forget_user(conn, app_name, user_id)
-            counts["memory_unit"] = delete_units_of_user(conn, app_name, user_id)
+            deleted = erase_units_of_user(conn, app_name, user_id)
+        counts["memory_unit"] = deleted.units
+        counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))
+        self._line_vectors.clear()
         return counts
 
 
