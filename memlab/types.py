@@ -16,6 +16,10 @@ Strategy = Literal["auto", "hnsw", "exact", "planner"]
 IterativeScan = Literal["off", "relaxed_order", "strict_order"]
 STRATEGIES: tuple[str, ...] = ("auto", "hnsw", "exact", "planner")
 ITERATIVE_SCANS: tuple[str, ...] = ("off", "relaxed_order", "strict_order")
+SearchMode = Literal["vector", "lexical", "hybrid"]
+SEARCH_MODES: tuple[str, ...] = ("vector", "lexical", "hybrid")
+TimeHandling = Literal["off", "filter", "boost"]
+TIME_HANDLING: tuple[str, ...] = ("off", "filter", "boost")
 EARLIEST_TIMESTAMP = datetime(1970, 1, 1, tzinfo=UTC)
 DEFAULT_AHEAD = timedelta(days=1)
 
@@ -157,7 +161,19 @@ class Session:
 class SearchSettings:
     """How one search runs. The defaults are the safe production choice: `auto` scores every row of a user
     who has at most `exact_below` units (perfect recall, a few ms) and otherwise walks the HNSW index with
-    relaxed iterative scans."""
+    relaxed iterative scans.
+
+    `mode` picks the ranking: `vector` (cosine distance), `lexical` (PostgreSQL full-text search over the
+    rendered text: units matching every query word first, then any word, by `ts_rank_cd`) or `hybrid`
+    (reciprocal rank fusion of the two lists, each `candidates` deep: score = sum of weight / (rrf_k + rank)).
+    `max_distance` is always the cosine distance of a hit's embedding to the query, in every mode: a lexical
+    or fused hit beyond it is dropped too (None keeps every hit).
+
+    `time` uses the moment a question is asked (`search(..., asked_at=)`): time phrases in the query ("last
+    month", "in May", "two weeks ago") become a window on the memory's time. `boost` fuses a third list
+    (candidates inside the window, or newest first for "currently"/"latest" questions) weighted
+    `time_weight`; `filter` keeps only candidates inside the window (all of them if none is). `off` ignores
+    time."""
 
     top_k: int = 10
     max_distance: float | None = None
@@ -166,6 +182,13 @@ class SearchSettings:
     iterative_scan: IterativeScan = "relaxed_order"
     max_scan_tuples: int = 20_000
     exact_below: int = 2_000
+    mode: SearchMode = "vector"
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
+    candidates: int = 50
+    time: TimeHandling = "off"
+    time_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -182,6 +205,18 @@ class SearchSettings:
             raise ConfigError(f"SearchSettings.exact_below must be >= 0, got {self.exact_below}.")
         if self.max_scan_tuples < 1:
             raise ConfigError(f"SearchSettings.max_scan_tuples must be >= 1, got {self.max_scan_tuples}.")
+        if self.mode not in SEARCH_MODES:
+            raise ConfigError(f"SearchSettings.mode {self.mode!r} is unknown; use one of {SEARCH_MODES}.")
+        if self.time not in TIME_HANDLING:
+            raise ConfigError(f"SearchSettings.time {self.time!r} is unknown; use one of {TIME_HANDLING}.")
+        if self.rrf_k < 0 or self.candidates < 1:
+            raise ConfigError(
+                f"SearchSettings needs rrf_k >= 0 and candidates >= 1, got rrf_k={self.rrf_k}, "
+                f"candidates={self.candidates}."
+            )
+        for name in ("vector_weight", "lexical_weight", "time_weight"):
+            if not 0.0 <= getattr(self, name) < float("inf"):
+                raise ConfigError(f"SearchSettings.{name} must be a finite weight >= 0, got {getattr(self, name)}.")
         if self.max_distance is not None and not 0.0 <= self.max_distance <= 2.0:
             raise ConfigError(f"SearchSettings.max_distance is a cosine distance in [0, 2], got {self.max_distance}.")
 
@@ -197,15 +232,21 @@ class Hit:
     timestamp: datetime | None = None
     session_id: str | None = None
     event_ids: tuple[str, ...] = ()
+    lexical: float | None = None  # full-text rank (ts_rank_cd, +1 when every query word matched); None if unsearched
+    score: float | None = None  # the fused score in hybrid or time-aware searches (higher is better)
 
 
 class Hits(list[Hit]):
-    """The ranked hits of one search, plus how they were found (`plan`: which access path PostgreSQL took)."""
+    """The ranked hits of one search, plus how they were found (`plan`: which access path PostgreSQL took;
+    `window`: the time window read from the question, if any)."""
 
-    def __init__(self, hits: list[Hit] | None = None, *, plan: str = "", dropped_by_cutoff: int = 0) -> None:
+    def __init__(
+        self, hits: list[Hit] | None = None, *, plan: str = "", dropped_by_cutoff: int = 0, window: object = None
+    ) -> None:
         super().__init__(hits or [])
         self.plan = plan
         self.dropped_by_cutoff = dropped_by_cutoff
+        self.window = window
 
     @property
     def unit_ids(self) -> list[str]:

@@ -35,6 +35,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/events/test_secrets.py", "memlab.events"): "unit test of the secret detectors' checksums, fail-closed "
     "scanning and secret_filter_rates on fixtures/secrets",
     ("tests/events/test_units.py", "memlab.events.units"): "unit test of event units and chunk windowing, internals",
+    ("tests/events/test_retrieval_modes.py", "memlab.events.units"): "builds internal units to render",
+    ("tests/events/test_retrieval_modes.py", "memlab.events.renderings"): "unit test of the pure renderings",
+    ("tests/events/test_retrieval_modes.py", "memlab.events.fusion"): "unit test of rank fusion and time re-ranking",
     ("tests/events/test_event_memory.py", "memlab.lab.synthetic"): "background rows (internal Unit rows for "
     "bulk_load) to build the filtered-search trap",
     ("tests/storage/test_store.py", "memlab.storage.store"): "unit test of the pgvector version check of open_store",

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import psycopg
@@ -31,6 +32,8 @@ from memlab.embedding.base import Embedder
 from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient, text_key
 from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
+from memlab.events.fusion import apply_time, fuse
+from memlab.events.renderings import check_rendering, render_units, rendered_layer
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
@@ -45,6 +48,9 @@ from memlab.types import (
     SessionFailure,
     TimestampWindow,
 )
+
+if TYPE_CHECKING:
+    from memlab.facts.extractors.base import Extractor
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +176,8 @@ class EventMemory:
         scan_secrets: bool = True,
         layer: str | None = None,
         timestamps: TimestampWindow | None = None,
+        rendering: str = "text",
+        fact_keys: Extractor | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -177,7 +185,12 @@ class EventMemory:
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         # `layer` names a separate corpus with its own HNSW index (benchmarks use it to stay apart)
-        self.layer = layer or layer_name(granularity, chunk_size, chunk_overlap)
+        # The rendering (what is embedded) and fact keys are part of the layer, so they coexist in one table.
+        self.rendering = check_rendering(rendering)
+        self.fact_keys = fact_keys
+        self.layer = layer or rendered_layer(
+            layer_name(granularity, chunk_size, chunk_overlap), rendering, getattr(fact_keys, "name", None)
+        )
         self.min_chars = min_chars
         self.scan_secrets = scan_secrets
         if timestamps is not None and not isinstance(timestamps, TimestampWindow):
@@ -214,9 +227,26 @@ class EventMemory:
         return kept, skipped
 
     def units_of(self, session: Session, kept: list[Event]) -> list[Unit]:
+        """The session's units, each with the text its rendering (and fact keys) embed."""
         if self.granularity == "event":
-            return event_units(session, kept)
-        return chunk_units(session, kept, self.chunk_size, self.chunk_overlap)
+            units = event_units(session, kept)
+        else:
+            units = chunk_units(session, kept, self.chunk_size, self.chunk_overlap)
+        facts = self._fact_lines(session, kept) if self.fact_keys is not None else None
+        if self.rendering == "text" and not facts:
+            return units
+        return render_units(self.rendering, units, kept, facts, chunk=self.granularity != "event")
+
+    def _fact_lines(self, session: Session, kept: list[Event]) -> dict[str, list[str]]:
+        """event id -> 'subject predicate: value' of every fact the fact-key extractor reads from it."""
+        from memlab.facts.registry import default_registry  # fact memory builds on event memory, not back
+
+        assert self.fact_keys is not None
+        found: dict[str, list[str]] = {}
+        for c in self.fact_keys.extract(kept, session_id=session.id, registry=default_registry()):
+            value = f"not {c.value}" if c.negated else c.value
+            found.setdefault(c.event_id or "", []).append(f"{c.subject} {c.predicate.replace('_', ' ')}: {value}")
+        return found
 
     def check(self, session: Session) -> None:
         """Raise `InputError` (naming the session and event) if the session cannot be stored as given."""
@@ -332,7 +362,7 @@ class EventMemory:
                 report.replaced = replaced.units
                 if not todo:
                     return report
-                embedded = [u.body for _, u in todo]
+                embedded = [u.embed_text for _, u in todo]
                 vectors = self.embedder.embed_documents(embedded)
                 check_vectors(vectors, len(todo), self.model.dimension, self.model.model_id)
                 report.embedded = len(todo)
@@ -470,11 +500,67 @@ class EventMemory:
             return sqlu.copy_rows(conn, rows)
 
     # -- search ---------------------------------------------------------------------------------------
-    def search(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Hits:
-        """The user's nearest units to `query`, nearest first, cut off at `settings.max_distance`. The query is
-        embedded without being written to the embedding cache (it is the user's data too)."""
+    def search(
+        self,
+        app_name: str,
+        user_id: str,
+        query: str,
+        settings: SearchSettings | None = None,
+        *,
+        asked_at: datetime | None = None,
+    ) -> Hits:
+        """The user's best units for `query`, best first, cut off at `settings.max_distance` (see
+        `SearchSettings` for the vector, lexical and hybrid modes and time handling; `asked_at`, the moment
+        the question is asked, lets time phrases in it count). The query is embedded without being written to
+        the embedding cache (it is the user's data too)."""
+        settings = settings or SearchSettings()
         self.scope(app_name, user_id)
-        return self.search_vector(app_name, user_id, self._embed_query(app_name, user_id, query), settings)
+        if asked_at is not None and (not isinstance(asked_at, datetime) or asked_at.tzinfo is None):
+            raise ConfigError(f"asked_at must be a timezone-aware datetime, got {asked_at!r}.")
+        vector = self._embed_query(app_name, user_id, query)
+        timed = settings.time != "off" and asked_at is not None
+        if settings.mode == "vector" and not timed:
+            return self.search_vector(app_name, user_id, vector, settings)
+        return self.search_fused(app_name, user_id, query, vector, settings, asked_at=asked_at)
+
+    def search_fused(
+        self,
+        app_name: str,
+        user_id: str,
+        query: str,
+        vector: np.ndarray,
+        settings: SearchSettings,
+        *,
+        asked_at: datetime | None = None,
+    ) -> Hits:
+        """Lexical, hybrid or time-aware search with the query's text and its vector already embedded: each
+        list `settings.candidates` deep, fused by reciprocal rank, re-ranked by the question's time window,
+        then cut to `top_k` and `max_distance`."""
+        depth = max(settings.candidates, settings.top_k)
+        lists: list[tuple[list, float]] = []
+        plan = "lexical"
+        if settings.mode in ("vector", "hybrid"):
+            found = self.search_vector(app_name, user_id, vector, replace(settings, top_k=depth, max_distance=None))
+            lists.append((list(found), settings.vector_weight if settings.mode == "hybrid" else 1.0))
+            plan = found.plan if settings.mode == "vector" else f"{found.plan}+lexical"
+        if settings.mode in ("lexical", "hybrid"):
+            scope = self.scope(app_name, user_id)
+            vector = np.asarray(vector, dtype=np.float32)
+            check_vectors(vector.reshape(1, -1), 1, self.model.dimension, self.model.model_id)
+            with self.store.transaction() as conn:
+                lexical = sqlu.lexical_search(conn, scope, query, vector, depth)
+            lists.append((lexical, settings.lexical_weight if settings.mode == "hybrid" else 1.0))
+        ranked = fuse(lists, settings.rrf_k)
+        window = None
+        if settings.time != "off" and asked_at is not None:
+            from memlab.events.timewords import resolve_time  # only time-aware searches read time phrases
+
+            window = resolve_time(query, asked_at)
+        ranked = apply_time(ranked, window, settings.time, settings.time_weight, settings.rrf_k)[: settings.top_k]
+        if settings.max_distance is None:
+            return Hits(ranked, plan=plan, window=window)
+        kept = [h for h in ranked if h.distance <= settings.max_distance]
+        return Hits(kept, plan=plan, dropped_by_cutoff=len(ranked) - len(kept), window=window)
 
     def _embed_query(self, app_name: str, user_id: str, query: str) -> np.ndarray:
         problem = text_problem(query, "the query", empty_ok=True)
@@ -587,7 +673,7 @@ def migrate_embeddings(
         batches = track(batches, description=f"migrate -> {new.model_id}")
     for start in batches:
         batch = rows[start : start + batch_size]
-        vectors = new_embedder.embed_documents([r[8] for r in batch])
+        vectors = new_embedder.embed_documents([r[9] if r[9] is not None else r[8] for r in batch])
         check_vectors(vectors, len(batch), new.dimension, new.model_id)
         with store.transaction() as conn:
             added += sqlu.copy_rows(conn, [(*r, new.model_id, v) for r, v in zip(batch, vectors, strict=True)])

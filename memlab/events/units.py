@@ -26,6 +26,12 @@ class Unit:
     author: str | None
     occurred_at: datetime
     body: str
+    rendered: str | None = None  # the text embedded and indexed when it differs from the body (see renderings)
+
+    @property
+    def embed_text(self) -> str:
+        """What the model embeds and full-text search indexes."""
+        return self.body if self.rendered is None else self.rendered
 
 
 def layer_name(granularity: str, chunk_size: int = 4, chunk_overlap: int = 1) -> str:

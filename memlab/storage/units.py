@@ -36,6 +36,9 @@ from psycopg import sql
 from memlab.storage.schema import ANY_SESSION, PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
 from memlab.types import Hit, SearchSettings
 
+LEXICAL_INDEX = "memory_unit_lexemes"
+TEXT_SEARCH_CONFIG = "english"  # stemming and stop words for full-text search over rendered text
+
 BUILD_MEMORY = "1GB"  # maintenance_work_mem for an HNSW build: a graph that fits builds many times faster
 
 # Needs memlab_embedding_model (schema.MODELS_DDL) to exist first.
@@ -50,12 +53,18 @@ CREATE TABLE IF NOT EXISTS {UNITS_TABLE} (
     author       text,
     occurred_at  timestamptz NOT NULL,
     body         text        NOT NULL,
+    rendered     text,
     embed_model  text        NOT NULL REFERENCES memlab_embedding_model (model_id),
     embedding    vector      NOT NULL,
     CONSTRAINT {PRIMARY_KEY} PRIMARY KEY (app_name, user_id, layer, session_id, unit_id, embed_model)
 );
 ALTER TABLE {UNITS_TABLE} ALTER COLUMN embedding SET STORAGE PLAIN;
 CREATE INDEX IF NOT EXISTS {SCOPE_INDEX} ON {UNITS_TABLE} (app_name, user_id, occurred_at DESC);
+-- The text embedded when it differs from the body (a rendering), and full-text search over that same text.
+ALTER TABLE {UNITS_TABLE} ADD COLUMN IF NOT EXISTS rendered text;
+ALTER TABLE {UNITS_TABLE} ADD COLUMN IF NOT EXISTS lexemes tsvector
+    GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(rendered, body))) STORED;
+CREATE INDEX IF NOT EXISTS {LEXICAL_INDEX} ON {UNITS_TABLE} USING gin (lexemes);
 DO $$
 BEGIN
     -- A table made before the session was part of a unit's identity: rebuild its key once.
@@ -81,10 +90,13 @@ _COLUMNS = (
     "author",
     "occurred_at",
     "body",
+    "rendered",
     "embed_model",
     "embedding",
 )
-_COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "text", "timestamptz", "text", "text", "vector"]
+_COPY_TYPES = [
+    "text", "text", "text", "text", "text", "text[]", "text", "timestamptz", "text", "text", "text", "vector",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -276,6 +288,7 @@ def unit_row(scope: Scope, unit, vector: np.ndarray) -> tuple:
         unit.author,
         unit.occurred_at,
         unit.body,
+        getattr(unit, "rendered", None),
         scope.model.model_id,
         vector,
     )
@@ -417,6 +430,40 @@ def run_search(
     ]
 
 
+# Full-text search: `web` is the query as a web search engine reads it (every word must match); `anyq` ORs the
+# query's lexemes, since a conversational question rarely shares every word with the turn that answers it.
+# Units matching `web` rank first (+1), then by cover density of any query word. Every hit carries its
+# cosine distance too, so `max_distance` means the same in every mode.
+_LEXICAL = (
+    "WITH q AS (SELECT websearch_to_tsquery({cfg}, %(text)s) AS web,"
+    " (SELECT to_tsquery('simple', coalesce(string_agg(quote_literal(l), ' | '), ''))"
+    "  FROM unnest(tsvector_to_array(to_tsvector({cfg}, %(text)s))) AS l WHERE l !~ '[''\\\\]') AS anyq)"
+    " SELECT unit_id, body, author, " + _READABLE_TIME + " AS occurred_at, session_id, event_ids,"
+    " (embedding::{vt} <=> %(q)s::{vt}) AS distance,"
+    " ts_rank_cd(lexemes, q.anyq) + CASE WHEN numnode(q.web) > 0 AND lexemes @@ q.web THEN 1 ELSE 0 END AS lexical"
+    " FROM {table}, q"
+    " WHERE app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
+    " AND lexemes @@ q.anyq"
+    " ORDER BY lexical DESC, occurred_at DESC, unit_id LIMIT %(k)s"
+)
+
+
+def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int) -> list[Hit]:
+    """The user's units ranked by full-text match of `text` (see `_LEXICAL`), at most `top_k`, each with its
+    cosine distance to `vector` and its full-text rank in `Hit.lexical`."""
+    query = sql.SQL(_LEXICAL).format(
+        cfg=sql.Literal(TEXT_SEARCH_CONFIG), vt=scope.model.vector_type(), table=sql.Identifier(UNITS_TABLE)
+    )
+    params = {**search_params(scope, vector, top_k), "text": text}
+    conn.execute("SELECT set_config('client_min_messages', 'warning', true)")  # no NOTICE for stop-word queries
+    rows = conn.execute(query, params).fetchall()
+    return [
+        Hit(unit_id=r[0], text=r[1], author=r[2], timestamp=r[3], session_id=r[4], event_ids=tuple(r[5]),
+            distance=float(r[6]), lexical=float(r[7]))
+        for r in rows
+    ]  # fmt: skip
+
+
 _INDEX_NAMES = {SCOPE_INDEX: "scope_index", PRIMARY_KEY: "primary_key"}
 
 
@@ -507,13 +554,13 @@ def units_to_migrate(
     app_name: str | None = None,
     layers: Sequence[str] | None = None,
 ) -> list[tuple]:
-    """(app, user, session, layer, unit_id, event_ids, author, occurred_at, body) of every unit stored under
+    """(app, user, session, layer, unit_id, event_ids, author, occurred_at, body, rendered) of every unit stored under
     the old model that has no row under the new one yet, optionally one app and some layers."""
     layer_list = list(layers) if layers is not None else None
     return conn.execute(
         sql.SQL(
             "SELECT o.app_name, o.user_id, o.session_id, o.layer, o.unit_id, o.event_ids, o.author, "
-            "o.occurred_at, o.body FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
+            "o.occurred_at, o.body, o.rendered FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
             "WHERE n.app_name = o.app_name AND n.user_id = o.user_id AND n.layer = o.layer "
             "AND n.session_id = o.session_id AND n.unit_id = o.unit_id AND n.embed_model = %s) "
             "AND (%s::text IS NULL OR o.app_name = %s) AND (%s::text[] IS NULL OR o.layer = ANY(%s)) "
@@ -547,7 +594,7 @@ def count_units(conn: psycopg.Connection, scope: Scope, *, limit: int | None = N
 
 # The SHA-256 of a body as the embedding cache keys it (memlab.embedding.cache.text_key): deletes return it so
 # the caller can drop the cached vectors of what it erased without reading the texts back.
-_BODY_KEY = "encode(sha256(convert_to(body, 'UTF8')), 'hex')"
+_BODY_KEY = "encode(sha256(convert_to(coalesce(rendered, body), 'UTF8')), 'hex')"
 
 
 @dataclass

@@ -1,0 +1,128 @@
+"""Renderings, lexical and hybrid search, time-aware re-ranking: on the real store and model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import memlab
+from memlab.events.fusion import apply_time, fuse
+from memlab.events.renderings import render_units, rendered_layer
+from memlab.events.units import chunk_units, event_units
+from tests.conftest import T0, make_session
+
+TEXTS = [
+    "We adopted a beagle puppy called Biscuit from the shelter.",
+    "That sounds lovely, beagles are friendly dogs.",
+    "My sister Jolene flies in from Reykjavik on Thursday.",
+    "Have a good time with her visit.",
+    "I switched my phone plan to Mint Mobile to save money.",
+    "Good call, prepaid plans are cheaper.",
+]
+
+
+def test_renderings_change_what_is_embedded_not_the_body():
+    session = make_session("a", "u", "s1", TEXTS[:3])
+    kept = list(session.events)
+    plain = event_units(session, kept)
+    for rendering, expect in [
+        ("text", None),
+        ("speaker", "user: We adopted a beagle"),
+        ("speaker_date", "[2026-03-02 Mon] user: We adopted"),
+    ]:
+        units = render_units(rendering, plain, kept)
+        assert [u.body for u in units] == [u.body for u in plain]
+        first = units[0].rendered
+        assert (first is None) if expect is None else first.startswith(expect)
+    context = render_units("context", plain, kept)
+    assert context[0].rendered == "user: " + TEXTS[0]  # nothing before the first event
+    assert context[1].rendered == f"user: {TEXTS[0]}\nmodel: {TEXTS[1]}"
+    chunks = render_units("speaker_date", chunk_units(session, kept, 2, 0), kept, chunk=True)
+    assert chunks[0].rendered == "[2026-03-02 Mon] " + chunks[0].body
+    facts = render_units("text", plain, kept, {"s1-e0": ["user pet: beagle"]})
+    assert facts[0].rendered == TEXTS[0] + "\n[facts: user pet: beagle]" and facts[1].rendered is None
+
+
+def test_rendered_layer_names_keep_renderings_apart():
+    assert rendered_layer("event", "text") == "event"
+    assert rendered_layer("chunk:4:1", "speaker_date") == "chunk:4:1+speaker_date"
+    assert rendered_layer("event", "speaker", "rules") == "event+speaker+facts:rules"
+    with pytest.raises(memlab.ConfigError, match="rendering 'shouting' is unknown"):
+        rendered_layer("event", "shouting")
+
+
+def test_renderings_coexist_in_one_table_and_are_searched_apart(store, embedder, app_name):
+    session = make_session(app_name, "u", "s1", TEXTS)
+    plain = memlab.EventMemory(store, embedder)
+    dated = memlab.EventMemory(store, embedder, rendering="speaker_date")
+    assert plain.add_session(session).added == dated.add_session(session).added == 6
+    assert dated.add_session(session).added == 0, "re-ingest of a rendering is a no-op"
+    assert plain.layer == "event" and dated.layer == "event+speaker_date"
+    hit = dated.search(app_name, "u", "what dog did we adopt?")[0]
+    assert hit.text == TEXTS[0], "the body is returned, not the rendered text"
+    assert plain.count(app_name, "u") == dated.count(app_name, "u") == 6
+    assert hit.distance != pytest.approx(plain.search(app_name, "u", "what dog did we adopt?")[0].distance)
+
+
+def test_lexical_search_matches_words_the_vector_misses_and_is_scoped(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    mem.add_session(make_session(app_name, "u", "s1", TEXTS))
+    mem.add_session(make_session(app_name, "other", "s9", ["Jolene from Reykjavik is my cousin, not my sister."]))
+    lexical = memlab.SearchSettings(mode="lexical")
+    hits = mem.search(app_name, "u", "When does Jolene fly in from Reykjavik?", lexical)
+    assert hits[0].text == TEXTS[2] and hits[0].lexical >= 1.0, "every content word matched ranks first"
+    assert all(h.session_id == "s1" for h in hits), "another user's row never comes back"
+    some = mem.search(app_name, "u", "Which phone carrier do I use, Mint or another?", lexical)
+    assert some and some[0].text == TEXTS[4] and 0 < some[0].lexical < 1.0, "a partial match still ranks (OR)"
+    assert mem.search(app_name, "u", "what is it?", lexical) == [], "a stop-word-only query finds nothing"
+    near = mem.search(app_name, "u", "When does Jolene arrive?", memlab.SearchSettings(mode="lexical", max_distance=0.01))
+    assert near == [] and near.dropped_by_cutoff == 1, "max_distance is the cosine distance in every mode"
+
+
+def test_hybrid_fuses_both_lists(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    mem.add_session(make_session(app_name, "u", "s1", TEXTS))
+    hybrid = mem.search(app_name, "u", "Biscuit", memlab.SearchSettings(mode="hybrid", top_k=3))
+    assert hybrid[0].text == TEXTS[0] and hybrid[0].score > hybrid[1].score > 0
+    assert hybrid[0].lexical is not None and hybrid[1].lexical is None
+    with pytest.raises(memlab.ConfigError, match="mode 'fuzzy' is unknown"):
+        memlab.SearchSettings(mode="fuzzy")
+
+
+def _hit(uid: str, when: datetime, distance: float = 0.5) -> memlab.Hit:
+    return memlab.Hit(unit_id=uid, text=uid, distance=distance, timestamp=when, session_id="s")
+
+
+class _Window:
+    def __init__(self, start, end, kind="window"):
+        self.start, self.end, self.kind = start, end, kind
+
+
+def test_fusion_and_time_handling_are_pure_rank_arithmetic():
+    a, b, c = (_hit(x, T0 + timedelta(days=i)) for i, x in enumerate("abc"))
+    fused = fuse([([a, b, c], 1.0), ([c, b], 1.0)], rrf_k=60)
+    assert [h.unit_id for h in fused] == ["c", "b", "a"]  # c: 1/63+1/61 > b: 2/62 > a: 1/61
+    may = _Window(T0 + timedelta(days=2), T0 + timedelta(days=3))
+    assert [h.unit_id for h in apply_time([a, b, c], may, "filter", 1.0, 60)] == ["c"]
+    assert [h.unit_id for h in apply_time([a, b, c], may, "boost", 1.0, 60)][0] == "c"
+    nowhere = _Window(T0 - timedelta(days=9), T0 - timedelta(days=8))
+    assert [h.unit_id for h in apply_time([a, b, c], nowhere, "filter", 1.0, 60)] == ["a", "b", "c"]
+    latest = _Window(None, None, "recency")
+    assert [h.unit_id for h in apply_time([a, b, c], latest, "boost", 2.0, 60)][0] == "c"
+    assert apply_time([a, b, c], None, "boost", 1.0, 60) == [a, b, c]
+
+
+def test_time_aware_search_prefers_the_newer_of_two_conflicting_memories(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    old = make_session(app_name, "u", "old", ["My gym membership is at Planet Fitness."], start=T0)
+    new = make_session(app_name, "u", "new", ["My gym membership is at Gold's Gym now."], start=T0 + timedelta(days=40))
+    mem.add_session(old)
+    mem.add_session(new)
+    asked = T0 + timedelta(days=60)
+    settings = memlab.SearchSettings(time="boost", time_weight=3.0)
+    hits = mem.search(app_name, "u", "Which gym am I currently a member of?", settings, asked_at=asked)
+    assert hits[0].session_id == "new" and hits.window is not None
+    with pytest.raises(memlab.ConfigError, match="timezone-aware"):
+        mem.search(app_name, "u", "which gym?", settings, asked_at=datetime(2026, 1, 1))  # noqa: DTZ001
+    assert UTC  # the module's times are all aware
