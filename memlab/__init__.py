@@ -27,8 +27,11 @@ from memlab.errors import (
     FixtureError,
     MemlabError,
 )
+from memlab.events.answerability import AnswerabilityGate
 from memlab.events.filters import SKIP_REASONS, find_secrets, skip_reason
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
+from memlab.events.renderings import RENDERINGS
+from memlab.events.timewords import TimeWindow, resolve_time
 from memlab.facts.decide import decide
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.labelled import LabelledExtractor
@@ -56,6 +59,7 @@ from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
+    SEARCH_MODES,
     DeletionReport,
     Event,
     FunctionCall,
@@ -79,7 +83,10 @@ __all__ = [
     "PRELOAD_CLOSE",
     "PRELOAD_HEADING",
     "PRELOAD_OPEN",
+    "RENDERINGS",
+    "SEARCH_MODES",
     "SKIP_REASONS",
+    "AnswerabilityGate",
     "CachedEmbedder",
     "Candidate",
     "ConfigError",
@@ -121,6 +128,7 @@ __all__ = [
     "Session",
     "SessionFailure",
     "Store",
+    "TimeWindow",
     "TimestampWindow",
     "UnknownPredicateError",
     "decide",
@@ -139,6 +147,7 @@ __all__ = [
     "parse_fact_id",
     "prepare_mpnet",
     "render_fact",
+    "resolve_time",
     "scratch_store",
     "shared_cache",
     "skip_reason",

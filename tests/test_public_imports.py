@@ -36,6 +36,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     "scanning and secret_filter_rates on fixtures/secrets",
     ("tests/events/test_units.py", "memlab.events.units"): "unit test of event units and chunk windowing, internals",
     ("tests/events/test_retrieval_modes.py", "memlab.events.units"): "builds internal units to render",
+    ("tests/events/test_timewords.py", "memlab.events.timewords"): "unit test of the pure time-phrase resolver",
     ("tests/events/test_retrieval_modes.py", "memlab.events.renderings"): "unit test of the pure renderings",
     ("tests/events/test_retrieval_modes.py", "memlab.events.fusion"): "unit test of rank fusion and time re-ranking",
     ("tests/events/test_event_memory.py", "memlab.lab.synthetic"): "background rows (internal Unit rows for "

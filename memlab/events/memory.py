@@ -32,6 +32,7 @@ from memlab.embedding.base import Embedder
 from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient, text_key
 from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
+from memlab.events.answerability import AnswerabilityGate
 from memlab.events.fusion import apply_time, fuse
 from memlab.events.renderings import check_rendering, render_units, rendered_layer
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+GATE_COUNT_LIMIT = 1_000_000  # the gate reads log(memory size): counting further changes nothing it can see
 DUPLICATE_ID = "duplicate_id"  # an event id seen earlier in the same session: stored once, the repeat counted
 SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID)  # every reason an event can be counted as skipped
 MAX_ID_BYTES = 256  # app, user, session and event ids (UTF-8): the unique key must fit a btree entry
@@ -508,11 +510,26 @@ class EventMemory:
         settings: SearchSettings | None = None,
         *,
         asked_at: datetime | None = None,
+        gate: AnswerabilityGate | None = None,
     ) -> Hits:
         """The user's best units for `query`, best first, cut off at `settings.max_distance` (see
         `SearchSettings` for the vector, lexical and hybrid modes and time handling; `asked_at`, the moment
-        the question is asked, lets time phrases in it count). The query is embedded without being written to
-        the embedding cache (it is the user's data too)."""
+        the question is asked, lets time phrases in it count). With an answerability `gate` (fitted by the
+        workbench's retrieval sweep, `AnswerabilityGate.load("answerability.json")`) a question the gate
+        judges unanswerable gets no hits (`dropped_by_cutoff` counts them). The query is embedded without
+        being written to the embedding cache (it is the user's data too)."""
+        hits = self._search(app_name, user_id, query, settings, asked_at)
+        if gate is None or not hits:
+            return hits
+        with self.store.connection() as conn:
+            size = sqlu.count_units(conn, self.scope(app_name, user_id), limit=GATE_COUNT_LIMIT)
+        if gate.answerable(hits, size):
+            return hits
+        return Hits([], plan=hits.plan, dropped_by_cutoff=hits.dropped_by_cutoff + len(hits), window=hits.window)
+
+    def _search(
+        self, app_name: str, user_id: str, query: str, settings: SearchSettings | None, asked_at: datetime | None
+    ) -> Hits:
         settings = settings or SearchSettings()
         self.scope(app_name, user_id)
         if asked_at is not None and (not isinstance(asked_at, datetime) or asked_at.tzinfo is None):

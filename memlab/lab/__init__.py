@@ -43,13 +43,26 @@ from memlab.lab.synth import generate as generate_synth
 from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
 
 if TYPE_CHECKING:
+    from memlab.lab.answerability import evaluate as evaluate_answerability
+    from memlab.lab.answerability import fit as fit_answerability
+    from memlab.lab.answerability import question_table as answerability_table
     from memlab.lab.sweeps.cutoff import cutoff_grid, drift, labelled_distances, recommend
 
 # The cut-off analysis needs scipy and scikit-learn (about 0.7 s to import): loaded on first use, not with `lab`.
 _CUTOFF = ("cutoff_grid", "drift", "labelled_distances", "recommend")
 
 
+# Answerability (memlab.lab.answerability) needs scikit-learn too: same lazy loading.
+_ANSWERABILITY = {"fit_answerability": "fit", "evaluate_answerability": "evaluate",
+                  "answerability_table": "question_table"}  # fmt: skip
+
+
 def __getattr__(name: str) -> Any:
+    if name in _ANSWERABILITY:
+        from memlab.lab import answerability
+
+        value = globals()[name] = getattr(answerability, _ANSWERABILITY[name])
+        return value
     if name in _CUTOFF:
         from memlab.lab.sweeps import cutoff
 
@@ -76,10 +89,13 @@ __all__ = [
     "RunFolder",
     "System",
     "UserHistory",
+    "answerability_table",
     "collect",
     "compare",
     "cutoff_grid",
     "drift",
+    "evaluate_answerability",
+    "fit_answerability",
     "flat_metrics",
     "generate_synth",
     "headline",

@@ -19,7 +19,8 @@ from memlab.lab.dataset import Question
 from memlab.types import Hit
 
 RUN_COLUMNS = [
-    "system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan",
+    "system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan", "lexical",
+    "score",
 ]  # fmt: skip
 
 Searcher = Callable[[Question, np.ndarray], Sequence[Hit]]
@@ -42,9 +43,12 @@ def collect(
         latency = (time.perf_counter() - started) * 1000
         plan = getattr(hits, "plan", "")
         if not hits:
-            rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan))
+            rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan, np.nan, np.nan))
         for rank, h in enumerate(hits, start=1):
-            rows.append((system, q.id, rank, h.unit_id, list(h.event_ids), h.distance, len(h.text), latency, plan))
+            lexical = np.nan if getattr(h, "lexical", None) is None else h.lexical
+            fused = np.nan if getattr(h, "score", None) is None else h.score
+            rows.append((system, q.id, rank, h.unit_id, list(h.event_ids), h.distance, len(h.text), latency, plan,
+                         lexical, fused))  # fmt: skip
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 

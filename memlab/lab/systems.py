@@ -20,6 +20,7 @@ import numpy as np
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
+from memlab.events.renderings import RENDERINGS
 from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset, Question
@@ -83,41 +84,61 @@ class EventSystem:
     chunk_overlap: int = 1
     settings: SearchSettings = field(default_factory=SearchSettings)
     embedder: str = "default"
+    rendering: str = "text"  # what is embedded (memlab.events.renderings)
+    fact_keys: str | None = None  # an extractor whose facts are added to each unit's rendered text
 
     def __post_init__(self) -> None:
         if self.granularity not in GRANULARITIES:
             raise ConfigError(f"system {self.name!r}: granularity {self.granularity!r} is unknown; use one of "
                               f"{GRANULARITIES} (or a fact system with `extractor:`)")  # fmt: skip
+        if self.rendering not in RENDERINGS:
+            raise ConfigError(f"system {self.name!r}: rendering {self.rendering!r} is unknown; use one of "
+                              f"{RENDERINGS}")  # fmt: skip
+        if self.fact_keys is not None and self.fact_keys not in EXTRACTORS:
+            raise ConfigError(f"system {self.name!r}: fact_keys {self.fact_keys!r} is unknown; use one of "
+                              f"{EXTRACTORS}")  # fmt: skip
 
     def memory_args(self) -> dict[str, Any]:
+        shape: dict[str, Any] = {"granularity": "chunk", "chunk_size": self.chunk_size,
+                                 "chunk_overlap": self.chunk_overlap}  # fmt: skip
         if self.granularity == "event":
-            return {"granularity": "event"}
-        if self.granularity == "session":
-            return {"granularity": "chunk", "chunk_size": SESSION_CHUNK, "chunk_overlap": 0}
-        return {"granularity": "chunk", "chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
+            shape = {"granularity": "event"}
+        elif self.granularity == "session":
+            shape = {"granularity": "chunk", "chunk_size": SESSION_CHUNK, "chunk_overlap": 0}
+        return shape if self.rendering == "text" else {**shape, "rendering": self.rendering}
 
     def build_key(self) -> tuple:
-        return ("event", tuple(sorted(self.memory_args().items())), self.embedder)
+        return ("event", tuple(sorted(self.memory_args().items())), self.embedder, self.fact_keys)
 
     def build(self, env: Env, dataset: Dataset) -> EventMemory:
-        memory = EventMemory(env.store, env.embedder(self.embedder), **self.memory_args())
+        fact_keys = make_extractor(self.fact_keys, dataset, env.extractor_options) if self.fact_keys else None
+        memory = EventMemory(env.store, env.embedder(self.embedder), **self.memory_args(), fact_keys=fact_keys)
         memory.add_sessions(dataset.sessions(), progress=env.progress)
         return memory
 
     def search(self, handle: EventMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
-        return handle.search_vector(question.app_name, question.user_id, vector, replace(self.settings, top_k=k))
+        settings = replace(self.settings, top_k=k)
+        if settings.mode == "vector" and (settings.time == "off" or question.asked_at is None):
+            return handle.search_vector(question.app_name, question.user_id, vector, settings)
+        return handle.search_fused(question.app_name, question.user_id, question.text, vector, settings,
+                                   asked_at=question.asked_at)  # fmt: skip
 
     def reference(self) -> FaissExactSystem:
         return FaissExactSystem(reference_name(self), self)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "event", "granularity": self.granularity, **self.memory_args(), "embedder": self.embedder,
+                "rendering": self.rendering, "fact_keys": self.fact_keys,
                 "settings": self.settings.__dict__}  # fmt: skip
 
 
 def reference_name(system: EventSystem) -> str:
     shape = system.granularity if system.granularity != "chunk" else f"chunk{system.chunk_size}o{system.chunk_overlap}"
     suffix = "" if system.embedder == "default" else f"[{system.embedder}]"
+    if system.rendering != "text":
+        shape += f"+{system.rendering}"
+    if system.fact_keys:
+        shape += f"+facts:{system.fact_keys}"
     return f"faiss-exact-{shape}{suffix}"
 
 
@@ -227,7 +248,7 @@ class CutoffSystem:
 
 
 SETTINGS_KEYS = {f for f in SearchSettings.__dataclass_fields__ if f != "top_k"}
-_EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder"}
+_EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder", "rendering", "fact_keys"}
 _FACT_KEYS = {"name", "extractor", "embedder"}
 
 
@@ -257,6 +278,8 @@ def system_from_config(raw: dict[str, Any]) -> EventSystem | FactSystem:
         chunk_overlap=int(raw.get("chunk_overlap", 1)),
         settings=settings,
         embedder=str(raw.get("embedder", "default")),
+        rendering=str(raw.get("rendering", "text")),
+        fact_keys=str(raw["fact_keys"]) if raw.get("fact_keys") else None,
     )
 
 

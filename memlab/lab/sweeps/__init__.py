@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-SWEEPS = ("granularity", "cutoff", "filtered", "models", "facts", "ingest")
+SWEEPS = ("granularity", "retrieval", "cutoff", "filtered", "models", "facts", "ingest")
 
 
 @dataclass

@@ -1,0 +1,153 @@
+"""Fit and test the answerability gate (memlab.events.answerability) from saved runs: pure, reads a run folder.
+
+Per question of one system's run: the gate's features (from the hits it returned) and whether the question
+is answerable (has relevant events). Fitted on one data set with cross-validation (logistic regression, which
+is what the artefact carries, and gradient boosting for comparison), its threshold picked there so that at
+most `target` of the no-answer questions get hits, then tested on another data set. Against it: the single
+distance cut-off picked by the same rule. Reported: ROC AUC, the false-memory rate on no-answer questions and
+the share of the no-cut-off recall kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from memlab.events.answerability import FEATURES, AnswerabilityGate, question_features
+from memlab.lab.scoring import score
+
+TARGET = 0.2  # at most this share of no-answer questions may get hits (false memories)
+
+
+def question_table(run: pd.DataFrame, questions, sizes: dict[tuple[str, str], int], k: int) -> pd.DataFrame:
+    """One row per question: the features of its top-k hits, `answerable`, its recall@k with no cut-off."""
+    scored = score(run, questions, k=k).set_index("question_id")
+    top = run[(run["rank"] > 0) & (run["rank"] <= k)].sort_values("rank")
+    by_q = {qid: g for qid, g in top.groupby("question_id", sort=False)}
+    lexical = "lexical" in run.columns
+    rows = []
+    for q in questions:
+        g = by_q.get(q.id)
+        dist = list(g.distance) if g is not None else []
+        lex = list(g.lexical) if g is not None and lexical else [None] * len(dist)
+        x = question_features(dist, lex, sizes.get((q.app_name, q.user_id), 0))
+        recall = float(scored.recall.get(q.id, np.nan)) if q.id in scored.index else np.nan
+        rows.append({"question_id": q.id, "qtype": q.qtype, "answerable": q.answerable,
+                     "recall": recall if q.answerable else np.nan, **dict(zip(FEATURES, x, strict=True))})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def pick_threshold(p: np.ndarray, answerable: np.ndarray, recall: np.ndarray, target: float = TARGET) -> float:
+    """The lowest probability threshold whose false-memory rate on no-answer questions is <= target (the most
+    recall kept under the rule); 0.0 when the data set has no no-answer question."""
+    no = p[~answerable]
+    if len(no) == 0:
+        return 0.0
+    for t in np.unique(np.concatenate([p, [1.0 + 1e-9]])):
+        if float(np.mean(no >= t)) <= target:
+            return float(t)
+    return 1.0 + 1e-9
+
+
+def gated_rates(p: np.ndarray, t: float, answerable: np.ndarray, recall: np.ndarray) -> tuple[float, float]:
+    """(false-memory rate on no-answer questions, share of no-cut-off recall kept) when questions with p < t get
+    nothing."""
+    keep = p >= t
+    fm = float(np.mean(keep[~answerable])) if (~answerable).any() else float("nan")
+    r = np.nan_to_num(recall[answerable])
+    kept = float(r[keep[answerable]].sum() / r.sum()) if r.sum() > 0 else float("nan")
+    return fm, kept
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float:
+    return float(roc_auc_score(y, s)) if len(np.unique(y)) == 2 else float("nan")
+
+
+@dataclass
+class Fitted:
+    gate: AnswerabilityGate
+    boosting: HistGradientBoostingClassifier | None
+    boosting_threshold: float
+    cv: dict[str, float]
+
+
+def fit(train: pd.DataFrame, *, target: float = TARGET, settings: dict | None = None, source: str = "") -> Fitted:
+    """Fit the logistic gate (and a boosting model) on one data set's question table, threshold by 5-fold
+    out-of-fold probabilities so the rule is not read off the training fit."""
+    x, y = train[list(FEATURES)].to_numpy(), train.answerable.to_numpy(bool)
+    recall = train.recall.to_numpy(float)
+    folds = StratifiedKFold(n_splits=max(2, min(5, int(min(y.sum(), (~y).sum())))), shuffle=True, random_state=0)
+    logistic = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000))
+    p_oof = cross_val_predict(logistic, x, y, cv=folds, method="predict_proba")[:, 1]
+    t = pick_threshold(p_oof, y, recall, target)
+    logistic.fit(x, y)
+    scaler, model = logistic[0], logistic[1]
+    fm, kept = gated_rates(p_oof, t, y, recall)
+    boost = HistGradientBoostingClassifier(max_depth=3, max_iter=150, learning_rate=0.05, random_state=0)
+    b_oof = cross_val_predict(boost, x, y, cv=folds, method="predict_proba")[:, 1]
+    bt = pick_threshold(b_oof, y, recall, target)
+    boost.fit(x, y)
+    cv = {"roc_auc": _auc(y, p_oof), "false_memory_rate": fm, "recall_kept": kept,
+          "boosting_roc_auc": _auc(y, b_oof)}  # fmt: skip
+    gate = AnswerabilityGate(
+        coef=tuple(float(c) for c in model.coef_[0]), intercept=float(model.intercept_[0]),
+        mean=tuple(float(m) for m in scaler.mean_), scale=tuple(float(s) or 1.0 for s in scaler.scale_),
+        threshold=float(min(max(t, 0.0), 1.0)), settings=settings or {},
+        fitted={"data_set": source, "questions": len(train), "no_answer": int((~y).sum()), "target": target,
+                "rule": f"lowest threshold with false-memory rate <= {target:.0%} on no-answer questions "
+                        "(5-fold out-of-fold probabilities)", **{f"cv_{k}": round(v, 4) for k, v in cv.items()}},
+    )  # fmt: skip
+    return Fitted(gate, boost, bt, cv)
+
+
+def evaluate(fitted: Fitted, table: pd.DataFrame) -> dict[str, float]:
+    """The fitted gate (and boosting model) on another data set's question table."""
+    x, y = table[list(FEATURES)].to_numpy(), table.answerable.to_numpy(bool)
+    recall = table.recall.to_numpy(float)
+    g = fitted.gate
+    p = 1.0 / (1.0 + np.exp(-(g.intercept + ((x - np.array(g.mean)) / np.array(g.scale)) @ np.array(g.coef))))
+    fm, kept = gated_rates(p, g.threshold, y, recall)
+    out = {"roc_auc": _auc(y, p), "false_memory_rate": fm, "recall_kept": kept}
+    if fitted.boosting is not None:
+        b = fitted.boosting.predict_proba(x)[:, 1]
+        bfm, bkept = gated_rates(b, fitted.boosting_threshold, y, recall)
+        out.update(boosting_roc_auc=_auc(y, b), boosting_false_memory_rate=bfm, boosting_recall_kept=bkept)
+    return out
+
+
+def distance_cut(run: pd.DataFrame, questions, k: int, target: float = TARGET) -> float | None:
+    """The single max_distance (per hit) with the most recall whose false-memory rate is <= target."""
+    if all(q.answerable for q in questions):
+        return None
+    best = None
+    for c in np.arange(0.05, 1.51, 0.025):
+        s = score(run, questions, k=k, max_distance=float(c))
+        no = s[~s.answerable]
+        if float(1.0 - no["empty"].mean()) <= target:
+            best = float(round(c, 3))
+    return best
+
+
+def cut_rates(run: pd.DataFrame, questions, k: int, cutoff: float | None) -> dict[str, float]:
+    """False-memory rate, recall kept and ROC AUC of the first hit's distance as an answerability score."""
+    full = score(run, questions, k=k)
+    cut = score(run, questions, k=k, max_distance=cutoff) if cutoff is not None else full
+    ans, no = cut[cut.answerable], cut[~cut.answerable]
+    base = float(full[full.answerable].recall.sum())
+    firsts = run[run["rank"] == 1].set_index("question_id").distance
+    y = np.array([q.answerable for q in questions])
+    d = np.array([firsts.get(q.id, 2.0) for q in questions], dtype=float)
+    return {"roc_auc": _auc(y, -np.nan_to_num(d, nan=2.0)),
+            "false_memory_rate": float(1.0 - no["empty"].mean()) if len(no) else float("nan"),
+            "recall_kept": float(ans.recall.sum() / base) if base > 0 else float("nan")}  # fmt: skip
+
+
+__all__ = ["TARGET", "Fitted", "cut_rates", "distance_cut", "evaluate", "fit", "gated_rates", "pick_threshold",
+           "question_table"]  # fmt: skip

@@ -1,0 +1,178 @@
+"""What to embed and how to search: renderings x search mode x fact keys x time handling, on the same questions
+with the same k, by question type and memory size, with the context each configuration hands the model (a gain
+bought with more text shows as one). Answerability (when to return nothing) is fitted from these runs in
+`memlab.lab.answerability` and reported here.
+
+Options (all optional): `renderings` ([text, speaker, speaker_date, context]), `modes` ([vector, lexical,
+hybrid]), `fact_keys` ([rules, labelled]: labelled only where the data set has gold candidates),
+`fact_rendering` (speaker_date), `time` ([boost, filter]), `time_rendering` (speaker_date), `granularity`
+(event), `strategy` (exact: retrieval quality is measured without index approximation), `answerability`
+({train: <data set>, system: <name>}; see answerability.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from memlab.events.renderings import RENDERINGS
+from memlab.lab import answerability
+from memlab.lab.dataset import Dataset
+from memlab.lab.folder import RunFolder
+from memlab.lab.report import breakdown, markdown_table, pivot_scores
+from memlab.lab.systems import EventSystem
+from memlab.types import SEARCH_MODES, SearchSettings
+
+BASELINE = "text/vector"  # plain vector search on the raw text: what every gain is measured against
+
+
+def system_name(rendering: str, mode: str, fact_keys: str | None = None, time: str = "off") -> str:
+    """`<rendering>[+facts:<extractor>]/<mode>[/time-<how>]`, e.g. `speaker_date/hybrid/time-boost`."""
+    name = rendering + (f"+facts:{fact_keys}" if fact_keys else "") + f"/{mode}"
+    return name + (f"/time-{time}" if time != "off" else "")
+
+
+def _grid(dataset: Dataset, options: dict[str, Any]) -> list[tuple[str, str, str | None, str]]:
+    renderings = list(options.get("renderings", RENDERINGS))
+    modes = list(options.get("modes", SEARCH_MODES))
+    grid = [(r, m, None, "off") for r in renderings for m in modes]
+    fact_rendering = options.get("fact_rendering", "speaker_date")
+    has_gold = any(u.gold_candidates for u in dataset.users)
+    for extractor in options.get("fact_keys", ["rules", "labelled"]):
+        if extractor == "labelled" and not has_gold:
+            continue  # nothing to replay: this data set has no gold candidates
+        grid += [(fact_rendering, m, extractor, "off") for m in ("vector", "hybrid") if m in modes]
+    time_rendering = options.get("time_rendering", "speaker_date")
+    timed_mode = "hybrid" if "hybrid" in modes else modes[0]
+    for how in options.get("time", ["boost", "filter"]):
+        grid += [("text", "vector", None, how), (time_rendering, timed_mode, None, how)]
+    return list(dict.fromkeys(grid))
+
+
+def names(dataset: Dataset, options: dict[str, Any]) -> list[str]:
+    return [system_name(*g) for g in _grid(dataset, options)]
+
+
+def systems(dataset: Dataset, options: dict[str, Any], context) -> list[EventSystem]:
+    granularity = options.get("granularity", "event")
+    out = []
+    for rendering, mode, fact_keys, how in _grid(dataset, options):
+        settings = SearchSettings(strategy=options.get("strategy", "exact"), mode=mode, time=how)
+        out.append(EventSystem(system_name(rendering, mode, fact_keys, how), granularity, settings=settings,
+                               rendering=rendering, fact_keys=fact_keys))  # fmt: skip
+    return out
+
+
+def _settings_of(system: str) -> dict[str, Any]:
+    """The search settings a retrieval system name stands for (what the gate expects its hits from)."""
+    rendering, mode, *rest = system.split("/")
+    time = rest[0].removeprefix("time-") if rest else "off"
+    return {"system": system, "rendering": rendering, "mode": mode, "time": time}
+
+
+def gate_system(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+    """The system whose hits the answerability gate reads: `answerability.system`, else the first hybrid
+    system on a rendered text, else the baseline."""
+    runs = folder.runs(dataset)
+    wanted = (options.get("answerability") or {}).get("system")
+    if wanted:
+        return wanted if wanted in runs else None
+    for name in ("speaker_date/hybrid", "speaker/hybrid", "text/hybrid", BASELINE):
+        if name in runs:
+            return name
+    return None
+
+
+def _table(folder: RunFolder, dataset: str, system: str) -> pd.DataFrame:
+    events = folder.events(dataset)
+    sizes = events.groupby(["app_name", "user_id"]).size().to_dict()
+    return answerability.question_table(folder.runs(dataset)[system].frame, folder.questions(dataset), sizes, folder.k)
+
+
+def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
+    """Answerability on this data set: the gate fitted on `answerability.train` (default synth; cross-validated
+    when this is that data set) and the single distance cut-off picked there, as long-form rows of systems
+    `answerability:gate`, `answerability:boosting`, `answerability:distance-cut`. The gate fitted on the train
+    set is saved as `answerability.json` in the run folder."""
+    train = (options.get("answerability") or {}).get("train", "synth")
+    system = gate_system(folder, dataset, options)
+    if system is None or train not in folder.datasets or gate_system(folder, train, options) != system:
+        return pd.DataFrame(columns=["dataset", "system", "metric", "value", "questions"])
+    train_table = _table(folder, train, system)
+    if train_table.answerable.all() or not train_table.answerable.any():
+        return pd.DataFrame(columns=["dataset", "system", "metric", "value", "questions"])
+    fitted = answerability.fit(train_table, settings=_settings_of(system), source=train)
+    k = folder.k
+    train_run = folder.runs(train)[system].frame
+    cutoff = answerability.distance_cut(train_run, folder.questions(train), k)
+    if dataset == train:
+        fitted.gate.save(folder.path / "answerability.json")
+        gate = {"roc_auc": fitted.cv["roc_auc"], "false_memory_rate": fitted.cv["false_memory_rate"],
+                "recall_kept": fitted.cv["recall_kept"]}  # fmt: skip
+        boosting = {"roc_auc": fitted.cv["boosting_roc_auc"]}
+    else:
+        table = _table(folder, dataset, system)
+        found = answerability.evaluate(fitted, table)
+        gate = {m: found[m] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
+        boosting = {m: found[f"boosting_{m}"] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
+    cut = answerability.cut_rates(folder.runs(dataset)[system].frame, folder.questions(dataset), k, cutoff)
+    n = len(folder.questions(dataset))
+    rows = []
+    for method, values in (("gate", gate), ("boosting", boosting), ("distance-cut", cut)):
+        rows += [(dataset, f"answerability:{method}", metric, float(v), n) for metric, v in values.items()]
+    rows.append((dataset, "answerability:distance-cut", "max_distance", float("nan") if cutoff is None else cutoff, n))
+    rows.append((dataset, "answerability:gate", "threshold", fitted.gate.threshold, n))
+    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+
+
+def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
+    """recall@k of every retrieval system against plain vector on raw text, per data set: the best system,
+    its gain, and the question types it made worse by more than 2 points (pure, from long-form scores)."""
+    rows = []
+    metric = f"recall@{k}"
+    for dataset, s in scores.groupby("dataset", sort=False):
+        own = s[s.system.str.contains("/", regex=False) & ~s.system.str.startswith("answerability:")]
+        overall = own[own.metric == metric].set_index("system").value
+        if BASELINE not in overall or len(overall) < 2:
+            continue
+        best = overall.drop(BASELINE).idxmax()
+        worse = []
+        by_type = own[own.metric.str.startswith(f"{metric}[qtype=")]
+        for qtype_metric, g in by_type.groupby("metric"):
+            values = g.set_index("system").value
+            if best in values and BASELINE in values and values[best] < values[BASELINE] - 0.02:
+                worse.append(f"{qtype_metric[len(metric) + 7 : -1]} ({values[BASELINE]:.3f} -> {values[best]:.3f})")
+        rows.append({"dataset": dataset, "baseline": round(float(overall[BASELINE]), 3), "best": best,
+                     "best_recall": round(float(overall[best]), 3),
+                     "gain_points": round(100 * float(overall[best] - overall[BASELINE]), 1),
+                     "worse_types": "; ".join(worse) or "none"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+    k = folder.k
+    scores = folder.scores[folder.scores.dataset == dataset]
+    wanted = [n for n in dict.fromkeys(scores.system) if "/" in n and not n.startswith("answerability:")]
+    if BASELINE not in wanted:
+        return None
+    metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "context_chars", "empty_rate"]
+    table = pivot_scores(scores, wanted, metrics)
+    parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>]`; the baseline is "
+             f"`{BASELINE}` (plain vector search on the raw text).", "", markdown_table(table)]  # fmt: skip
+    summary = gains(scores, k)
+    if len(summary):
+        parts += ["", "Best configuration against the baseline:", "", markdown_table(summary)]
+    wide = breakdown(scores, wanted, f"recall@{k}", "qtype")
+    if wide is not None:
+        parts += ["", f"recall@{k} by question type:", "", markdown_table(wide)]
+    gate = scores[scores.system.str.startswith("answerability:")]
+    if len(gate):
+        wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
+        parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
+                  "questions; gate and boosting read the hits' distances, gaps, full-text ranks and the memory "
+                  "size; distance-cut is one max_distance; thresholds picked on the train data set):", "",
+                  markdown_table(wide)]  # fmt: skip
+    return "\n".join(parts)
+
+
+__all__ = ["BASELINE", "gains", "gate_system", "names", "scores", "section", "system_name", "systems"]

@@ -1,0 +1,77 @@
+"""The answerability gate: features, fitting with a threshold under the false-memory rule, the JSON artefact,
+and the gate applied by EventMemory.search on the real store."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import memlab
+from memlab import lab
+from tests.conftest import make_session
+
+FEATURE_NAMES = ("first_distance", "gap_second", "gap_last", "mean_distance", "lexical_best", "lexical_share",
+                 "log_memory")  # fmt: skip
+
+
+def _table(n: int, seed: int, shift: float = 0.0) -> pd.DataFrame:
+    """Questions whose answerable ones have nearer first hits and full-text matches, as real ones do."""
+    rng = np.random.default_rng(seed)
+    answerable = rng.random(n) < 0.7
+    first = np.where(answerable, rng.normal(0.35, 0.08, n), rng.normal(0.6, 0.08, n)) + shift
+    lexical = np.where(answerable, rng.random(n) * 1.5, rng.random(n) * 0.3)
+    return pd.DataFrame({
+        "question_id": [f"q{i}" for i in range(n)], "qtype": "t", "answerable": answerable,
+        "recall": np.where(answerable, rng.random(n), np.nan),
+        "first_distance": first, "gap_second": rng.random(n) * 0.05, "gap_last": rng.random(n) * 0.2,
+        "mean_distance": first + 0.1, "lexical_best": lexical, "lexical_share": rng.random(n),
+        "log_memory": np.log1p(rng.integers(10, 500, n)),
+    })  # fmt: skip
+
+
+def test_features_of_an_empty_and_a_full_result():
+    empty = memlab.AnswerabilityGate.__module__  # the library module holds the feature definitions
+    assert empty == "memlab.events.answerability"
+    hits = [memlab.Hit("a", "x", 0.3, lexical=1.2), memlab.Hit("b", "y", 0.5), memlab.Hit("c", "z", 0.7, lexical=0.1)]
+    gate = memlab.AnswerabilityGate(coef=(0.0,) * 7, intercept=0.0, mean=(0.0,) * 7, scale=(1.0,) * 7, threshold=0.5)
+    assert gate.probability(hits, 10) == pytest.approx(0.5) and gate.answerable(hits, 10)
+    assert not gate.answerable([], 10), "nothing found is never answerable"
+
+
+def test_fit_picks_a_threshold_under_the_false_memory_rule_and_transfers(tmp_path):
+    train, test = _table(300, 0), _table(200, 1, shift=0.02)
+    fitted = lab.fit_answerability(train, source="train")
+    assert fitted.cv["roc_auc"] > 0.9 and fitted.cv["false_memory_rate"] <= 0.2
+    assert fitted.gate.features == FEATURE_NAMES
+    found = lab.evaluate_answerability(fitted, test)
+    assert found["roc_auc"] > 0.9 and found["recall_kept"] > 0.5
+    path = fitted.gate.save(tmp_path / "answerability.json")
+    again = memlab.AnswerabilityGate.load(path)
+    assert again == fitted.gate and again.fitted["data_set"] == "train"
+    hits = [memlab.Hit("a", "x", 0.3, lexical=1.0), memlab.Hit("b", "y", 0.4)]
+    far = [memlab.Hit("a", "x", 0.8), memlab.Hit("b", "y", 0.85)]
+    assert again.probability(hits, 100) > again.probability(far, 100)
+
+
+def test_a_bad_artefact_is_refused_with_the_fix(tmp_path):
+    with pytest.raises(memlab.ConfigError, match="does not exist; run `memlab eval`"):
+        memlab.AnswerabilityGate.load(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text(json.dumps({"kind": "something/1"}))
+    with pytest.raises(memlab.ConfigError, match="not a memlab answerability gate"):
+        memlab.AnswerabilityGate.load(tmp_path / "other.json")
+    with pytest.raises(memlab.ConfigError, match="refit it"):
+        memlab.AnswerabilityGate(coef=(0.0,), intercept=0.0, mean=(0.0,), scale=(1.0,), threshold=0.5, features=("x",))
+
+
+def test_search_applies_the_gate(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    mem.add_session(make_session(app_name, "u", "s1", ["I keep my bike in the basement storage room."]))
+    strict = memlab.AnswerabilityGate(coef=(-5.0, 0, 0, 0, 0, 0, 0), intercept=2.0, mean=(0.0,) * 7,
+                                      scale=(1.0,) * 7, threshold=0.5)  # answerable when first distance < 0.4
+    near = mem.search(app_name, "u", "Where do I keep my bike?", gate=strict)
+    far = mem.search(app_name, "u", "What is the capital of Australia?", gate=strict)
+    assert [h.text for h in near] == ["I keep my bike in the basement storage room."]
+    assert far == [] and far.dropped_by_cutoff == 1
