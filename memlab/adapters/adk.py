@@ -18,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 try:
     from google.adk.memory import BaseMemoryService
@@ -27,6 +28,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the extra
     raise ImportError("memlab.adapters.adk needs Google ADK: pip install 'memlab[adk]' (google-adk==2.13.0)") from exc
 
+from memlab.events.answerability import AnswerabilityGate
 from memlab.events.memory import EventMemory
 from memlab.facts.memory import FactMemory, parse_fact_id
 from memlab.facts.render import neutralize_fences
@@ -127,11 +129,20 @@ class EventMemoryService(_IngestingService):
     """ADK memory backed by a memlab `EventMemory` (events or chunks) on PostgreSQL + pgvector."""
 
     def __init__(self, memory: EventMemory, *, settings: SearchSettings | None = None,
-                 max_results: int = DEFAULT_PRELOAD_CAP, facts: FactMemory | None = None) -> None:  # fmt: skip
+                 max_results: int = DEFAULT_PRELOAD_CAP, facts: FactMemory | None = None,
+                 gate: AnswerabilityGate | str | Path | None = None) -> None:  # fmt: skip
         """`facts`: the fact memory fed from the same sessions, if any; deleting an event memory then also
-        forgets the facts read from that event (and re-evaluates their keys)."""
+        forgets the facts read from that event (and re-evaluates their keys). `gate`: an answerability gate
+        (or the path of the `answerability.json` a retrieval sweep wrote): a query it judges unanswerable gets
+        no memories. Without explicit `settings`, a gate brings the search mode and time handling it was
+        fitted with and replaces the default distance cut-off."""
         self.memory = memory
         self.facts = facts
+        self.gate = AnswerabilityGate.load(gate) if isinstance(gate, (str, Path)) else gate
+        if settings is None and self.gate is not None:
+            fitted = self.gate.settings
+            settings = SearchSettings(top_k=max_results, mode=fitted.get("mode", "vector"),
+                                      time=fitted.get("time", "off"))  # fmt: skip
         self.settings = settings or SearchSettings(top_k=max_results, max_distance=DEFAULT_MAX_DISTANCE)
         self.max_results = max_results
 
@@ -139,7 +150,8 @@ class EventMemoryService(_IngestingService):
         return self.memory.add_session(session)
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        hits = await asyncio.to_thread(self.memory.search, app_name, user_id, query, self.settings)
+        hits = await asyncio.to_thread(self.memory.search, app_name, user_id, query, self.settings,
+                                       asked_at=datetime.now(UTC), gate=self.gate)  # fmt: skip
         return SearchMemoryResponse(memories=[
             _text_entry(neutralize_fences(h.text), author=safe_author(h.author), timestamp=h.timestamp,
                         ident=h.unit_id,

@@ -180,3 +180,28 @@ def test_add_memory_and_metadata(store, embedder):
 
     (found,) = asyncio.run(scenario()).memories
     assert found.timestamp and "distance" in found.custom_metadata and found.id
+
+
+def test_a_tuned_gate_file_reaches_the_agent(store, embedder, tmp_path):
+    """The answerability artefact a retrieval sweep writes is loaded by path and applied to every search: an
+    unanswerable query gets no memories, and the gate's search mode (hybrid) is used."""
+    gate = memlab.AnswerabilityGate(coef=(-5.0, 0, 0, 0, 0, 0, 0), intercept=2.0, mean=(0.0,) * 7,
+                                    scale=(1.0,) * 7, threshold=0.5, settings={"mode": "hybrid", "time": "boost"})
+    path = gate.save(tmp_path / "answerability.json")
+    service = EventMemoryService(memlab.EventMemory(store, embedder), gate=str(path))
+    assert service.settings.mode == "hybrid" and service.settings.max_distance is None
+    app = f"gate-{uuid.uuid4().hex[:8]}"
+    entry_text = "The staging database is restored from backup every Sunday night."
+    from google.adk.memory.memory_entry import MemoryEntry
+
+    async def scenario():
+        entry = MemoryEntry(content=types.Content(parts=[types.Part(text=entry_text)]))
+        await service.add_memory(app_name=app, user_id="u", memories=[entry])
+        near = await service.search_memory(app_name=app, user_id="u", query="When is staging restored from backup?")
+        far = await service.search_memory(app_name=app, user_id="u", query="Which football team won the cup?")
+        return near.memories, far.memories
+
+    near, far = asyncio.run(scenario())
+    assert [m.content.parts[0].text for m in near] == [entry_text] and far == []
+    with pytest.raises(memlab.ConfigError, match="does not exist"):
+        EventMemoryService(memlab.EventMemory(store, embedder), gate=str(tmp_path / "missing.json"))
