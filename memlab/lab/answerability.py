@@ -149,5 +149,51 @@ def cut_rates(run: pd.DataFrame, questions, k: int, cutoff: float | None) -> dic
             "recall_kept": float(ans.recall.sum() / base) if base > 0 else float("nan")}  # fmt: skip
 
 
-__all__ = ["TARGET", "Fitted", "cut_rates", "distance_cut", "evaluate", "fit", "gated_rates", "pick_threshold",
-           "question_table"]  # fmt: skip
+HIT_FEATURES = ("distance", "rank", "behind_first", "lexical")
+
+
+def hit_table(run: pd.DataFrame, questions, k: int) -> pd.DataFrame:
+    """One row per hit within k: its distance, rank, distance behind the question's first hit, full-text rank,
+    and whether it holds a relevant event (every hit of a no-answer question is irrelevant)."""
+    relevant = {q.id: set(q.relevant) for q in questions}
+    hits = run[(run["rank"] > 0) & (run["rank"] <= k) & run.question_id.isin(relevant)].copy()
+    if hits.empty:
+        return pd.DataFrame(columns=[*HIT_FEATURES, "relevant"])
+    first = hits.groupby("question_id").distance.transform("min")
+    hits["behind_first"] = hits.distance - first
+    hits["lexical"] = hits["lexical"].fillna(0.0) if "lexical" in hits else 0.0
+    hits["relevant"] = [bool(relevant[q] & set(ids)) for q, ids in zip(hits.question_id, hits.event_ids,
+                                                                        strict=True)]  # fmt: skip
+    return hits[["question_id", *HIT_FEATURES, "relevant"]].reset_index(drop=True)
+
+
+def hit_aucs(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, float]:
+    """Per-hit relevance: ROC AUC of the distance alone and of a logistic model over the hit features
+    (fitted on `train`, cross-validated when `test` is `train`)."""
+    if train.relevant.nunique() < 2 or test.relevant.nunique() < 2:
+        return {}
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    x, y = train[list(HIT_FEATURES)].to_numpy(float), train.relevant.to_numpy(bool)
+    if test is train:
+        p = cross_val_predict(model, x, y, cv=StratifiedKFold(5, shuffle=True, random_state=0),
+                              method="predict_proba")[:, 1]  # fmt: skip
+    else:
+        p = model.fit(x, y).predict_proba(test[list(HIT_FEATURES)].to_numpy(float))[:, 1]
+    truth = test.relevant.to_numpy(bool)
+    return {"hit_roc_auc": _auc(truth, p), "hit_distance_roc_auc": _auc(truth, -test.distance.to_numpy(float))}
+
+
+__all__ = [
+    "HIT_FEATURES",
+    "TARGET",
+    "Fitted",
+    "cut_rates",
+    "distance_cut",
+    "evaluate",
+    "fit",
+    "gated_rates",
+    "hit_aucs",
+    "hit_table",
+    "pick_threshold",
+    "question_table",
+]  # fmt: skip

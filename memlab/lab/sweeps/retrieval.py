@@ -115,13 +115,20 @@ def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.Da
         found = answerability.evaluate(fitted, table)
         gate = {m: found[m] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
         boosting = {m: found[f"boosting_{m}"] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
-    cut = answerability.cut_rates(folder.runs(dataset)[system].frame, folder.questions(dataset), k, cutoff)
+    run = folder.runs(dataset)[system].frame
+    cut = answerability.cut_rates(run, folder.questions(dataset), k, cutoff)
+    train_hits = answerability.hit_table(train_run, folder.questions(train), k)
+    test_hits = train_hits if dataset == train else answerability.hit_table(run, folder.questions(dataset), k)
+    per_hit = answerability.hit_aucs(train_hits, test_hits)
     n = len(folder.questions(dataset))
     rows = []
     for method, values in (("gate", gate), ("boosting", boosting), ("distance-cut", cut)):
         rows += [(dataset, f"answerability:{method}", metric, float(v), n) for metric, v in values.items()]
     rows.append((dataset, "answerability:distance-cut", "max_distance", float("nan") if cutoff is None else cutoff, n))
     rows.append((dataset, "answerability:gate", "threshold", fitted.gate.threshold, n))
+    if per_hit:
+        rows.append((dataset, "answerability:hit-model", "roc_auc", per_hit["hit_roc_auc"], len(test_hits)))
+        rows.append((dataset, "answerability:hit-distance", "roc_auc", per_hit["hit_distance_roc_auc"], len(test_hits)))
     return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
 
 
