@@ -7,7 +7,9 @@
 
 `app` may be left out (it defaults to "default"). `relevant: []` makes a no-answer question: nothing in memory
 answers it, and the right result is no hit. `relevant_sessions`, `answer`, `qtype` and `fact_key` are optional;
-an event may carry `partial: true` (a streaming fragment the ingest filter drops). Times are ISO 8601 with a
+an event may carry `partial: true` (a streaming fragment the ingest filter drops) and `facts`, the gold fact
+candidates it states (`[{"subject": "user", "predicate": "home_city", "value": "Lyon", "quote": "I moved to
+Lyon"}]`, optional `negated`, `basis`), which `LabelledExtractor.from_set` replays. Times are ISO 8601 with a
 zone. The full description is in datasets/README.md. A user converts their logs once and every sweep runs on
 them; `write_jsonl` writes any Dataset (memlab-synth, LongMemEval) in this format.
 
@@ -22,12 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import FixtureError
+from memlab.facts.memory import SUBJECT
+from memlab.facts.registry import default_registry
+from memlab.facts.types import Candidate
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.types import Event, Session
 
 DEFAULT_APP = "default"
 _SESSION_KEYS = {"type", "app", "user", "id", "events"}
-_EVENT_KEYS = {"id", "author", "at", "text", "partial"}
+_EVENT_KEYS = {"id", "author", "at", "text", "partial", "facts"}
+_FACT_KEYS = {"subject", "predicate", "value", "quote", "negated", "basis"}
 _QUESTION_KEYS = {"type", "id", "app", "user", "text", "asked_at", "relevant", "relevant_sessions", "answer",
                   "qtype", "fact_key"}  # fmt: skip
 
@@ -63,7 +69,45 @@ def _unknown(path: Path, line: int, raw: dict, allowed: set[str], what: str) -> 
         raise _fail(path, line, f"unknown key(s) {extra} in a {what}; allowed: {sorted(allowed)}")
 
 
-def _session(path: Path, line: int, raw: dict) -> Session:
+def _facts(path: Path, line: int, raw: Any, event: Event, session_id: str, where: str) -> list[Candidate]:
+    """The gold fact candidates written on one event, checked against the registry and the event's text."""
+    if not isinstance(raw, list):
+        raise _fail(path, line, f"{where}`facts` must be a list of facts, got {type(raw).__name__}")
+    registry = default_registry()
+    out = []
+    for j, fact in enumerate(raw):
+        at = f"{where}facts[{j}]: "
+        if not isinstance(fact, dict):
+            raise _fail(path, line, f"{at}expected an object, got {type(fact).__name__}")
+        extra = sorted(set(fact) - _FACT_KEYS)
+        if extra:
+            raise _fail(path, line, f"{at}unknown key(s) {extra}; allowed: {sorted(_FACT_KEYS)}")
+        subject = _string(path, line, fact, "subject", where=at)
+        if not SUBJECT.fullmatch(subject):
+            raise _fail(path, line, f"{at}subject {subject!r} must be 'user', 'user.<relation>' (user.partner) or "
+                                    "'<kind>:<id>' (service:payments)")  # fmt: skip
+        predicate = _string(path, line, fact, "predicate", where=at)
+        if not registry.knows(predicate):
+            hint = registry.nearest(predicate)
+            raise _fail(path, line, f"{at}predicate {predicate!r} is not in the registry (nearest registered: "
+                                    f"{hint!r}); use a name from memlab/facts/registry.yaml")  # fmt: skip
+        value = _string(path, line, fact, "value", where=at)
+        quote = _string(path, line, fact, "quote", where=at)
+        if quote not in (event.text or ""):
+            raise _fail(path, line, f"{at}quote {quote!r} is not in the text of event {event.id!r}; quote an exact "
+                                    "substring of the event's text")  # fmt: skip
+        negated = fact.get("negated", False)
+        if not isinstance(negated, bool):
+            raise _fail(path, line, f"{at}`negated` must be true or false, got {negated!r}")
+        basis = fact.get("basis", "stated")
+        if basis not in ("stated", "inferred"):
+            raise _fail(path, line, f'{at}`basis` must be "stated" or "inferred", got {basis!r}')
+        out.append(Candidate(subject, predicate, value, quote, basis=basis, negated=negated, event_id=event.id,
+                             event_time=event.timestamp, session_id=session_id))  # fmt: skip
+    return out
+
+
+def _session(path: Path, line: int, raw: dict) -> tuple[Session, list[Candidate]]:
     _unknown(path, line, raw, _SESSION_KEYS, "session")
     app = _string(path, line, raw, "app", required=False) or DEFAULT_APP
     user = _string(path, line, raw, "user")
@@ -72,6 +116,7 @@ def _session(path: Path, line: int, raw: dict) -> Session:
     if not isinstance(events_raw, list) or not events_raw:
         raise _fail(path, line, f"session {sid!r}: `events` must be a non-empty list of events")
     events = []
+    gold: list[Candidate] = []
     seen: set[str] = set()
     for i, ev in enumerate(events_raw):
         where = f"session {sid!r} events[{i}]: "
@@ -93,7 +138,9 @@ def _session(path: Path, line: int, raw: dict) -> Session:
             raise _fail(path, line, f"{where}`partial` must be true or false, got {partial!r}")
         events.append(Event(id=eid, author=author, timestamp=_time(path, line, ev.get("at"), f"events[{i}].at"),
                             text=text, partial=partial))  # fmt: skip
-    return Session(app_name=app, user_id=user, id=sid, events=events)
+        if "facts" in ev:
+            gold += _facts(path, line, ev["facts"], events[-1], sid, where)
+    return Session(app_name=app, user_id=user, id=sid, events=events), gold
 
 
 def _id_list(path: Path, line: int, raw: dict, key: str) -> tuple[str, ...]:
@@ -127,6 +174,7 @@ def _question(path: Path, line: int, raw: dict) -> Question:
 def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Dataset:
     """A Dataset from the lines of a memlab JSONL file; every reference is checked before anything is returned."""
     sessions: dict[tuple[str, str, str], tuple[int, Session]] = {}
+    gold: dict[tuple[str, str, str], list[Candidate]] = {}
     questions: list[tuple[int, Question]] = []
     for number, text in enumerate(lines, start=1):
         if not text.strip():
@@ -139,12 +187,14 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
             raise _fail(path, number, f"expected a JSON object per line, got {type(raw).__name__}")
         kind = raw.get("type")
         if kind == "session":
-            session = _session(path, number, raw)
+            session, facts = _session(path, number, raw)
             key = (session.app_name, session.user_id, session.id)
             if key in sessions:
                 raise _fail(path, number, f"session {session.id!r} of user {session.user_id!r} repeats line "
                                           f"{sessions[key][0]}")  # fmt: skip
             sessions[key] = (number, session)
+            if facts:
+                gold[key] = facts
         elif kind == "question":
             questions.append((number, _question(path, number, raw)))
         else:
@@ -156,6 +206,8 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
         user = users.setdefault((s.app_name, s.user_id), UserHistory(s.app_name, s.user_id, [], source=str(path)))
         user.sessions.append(s)
         user.replay.append(s.id)
+        if (s.app_name, s.user_id, s.id) in gold:
+            user.gold_candidates[s.id] = gold[(s.app_name, s.user_id, s.id)]
     seen_q: set[str] = set()
     for number, q in questions:
         if q.id in seen_q:
@@ -199,13 +251,31 @@ def _iso(at: datetime) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
+def _fact_record(c: Candidate) -> dict[str, Any]:
+    record: dict[str, Any] = {"subject": c.subject, "predicate": c.predicate, "value": c.value, "quote": c.quote}
+    if c.negated:
+        record["negated"] = True
+    if c.basis != "stated":
+        record["basis"] = c.basis
+    return record
+
+
 def to_records(dataset: Dataset) -> list[dict[str, Any]]:
-    """The JSONL records of a Dataset: sessions first, then questions."""
+    """The JSONL records of a Dataset: sessions first (with their gold fact candidates on the events that state
+    them), then questions."""
     out: list[dict[str, Any]] = []
-    for s in dataset.sessions():
-        out.append({"type": "session", "app": s.app_name, "user": s.user_id, "id": s.id, "events": [
-            {"id": e.id, "author": e.author, "at": _iso(e.timestamp), "text": e.text or "",
-             **({"partial": True} if e.partial else {})} for e in s.events]})  # fmt: skip
+    for user in dataset.users:
+        for s in user.sessions:
+            by_event: dict[str, list[dict[str, Any]]] = {}
+            for c in user.gold_candidates.get(s.id, ()):
+                by_event.setdefault(c.event_id, []).append(_fact_record(c))
+            stray = sorted(set(by_event) - {e.id for e in s.events})
+            if stray:
+                raise ValueError(f"session {s.id!r}: gold candidates cite events {stray} that are not in it")
+            out.append({"type": "session", "app": s.app_name, "user": s.user_id, "id": s.id, "events": [
+                {"id": e.id, "author": e.author, "at": _iso(e.timestamp), "text": e.text or "",
+                 **({"partial": True} if e.partial else {}), **({"facts": by_event[e.id]} if e.id in by_event else {})}
+                for e in s.events]})  # fmt: skip
     for q in dataset.questions:
         record: dict[str, Any] = {"type": "question", "id": q.id, "app": q.app_name, "user": q.user_id,
                                   "text": q.text, "relevant": list(q.relevant), "qtype": q.qtype}  # fmt: skip

@@ -10,7 +10,11 @@ Per user (all draws from one `random.Random` seeded from the set's seed, so a se
    first statement sets its topic; the rest of every session, and every session without a statement, is
    distractor talk, mostly on the user's own topics (`data/chatter_*.yaml`);
 4. questions are drawn from candidates built from what was said, with `relevant` = the events that state
-   the asked value (the generator records them while rendering, it never string-matches).
+   the asked value (the generator records them while rendering, it never string-matches);
+5. every user turn that states a fact also yields its gold fact candidates (`UserHistory.gold_candidates`,
+   session id -> candidates): the value it states and, when a change names the value it replaces, a retraction
+   of that one, each quoting the sentence it is in. `LabelledExtractor.from_set` replays them: the upper bound
+   of fact memory on this set. Recording them draws nothing from the random generator.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 
+from memlab.facts.registry import default_registry
+from memlab.facts.types import Candidate
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.synth.banks import (
     ASIDES,
@@ -50,6 +56,7 @@ EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 MIN_TURNS, MAX_TURNS = 4, 20
 _SLOT = re.compile(r"\{(\w+)\}")
 _WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 PARAPHRASE_MAX = 0.5  # a question shares less than this share of its words with the events that answer it
 
 
@@ -81,6 +88,31 @@ def value_pattern(values: tuple[str, ...]) -> re.Pattern[str]:
 def mentions(text: str, *values: str) -> bool:
     """Whether `text` contains any of `values` as a whole word or phrase (case-insensitive)."""
     return bool(value_pattern(tuple(values)).search(text))
+
+
+def sentence_span(text: str, anchor: str, *near: str) -> str:
+    """The whole sentences of `text` that hold the first whole-word `anchor` and, for each of `near`, its
+    occurrence closest to the anchor: a quote that is an exact substring of `text` (all of it if no anchor)."""
+    found = value_pattern((anchor,)).search(text)
+    if found is None:
+        return text.strip()
+    start, end = found.span()
+    for word in near:
+        spots = [m.span() for m in value_pattern((word,)).finditer(text)]
+        if spots:
+            a, b = min(spots, key=lambda span: abs(span[0] - found.start()))
+            start, end = min(start, a), max(end, b)
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    first = max((e for e in ends if e <= start), default=0)
+    last = min((e for e in ends if e >= end), default=len(text))
+    return text[first:last].strip()
+
+
+def gold_value(spec: FactSpec, value: str, extra: str) -> str:
+    """The candidate value of a fact as the registry wants it: normalised, and for `pet` the species named
+    ("dog named luna", the registry's form) rather than the bare name the questions answer with."""
+    raw = f"{extra} named {value}" if spec.predicate == "pet" and extra else value
+    return default_registry().normalize(spec.predicate, raw)
 
 
 @dataclass
@@ -153,6 +185,7 @@ class _User:
         self.topics: list[str] = []
         self.prefixes_used: set[str] = set()
         self.sessions: list[Session] = []
+        self.gold: dict[str, list[Candidate]] = {}  # session id -> the fact candidates its user turns state
 
     # -- planning -------------------------------------------------------------------------------------
 
@@ -245,8 +278,9 @@ class _User:
 
     def _mention(
         self, thread: _Thread, index: int, start: datetime, first: bool, switch: bool
-    ) -> tuple[str, str, list[str], list[str], str]:
-        """(user text, reply text, values the user turn states, values the reply states, date phrase or '')."""
+    ) -> tuple[str, str, list[str], list[str], str, str]:
+        """(user text, reply text, values the user turn states, values the reply states, date phrase or '', the
+        user text without its opening phrase)."""
         rng = self.rng
         user_t, reply_t = rng.choice(thread.templates(index))
         value = thread.values[index]
@@ -257,14 +291,34 @@ class _User:
             date = slots["past"] = self._date(start, -1)
         elif "{future}" in user_t:
             date = slots["future"] = self._date(start, 1)
-        user = user_t.format(**slots)
+        body = user = user_t.format(**slots)
         if switch:
             user = self._prefix(SWITCHES) + user
         elif rng.random() < 0.15:
             user = self._prefix(FIRST_PREFIXES if first else PREFIXES) + user
         said = [value] + ([old] if old and "{old}" in user_t else [])
         echoed = ([value] if "{v}" in reply_t else []) + ([old] if old and "{old}" in reply_t else [])
-        return user, reply_t.format(**slots), said, echoed, date
+        return user, reply_t.format(**slots), said, echoed, date, body
+
+    def _gold(self, thread: _Thread, index: int, body: str, said: list[str], event: Event) -> list[Candidate]:
+        """The fact candidates of a user turn that states `said` (from `_mention`): its value, and a retraction of
+        the value it replaces when it names that one (every change template that names {old} drops it: "we left
+        Leeds and moved to Porto"), quoting the sentences that name both. Model replies only echo the user, so (as
+        in the fact fixtures) they yield none."""
+        spec = thread.spec
+        if not isinstance(spec, FactSpec):
+            return []  # episodes (a trip shortlist, gift ideas) are not registry facts
+        subject = spec.subject.format(x=thread.extra)
+        near = (thread.extra,) if thread.extra and ("{x}" in spec.subject or spec.predicate == "pet") else ()
+        value = thread.values[index]
+        out = []
+        for v in said:
+            retracted = v != value
+            quote = sentence_span(body, v, *near, *([value] if retracted else []))
+            out.append(Candidate(subject, spec.predicate, gold_value(spec, v, thread.extra), quote, basis="stated",
+                                 negated=retracted, event_id=event.id, event_time=event.timestamp,
+                                 session_id=self.session_of[event.id]))  # fmt: skip
+        return out
 
     def render(self) -> None:
         rng = self.rng
@@ -285,7 +339,7 @@ class _User:
                     if k // 2 in at:
                         thread, index = at[k // 2]
                         switch = k > 0 and thread.spec.topic != topic.name
-                        text, reply, said, echoed, date = self._mention(thread, index, start, k == 0, switch)
+                        text, reply, said, echoed, date, body = self._mention(thread, index, start, k == 0, switch)
                         for value in said:
                             thread.stated.setdefault(value, []).append(eid)
                         if date:
@@ -296,6 +350,10 @@ class _User:
                     else:
                         text, reply = self._chatter(topic, used, first=k == 0)
                     events.append(Event(id=eid, author="user", timestamp=t, text=text))
+                    if k // 2 in at:
+                        gold = self._gold(thread, index, body, said, events[-1])
+                        if gold:
+                            self.gold.setdefault(sid, []).extend(gold)
                 else:
                     t += timedelta(seconds=rng.randint(4, 40))
                     events.append(Event(id=eid, author="model", timestamp=t, text=reply))
@@ -440,6 +498,7 @@ class _User:
             sessions=self.sessions,
             description=description,
             source=f"memlab.lab.synth seed={seed}",
+            gold_candidates=self.gold,
         )
 
 

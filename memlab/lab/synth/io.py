@@ -1,7 +1,9 @@
 """A compact JSON form of a Dataset (users, sessions, events, questions) and transcripts for reading.
 
 Datetimes are ISO 8601 strings with their offset. Only the fields a data set of this kind uses are written:
-gold candidates and expected facts of fact fixtures are not (write_json refuses a set that has them).
+a session's gold fact candidates go under its optional `facts` list (`{subject, predicate, value, quote, event}`,
+plus `negated: true` for a retraction and `basis: inferred` when not stated; their time and session are the
+event's); expected facts of fact fixtures are not (write_json refuses a set that has them).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memlab.facts.types import Candidate
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.types import Event, FunctionCall, FunctionResponse, Session
 
@@ -44,11 +47,50 @@ def _event_from_json(raw: dict[str, Any]) -> Event:
     )
 
 
+def _candidate_to_json(c: Candidate) -> dict[str, Any]:
+    out: dict[str, Any] = {"subject": c.subject, "predicate": c.predicate, "value": c.value, "quote": c.quote,
+                           "event": c.event_id}  # fmt: skip
+    if c.negated:
+        out["negated"] = True
+    if c.basis != "stated":
+        out["basis"] = c.basis
+    return out
+
+
+def _candidate_from_json(raw: dict[str, Any], events: dict[str, Event], session_id: str) -> Candidate:
+    event = events.get(raw["event"])
+    if event is None:
+        raise ValueError(f"session {session_id!r}: gold fact {raw!r} names event {raw['event']!r}, not in the session")
+    if raw["quote"] not in (event.text or ""):
+        raise ValueError(f"session {session_id!r}: quote {raw['quote']!r} is not in the text of {event.id!r}")
+    return Candidate(subject=raw["subject"], predicate=raw["predicate"], value=raw["value"], quote=raw["quote"],
+                     basis=raw.get("basis", "stated"), negated=bool(raw.get("negated", False)), event_id=event.id,
+                     event_time=event.timestamp, session_id=session_id)  # fmt: skip
+
+
+def _session_to_json(session: Session, gold: list[Candidate]) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": session.id, "events": [_event_to_json(e) for e in session.events]}
+    if gold:
+        out["facts"] = [_candidate_to_json(c) for c in gold]
+    return out
+
+
+def _session_from_json(app: str, user: str, raw: dict[str, Any], gold: dict[str, list[Candidate]]) -> Session:
+    session = Session(app, user, raw["id"], [_event_from_json(e) for e in raw["events"]])
+    if raw.get("facts"):
+        events = {e.id: e for e in session.events}
+        gold[session.id] = [_candidate_from_json(c, events, session.id) for c in raw["facts"]]
+    return session
+
+
 def to_json(labelled: Dataset) -> dict[str, Any]:
     users = []
     for user in labelled.users:
-        if user.gold_candidates or user.expected_facts is not None:
-            raise ValueError(f"user {user.user_id!r} has gold candidates or expected facts, which this form omits")
+        if user.expected_facts is not None:
+            raise ValueError(f"user {user.user_id!r} has expected facts, which this form omits")
+        stray = sorted(set(user.gold_candidates) - {s.id for s in user.sessions})
+        if stray:
+            raise ValueError(f"user {user.user_id!r} has gold candidates for sessions {stray} it does not have")
         users.append(
             {
                 "app_name": user.app_name,
@@ -57,7 +99,7 @@ def to_json(labelled: Dataset) -> dict[str, Any]:
                 "source": user.source,
                 "expected_skips": user.expected_skips,
                 "replay": user.replay,
-                "sessions": [{"id": s.id, "events": [_event_to_json(e) for e in s.events]} for s in user.sessions],
+                "sessions": [_session_to_json(s, user.gold_candidates.get(s.id, [])) for s in user.sessions],
             }
         )
     questions = [
@@ -81,21 +123,21 @@ def to_json(labelled: Dataset) -> dict[str, Any]:
 def from_json(data: dict[str, Any]) -> Dataset:
     if data.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} document (format is {data.get('format')!r})")
-    users = [
-        UserHistory(
-            app_name=u["app_name"],
-            user_id=u["user_id"],
-            sessions=[
-                Session(u["app_name"], u["user_id"], s["id"], [_event_from_json(e) for e in s["events"]])
-                for s in u["sessions"]
-            ],
-            description=u.get("description", ""),
-            expected_skips=dict(u.get("expected_skips", {})),
-            source=u.get("source", ""),
-            replay=list(u.get("replay", [])),
+    users = []
+    for u in data["users"]:
+        gold: dict[str, list[Candidate]] = {}
+        users.append(
+            UserHistory(
+                app_name=u["app_name"],
+                user_id=u["user_id"],
+                sessions=[_session_from_json(u["app_name"], u["user_id"], s, gold) for s in u["sessions"]],
+                description=u.get("description", ""),
+                expected_skips=dict(u.get("expected_skips", {})),
+                source=u.get("source", ""),
+                gold_candidates=gold,
+                replay=list(u.get("replay", [])),
+            )
         )
-        for u in data["users"]
-    ]
     questions = [
         Question(
             id=q["id"],
