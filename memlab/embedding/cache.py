@@ -6,7 +6,8 @@ Vectors live in memory and in a SQLite file under `$MEMLAB_HOME/cache/` so they 
 The cache holds a hash of every text embedded, so it is a copy of user data too: erasure
 (`EventMemory.forget_user`, `delete_memory`, `forget_session`, `purge_before`) removes the entries of the texts
 it deletes (`EmbeddingCache.forget_keys`), the SQLite file overwrites deleted rows (`secure_delete`), and
-`CachedEmbedder.embed_query(text, remember=False)` (what searches use) embeds a query without writing it.
+`CachedEmbedder.embed_query(text, remember=False)` (what searches use) embeds a query without writing it: such
+vectors (queries, served fact lines) live in a small in-process map that every erasure empties.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -153,6 +156,11 @@ class CachedEmbedder:
         self.inner = inner
         self.cache = cache
         self.computed = 0  # texts actually sent to the model (for reports and tests)
+        # Vectors of texts embedded with remember=False (queries, fact lines): this process only, a few
+        # thousand at most, never written to disk, and dropped by every erasure (`forget_transient`).
+        self._transient: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._transient_lock = threading.Lock()
+        _TRANSIENT_HOLDERS.add(self)
 
     @property
     def model_id(self) -> str:
@@ -167,6 +175,12 @@ class CachedEmbedder:
         embedded without being written (derived personal data no erasure could find again)."""
         texts = list(texts)
         found = self.cache.get_many(self.model_id, texts)
+        if not remember:
+            with self._transient_lock:
+                for i, text in enumerate(texts):
+                    vec = self._transient.get((self.model_id, text)) if i not in found else None
+                    if vec is not None:
+                        found[i] = vec
         todo = [i for i in range(len(texts)) if i not in found]
         if todo:
             # Embed each distinct missing text once, even if it repeats within this call.
@@ -175,6 +189,8 @@ class CachedEmbedder:
             self.computed += len(unique)
             if remember:
                 self.cache.put_many(self.model_id, unique, fresh)
+            else:
+                self._remember_transient(unique, fresh)
             by_text = dict(zip(unique, fresh, strict=True))
             for i in todo:
                 found[i] = by_text[texts[i]]
@@ -182,10 +198,31 @@ class CachedEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
 
+    def _remember_transient(self, texts: list[str], vectors: np.ndarray) -> None:
+        with self._transient_lock:
+            for text, vec in zip(texts, vectors, strict=True):
+                self._transient[(self.model_id, text)] = vec
+            while len(self._transient) > TRANSIENT_KEPT:
+                self._transient.popitem(last=False)
+
+    def forget_transient(self) -> None:
+        with self._transient_lock:
+            self._transient.clear()
+
     def embed_query(self, text: str, *, remember: bool = True) -> np.ndarray:
         """The query's vector, from the cache if it is there. With `remember=False` a query that is not
         cached is embedded without being written to the cache (a user's search is personal data)."""
         return self.embed_documents([text], remember=remember)[0]
+
+
+TRANSIENT_KEPT = 4096
+_TRANSIENT_HOLDERS: weakref.WeakSet[CachedEmbedder] = weakref.WeakSet()
+
+
+def forget_transient() -> None:
+    """Drop every in-process vector of a query or fact line (erasure calls this: it cannot tell whose they are)."""
+    for holder in list(_TRANSIENT_HOLDERS):
+        holder.forget_transient()
 
 
 def caches_of(embedder: object) -> list[EmbeddingCache]:

@@ -29,7 +29,7 @@ import numpy as np
 import psycopg
 
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient, text_key
+from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient, forget_transient, text_key
 from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
 from memlab.events.answerability import AnswerabilityGate
@@ -407,6 +407,7 @@ class EventMemory:
     def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str) -> DeletionReport:
         """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
         cache_entries = self._forget_cached(deleted.text_keys)
+        forget_transient()
         vacuumed: tuple[str, ...] = ()
         if vacuum:
             with self.store.connection() as conn:  # autocommit: VACUUM cannot run inside a transaction

@@ -21,10 +21,8 @@ from datetime import UTC, datetime
 from urllib.parse import quote as percent_encode
 from urllib.parse import unquote
 
-import numpy as np
-
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient
+from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
 from memlab.events.filters import find_secrets
 from memlab.events.units import render_lines
@@ -45,7 +43,6 @@ DOMAIN_DIRECT_SESSION = "__domain_direct__"  # session id of facts written with 
 _ID_SAFE = ":@+,;!$&'()*"  # kept readable in fact ids; '/', '=', '%' and anything unusual are percent-encoded
 DEFAULT_THRESHOLD = 0.7
 DEFAULT_LIMIT = 12
-LINE_VECTORS_KEPT = 50_000  # fact-line vectors kept in process before the map is reset
 
 
 @dataclass
@@ -170,9 +167,6 @@ class FactMemory:
             extractor = RuleExtractor()
         self.extractor = extractor
         self.registry = registry or default_registry()
-        # Vectors of served fact lines, in this process only: they are derived from a user's facts, so they
-        # are never written to the persistent embedding cache, and erasure clears this map.
-        self._line_vectors: dict[str, np.ndarray] = {}
         with store.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
             facts_sql.ensure_schema(conn)
@@ -381,7 +375,8 @@ class FactMemory:
         if not served:
             return []
         lines = [render_fact(f) for _, f, _ in served]
-        vectors = self._embed_lines([f"{f.subject} {f.predicate.replace('_', ' ')}: {f.value}" for _, f, _ in served])
+        keys = [f"{f.subject} {f.predicate.replace('_', ' ')}: {f.value}" for _, f, _ in served]
+        vectors = embed_transient(self.embedder, keys)  # derived from the user's facts: never written to disk
         distances = 1.0 - vectors @ embed_query_transient(self.embedder, query)
         hits = [
             FactHit(
@@ -391,14 +386,6 @@ class FactMemory:
         ]
         hits.sort(key=lambda h: (round(h.distance, 6), -h.fact.confirmed_at.timestamp()))
         return hits[:limit]
-
-    def _embed_lines(self, lines: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in lines if t not in self._line_vectors))
-        if missing:
-            if len(self._line_vectors) + len(missing) > LINE_VECTORS_KEPT:
-                self._line_vectors.clear()
-            self._line_vectors.update(zip(missing, embed_transient(self.embedder, missing), strict=True))
-        return np.vstack([self._line_vectors[t] for t in lines])
 
     def preload_block(self, app_name: str, user_id: str, query: str, **kwargs) -> str:
         """The text to put before a model request, fenced by `PRELOAD_OPEN` / `PRELOAD_CLOSE`: facts about
@@ -432,7 +419,7 @@ class FactMemory:
                 after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
                          for r in resolve(rows, cardinality)]  # fmt: skip
                 facts_sql.write_rows(conn, app_name, user_id, rows, after)
-        self._line_vectors.clear()
+        forget_transient()
         return deleted
 
     # -- erasure of evidence ----------------------------------------------------------------------------
@@ -469,7 +456,7 @@ class FactMemory:
             report.keys = touched
             for subject, predicate in touched:
                 self._rederive(conn, app, user, subject, predicate, report)
-        self._line_vectors.clear()
+        forget_transient()
         return report
 
     def _rederive(self, conn, app: str, user: str, subject: str, predicate: str, report: FactForgetReport) -> None:
@@ -507,7 +494,7 @@ class FactMemory:
             deleted = erase_units_of_user(conn, app_name, user_id)
         counts["memory_unit"] = deleted.units
         counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))
-        self._line_vectors.clear()
+        forget_transient()
         return counts
 
 

@@ -213,7 +213,7 @@ class FactSystem:
     def build(self, env: Env, dataset: Dataset) -> FactMemory:
         extractor = make_extractor(self.extractor, dataset, env.extractor_options)
         facts = FactMemory(env.store, env.embedder(self.embedder), extractor=extractor)
-        sessions = list(dataset.sessions())
+        sessions = list(dataset.namespaced(self.namespace).sessions())
         if env.progress:
             from rich.progress import track
 
@@ -225,8 +225,14 @@ class FactSystem:
                 facts.add_session(session)
         return facts
 
+    @property
+    def namespace(self) -> str:
+        """Each fact system keeps its facts under its own app names: two extractors on one data set must not
+        share fact rows and session watermarks (the second would see every session as already read)."""
+        return f"facts-{self.extractor}-{self.embedder}"
+
     def search(self, handle: FactMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
-        return _fact_hits(handle, question, k)
+        return _fact_hits(handle, replace(question, app_name=f"{self.namespace}/{question.app_name}"), k)
 
     def reference(self) -> None:
         return None
