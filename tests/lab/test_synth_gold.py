@@ -10,11 +10,8 @@ from dataclasses import replace
 import pytest
 
 import memlab
-from memlab import lab
-from memlab.facts.extractors.labelled import LabelledExtractor
-from memlab.facts.memory import SUBJECT, FactMemory
-from memlab.facts.registry import default_registry
-from memlab.facts.types import Candidate
+from memlab import Candidate, FactMemory, LabelledExtractor, default_registry, lab
+from memlab.facts.memory import SUBJECT
 from memlab.lab.synth import read_json, write_json
 from memlab.lab.synth.generator import FACTS
 from memlab.lab.systems import make_extractor
