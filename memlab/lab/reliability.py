@@ -494,7 +494,7 @@ def concurrency_family(db: memlab.Store, embedder: memlab.Embedder, size: Size) 
                                     "fact_mismatches": 0, "setting_checks": 0, "setting_leaks": 0, "errors": 0},
                     must_be_zero=["duplicates", "lost_writes", "added_mismatch", "two_current_values",
                                   "confidence_not_once_per_session", "fact_mismatches", "setting_leaks",
-                                  "errors"])  # fmt: skip
+                                  "late_snapshot_chunks_rolled_back", "errors"])  # fmt: skip
     app, reference = "concurrent", "concurrent-clean"
     todo = _script_sessions(app, size.users)
     family.figures["sessions"] = len(todo)
@@ -564,16 +564,11 @@ def concurrency_family(db: memlab.Store, embedder: memlab.Embedder, size: Size) 
     return family
 
 
-CHUNK_ROLLBACK_ISSUE = (
-    "EventMemory (memlab/events/memory.py) rolls a session's chunks back when an older snapshot of the session "
-    "(its first events only) is added after the whole of it: the trailing chunk is replaced by the shorter one, so "
-    "the chunk layer depends on arrival order (tests/test_concurrency.py, xfail)"
-)
 
 
 def _late_snapshot(family: Family, db: memlab.Store, embedder: memlab.Embedder) -> None:
-    """Two writers with different snapshots of one live session, the older arriving last (not gating: a known
-    issue)."""
+    """Two writers with different snapshots of one live session, the older arriving last: the chunks must end
+    as after the newer snapshot alone."""
     mems = _memories(db, embedder)
     for app, late in (("late-snapshot", True), ("late-snapshot-clean", False)):
         for session in _script_sessions(app, 1):
@@ -583,8 +578,6 @@ def _late_snapshot(family: Family, db: memlab.Store, embedder: memlab.Embedder) 
     users = _users(_script_sessions("late-snapshot", 1))
     got, want = set(_units(mems, "late-snapshot", users)), set(_units(mems, "late-snapshot-clean", users))
     family.figures["late_snapshot_chunks_rolled_back"] = len(want - got)
-    if want - got:
-        family.known_issues.append(CHUNK_ROLLBACK_ISSUE)
 
 
 # -- faults -----------------------------------------------------------------------------------------------------
@@ -772,11 +765,6 @@ def faults_family(embedder: memlab.Embedder, size: Size) -> Family:
 
 # -- erasure ----------------------------------------------------------------------------------------------------
 
-FACT_CACHE_ISSUE = (
-    "FactMemory (memlab/facts/memory.py) leaves embedding-cache entries: FactMemory.search writes the query and "
-    "every served fact line to the cache and no FactMemory erasure drops them; FactMemory.forget_user deletes the "
-    "user's memory units without dropping their cache entries (tests/test_erasure_everywhere.py, xfail)"
-)
 
 
 def _table_traces(store: memlab.Store, needles: list[str]) -> list[str]:
@@ -863,15 +851,13 @@ class _ErasureCase:
 def erasure_family(db: memlab.Store, embedder: memlab.Embedder, workdir: Path) -> Family:
     family = Family("erasure", {"cases": 0, "tables_scanned": 0, "table_traces": 0, "event_cache_traces": 0,
                                 "fact_memory_cache_traces": 0},
-                    must_be_zero=["table_traces", "event_cache_traces"])  # fmt: skip
+                    must_be_zero=["table_traces", "event_cache_traces", "fact_memory_cache_traces"])  # fmt: skip
     inner = getattr(embedder, "inner", embedder)
     for case in ("events-only", "events-then-facts", "facts-then-events"):
         _ErasureCase(db, inner, case, workdir / f"erasure-{case}" / "embeddings.sqlite").run(family)
     with db.connection() as conn:
         query = "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
         family.figures["tables_scanned"] = conn.execute(query).fetchone()[0]
-    if family.figures["fact_memory_cache_traces"]:
-        family.known_issues.append(FACT_CACHE_ISSUE)
     return family
 
 
