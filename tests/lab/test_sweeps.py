@@ -21,9 +21,11 @@ def folder(tmp_path_factory, memlab_home, store):
             {"name": "lme", "format": "longmemeval", "path": "datasets/longmemeval/longmemeval_oracle.json.gz",
              "per_type": 1},
         ],
-        "sweeps": ["granularity", "filtered"],
+        "sweeps": ["granularity", "retrieval", "filtered"],
         "options": {
             "granularity": {"chunks": [[4, 1]], "session": False, "extractors": ["rules"]},
+            "retrieval": {"renderings": ["text", "speaker"], "fact_keys": ["rules"], "time": ["boost"],
+                          "answerability": {"train": "fixtures"}},
             "filtered": {"total_rows": 3000, "shares": [0.003, 0.1], "relations": ["on_topic"], "ef_search": [40],
                          "iterative": ["off", "relaxed_order"], "queries": 3, "datasets": ["fixtures"]},
         },
@@ -73,3 +75,28 @@ def test_longmemeval_scored_by_question_type(folder):
         assert f"context_chars[qtype={qtype}]" in by.columns, qtype
     assert by.loc["event", "recall_vs_exact"] == 1.0 and by.loc["event", "session_recall@10"] > 0
     assert by.loc["event", "correct_empty_rate"] == 0.0, "no cut-off: never empty"
+
+
+def test_retrieval_sweep_compares_renderings_modes_fact_keys_and_time(folder):
+    by = _wide(folder, "fixtures")
+    grid = {"text/vector", "text/lexical", "text/hybrid", "speaker/vector", "speaker/hybrid",
+            "speaker_date+facts:rules/vector", "speaker_date+facts:rules/hybrid", "text/vector/time-boost"}
+    assert grid <= set(by.index)
+    assert by.loc["text/vector", "recall@10"] == by.loc["event", "recall@10"], "the baseline is plain event search"
+    assert by.loc["text/vector", "context_chars"] == by.loc["event", "context_chars"], "bodies are returned as stored"
+    assert by.loc["text/hybrid", "recall@10"] > 0 and by.loc["text/lexical", "empty_rate"] >= 0
+    report = (folder.path / "report.md").read_text()
+    assert "Best configuration against the baseline" in report and "When to return nothing" in report
+
+
+def test_the_answerability_gate_is_fitted_reported_and_saved(folder):
+    import memlab
+
+    rows = folder.scores[folder.scores.system.str.startswith("answerability:")]
+    fixtures = rows[rows.dataset == "fixtures"].pivot_table(index="system", columns="metric", values="value")
+    assert fixtures.loc["answerability:gate", "false_memory_rate"] <= 0.2, "the threshold keeps the rule (CV)"
+    assert 0.0 <= fixtures.loc["answerability:gate", "recall_kept"] <= 1.0
+    assert fixtures.loc["answerability:distance-cut", "false_memory_rate"] <= 0.2
+    gate = memlab.AnswerabilityGate.load(folder.path / "answerability.json")
+    assert gate.fitted["data_set"] == "fixtures" and gate.settings["mode"] == "hybrid"
+    assert set(rows.dataset) == {"fixtures", "lme"}, "fitted on one data set, tested on the other"
