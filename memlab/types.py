@@ -164,7 +164,7 @@ class SearchSettings:
     relaxed iterative scans.
 
     `mode` picks the ranking: `vector` (cosine distance), `lexical` (PostgreSQL full-text search over the
-    rendered text: units matching every query word first, then any word, by `ts_rank_cd`) or `hybrid`
+    rendered text: units matching every query word first, then any word, by BM25 over the user's units) or `hybrid`
     (reciprocal rank fusion of the two lists, each `candidates` deep: score = sum of weight / (rrf_k + rank)).
     `max_distance` is always the cosine distance of a hit's embedding to the query, in every mode: a lexical
     or fused hit beyond it is dropped too (None keeps every hit).
@@ -232,7 +232,7 @@ class Hit:
     timestamp: datetime | None = None
     session_id: str | None = None
     event_ids: tuple[str, ...] = ()
-    lexical: float | None = None  # full-text rank (ts_rank_cd, +1 when every query word matched); None if unsearched
+    lexical: float | None = None  # full-text BM25 score over the rendered text; None where full-text search was not run
     score: float | None = None  # the fused score in hybrid or time-aware searches (higher is better)
 
 

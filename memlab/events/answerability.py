@@ -27,7 +27,7 @@ FEATURES: tuple[str, ...] = (
     "gap_second",  # second minus first distance: a lone near hit stands out
     "gap_last",  # last (k-th) minus first distance: how fast the list falls off
     "mean_distance",  # mean distance of the hits
-    "lexical_best",  # best full-text rank among the hits (>= 1 when every query word matched)
+    "lexical_best",  # best full-text (BM25) score among the hits
     "lexical_share",  # share of hits that full-text search also found
     "log_memory",  # log(1 + units the user has): big memories always have something near
 )

@@ -430,27 +430,44 @@ def run_search(
     ]
 
 
-# Full-text search: `web` is the query as a web search engine reads it (every word must match); `anyq` ORs the
-# query's lexemes, since a conversational question rarely shares every word with the turn that answers it.
-# Units matching `web` rank first (+1), then by cover density of any query word. Every hit carries its
-# cosine distance too, so `max_distance` means the same in every mode.
+# Full-text search, ranked by BM25 over the rendered text's lexemes (PostgreSQL's ts_rank_cd has no inverse
+# document frequency, so a common word ranks like a rare name). `terms` are the query's lexemes; a unit is a
+# candidate when it holds any of them (`anyq`: conversational questions rarely share every word with the turn
+# that answers them); units holding every word (`websearch_to_tsquery`) rank first, then by BM25 (k1 = 1.2,
+# b = 0.75) with document frequencies and lengths taken over the user's own units of this layer and model.
+# Every hit carries its cosine distance too, so `max_distance` means the same in every mode.
+_SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
+_M_SCOPE = "m.app_name = %(app)s AND m.user_id = %(user)s AND m.embed_model = %(model)s AND m.layer = %(layer)s"
 _LEXICAL = (
     "WITH q AS (SELECT websearch_to_tsquery({cfg}, %(text)s) AS web,"
-    " (SELECT to_tsquery('simple', coalesce(string_agg(quote_literal(l), ' | '), ''))"
-    "  FROM unnest(tsvector_to_array(to_tsvector({cfg}, %(text)s))) AS l WHERE l !~ '[''\\\\]') AS anyq)"
-    " SELECT unit_id, body, author, " + _READABLE_TIME + " AS occurred_at, session_id, event_ids,"
-    " (embedding::{vt} <=> %(q)s::{vt}) AS distance,"
-    " ts_rank_cd(lexemes, q.anyq) + CASE WHEN numnode(q.web) > 0 AND lexemes @@ q.web THEN 1 ELSE 0 END AS lexical"
-    " FROM {table}, q"
-    " WHERE app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
-    " AND lexemes @@ q.anyq"
-    " ORDER BY lexical DESC, occurred_at DESC, unit_id LIMIT %(k)s"
+    " ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector({cfg}, %(text)s))) AS l"
+    "  WHERE l !~ '[''\\\\]') AS terms),"
+    " qq AS (SELECT web, terms, to_tsquery('simple', coalesce(array_to_string("
+    "  ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | '), '')) AS anyq FROM q),"
+    " stats AS (SELECT count(*)::float8 AS n, coalesce(avg(length(lexemes)), 1)::float8 AS avgdl"
+    "  FROM {table} WHERE " + _SCOPE + "),"
+    " hit AS MATERIALIZED (SELECT m.unit_id, m.session_id, m.lexemes,"
+    "  (m.lexemes @@ qq.web AND numnode(qq.web) > 0) AS every_word"
+    "  FROM {table} m, qq WHERE " + _M_SCOPE + " AND m.lexemes @@ qq.anyq),"
+    " tf AS (SELECT h.session_id, h.unit_id, u.lexeme, greatest(cardinality(u.positions), 1)::float8 AS tf,"
+    "  length(h.lexemes)::float8 AS dl FROM hit h, unnest(h.lexemes) AS u, qq WHERE u.lexeme = ANY(qq.terms)),"
+    " df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),"
+    " bm25 AS (SELECT tf.session_id, tf.unit_id, sum(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))"
+    "  * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / s.avgdl))) AS score"
+    "  FROM tf JOIN df USING (lexeme), stats s GROUP BY tf.session_id, tf.unit_id),"
+    " ranked AS (SELECT h.session_id, h.unit_id, h.every_word, b.score FROM hit h"
+    "  JOIN bm25 b USING (session_id, unit_id) ORDER BY h.every_word DESC, b.score DESC, h.unit_id LIMIT %(k)s)"
+    " SELECT m.unit_id, m.body, m.author, " + _READABLE_TIME.replace("occurred_at", "m.occurred_at")
+    + " AS occurred_at, m.session_id, m.event_ids, (m.embedding::{vt} <=> %(q)s::{vt}) AS distance, r.score,"
+    " r.every_word FROM ranked r JOIN {table} m ON " + _M_SCOPE
+    + " AND m.session_id = r.session_id AND m.unit_id = r.unit_id"
+    " ORDER BY r.every_word DESC, r.score DESC, m.unit_id"
 )
 
 
 def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int) -> list[Hit]:
     """The user's units ranked by full-text match of `text` (see `_LEXICAL`), at most `top_k`, each with its
-    cosine distance to `vector` and its full-text rank in `Hit.lexical`."""
+    cosine distance to `vector` and its BM25 score in `Hit.lexical`."""
     query = sql.SQL(_LEXICAL).format(
         cfg=sql.Literal(TEXT_SEARCH_CONFIG), vt=scope.model.vector_type(), table=sql.Identifier(UNITS_TABLE)
     )
