@@ -112,7 +112,7 @@ def evaluate(fitted: Fitted, table: pd.DataFrame) -> dict[str, float]:
     x, y = table[list(FEATURES)].to_numpy(), table.answerable.to_numpy(bool)
     recall = table.recall.to_numpy(float)
     g = fitted.gate
-    p = 1.0 / (1.0 + np.exp(-(g.intercept + ((x - np.array(g.mean)) / np.array(g.scale)) @ np.array(g.coef))))
+    p = gate_probabilities(g, table)
     fm, kept = gated_rates(p, g.threshold, y, recall)
     out = {"roc_auc": _auc(y, p), "false_memory_rate": fm, "recall_kept": kept}
     if fitted.boosting is not None:
@@ -147,6 +147,28 @@ def cut_rates(run: pd.DataFrame, questions, k: int, cutoff: float | None) -> dic
     return {"roc_auc": _auc(y, -np.nan_to_num(d, nan=2.0)),
             "false_memory_rate": float(1.0 - no["empty"].mean()) if len(no) else float("nan"),
             "recall_kept": float(ans.recall.sum() / base) if base > 0 else float("nan")}  # fmt: skip
+
+
+def gate_probabilities(gate: AnswerabilityGate, table: pd.DataFrame) -> np.ndarray:
+    x = table[list(FEATURES)].to_numpy(float)
+    z = gate.intercept + ((x - np.array(gate.mean)) / np.array(gate.scale)) @ np.array(gate.coef)
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def curve(run: pd.DataFrame, questions, table: pd.DataFrame, gate: AnswerabilityGate, k: int) -> pd.DataFrame:
+    """The answerability curve: false-memory rate on no-answer questions against the share of no-cut-off
+    recall kept, for the gate at every threshold and for one distance cut-off at every max_distance."""
+    y, recall = table.answerable.to_numpy(bool), table.recall.to_numpy(float)
+    p = gate_probabilities(gate, table)
+    rows = []
+    for t in np.linspace(0.0, 1.0, 41):
+        fm, kept = gated_rates(p, float(t), y, recall)
+        rows.append({"method": "gate", "setting": round(float(t), 3), "false_memory_rate": fm, "recall_kept": kept})
+    for c in np.arange(0.2, 1.31, 0.05):
+        r = cut_rates(run, questions, k, float(c))
+        rows.append({"method": "distance-cut", "setting": round(float(c), 3),
+                     "false_memory_rate": r["false_memory_rate"], "recall_kept": r["recall_kept"]})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 HIT_FEATURES = ("distance", "rank", "behind_first", "lexical")
@@ -187,10 +209,12 @@ __all__ = [
     "HIT_FEATURES",
     "TARGET",
     "Fitted",
+    "curve",
     "cut_rates",
     "distance_cut",
     "evaluate",
     "fit",
+    "gate_probabilities",
     "gated_rates",
     "hit_aucs",
     "hit_table",

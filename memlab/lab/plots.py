@@ -98,3 +98,25 @@ def recall_latency(
     axes[0][0].set_ylabel(y)
     axes[0][0].legend(fontsize=6)
     return _save(fig, path)
+
+
+def answerability_curves(curves: pd.DataFrame, path: Path, target: float = 0.2) -> Path:
+    """False memories on no-answer questions against the share of recall kept, per method (the gate at every
+    threshold, one distance cut-off at every max_distance), one panel per data set."""
+    datasets = list(dict.fromkeys(curves.dataset))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.8), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        sub = curves[curves.dataset == dataset]
+        for method, g in sub.groupby("method", sort=False):
+            g = g.dropna().sort_values("false_memory_rate")
+            ax.plot(g.false_memory_rate, g.recall_kept, "o-", ms=3, label=method)
+        ax.axvline(target, color="grey", ls="--", lw=1, label=f"false-memory target {target:.0%}")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("false-memory rate (no-answer questions with hits)")
+        ax.set_ylabel("share of no-cut-off recall@k kept")
+        ax.set_title(dataset)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle("When to return nothing: answerability gate vs one distance cut-off\n"
+                 "(gate fitted on the train data set; in-sample there)", fontsize=9)  # fmt: skip
+    return _save(fig, path)

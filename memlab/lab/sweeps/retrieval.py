@@ -15,8 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.events.answerability import AnswerabilityGate
 from memlab.events.renderings import RENDERINGS
-from memlab.lab import answerability
+from memlab.lab import answerability, plots
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
 from memlab.lab.report import breakdown, markdown_table, pivot_scores
@@ -132,6 +133,23 @@ def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.Da
     return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
 
 
+def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
+    """The answerability curve of this data set (the gate fitted on the train set at every threshold, one
+    distance cut-off at every max_distance), saved as a table and a PNG."""
+    path = folder.path / "answerability.json"
+    system = gate_system(folder, dataset, options)
+    if not path.exists() or system is None:
+        return None
+    gate = AnswerabilityGate.load(path)
+    if gate.settings.get("system") != system:
+        return None
+    run = folder.runs(dataset)[system].frame
+    frame = answerability.curve(run, folder.questions(dataset), _table(folder, dataset, system), gate, folder.k)
+    frame = frame.assign(dataset=dataset)
+    frame.to_csv(folder.path / f"answerability_curve__{dataset}.csv".replace("/", "_"), index=False)
+    return plots.answerability_curves(frame, folder.path / f"answerability__{dataset}.png".replace("/", "_"))
+
+
 def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
     """recall@k of every retrieval system against plain vector on raw text, per data set: the best system,
     its gain, and the question types it made worse by more than 2 points (pure, from long-form scores)."""
@@ -173,6 +191,9 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
     if wide is not None:
         parts += ["", f"recall@{k} by question type:", "", markdown_table(wide)]
     gate = scores[scores.system.str.startswith("answerability:")]
+    png = _curve_plot(folder, dataset, options)
+    if png is not None:
+        parts += ["", f"![answerability]({png.name})"]
     if len(gate):
         wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
         parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
