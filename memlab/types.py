@@ -233,6 +233,7 @@ class Hit:
     session_id: str | None = None
     event_ids: tuple[str, ...] = ()
     lexical: float | None = None  # full-text BM25 score over the rendered text; None where full-text search was not run
+    coverage: float | None = None  # share of the query's IDF mass the unit holds (full-text search), 0..1
     score: float | None = None  # the fused score in hybrid or time-aware searches (higher is better)
 
 

@@ -29,18 +29,27 @@ FEATURES: tuple[str, ...] = (
     "mean_distance",  # mean distance of the hits
     "lexical_best",  # best full-text (BM25) score among the hits
     "lexical_share",  # share of hits that full-text search also found
+    "coverage_best",  # most of the question's IDF mass one hit holds: an unheard-of name covers little
     "log_memory",  # log(1 + units the user has): big memories always have something near
 )
 
 
+def _values(values: Sequence[float | None]) -> list[float]:
+    return [0.0 if v is None or math.isnan(float(v)) else float(v) for v in values]
+
+
 def question_features(
-    distances: Sequence[float], lexical: Sequence[float | None], memory_size: int
+    distances: Sequence[float],
+    lexical: Sequence[float | None],
+    memory_size: int,
+    coverage: Sequence[float | None] = (),
 ) -> np.ndarray:
     """The gate's features of one question's ranked hits (nearest first), in `FEATURES` order."""
     d = [float(x) for x in distances if x is not None and not math.isnan(float(x))]
-    lex = [0.0 if v is None or math.isnan(float(v)) else float(v) for v in lexical]
+    lex = _values(lexical)
+    covered = max(_values(coverage), default=0.0)
     if not d:
-        return np.array([2.0, 0.0, 0.0, 2.0, 0.0, 0.0, math.log1p(max(memory_size, 0))], dtype=np.float64)
+        return np.array([2.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, math.log1p(max(memory_size, 0))], dtype=np.float64)
     first = min(d)
     return np.array([
         first,
@@ -49,12 +58,14 @@ def question_features(
         float(np.mean(d)),
         max(lex, default=0.0),
         (sum(1 for v in lex if v > 0) / len(lex)) if lex else 0.0,
+        covered,
         math.log1p(max(memory_size, 0)),
     ], dtype=np.float64)  # fmt: skip
 
 
 def hits_features(hits: Sequence[Hit], memory_size: int) -> np.ndarray:
-    return question_features([h.distance for h in hits], [h.lexical for h in hits], memory_size)
+    return question_features([h.distance for h in hits], [h.lexical for h in hits], memory_size,
+                             [h.coverage for h in hits])  # fmt: skip
 
 
 @dataclass(frozen=True)

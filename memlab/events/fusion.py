@@ -42,7 +42,7 @@ def fuse(lists: Sequence[tuple[Sequence[Hit], float]], rrf_k: int) -> list[Hit]:
                 merged[key] = hit
                 first_seen[key] = len(first_seen)
             elif hit.lexical is not None and merged[key].lexical is None:
-                merged[key] = replace(merged[key], lexical=hit.lexical)
+                merged[key] = replace(merged[key], lexical=hit.lexical, coverage=hit.coverage)
     order = sorted(scores, key=lambda k: (-scores[k], first_seen[k]))
     return [replace(merged[k], score=round(scores[k], 9)) for k in order]
 

@@ -37,7 +37,8 @@ def question_table(run: pd.DataFrame, questions, sizes: dict[tuple[str, str], in
         g = by_q.get(q.id)
         dist = list(g.distance) if g is not None else []
         lex = list(g.lexical) if g is not None and lexical else [None] * len(dist)
-        x = question_features(dist, lex, sizes.get((q.app_name, q.user_id), 0))
+        cov = list(g.coverage) if g is not None and "coverage" in run.columns else []
+        x = question_features(dist, lex, sizes.get((q.app_name, q.user_id), 0), cov)
         recall = float(scored.recall.get(q.id, np.nan)) if q.id in scored.index else np.nan
         rows.append({"question_id": q.id, "qtype": q.qtype, "answerable": q.answerable,
                      "recall": recall if q.answerable else np.nan, **dict(zip(FEATURES, x, strict=True))})  # fmt: skip

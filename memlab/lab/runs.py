@@ -20,7 +20,7 @@ from memlab.types import Hit
 
 RUN_COLUMNS = [
     "system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan", "lexical",
-    "score",
+    "coverage", "score",
 ]  # fmt: skip
 
 Searcher = Callable[[Question, np.ndarray], Sequence[Hit]]
@@ -43,12 +43,13 @@ def collect(
         latency = (time.perf_counter() - started) * 1000
         plan = getattr(hits, "plan", "")
         if not hits:
-            rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan, np.nan, np.nan))
+            rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan, np.nan, np.nan, np.nan))
         for rank, h in enumerate(hits, start=1):
             lexical = np.nan if getattr(h, "lexical", None) is None else h.lexical
             fused = np.nan if getattr(h, "score", None) is None else h.score
+            coverage = np.nan if getattr(h, "coverage", None) is None else h.coverage
             rows.append((system, q.id, rank, h.unit_id, list(h.event_ids), h.distance, len(h.text), latency, plan,
-                         lexical, fused))  # fmt: skip
+                         lexical, coverage, fused))  # fmt: skip
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 

@@ -435,6 +435,9 @@ def run_search(
 # candidate when it holds any of them (`anyq`: conversational questions rarely share every word with the turn
 # that answers them); units holding every word (`websearch_to_tsquery`) rank first, then by BM25 (k1 = 1.2,
 # b = 0.75) with document frequencies and lengths taken over the user's own units of this layer and model.
+# `coverage` is the share of the query's IDF mass a unit holds: a question about a name memory never heard of
+# covers little, however near its vector lands (a feature of the answerability gate). A query word no unit
+# holds weighs as a word one unit holds: "called" or "many" must not outweigh the name that was found.
 # Every hit carries its cosine distance too, so `max_distance` means the same in every mode.
 _SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
 _M_SCOPE = "m.app_name = %(app)s AND m.user_id = %(user)s AND m.embed_model = %(model)s AND m.layer = %(layer)s"
@@ -452,14 +455,18 @@ _LEXICAL = (
     " tf AS (SELECT h.session_id, h.unit_id, u.lexeme, greatest(cardinality(u.positions), 1)::float8 AS tf,"
     "  length(h.lexemes)::float8 AS dl FROM hit h, unnest(h.lexemes) AS u, qq WHERE u.lexeme = ANY(qq.terms)),"
     " df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),"
-    " bm25 AS (SELECT tf.session_id, tf.unit_id, sum(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))"
-    "  * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / s.avgdl))) AS score"
-    "  FROM tf JOIN df USING (lexeme), stats s GROUP BY tf.session_id, tf.unit_id),"
-    " ranked AS (SELECT h.session_id, h.unit_id, h.every_word, b.score FROM hit h"
+    " idf AS (SELECT t AS lexeme, ln(1 + (s.n - coalesce(df.df, 1) + 0.5) / (coalesce(df.df, 1) + 0.5)) AS idf"
+    "  FROM qq, unnest(qq.terms) AS t LEFT JOIN df ON df.lexeme = t, stats s),"
+    " total AS (SELECT nullif(sum(idf), 0) AS idf FROM idf),"
+    " bm25 AS (SELECT tf.session_id, tf.unit_id, sum(idf.idf"
+    "  * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / s.avgdl))) AS score,"
+    "  sum(idf.idf) / max(total.idf) AS coverage"
+    "  FROM tf JOIN idf USING (lexeme), stats s, total GROUP BY tf.session_id, tf.unit_id),"
+    " ranked AS (SELECT h.session_id, h.unit_id, h.every_word, b.score, b.coverage FROM hit h"
     "  JOIN bm25 b USING (session_id, unit_id) ORDER BY h.every_word DESC, b.score DESC, h.unit_id LIMIT %(k)s)"
     " SELECT m.unit_id, m.body, m.author, " + _READABLE_TIME.replace("occurred_at", "m.occurred_at")
     + " AS occurred_at, m.session_id, m.event_ids, (m.embedding::{vt} <=> %(q)s::{vt}) AS distance, r.score,"
-    " r.every_word FROM ranked r JOIN {table} m ON " + _M_SCOPE
+    " r.coverage, r.every_word FROM ranked r JOIN {table} m ON " + _M_SCOPE
     + " AND m.session_id = r.session_id AND m.unit_id = r.unit_id"
     " ORDER BY r.every_word DESC, r.score DESC, m.unit_id"
 )
@@ -467,7 +474,8 @@ _LEXICAL = (
 
 def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int) -> list[Hit]:
     """The user's units ranked by full-text match of `text` (see `_LEXICAL`), at most `top_k`, each with its
-    cosine distance to `vector` and its BM25 score in `Hit.lexical`."""
+    cosine distance to `vector`, its BM25 score in `Hit.lexical` and its share of the query's IDF mass in
+    `Hit.coverage`."""
     query = sql.SQL(_LEXICAL).format(
         cfg=sql.Literal(TEXT_SEARCH_CONFIG), vt=scope.model.vector_type(), table=sql.Identifier(UNITS_TABLE)
     )
@@ -476,7 +484,7 @@ def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np
     rows = conn.execute(query, params).fetchall()
     return [
         Hit(unit_id=r[0], text=r[1], author=r[2], timestamp=r[3], session_id=r[4], event_ids=tuple(r[5]),
-            distance=float(r[6]), lexical=float(r[7]))
+            distance=float(r[6]), lexical=float(r[7]), coverage=float(r[8]) if r[8] is not None else None)
         for r in rows
     ]  # fmt: skip
 

@@ -14,7 +14,8 @@ from memlab import lab
 from tests.conftest import make_session
 
 FEATURE_NAMES = ("first_distance", "gap_second", "gap_last", "mean_distance", "lexical_best", "lexical_share",
-                 "log_memory")  # fmt: skip
+                 "coverage_best", "log_memory")  # fmt: skip
+N = len(FEATURE_NAMES)
 
 
 def _table(n: int, seed: int, shift: float = 0.0) -> pd.DataFrame:
@@ -28,6 +29,7 @@ def _table(n: int, seed: int, shift: float = 0.0) -> pd.DataFrame:
         "recall": np.where(answerable, rng.random(n), np.nan),
         "first_distance": first, "gap_second": rng.random(n) * 0.05, "gap_last": rng.random(n) * 0.2,
         "mean_distance": first + 0.1, "lexical_best": lexical, "lexical_share": rng.random(n),
+        "coverage_best": np.where(answerable, rng.uniform(0.4, 1.0, n), rng.uniform(0.0, 0.6, n)),
         "log_memory": np.log1p(rng.integers(10, 500, n)),
     })  # fmt: skip
 
@@ -36,7 +38,7 @@ def test_features_of_an_empty_and_a_full_result():
     empty = memlab.AnswerabilityGate.__module__  # the library module holds the feature definitions
     assert empty == "memlab.events.answerability"
     hits = [memlab.Hit("a", "x", 0.3, lexical=1.2), memlab.Hit("b", "y", 0.5), memlab.Hit("c", "z", 0.7, lexical=0.1)]
-    gate = memlab.AnswerabilityGate(coef=(0.0,) * 7, intercept=0.0, mean=(0.0,) * 7, scale=(1.0,) * 7, threshold=0.5)
+    gate = memlab.AnswerabilityGate(coef=(0.0,) * N, intercept=0.0, mean=(0.0,) * N, scale=(1.0,) * N, threshold=0.5)
     assert gate.probability(hits, 10) == pytest.approx(0.5) and gate.answerable(hits, 10)
     assert not gate.answerable([], 10), "nothing found is never answerable"
 
@@ -66,11 +68,23 @@ def test_a_bad_artefact_is_refused_with_the_fix(tmp_path):
         memlab.AnswerabilityGate(coef=(0.0,), intercept=0.0, mean=(0.0,), scale=(1.0,), threshold=0.5, features=("x",))
 
 
+def test_coverage_tells_an_unheard_of_name_from_a_known_one(store, embedder, app_name):
+    """Full-text coverage: the share of the question's IDF mass a hit holds."""
+    mem = memlab.EventMemory(store, embedder)
+    mem.add_session(make_session(app_name, "u", "s1", ["My hamster Biscuit sleeps all day in his cage.",
+                                                       "We walk the dog along the canal every evening."]))  # fmt: skip
+    lexical = memlab.SearchSettings(mode="lexical")
+    known = mem.search(app_name, "u", "What is my hamster called?", lexical)[0].coverage
+    unknown = mem.search(app_name, "u", "What does my iguana Zephyr eat each day?", lexical)
+    assert unknown, "the shared word 'day' still finds a unit"
+    assert known >= 0.5 and 0 < unknown[0].coverage < known
+
+
 def test_search_applies_the_gate(store, embedder, app_name):
     mem = memlab.EventMemory(store, embedder)
     mem.add_session(make_session(app_name, "u", "s1", ["I keep my bike in the basement storage room."]))
-    strict = memlab.AnswerabilityGate(coef=(-5.0, 0, 0, 0, 0, 0, 0), intercept=2.0, mean=(0.0,) * 7,
-                                      scale=(1.0,) * 7, threshold=0.5)  # answerable when first distance < 0.4
+    strict = memlab.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (N - 1), intercept=2.0, mean=(0.0,) * N,
+                                      scale=(1.0,) * N, threshold=0.5)  # answerable when first distance < 0.4
     near = mem.search(app_name, "u", "Where do I keep my bike?", gate=strict)
     far = mem.search(app_name, "u", "What is the capital of Australia?", gate=strict)
     assert [h.text for h in near] == ["I keep my bike in the basement storage room."]
