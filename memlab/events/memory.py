@@ -658,7 +658,7 @@ class EventMemory:
     def migrate_embeddings(
         self, old_model: str, new_embedder: Embedder, *, batch_size: int = 512, progress: bool = False
     ) -> MigrationReport:
-        """Re-embed every unit stored under `old_model` with `new_embedder`, from the stored body text, and
+        """Re-embed every unit stored under `old_model` with `new_embedder`, from the stored rendered text, and
         write the new rows beside the old ones (same ids, new model id). Resumable: rows already migrated
         are skipped. Reads flip by opening an EventMemory with the new embedder; then `store.drop_model(old)`."""
         return migrate_embeddings(self.store, old_model, new_embedder, batch_size=batch_size, progress=progress)
