@@ -197,8 +197,8 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
     if len(gate):
         wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
         parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
-                  "questions; gate and boosting read the hits' distances, gaps, full-text ranks and the memory "
-                  "size; distance-cut is one max_distance; thresholds picked on the train data set):", "",
+                  "questions; gate and boosting read the hits' distances, gaps, full-text ranks and coverage and "
+                  "the memory size; distance-cut is one max_distance; thresholds picked on the train data set):", "",
                   markdown_table(wide)]  # fmt: skip
     return "\n".join(parts)
 
