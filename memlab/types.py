@@ -173,7 +173,10 @@ class SearchSettings:
     month", "in May", "two weeks ago") become a window on the memory's time. `boost` fuses a third list
     (candidates inside the window, or newest first for "currently"/"latest" questions) weighted
     `time_weight`; `filter` keeps only candidates inside the window (all of them if none is). `off` ignores
-    time."""
+    time.
+
+    `query_rendering="first_person"` puts a question asked about "the user" (as an agent's memory tool call
+    is) in the first person the memory was written in, before it is embedded and searched."""
 
     top_k: int = 10
     max_distance: float | None = None
@@ -189,6 +192,7 @@ class SearchSettings:
     candidates: int = 50
     time: TimeHandling = "off"
     time_weight: float = 1.0
+    query_rendering: str = "as_is"
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -205,6 +209,9 @@ class SearchSettings:
             raise ConfigError(f"SearchSettings.exact_below must be >= 0, got {self.exact_below}.")
         if self.max_scan_tuples < 1:
             raise ConfigError(f"SearchSettings.max_scan_tuples must be >= 1, got {self.max_scan_tuples}.")
+        if self.query_rendering not in ("as_is", "first_person"):
+            raise ConfigError(f"SearchSettings.query_rendering {self.query_rendering!r} is unknown; use 'as_is' or "
+                              "'first_person'.")  # fmt: skip
         if self.mode not in SEARCH_MODES:
             raise ConfigError(f"SearchSettings.mode {self.mode!r} is unknown; use one of {SEARCH_MODES}.")
         if self.time not in TIME_HANDLING:

@@ -142,7 +142,8 @@ class EventMemoryService(_IngestingService):
         if settings is None and self.gate is not None:
             fitted = self.gate.settings
             settings = SearchSettings(top_k=max_results, mode=fitted.get("mode", "vector"),
-                                      time=fitted.get("time", "off"))  # fmt: skip
+                                      time=fitted.get("time", "off"),
+                                      query_rendering=fitted.get("query_rendering", "as_is"))  # fmt: skip
         self.settings = settings or SearchSettings(top_k=max_results, max_distance=DEFAULT_MAX_DISTANCE)
         self.max_results = max_results
 

@@ -34,7 +34,7 @@ from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.fusion import apply_time, fuse
-from memlab.events.renderings import check_rendering, render_units, rendered_layer
+from memlab.events.renderings import check_rendering, render_query, render_units, rendered_layer
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
@@ -535,6 +535,7 @@ class EventMemory:
         self.scope(app_name, user_id)
         if asked_at is not None and (not isinstance(asked_at, datetime) or asked_at.tzinfo is None):
             raise ConfigError(f"asked_at must be a timezone-aware datetime, got {asked_at!r}.")
+        query = render_query(query, settings.query_rendering) if isinstance(query, str) else query
         vector = self._embed_query(app_name, user_id, query)
         timed = settings.time != "off" and asked_at is not None
         if settings.mode == "vector" and not timed:

@@ -20,6 +20,7 @@ one run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
@@ -31,6 +32,40 @@ from memlab.types import Event
 Rendering = Literal["text", "speaker", "speaker_date", "context"]
 RENDERINGS: tuple[str, ...] = ("text", "speaker", "speaker_date", "context")
 FACTS_OPEN = "[facts: "
+
+
+QUERY_RENDERINGS: tuple[str, ...] = ("as_is", "first_person")
+
+# An agent asks memory about "the user" (ADK's load_memory queries are written by the model); the user wrote
+# the memory as "I". `first_person` puts the question in the memory's perspective before it is embedded and
+# searched: "What is the user's dog called?" -> "What is my dog called?". Rules run in order.
+_FIRST_PERSON = [
+    (r"\bthe user'?s\b|\buser's\b", "my"),
+    (r"\b(does|do) the user\b", "do I"),
+    (r"\bdid the user\b", "did I"),
+    (r"\bis the user\b", "am I"),
+    (r"\b(has|have) the user\b", "have I"),
+    (r"\b(was|were) the user\b", "was I"),
+    (r"\b(can|could|should|would|will|must|might) the user\b", r"\1 I"),
+    (r"\bthe user is\b", "I am"),
+    (r"\bthe user has\b", "I have"),
+    (r"\bthe user (themselves|themself|himself|herself)\b", "myself"),
+    (r"\b(for|to|with|about|from|of|by|at|on|than|like|towards?|against|without|behind|near|employs|employ|"
+     r"helps?|tells?|told|gives?|gave|sent|sends?|called|calls?|asked|asks?|visits?|visited|met|meets?) the user\b",
+     r"\1 me"),
+    (r"\bthe user\b", "I"),
+]
+
+
+def render_query(query: str, how: str = "as_is") -> str:
+    """The query as it is embedded and searched: as asked, or in the memory's first person."""
+    if how == "as_is":
+        return query
+    if how != "first_person":
+        raise ConfigError(f"query rendering {how!r} is unknown; use one of {', '.join(QUERY_RENDERINGS)}.")
+    for pattern, replacement in _FIRST_PERSON:
+        query = re.sub(pattern, replacement, query, flags=re.IGNORECASE)
+    return query
 
 
 def check_rendering(rendering: str) -> str:
@@ -102,4 +137,5 @@ def render_units(
     return out
 
 
-__all__ = ["RENDERINGS", "Rendering", "check_rendering", "render_lines", "render_units", "rendered_layer"]
+__all__ = ["QUERY_RENDERINGS", "RENDERINGS", "Rendering", "check_rendering", "render_lines", "render_query",
+           "render_units", "rendered_layer"]  # fmt: skip

@@ -118,6 +118,9 @@ class EventSystem:
 
     def search(self, handle: EventMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
         settings = replace(self.settings, top_k=k)
+        if settings.query_rendering != "as_is":  # the question is re-rendered, so embedded again
+            return handle.search(question.app_name, question.user_id, question.text, settings,
+                                 asked_at=question.asked_at)  # fmt: skip
         if settings.mode == "vector" and (settings.time == "off" or question.asked_at is None):
             return handle.search_vector(question.app_name, question.user_id, vector, settings)
         return handle.search_fused(question.app_name, question.user_id, question.text, vector, settings,

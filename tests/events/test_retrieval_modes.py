@@ -135,3 +135,21 @@ def test_time_aware_search_prefers_the_newer_of_two_conflicting_memories(store, 
     assert hits[0].session_id == "new" and hits.window is not None
     with pytest.raises(memlab.ConfigError, match="timezone-aware"):
         mem.search(app_name, "u", "which gym?", settings, asked_at=datetime(2026, 1, 1))
+
+
+def test_first_person_query_rendering_meets_the_memory_in_its_own_words(store, embedder, app_name):
+    from memlab.events.renderings import render_query
+
+    assert render_query("What is the user's son called?", "first_person") == "What is my son called?"
+    assert render_query("Which diet does the user follow?", "first_person") == "Which diet do I follow?"
+    assert render_query("Who employs the user now?", "first_person") == "Who employs me now?"
+    assert render_query("What did I buy in May?", "first_person") == "What did I buy in May?"
+    assert render_query("What did the user buy?", "as_is") == "What did the user buy?"
+    with pytest.raises(memlab.ConfigError, match="query_rendering 'shout' is unknown"):
+        memlab.SearchSettings(query_rendering="shout")
+    mem = memlab.EventMemory(store, embedder)
+    mem.add_session(make_session(app_name, "u", "s1", ["My son Theo turns seven next week.", *TEXTS[1:4]]))
+    asked = "How old is the user's son turning?"
+    plain = mem.search(app_name, "u", asked)
+    turned = mem.search(app_name, "u", asked, memlab.SearchSettings(query_rendering="first_person"))
+    assert turned[0].text.startswith("My son Theo") and turned[0].distance < plain[0].distance

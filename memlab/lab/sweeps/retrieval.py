@@ -5,7 +5,8 @@ bought with more text shows as one). Answerability (when to return nothing) is f
 
 Options (all optional): `renderings` ([text, speaker, speaker_date, context]), `modes` ([vector, lexical,
 hybrid]), `fact_keys` ([rules, labelled]: labelled only where the data set has gold candidates),
-`fact_rendering` (speaker_date), `time` ([boost, filter]), `time_rendering` (speaker_date), `granularity`
+`fact_rendering` (speaker_date), `time` ([boost, filter]), `time_rendering` (speaker_date), `query_renderings`
+([first_person]: the question put in the memory's first person, on text and fact_rendering), `granularity`
 (event), `strategy` (exact: retrieval quality is measured without index approximation), `answerability`
 ({train: <data set>, system: <name>}; see answerability.py)."""
 
@@ -27,26 +28,33 @@ from memlab.types import SEARCH_MODES, SearchSettings
 BASELINE = "text/vector"  # plain vector search on the raw text: what every gain is measured against
 
 
-def system_name(rendering: str, mode: str, fact_keys: str | None = None, time: str = "off") -> str:
-    """`<rendering>[+facts:<extractor>]/<mode>[/time-<how>]`, e.g. `speaker_date/hybrid/time-boost`."""
+def system_name(
+    rendering: str, mode: str, fact_keys: str | None = None, time: str = "off", query: str = "as_is"
+) -> str:
+    """`<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]`, e.g.
+    `speaker_date/hybrid/time-boost` or `text/vector/q-first_person`."""
     name = rendering + (f"+facts:{fact_keys}" if fact_keys else "") + f"/{mode}"
-    return name + (f"/time-{time}" if time != "off" else "")
+    name += f"/time-{time}" if time != "off" else ""
+    return name + (f"/q-{query}" if query != "as_is" else "")
 
 
-def _grid(dataset: Dataset, options: dict[str, Any]) -> list[tuple[str, str, str | None, str]]:
+def _grid(dataset: Dataset, options: dict[str, Any]) -> list[tuple[str, str, str | None, str, str]]:
     renderings = list(options.get("renderings", RENDERINGS))
     modes = list(options.get("modes", SEARCH_MODES))
-    grid = [(r, m, None, "off") for r in renderings for m in modes]
+    grid = [(r, m, None, "off", "as_is") for r in renderings for m in modes]
     fact_rendering = options.get("fact_rendering", "speaker_date")
     has_gold = any(u.gold_candidates for u in dataset.users)
     for extractor in options.get("fact_keys", ["rules", "labelled"]):
         if extractor == "labelled" and not has_gold:
             continue  # nothing to replay: this data set has no gold candidates
-        grid += [(fact_rendering, m, extractor, "off") for m in ("vector", "hybrid") if m in modes]
+        grid += [(fact_rendering, m, extractor, "off", "as_is") for m in ("vector", "hybrid") if m in modes]
     time_rendering = options.get("time_rendering", "speaker_date")
     timed_mode = "hybrid" if "hybrid" in modes else modes[0]
     for how in options.get("time", ["boost", "filter"]):
-        grid += [("text", "vector", None, how), (time_rendering, timed_mode, None, how)]
+        grid += [("text", "vector", None, how, "as_is"), (time_rendering, timed_mode, None, how, "as_is")]
+    for query in options.get("query_renderings", ["first_person"]):  # the question in the memory's person
+        grid += [(r, m, None, "off", query) for r in ("text", fact_rendering) if r in renderings
+                 for m in ("vector", "hybrid") if m in modes]  # fmt: skip
     return list(dict.fromkeys(grid))
 
 
@@ -57,9 +65,10 @@ def names(dataset: Dataset, options: dict[str, Any]) -> list[str]:
 def systems(dataset: Dataset, options: dict[str, Any], context) -> list[EventSystem]:
     granularity = options.get("granularity", "event")
     out = []
-    for rendering, mode, fact_keys, how in _grid(dataset, options):
-        settings = SearchSettings(strategy=options.get("strategy", "exact"), mode=mode, time=how)
-        out.append(EventSystem(system_name(rendering, mode, fact_keys, how), granularity, settings=settings,
+    for rendering, mode, fact_keys, how, query in _grid(dataset, options):
+        settings = SearchSettings(strategy=options.get("strategy", "exact"), mode=mode, time=how,
+                                  query_rendering=query)  # fmt: skip
+        out.append(EventSystem(system_name(rendering, mode, fact_keys, how, query), granularity, settings=settings,
                                rendering=rendering, fact_keys=fact_keys))  # fmt: skip
     return out
 
@@ -67,8 +76,9 @@ def systems(dataset: Dataset, options: dict[str, Any], context) -> list[EventSys
 def _settings_of(system: str) -> dict[str, Any]:
     """The search settings a retrieval system name stands for (what the gate expects its hits from)."""
     rendering, mode, *rest = system.split("/")
-    time = rest[0].removeprefix("time-") if rest else "off"
-    return {"system": system, "rendering": rendering, "mode": mode, "time": time}
+    time = next((r.removeprefix("time-") for r in rest if r.startswith("time-")), "off")
+    query = next((r.removeprefix("q-") for r in rest if r.startswith("q-")), "as_is")
+    return {"system": system, "rendering": rendering, "mode": mode, "time": time, "query_rendering": query}
 
 
 def gate_system(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
@@ -182,7 +192,8 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
         return None
     metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "context_chars", "empty_rate"]
     table = pivot_scores(scores, wanted, metrics)
-    parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>]`; the baseline is "
+    parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]`; "
+             "`q-first_person` puts a question about \"the user\" in the memory's first person; the baseline is "
              f"`{BASELINE}` (plain vector search on the raw text).", "", markdown_table(table)]  # fmt: skip
     summary = gains(scores, k)
     if len(summary):
