@@ -554,7 +554,10 @@ class EventMemory:
     ) -> Hits:
         """Lexical, hybrid or time-aware search with the query's text and its vector already embedded: each
         list `settings.candidates` deep, fused by reciprocal rank, re-ranked by the question's time window,
-        then cut to `top_k` and `max_distance`."""
+        then cut to `top_k` and `max_distance`. The query text is used as given (`search` renders it first)."""
+        problem = text_problem(query, "the query", empty_ok=True)
+        if problem:
+            raise InputError(problem, app_name=app_name, user_id=user_id)
         depth = max(settings.candidates, settings.top_k)
         lists: list[tuple[list, float]] = []
         plan = "lexical"
