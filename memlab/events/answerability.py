@@ -93,10 +93,14 @@ class AnswerabilityGate:
         if not 0.0 <= self.threshold <= 1.0:
             raise ConfigError(f"answerability gate: threshold {self.threshold} is not a probability.")
 
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        """p(answerable) for rows of features in `FEATURES` order (the workbench scores whole tables)."""
+        x = (np.asarray(features, dtype=np.float64) - np.asarray(self.mean)) / np.asarray(self.scale)
+        z = np.clip(self.intercept + x @ np.asarray(self.coef), -50.0, 50.0)
+        return 1.0 / (1.0 + np.exp(-z))
+
     def probability(self, hits: Sequence[Hit], memory_size: int) -> float:
-        x = (hits_features(hits, memory_size) - np.asarray(self.mean)) / np.asarray(self.scale)
-        z = float(self.intercept + np.dot(np.asarray(self.coef), x))
-        return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+        return float(self.probabilities(hits_features(hits, memory_size).reshape(1, -1))[0])
 
     def answerable(self, hits: Sequence[Hit], memory_size: int) -> bool:
         return bool(hits) and self.probability(hits, memory_size) >= self.threshold

@@ -22,6 +22,7 @@ from sklearn.preprocessing import StandardScaler
 
 from memlab.events.answerability import FEATURES, AnswerabilityGate, question_features
 from memlab.lab.scoring import score
+from memlab.lab.sweeps.cutoff import cutoff_grid
 
 TARGET = 0.2  # at most this share of no-answer questions may get hits (false memories)
 
@@ -127,13 +128,9 @@ def distance_cut(run: pd.DataFrame, questions, k: int, target: float = TARGET) -
     """The single max_distance (per hit) with the most recall whose false-memory rate is <= target."""
     if all(q.answerable for q in questions):
         return None
-    best = None
-    for c in np.arange(0.05, 1.51, 0.025):
-        s = score(run, questions, k=k, max_distance=float(c))
-        no = s[~s.answerable]
-        if float(1.0 - no["empty"].mean()) <= target:
-            best = float(round(c, 3))
-    return best
+    grid = cutoff_grid(run, questions, k=k, grid=[float(c) for c in np.arange(0.05, 1.51, 0.025)])
+    ok = grid[grid.false_memory_rate <= target]
+    return float(round(ok.max_distance.max(), 3)) if len(ok) else None
 
 
 def cut_rates(run: pd.DataFrame, questions, k: int, cutoff: float | None) -> dict[str, float]:
@@ -151,9 +148,7 @@ def cut_rates(run: pd.DataFrame, questions, k: int, cutoff: float | None) -> dic
 
 
 def gate_probabilities(gate: AnswerabilityGate, table: pd.DataFrame) -> np.ndarray:
-    x = table[list(FEATURES)].to_numpy(float)
-    z = gate.intercept + ((x - np.array(gate.mean)) / np.array(gate.scale)) @ np.array(gate.coef)
-    return 1.0 / (1.0 + np.exp(-z))
+    return gate.probabilities(table[list(FEATURES)].to_numpy(float))
 
 
 def curve(run: pd.DataFrame, questions, table: pd.DataFrame, gate: AnswerabilityGate, k: int) -> pd.DataFrame:

@@ -100,6 +100,24 @@ def _table(folder: RunFolder, dataset: str, system: str) -> pd.DataFrame:
     return answerability.question_table(folder.runs(dataset)[system].frame, folder.questions(dataset), sizes, folder.k)
 
 
+def _trained(folder: RunFolder, train: str, system: str):
+    """(fitted gate, distance cut-off, hit table) from the train data set, computed once per run folder and
+    shared by every data set the gate is tested on; None when the train set has no no-answer question."""
+    cache = folder.__dict__.setdefault("_answerability", {})
+    if (train, system) not in cache:
+        table = _table(folder, train, system)
+        if table.answerable.all() or not table.answerable.any():
+            cache[(train, system)] = None
+        else:
+            run, questions = folder.runs(train)[system].frame, folder.questions(train)
+            cache[(train, system)] = (
+                answerability.fit(table, settings=_settings_of(system), source=train),
+                answerability.distance_cut(run, questions, folder.k),
+                answerability.hit_table(run, questions, folder.k),
+            )
+    return cache[(train, system)]
+
+
 def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
     """Answerability on this data set: the gate fitted on `answerability.train` (default synth; cross-validated
     when this is that data set) and the single distance cut-off picked there, as long-form rows of systems
@@ -109,13 +127,11 @@ def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.Da
     system = gate_system(folder, dataset, options)
     if system is None or train not in folder.datasets or gate_system(folder, train, options) != system:
         return pd.DataFrame(columns=["dataset", "system", "metric", "value", "questions"])
-    train_table = _table(folder, train, system)
-    if train_table.answerable.all() or not train_table.answerable.any():
+    trained = _trained(folder, train, system)
+    if trained is None:
         return pd.DataFrame(columns=["dataset", "system", "metric", "value", "questions"])
-    fitted = answerability.fit(train_table, settings=_settings_of(system), source=train)
+    fitted, cutoff, train_hits = trained
     k = folder.k
-    train_run = folder.runs(train)[system].frame
-    cutoff = answerability.distance_cut(train_run, folder.questions(train), k)
     if dataset == train:
         fitted.gate.save(folder.path / "answerability.json")
         gate = {"roc_auc": fitted.cv["roc_auc"], "false_memory_rate": fitted.cv["false_memory_rate"],
@@ -128,7 +144,6 @@ def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.Da
         boosting = {m: found[f"boosting_{m}"] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
     run = folder.runs(dataset)[system].frame
     cut = answerability.cut_rates(run, folder.questions(dataset), k, cutoff)
-    train_hits = answerability.hit_table(train_run, folder.questions(train), k)
     test_hits = train_hits if dataset == train else answerability.hit_table(run, folder.questions(dataset), k)
     per_hit = answerability.hit_aucs(train_hits, test_hits)
     n = len(folder.questions(dataset))
