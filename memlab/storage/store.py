@@ -377,8 +377,22 @@ class Store:
             rows = conn.execute("SELECT model_id, dimension FROM memlab_embedding_model ORDER BY created_at").fetchall()
         return [ModelInfo(*r) for r in rows]
 
-    def ensure_vector_index(self, model_id: str, layer: str, *, m: int = 16, ef_construction: int = 64) -> str:
-        """Create the HNSW index of a model and layer if it is missing (after a bulk load, build it once here)."""
+    def ensure_vector_index(
+        self,
+        model_id: str,
+        layer: str,
+        *,
+        m: int = 16,
+        ef_construction: int = 64,
+        maintenance_work_mem: str | None = None,
+        workers: int | None = None,
+    ) -> str:
+        """Create the HNSW index of a model and layer if it is missing (after a bulk load, build it once here).
+
+        The build's maintenance_work_mem and max_parallel_maintenance_workers are SET LOCAL for its
+        transaction only, sized from the rows indexed unless given (`sqlu.build_settings`; environment
+        MEMLAB_BUILD_MEMORY, MEMLAB_BUILD_MEMORY_MAX, MEMLAB_BUILD_WORKERS). An index already there is kept as
+        it is, whatever m and ef_construction it was built with: drop it first to rebuild."""
         name = sqlu.index_name_for(model_id, layer)
         with self.transaction() as conn:
             conn.execute(
@@ -386,7 +400,15 @@ class Store:
                 "ON CONFLICT DO NOTHING",
                 [model_id, layer, name],
             )
-            sqlu.create_vector_index(conn, self.model(model_id), layer, m=m, ef_construction=ef_construction)
+            sqlu.create_vector_index(
+                conn,
+                self.model(model_id),
+                layer,
+                m=m,
+                ef_construction=ef_construction,
+                maintenance_work_mem=maintenance_work_mem,
+                workers=workers,
+            )
         return name
 
     def vector_indexes(self, model_id: str) -> dict[str, str]:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from memlab.errors import ConfigError
 from memlab.storage.schema import ANY_SESSION, PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
 from memlab.types import Hit, SearchSettings
 
@@ -40,6 +43,14 @@ LEXICAL_INDEX = "memory_unit_lexemes"
 TEXT_SEARCH_CONFIG = "english"  # stemming and stop words for full-text search over rendered text
 
 BUILD_MEMORY = "1GB"  # maintenance_work_mem for an HNSW build: a graph that fits builds many times faster
+
+# Model/layer HNSW builds size maintenance_work_mem from the rows they index (see `build_settings`).
+BUILD_MEMORY_ENV = "MEMLAB_BUILD_MEMORY"  # a fixed maintenance_work_mem for every such build, e.g. "2GB"
+BUILD_MEMORY_MAX_ENV = "MEMLAB_BUILD_MEMORY_MAX"  # the ceiling of the sized value (default 4GB, <= 1/4 of RAM)
+BUILD_WORKERS_ENV = "MEMLAB_BUILD_WORKERS"  # max_parallel_maintenance_workers (default: cores - 1, at most 7)
+MIN_BUILD_MB = 64  # PostgreSQL's default; a parallel build also needs 32 MB per process
+MAX_BUILD_MB = 4096
+GRAPH_HEADROOM = 1.3  # the estimate below is a floor: allocator overhead and level spread come on top
 
 # Needs memlab_embedding_model (schema.MODELS_DDL) to exist first.
 UNITS_DDL = f"""
@@ -148,13 +159,133 @@ def _build_memory(conn: psycopg.Connection) -> None:
     conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
 
 
+_MEMORY = re.compile(r"^\s*(\d+)\s*(kB|MB|GB|TB)?\s*$")
+_MB_PER_UNIT = {"kB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024, None: 1 / 1024}  # bare = kB, as in PG
+
+
+def memory_mb(text: str, *, source: str) -> int:
+    """'2GB' -> 2048: a PostgreSQL memory setting in MB (units kB, MB, GB, TB; a bare number is kB)."""
+    match = _MEMORY.match(str(text))
+    if not match:
+        raise ConfigError(f"{source}={text!r} is not a memory size: give e.g. 512MB or 2GB.")
+    return max(1, math.ceil(int(match.group(1)) * _MB_PER_UNIT[match.group(2)]))
+
+
+def hnsw_graph_bytes(rows: int, dimension: int, m: int = 16) -> int:
+    """pgvector's in-memory graph during a build, estimated per row: the vector (8 + 4 x dimension bytes),
+    its neighbour lists (2m candidates of 16 bytes on the ground layer, about m/(m-1) more above it) and
+    about 200 bytes of element header, heap ids, lock and pointers."""
+    per_row = 8 + 4 * dimension + 16 * (2 * m + m / max(m - 1, 1)) + 200
+    return math.ceil(rows * per_row)
+
+
+def _machine_memory_mb() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """What one HNSW build runs with (SET LOCAL in its transaction) and why."""
+
+    rows: int
+    graph_bytes: int
+    maintenance_work_mem: str
+    max_parallel_maintenance_workers: int
+
+
+def build_settings(
+    rows: int, dimension: int, m: int = 16, *, maintenance_work_mem: str | None = None, workers: int | None = None
+) -> BuildSettings:
+    """The settings of an HNSW build over `rows` rows: an explicit argument, else the environment
+    (MEMLAB_BUILD_MEMORY, MEMLAB_BUILD_WORKERS), else sized here.
+
+    pgvector builds many times faster while the graph fits in maintenance_work_mem (it warns and goes on
+    disk when it stops fitting), but a parallel build reserves all of maintenance_work_mem as shared memory
+    up front: so the graph estimate x 1.3, at least 64 MB, at most MEMLAB_BUILD_MEMORY_MAX (default 4GB and
+    never above a quarter of this machine's RAM). Workers: one per core besides the leader (1 on 2 cores;
+    more processes than cores only contend), at most 7. The core and RAM counts are this machine's: right
+    for the embedded server; for another server set the environment variables."""
+    graph = hnsw_graph_bytes(rows, dimension, m)
+    memory = maintenance_work_mem or os.environ.get(BUILD_MEMORY_ENV, "").strip()
+    if memory:
+        memory_mb(memory, source=BUILD_MEMORY_ENV if maintenance_work_mem is None else "maintenance_work_mem")
+    else:
+        raw_cap = os.environ.get(BUILD_MEMORY_MAX_ENV, "").strip()
+        if raw_cap:
+            cap = memory_mb(raw_cap, source=BUILD_MEMORY_MAX_ENV)
+        else:
+            ram = _machine_memory_mb()
+            cap = min(MAX_BUILD_MB, ram // 4) if ram else MAX_BUILD_MB
+        memory = f"{max(MIN_BUILD_MB, min(cap, math.ceil(graph * GRAPH_HEADROOM / 2**20)))}MB"
+    if workers is None:
+        raw = os.environ.get(BUILD_WORKERS_ENV, "").strip()
+        if raw:
+            try:
+                workers = int(raw)
+            except ValueError:
+                workers = -1
+            if workers < 0:
+                raise ConfigError(f"{BUILD_WORKERS_ENV}={raw!r} is not a worker count: give 0 or more.")
+        else:
+            workers = max(0, min(7, _cores() - 1))
+    if workers < 0:
+        raise ConfigError(f"workers={workers!r}: give 0 (no parallel build) or more.")
+    return BuildSettings(
+        rows=rows, graph_bytes=graph, maintenance_work_mem=memory, max_parallel_maintenance_workers=int(workers)
+    )
+
+
+def count_layer(conn: psycopg.Connection, model_id: str, layer: str) -> int:
+    """Rows of one model and layer over every app and user: what its HNSW index holds."""
+    row = conn.execute(
+        sql.SQL("SELECT count(*) FROM {} WHERE embed_model = %s AND layer = %s").format(sql.Identifier(UNITS_TABLE)),
+        [model_id, layer],
+    ).fetchone()
+    return int(row[0])
+
+
+def _apply_build_settings(conn: psycopg.Connection, settings: BuildSettings) -> None:
+    """SET LOCAL the build's memory and workers: they end with the caller's transaction (no effect outside one)."""
+    conn.execute(
+        "SELECT set_config('maintenance_work_mem', %s, true), set_config('max_parallel_maintenance_workers', %s, true)",
+        [settings.maintenance_work_mem, str(settings.max_parallel_maintenance_workers)],
+    )
+
+
 def create_vector_index(
-    conn: psycopg.Connection, model: ModelInfo, layer: str, *, m: int = 16, ef_construction: int = 64
-) -> str:
-    """Build the HNSW index of a model and layer if it is missing; returns its name."""
-    _build_memory(conn)
+    conn: psycopg.Connection,
+    model: ModelInfo,
+    layer: str,
+    *,
+    m: int = 16,
+    ef_construction: int = 64,
+    maintenance_work_mem: str | None = None,
+    workers: int | None = None,
+) -> BuildSettings | None:
+    """Build the HNSW index of a model and layer if it is missing, with `build_settings` sized from the rows
+    it will hold; returns those settings, or None if the index was already there (nothing built, no count)."""
+    if index_exists(conn, index_name_for(model.model_id, layer)):
+        return None
+    settings = build_settings(
+        count_layer(conn, model.model_id, layer),
+        model.dimension,
+        m,
+        maintenance_work_mem=maintenance_work_mem,
+        workers=workers,
+    )
+    _apply_build_settings(conn, settings)
     conn.execute(hnsw_index_ddl(model, layer, m=m, ef_construction=ef_construction))
-    return index_name_for(model.model_id, layer)
+    return settings
 
 
 def tenant_index_name(model_id: str, layer: str, app_name: str, user_id: str) -> str:
@@ -274,6 +405,23 @@ def copy_rows(conn: psycopg.Connection, rows: Sequence[tuple]) -> int:
         ).rowcount
         cur.execute("TRUNCATE memlab_stage")
     return added
+
+
+def insert_rows(conn: psycopg.Connection, rows: Sequence[tuple]) -> int:
+    """`copy_rows`' rows written with one INSERT ... ON CONFLICT DO NOTHING per row (`executemany`): the
+    slow path COPY replaces, kept so benchmarks can show by how much. Returns rows added."""
+    if not rows:
+        return 0
+    cols = sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+    marks = sql.SQL(", ").join(sql.Placeholder() * len(_COLUMNS))
+    with conn.cursor() as cur:
+        cur.executemany(
+            sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING").format(
+                sql.Identifier(UNITS_TABLE), cols, marks
+            ),
+            rows,
+        )
+        return cur.rowcount
 
 
 def unit_row(scope: Scope, unit, vector: np.ndarray) -> tuple:
