@@ -282,6 +282,8 @@ class IngestReport:
     embedded: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     failed: list[SessionFailure] = field(default_factory=list)
+    # seconds spent per stage: filter (incl. secret scan), lookup, embed, write (COPY with index upkeep), commit
+    timings: Counter[str] = field(default_factory=Counter)
 
     @property
     def skipped_total(self) -> int:
@@ -300,6 +302,7 @@ class IngestReport:
         self.embedded += other.embedded
         self.skipped.update(other.skipped)
         self.failed.extend(other.failed)
+        self.timings.update(other.timings)
         return self
 
 

@@ -21,7 +21,8 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -158,6 +159,38 @@ def _holds(stored: tuple[str, ...] | None, wanted: tuple[str, ...]) -> bool:
     return stored is not None and stored[: len(wanted)] == wanted
 
 
+@dataclass
+class _Plan:
+    """A batch of sessions filtered and cut into units, with the texts that may need embedding."""
+
+    report: IngestReport
+    sessions: list[tuple[sqlu.Scope, Session, list[Unit]]] = field(default_factory=list)
+    texts: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Vectors:
+    by_text: dict[str, np.ndarray]
+    seconds: float
+
+
+class _IngestProgress:
+    """One rich progress bar counted in events, advanced as each batch is written."""
+
+    def __init__(self, layer: str, events: int) -> None:
+        from rich.progress import Progress
+
+        self._bar = Progress(transient=False)
+        self._bar.start()
+        self._task = self._bar.add_task(f"ingest ({layer})", total=max(events, 1))
+
+    def advance(self, events: int) -> None:
+        self._bar.advance(self._task, events)
+
+    def close(self) -> None:
+        self._bar.stop()
+
+
 class EventMemory:
     """Event or chunk memory over a `Store`.
 
@@ -211,14 +244,21 @@ class EventMemory:
         return sqlu.Scope(app_name, user_id, self.layer, self.model)
 
     # -- ingest ---------------------------------------------------------------------------------------
-    def kept_events(self, session: Session) -> tuple[list[Event], Counter[str]]:
+    def kept_events(
+        self, session: Session, *, known: frozenset[str] = frozenset()
+    ) -> tuple[list[Event], Counter[str]]:
         """The events worth remembering, and how many were skipped for which reason. An event whose id was
-        already kept earlier in the session is skipped as `duplicate_id` (the first one is stored)."""
+        already kept earlier in the session is skipped as `duplicate_id` (the first one is stored). Events
+        whose ids are in `known` (already stored, so already filtered once) skip the filters."""
         kept: list[Event] = []
         seen: set[str] = set()
         skipped: Counter[str] = Counter()
         for event in session.events:
-            reason = filters.skip_reason(event, min_chars=self.min_chars, scan_secrets=self.scan_secrets)
+            reason = (
+                None
+                if event.id in known and event.id not in seen
+                else filters.skip_reason(event, min_chars=self.min_chars, scan_secrets=self.scan_secrets)
+            )
             if reason is None and event.id in seen:
                 reason = DUPLICATE_ID
             if reason is None:
@@ -267,6 +307,9 @@ class EventMemory:
         """Add many sessions; one merged report. Sessions are written in batches of about `batch_units`
         units, so the model embeds full batches instead of one small batch per session.
 
+        The work is pipelined: while one batch is written, the next is embedded and the one after that is
+        filtered, so the model (which releases the GIL) rarely waits for PostgreSQL or the secret scan.
+
         One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
         whole and listed in `report.failed` with the reason; every other session is written."""
         total = IngestReport()
@@ -286,24 +329,35 @@ class EventMemory:
                 size = 0
             batches[-1].append(session)
             size += len(session.events)
-        if progress:
-            from rich.progress import Progress
-
-            with Progress() as bar:
-                task = bar.add_task(f"ingest ({self.layer})", total=len(items))
+        events = sum(len(s.events) for s in items)
+        bar = _IngestProgress(self.layer, events) if progress else None
+        try:
+            with ThreadPoolExecutor(1, "memlab-embed") as embedding, ThreadPoolExecutor(1, "memlab-write") as writing:
+                in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
                 for batch in batches:
-                    total.merge(self._ingest_isolated(batch))
-                    bar.advance(task, len(batch))
-            return total
-        for batch in batches:
-            total.merge(self._ingest_isolated(batch))
+                    plan = self._prepare(batch)
+                    vectors = embedding.submit(self._embed_plan, plan)
+                    in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors)))
+                    while len(in_flight) > 2:  # at most two batches embedded ahead of the writer
+                        self._collect(total, *in_flight.pop(0), bar)
+                while in_flight:
+                    self._collect(total, *in_flight.pop(0), bar)
+        finally:
+            if bar is not None:
+                bar.close()
         return total
 
-    def _ingest_isolated(self, batch: list[Session]) -> IngestReport:
-        """`_ingest` of a batch; if PostgreSQL refuses the batch's data, each session is retried alone so only
-        the sessions it refuses fail."""
+    @staticmethod
+    def _collect(total: IngestReport, batch: list[Session], done: Future[IngestReport], bar) -> None:
+        total.merge(done.result())
+        if bar is not None:
+            bar.advance(sum(len(s.events) for s in batch))
+
+    def _write_isolated(self, batch: list[Session], plan: _Plan, vectors: Future[_Vectors]) -> IngestReport:
+        """`_write` of a batch; if PostgreSQL refuses the batch's data, each session is ingested again alone so
+        only the sessions it refuses fail."""
         try:
-            return self._ingest(batch)
+            return self._write(plan, vectors.result())
         except _REFUSED:
             if len(batch) == 1:
                 raise
@@ -323,35 +377,79 @@ class EventMemory:
         report.failed.append(failure)
 
     def _ingest(self, sessions: list[Session]) -> IngestReport:
-        """Filter, unit and write sessions in one transaction, embedding all new units in one call.
+        """Filter, unit, embed and write sessions: the three stages of `add_sessions`, one after the other."""
+        plan = self._prepare(sessions)
+        return self._write(plan, self._embed_plan(plan))
 
-        Each session's key is locked first (sorted, so two writers never deadlock), then units already
-        stored are left out; a chunk whose events changed (the session grew) is replaced."""
-        report = IngestReport()
-        planned: list[tuple[sqlu.Scope, Session, list[Unit]]] = []
+    def _prepare(self, sessions: list[Session]) -> _Plan:
+        """Filter the sessions' events and build their units; look up (without locking) which are stored.
+
+        Events already stored in this layer are not filtered again (a re-ingest costs lookups, not secret
+        scans): an event is stored only after it passed the filters, and its identity never changes."""
+        plan = _Plan(IngestReport())
+        started = time.perf_counter()
         deleted = self._tombstones(sessions)
+        with self.store.connection() as conn:
+            known = self._stored_events(conn, sessions) if self.granularity == "event" else {}
+            plan.report.timings["lookup"] += time.perf_counter() - started
+            for session in sessions:
+                t0 = time.perf_counter()
+                kept, skipped = self.kept_events(session, known=known.get(session.id, frozenset()))
+                gone = [e for e in kept if (session.app_name, session.user_id, session.id, e.id) in deleted]
+                if gone:
+                    skipped[filters.DELETED] += len(gone)
+                    kept = [e for e in kept if e not in gone]
+                plan.report.skipped.update(skipped)
+                units = self.units_of(session, kept)
+                t1 = time.perf_counter()
+                plan.report.timings["filter"] += t1 - t0
+                if not units:
+                    continue
+                scope = self.scope(session.app_name, session.user_id)
+                stored = sqlu.existing_units(conn, scope, session.id, [u.unit_id for u in units])
+                plan.sessions.append((scope, session, units))
+                plan.texts.update(u.embed_text for u in units if not _holds(stored.get(u.unit_id), u.event_ids))
+                plan.report.timings["lookup"] += time.perf_counter() - t1
+        return plan
+
+    def _stored_events(self, conn: psycopg.Connection, sessions: list[Session]) -> dict[str, frozenset[str]]:
+        """session id -> ids of its events stored as units of this (event) layer."""
+        out: dict[str, frozenset[str]] = {}
         for session in sessions:
-            kept, skipped = self.kept_events(session)
-            gone = [e for e in kept if (session.app_name, session.user_id, session.id, e.id) in deleted]
-            if gone:
-                skipped[filters.DELETED] += len(gone)
-                kept = [e for e in kept if e not in gone]
-            report.skipped.update(skipped)
-            units = self.units_of(session, kept)
-            if units:
-                planned.append((self.scope(session.app_name, session.user_id), session, units))
-        if not planned:
+            scope = self.scope(session.app_name, session.user_id)
+            stored = sqlu.existing_units(conn, scope, session.id, list({e.id for e in session.events}))
+            if stored:
+                out[session.id] = frozenset(stored)
+        return out
+
+    def _embed_plan(self, plan: _Plan) -> _Vectors:
+        """Embed every text the plan may need, outside any transaction (no lock is held while the model runs)."""
+        texts = sorted(plan.texts)
+        if not texts:
+            return _Vectors({}, 0.0)
+        started = time.perf_counter()
+        vectors = self.embedder.embed_documents(texts)
+        check_vectors(vectors, len(texts), self.model.dimension, self.model.model_id)
+        return _Vectors(dict(zip(texts, vectors, strict=True)), time.perf_counter() - started)
+
+    def _write(self, plan: _Plan, vectors: _Vectors) -> IngestReport:
+        """Lock each session's key (sorted, so two writers never deadlock), leave out units stored meanwhile,
+        replace chunks that grew, and COPY the rest in one transaction."""
+        report = plan.report
+        report.timings["embed"] += vectors.seconds
+        if not plan.sessions:
             return report
-        embedded: list[str] = []
+        embedded = list(vectors.by_text)
         replaced = sqlu.Deleted()
+        started = time.perf_counter()
         try:
             with self.store.transaction() as conn:
-                for scope, session, _ in sorted(planned, key=lambda p: (p[0].app_name, p[0].user_id, p[1].id)):
+                for scope, session, _ in sorted(plan.sessions, key=lambda p: (p[0].app_name, p[0].user_id, p[1].id)):
                     sqlu.lock_key(
                         conn, "units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id
                     )
                 todo: list[tuple[sqlu.Scope, Unit]] = []
-                for scope, session, units in planned:
+                for scope, session, units in plan.sessions:
                     stored = sqlu.existing_units(conn, scope, session.id, [u.unit_id for u in units])
                     # A stored chunk holding more of the session than this snapshot (a late, older copy) stays:
                     # chunks only grow, so the chunk layer does not depend on the order snapshots arrive in.
@@ -363,19 +461,29 @@ class EventMemory:
                     todo.extend((scope, u) for u in fresh)
                 report.replaced = replaced.units
                 if not todo:
+                    report.timings["write"] += time.perf_counter() - started
                     return report
-                embedded = [u.embed_text for _, u in todo]
-                vectors = self.embedder.embed_documents(embedded)
-                check_vectors(vectors, len(todo), self.model.dimension, self.model.model_id)
+                missing = sorted({u.embed_text for _, u in todo} - vectors.by_text.keys())
+                if missing:  # stored when we looked, deleted by another writer since: embed them now (rare)
+                    late = self.embedder.embed_documents(missing)
+                    check_vectors(late, len(missing), self.model.dimension, self.model.model_id)
+                    vectors.by_text.update(zip(missing, late, strict=True))
+                    embedded += missing
                 report.embedded = len(todo)
-                rows = [sqlu.unit_row(scope, u, v) for (scope, u), v in zip(todo, vectors, strict=True)]
+                rows = [sqlu.unit_row(scope, u, vectors.by_text[u.embed_text]) for scope, u in todo]
                 report.added = sqlu.copy_rows(conn, rows) - report.replaced
+                copied = time.perf_counter()
+                report.timings["write"] += copied - started
+            report.timings["commit"] += time.perf_counter() - copied
         except BaseException:
             # Nothing was written: leave no cached vector of a text that is not stored either.
             self._forget_cached({(self.model.model_id, text_key(t)) for t in embedded})
             raise
-        # A replaced chunk's old body is stored nowhere any more; its cached vector goes with it.
-        self._forget_cached(replaced.text_keys - {(self.model.model_id, text_key(t)) for t in embedded})
+        # Texts embedded for units another writer stored meanwhile, and a replaced chunk's old body, are stored
+        # nowhere: their cached vectors go.
+        written = {(self.model.model_id, text_key(u.embed_text)) for _, u in todo}
+        unused = {(self.model.model_id, text_key(t)) for t in embedded} - written
+        self._forget_cached(unused | (replaced.text_keys - written))
         return report
 
     def _tombstones(self, sessions: list[Session]) -> set[tuple[str, str, str, str]]:
