@@ -24,3 +24,14 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """Shape (dimension,), float32, L2-normalised."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Many queries at once, shape (len(texts), dimension): one batched call where the embedder offers
+    `embed_queries` (one by one costs about ten times more per text on a busy CPU), else `embed_query` each."""
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    batched = getattr(embedder, "embed_queries", None)
+    if callable(batched):
+        return np.asarray(batched(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+    return np.vstack([np.asarray(embedder.embed_query(t), dtype=np.float32) for t in texts])

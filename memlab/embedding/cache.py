@@ -214,6 +214,15 @@ class CachedEmbedder:
         cached is embedded without being written to the cache (a user's search is personal data)."""
         return self.embed_documents([text], remember=remember)[0]
 
+    def embed_queries(self, texts: list[str], *, remember: bool = True) -> np.ndarray:
+        """Many queries in one call. An inner model with `embed_queries` embeds queries as documents, so the
+        cached document path serves them; otherwise each goes through `embed_query`."""
+        if callable(getattr(self.inner, "embed_queries", None)):
+            return self.embed_documents(texts, remember=remember)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack([self.embed_query(t, remember=remember) for t in texts])
+
 
 TRANSIENT_KEPT = 4096
 _TRANSIENT_HOLDERS: weakref.WeakSet[CachedEmbedder] = weakref.WeakSet()

@@ -122,6 +122,10 @@ class OpenAICompatibleEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """The endpoint embeds queries like documents, so in batched requests."""
+        return self.embed_documents(texts)
+
     # -- one request ----------------------------------------------------------------------------------
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         reply = self._post({"model": self.model, "input": texts})

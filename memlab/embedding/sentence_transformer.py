@@ -93,3 +93,7 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Queries are embedded like documents by this model (no query prompt), so in one batch."""
+        return self.embed_documents(texts)

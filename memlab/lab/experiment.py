@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 import memlab
-from memlab.embedding.base import Embedder
+from memlab.embedding.base import Embedder, embed_queries
 from memlab.errors import ConfigError
 from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
@@ -111,7 +111,8 @@ def _vectors(env: Env, cache: dict, dataset: Dataset, embedder: str) -> dict[str
     key = (dataset.name, embedder)
     if key not in cache:
         model = env.embedder(embedder)
-        cache[key] = {q.id: model.embed_query(q.text) for q in dataset.questions}
+        vectors = embed_queries(model, [q.text for q in dataset.questions])
+        cache[key] = {q.id: v for q, v in zip(dataset.questions, vectors, strict=True)}
     return cache[key]
 
 

@@ -47,3 +47,15 @@ def test_a_folder_that_is_not_a_model_is_refused(tmp_path):
 
     with pytest.raises(memlab.ConfigError, match="not a sentence-transformers model folder"):
         SentenceTransformerEmbedder(tmp_path)
+
+
+def test_embed_queries_batches_and_matches_one_by_one(tmp_path, embedder):
+    from memlab.embedding.base import embed_queries
+
+    questions = ["How do we deploy?", "What do I eat?", "How do we deploy?"]
+    one_by_one = np.vstack([embedder.inner.embed_query(q) for q in questions])
+    np.testing.assert_allclose(embed_queries(embedder.inner, questions), one_by_one, atol=1e-5)
+    cached = CachedEmbedder(embedder.inner, EmbeddingCache(tmp_path / "q.sqlite"))
+    np.testing.assert_allclose(embed_queries(cached, questions), one_by_one, atol=1e-5)
+    assert cached.computed == 2, "one batched call, each distinct question once"
+    assert embed_queries(embedder.inner, []).shape == (0, 384)
