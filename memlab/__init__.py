@@ -12,6 +12,7 @@ from memlab.embedding import (
     OpenAICompatibleEmbedder,
     SentenceTransformerEmbedder,
     default_embedder,
+    embed_queries,
     make_embedder,
     packaged_minilm_path,
     shared_cache,
@@ -60,6 +61,7 @@ from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
     SEARCH_MODES,
+    AutoPolicy,
     DeletionReport,
     Event,
     FunctionCall,
@@ -87,6 +89,7 @@ __all__ = [
     "SEARCH_MODES",
     "SKIP_REASONS",
     "AnswerabilityGate",
+    "AutoPolicy",
     "CachedEmbedder",
     "Candidate",
     "ConfigError",
@@ -134,6 +137,7 @@ __all__ = [
     "decide",
     "default_embedder",
     "default_registry",
+    "embed_queries",
     "fact_id",
     "find_secrets",
     "forget_event",

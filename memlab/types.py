@@ -160,8 +160,11 @@ class Session:
 @dataclass(frozen=True)
 class SearchSettings:
     """How one search runs. The defaults are the safe production choice: `auto` scores every row of a user
-    who has at most `exact_below` units (perfect recall, a few ms) and otherwise walks the HNSW index with
-    relaxed iterative scans.
+    who has at most `exact_below` units (perfect recall, a few ms; None = the store's calibrated `AutoPolicy`),
+    searches a user's own partial HNSW index where one exists (`EventMemory.maintain` builds them for large
+    users), and otherwise walks the shared HNSW index with iterative scans and a scan budget sized to the user's
+    share of the table. With `strategy="auto"`, `ef_search`, `iterative_scan` and `max_scan_tuples` come from
+    the policy too; set a fixed strategy to choose them yourself.
 
     `mode` picks the ranking: `vector` (cosine distance), `lexical` (PostgreSQL full-text search over the
     rendered text: units matching every query word first, then any word, by BM25 over the user's units) or `hybrid`
@@ -184,7 +187,7 @@ class SearchSettings:
     ef_search: int = 40
     iterative_scan: IterativeScan = "relaxed_order"
     max_scan_tuples: int = 20_000
-    exact_below: int = 2_000
+    exact_below: int | None = None
     mode: SearchMode = "vector"
     rrf_k: int = 60
     vector_weight: float = 1.0
@@ -205,7 +208,7 @@ class SearchSettings:
             )
         if not 1 <= self.ef_search <= 1000:
             raise ConfigError(f"SearchSettings.ef_search must be in 1..1000 (pgvector's range), got {self.ef_search}.")
-        if self.exact_below < 0:
+        if self.exact_below is not None and self.exact_below < 0:
             raise ConfigError(f"SearchSettings.exact_below must be >= 0, got {self.exact_below}.")
         if self.max_scan_tuples < 1:
             raise ConfigError(f"SearchSettings.max_scan_tuples must be >= 1, got {self.max_scan_tuples}.")
@@ -226,6 +229,36 @@ class SearchSettings:
                 raise ConfigError(f"SearchSettings.{name} must be a finite weight >= 0, got {getattr(self, name)}.")
         if self.max_distance is not None and not 0.0 <= self.max_distance <= 2.0:
             raise ConfigError(f"SearchSettings.max_distance is a cosine distance in [0, 2], got {self.max_distance}.")
+
+
+@dataclass(frozen=True)
+class AutoPolicy:
+    """How `strategy="auto"` picks a strategy from a user's unit count, calibrated by `memlab bench` against
+    FAISS exact and stored with the store (`Store.save_auto_policy`). The defaults are the calibration of a
+    2-core machine; `calibrated_on` says which run a stored policy came from.
+
+    - at most `exact_below` units: exact scan of the user's rows (recall 1.0, cost grows with the user only);
+    - a per-tenant partial HNSW index exists (`EventMemory.maintain` builds one for users with at least
+      `tenant_index_above` units): that index, with `tenant_ef_search`;
+    - otherwise the layer's shared HNSW index with `iterative_scan`, `ef_search`, and a scan budget of
+      `scan_factor` x ef_search / (the user's share of the layer), at least `max_scan_tuples`."""
+
+    exact_below: int = 10_000
+    tenant_index_above: int = 10_000
+    ef_search: int = 100
+    tenant_ef_search: int = 40
+    iterative_scan: str = "relaxed_order"
+    max_scan_tuples: int = 20_000
+    scan_factor: float = 4.0
+    calibrated_on: str = "default"
+
+    def __post_init__(self) -> None:
+        if min(self.exact_below, self.tenant_index_above, self.max_scan_tuples) < 0 or self.scan_factor <= 0:
+            raise ConfigError(f"AutoPolicy needs non-negative thresholds and scan_factor > 0, got {self}.")
+        if not (1 <= self.ef_search <= 1000 and 1 <= self.tenant_ef_search <= 1000):
+            raise ConfigError(f"AutoPolicy ef_search values must be in 1..1000, got {self}.")
+        if self.iterative_scan not in ITERATIVE_SCANS:
+            raise ConfigError(f"AutoPolicy.iterative_scan {self.iterative_scan!r}: use one of {ITERATIVE_SCANS}.")
 
 
 @dataclass(frozen=True)

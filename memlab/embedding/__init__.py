@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlab.embedding.base import Embedder
+from memlab.embedding.base import Embedder, embed_queries
 from memlab.embedding.cache import CachedEmbedder, EmbeddingCache, shared_cache
 from memlab.embedding.factory import default_embedder, make_embedder
 from memlab.embedding.openai_compat import OpenAICompatibleEmbedder
@@ -20,6 +20,7 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "SentenceTransformerEmbedder",
     "default_embedder",
+    "embed_queries",
     "make_embedder",
     "packaged_minilm_path",
     "shared_cache",

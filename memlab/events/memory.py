@@ -707,24 +707,53 @@ class EventMemory:
         vector = np.asarray(vector, dtype=np.float32)
         check_vectors(vector.reshape(1, -1), 1, self.model.dimension, self.model.model_id)
         with self.store.transaction() as conn:
-            settings = self._resolve(conn, scope, settings)
+            settings, literal = self._resolve(conn, scope, settings)
             sqlu.apply_settings(conn, settings)
-            plan = settings.strategy
+            plan = "tenant-index" if literal else settings.strategy
             if settings.strategy == "planner":
                 _, plan = sqlu.explain_search(conn, scope, vector, settings, analyze=False)
-            found = sqlu.run_search(conn, scope, vector, settings)
+            found = sqlu.run_search(conn, scope, vector, settings, literal=literal)
         if settings.max_distance is None:
             return Hits(found, plan=plan)
         kept = [h for h in found if h.distance <= settings.max_distance]
         return Hits(kept, plan=plan, dropped_by_cutoff=len(found) - len(kept))
 
-    @staticmethod
-    def _resolve(conn, scope: sqlu.Scope, settings: SearchSettings) -> SearchSettings:
-        """Turn `auto` into `exact` for users with at most `exact_below` units, else `hnsw`."""
+    def _resolve(self, conn, scope: sqlu.Scope, settings: SearchSettings) -> tuple[SearchSettings, bool]:
+        """Turn `auto` into a fixed strategy for this user (see `memlab.AutoPolicy`): exact for a small user,
+        the user's own partial HNSW index where one exists, else the shared index with a scan budget sized to
+        the user's share of the table. Returns the settings and whether to inline values (a partial index is
+        only usable with the user's ids in the statement)."""
         if settings.strategy != "auto":
-            return settings
-        small = sqlu.count_units(conn, scope, limit=settings.exact_below + 1) <= settings.exact_below
-        return replace(settings, strategy="exact" if small else "hnsw")
+            return settings, False
+        policy = self.store.auto_policy()
+        exact_below = policy.exact_below if settings.exact_below is None else settings.exact_below
+        units = sqlu.scope_units(conn, scope.app_name, scope.user_id, scope.layer, scope.model.model_id)
+        if units <= exact_below:
+            return replace(settings, strategy="exact"), False
+        tenant_index = sqlu.tenant_index_name(scope.model.model_id, scope.layer, scope.app_name, scope.user_id)
+        if sqlu.index_exists(conn, tenant_index):
+            return replace(settings, strategy="hnsw", ef_search=max(policy.tenant_ef_search, settings.top_k),
+                           iterative_scan=policy.iterative_scan), True  # fmt: skip
+        share = units / max(sqlu.table_rows_estimate(conn), units)
+        budget = max(policy.max_scan_tuples, int(policy.scan_factor * policy.ef_search / max(share, 1e-9)))
+        return replace(settings, strategy="hnsw", ef_search=max(policy.ef_search, settings.top_k),
+                       iterative_scan=policy.iterative_scan, max_scan_tuples=min(budget, 2**31 - 1)), False  # fmt: skip
+
+    def maintain(self, app_name: str | None = None) -> list[str]:
+        """Build a per-tenant partial HNSW index for every user of this layer and model (of one app, or all)
+        holding at least the policy's `tenant_index_above` units, so `auto` serves them from a graph dense in
+        their own rows. Run it after large loads (or on a schedule); returns the indexes created."""
+        policy = self.store.auto_policy()
+        with self.store.connection() as conn:
+            users = sqlu.large_scopes(conn, self.layer, self.model.model_id, policy.tenant_index_above, app_name)
+        created = []
+        for app, user in users:
+            name = sqlu.tenant_index_name(self.model.model_id, self.layer, app, user)
+            with self.store.connection() as conn:
+                if sqlu.index_exists(conn, name):
+                    continue
+            created.append(self.store.create_tenant_index(self.model.model_id, self.layer, app, user))
+        return created
 
     def explain(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Explain:
         """Run the search under EXPLAIN (ANALYZE, BUFFERS) with the same settings and report the plan."""
@@ -732,15 +761,16 @@ class EventMemory:
         scope = self.scope(app_name, user_id)
         vector = self._embed_query(app_name, user_id, query)
         with self.store.transaction() as conn:
-            settings = self._resolve(conn, scope, settings)
+            settings, literal = self._resolve(conn, scope, settings)
             sqlu.apply_settings(conn, settings)
-            text, path = sqlu.explain_search(conn, scope, vector, settings, analyze=True)
+            text, path = sqlu.explain_search(conn, scope, vector, settings, analyze=True, literal=literal)
         return Explain(plan=text, access_path=path)
 
     def count(self, app_name: str, user_id: str) -> int:
-        """How many units of this layer and model the user has."""
+        """How many units of this layer and model the user has (the count the triggers keep: no scan)."""
+        scope = self.scope(app_name, user_id)
         with self.store.connection() as conn:
-            return sqlu.count_units(conn, self.scope(app_name, user_id))
+            return sqlu.scope_units(conn, app_name, user_id, scope.layer, scope.model.model_id)
 
     # -- deletion, retention, migration ---------------------------------------------------------------
     def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> int:

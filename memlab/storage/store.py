@@ -24,10 +24,12 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from memlab.config import configured_dsn, db_timeout, memlab_home
-from memlab.errors import DatabaseUnavailableError, DimensionError, ExtensionError
+from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
+from memlab.storage import policy
 from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
 from memlab.storage.schema import MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
+from memlab.types import AutoPolicy
 
 MIN_VECTOR_VERSION = (0, 8, 0)
 
@@ -115,6 +117,7 @@ class Store:
         self.embedded = embedded
         self.home = Path(home) if home is not None else None
         self.timeout = db_timeout(timeout)
+        self._policy: AutoPolicy | None = None
         self.pool_size = pool_size
         self._models: dict[str, ModelInfo] = {}
         self._models_lock = threading.Lock()
@@ -158,7 +161,9 @@ class Store:
                     # Dependency order: the unit table references the model registry.
                     conn.execute(MODELS_DDL)
                     sqlu.create_table(conn)
+                    sqlu.create_counts(conn)
                     conn.execute(TOMBSTONE_DDL)
+                    policy.create_settings(conn)
             except psycopg.Error as exc:
                 if not (conn.broken or conn.closed):
                     raise
@@ -427,6 +432,22 @@ class Store:
     def has_vector_index(self, model_id: str, layer: str) -> bool:
         with self.connection() as conn:
             return sqlu.index_exists(conn, sqlu.index_name_for(model_id, layer))
+
+    def auto_policy(self) -> AutoPolicy:
+        """The thresholds `strategy="auto"` uses: the calibrated policy saved in this database, else the
+        defaults. Read once per Store (a process that calibrates saves through this Store)."""
+        if self._policy is None:
+            with self.connection() as conn:
+                self._policy = policy.load_policy(conn) or AutoPolicy()
+        return self._policy
+
+    def save_auto_policy(self, value: AutoPolicy) -> None:
+        """Store a calibrated policy with the database (every process opening it afterwards uses it)."""
+        if not isinstance(value, AutoPolicy):
+            raise ConfigError(f"save_auto_policy takes a memlab.AutoPolicy, got {type(value).__name__}.")
+        with self.transaction() as conn:
+            policy.save_policy(conn, value)
+        self._policy = value
 
     def create_tenant_index(
         self, model_id: str, layer: str, app_name: str, user_id: str, *, m: int = 16, ef_construction: int = 64

@@ -676,11 +676,16 @@ def rows_removed_by_filter(plan: dict) -> int:
 
 
 def explain_search(
-    conn: psycopg.Connection, scope: Scope, vector: np.ndarray, settings: SearchSettings, *, analyze: bool
+    conn: psycopg.Connection,
+    scope: Scope,
+    vector: np.ndarray,
+    settings: SearchSettings,
+    *,
+    analyze: bool,
+    literal: bool = False,
 ) -> tuple[str, str]:
     """(plan text, access path) of the search; with `analyze` the query really runs (EXPLAIN ANALYZE, BUFFERS)."""
-    query = search_sql(scope.model, scope.layer, settings.strategy)
-    params = search_params(scope, vector, settings.top_k)
+    query, params = _search_call(scope, vector, settings, literal)
     opts = "ANALYZE, BUFFERS, " if analyze else ""
     plan_json = conn.execute(sql.SQL("EXPLAIN (" + opts + "FORMAT JSON) ") + query, params).fetchone()[0]
     plan = plan_json[0] if isinstance(plan_json, list) else json.loads(plan_json)[0]
@@ -944,3 +949,118 @@ def delete_model(conn: psycopg.Connection, model_id: str) -> int:
     return conn.execute(
         sql.SQL("DELETE FROM {} WHERE embed_model = %s").format(sql.Identifier(UNITS_TABLE)), [model_id]
     ).rowcount
+
+
+# -- kept counts: what `strategy="auto"` reads instead of counting a user's units per search ----------------
+# Append-only deltas (one row per scope per written statement), so concurrent writers never wait on one hot
+# counter row; a read sums the user's few rows and folds them into one once they pile up. When a scope's last
+# unit is deleted its count rows go too: no row keeps a user id after erasure.
+COUNTS_TABLE = "memory_unit_count"
+FOLD_AFTER = 32  # delta rows of one scope before a read folds them into one
+_KEY = "app_name, user_id, layer, embed_model"
+COUNTS_DDL = f"""
+CREATE OR REPLACE FUNCTION memlab_count_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta)
+    SELECT {_KEY}, count(*) FROM added GROUP BY {_KEY};
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION memlab_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta)
+    SELECT {_KEY}, -count(*) FROM removed GROUP BY {_KEY};
+    -- a scope left with no unit keeps no count row (a user id is personal data)
+    DELETE FROM {COUNTS_TABLE} c USING (SELECT DISTINCT {_KEY} FROM removed) r
+     WHERE (c.app_name, c.user_id, c.layer, c.embed_model) = (r.app_name, r.user_id, r.layer, r.embed_model)
+       AND NOT EXISTS (SELECT 1 FROM {UNITS_TABLE} u
+                        WHERE (u.app_name, u.user_id, u.layer, u.embed_model)
+                            = (r.app_name, r.user_id, r.layer, r.embed_model));
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION memlab_count_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {COUNTS_TABLE};
+    RETURN NULL;
+END $$;
+DO $$
+BEGIN
+    IF to_regclass('{COUNTS_TABLE}') IS NULL THEN
+        CREATE TABLE {COUNTS_TABLE} (
+            app_name text NOT NULL, user_id text NOT NULL, layer text NOT NULL, embed_model text NOT NULL,
+            delta bigint NOT NULL
+        );
+        CREATE INDEX {COUNTS_TABLE}_scope ON {COUNTS_TABLE} ({_KEY});
+        CREATE TRIGGER memlab_count_insert AFTER INSERT ON {UNITS_TABLE} REFERENCING NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_added();
+        CREATE TRIGGER memlab_count_delete AFTER DELETE ON {UNITS_TABLE} REFERENCING OLD TABLE AS removed
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_removed();
+        CREATE TRIGGER memlab_count_update_old AFTER UPDATE ON {UNITS_TABLE} REFERENCING OLD TABLE AS removed
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_removed();
+        CREATE TRIGGER memlab_count_update_new AFTER UPDATE ON {UNITS_TABLE} REFERENCING NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_added();
+        CREATE TRIGGER memlab_count_truncate AFTER TRUNCATE ON {UNITS_TABLE}
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_truncated();
+        -- a table from before the counts: count it once
+        INSERT INTO {COUNTS_TABLE} ({_KEY}, delta) SELECT {_KEY}, count(*) FROM {UNITS_TABLE} GROUP BY {_KEY};
+    END IF;
+END $$;
+"""
+
+
+
+def create_counts(conn: psycopg.Connection) -> None:
+    """The count table and the unit table's triggers that keep it (idempotent; after the unit table)."""
+    conn.execute(COUNTS_DDL)
+
+
+_COUNT_SCOPE = "app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s"
+
+
+def scope_units(conn: psycopg.Connection, app_name: str, user_id: str, layer: str, model_id: str) -> int:
+    """The user's units of one layer and model, from the kept counts (no scan of the unit table)."""
+    params = [app_name, user_id, layer, model_id]
+    total, rows = conn.execute(
+        sql.SQL("SELECT coalesce(sum(delta), 0), count(*) FROM {} WHERE " + _COUNT_SCOPE).format(
+            sql.Identifier(COUNTS_TABLE)
+        ),
+        params,
+    ).fetchone()
+    if rows > FOLD_AFTER:
+        fold_counts(conn, app_name, user_id, layer, model_id)
+    return int(total)
+
+
+def fold_counts(conn: psycopg.Connection, app_name: str, user_id: str, layer: str, model_id: str) -> None:
+    """Replace a scope's delta rows by their sum (one statement: a concurrent fold sees the rows gone)."""
+    conn.execute(
+        sql.SQL(
+            "WITH gone AS (DELETE FROM {t} WHERE " + _COUNT_SCOPE + " RETURNING delta) "
+            "INSERT INTO {t} (" + _KEY + ", delta) SELECT %s, %s, %s, %s, sum(delta) FROM gone "
+            "HAVING sum(delta) IS NOT NULL AND sum(delta) <> 0"
+        ).format(t=sql.Identifier(COUNTS_TABLE)),
+        [app_name, user_id, layer, model_id] * 2,
+    )
+
+
+def table_rows_estimate(conn: psycopg.Connection) -> int:
+    """The planner's row estimate of the unit table (pg_class.reltuples; no scan). -1 before the first
+    ANALYZE counts as 0."""
+    row = conn.execute(
+        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)", [UNITS_TABLE]
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def large_scopes(
+    conn: psycopg.Connection, layer: str, model_id: str, at_least: int, app_name: str | None = None
+) -> list[tuple[str, str]]:
+    """(app, user) of every user of a layer and model with at least `at_least` units, from the kept counts."""
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT app_name, user_id FROM {} WHERE layer = %s AND embed_model = %s "
+            "AND (%s::text IS NULL OR app_name = %s) GROUP BY app_name, user_id HAVING sum(delta) >= %s "
+            "ORDER BY app_name, user_id"
+        ).format(sql.Identifier(COUNTS_TABLE)),
+        [layer, model_id, app_name, app_name, at_least],
+    ).fetchall()
+    return [(a, u) for a, u in rows]

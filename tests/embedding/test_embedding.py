@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import memlab
-from memlab import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder, packaged_minilm_path
+from memlab import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder, embed_queries, packaged_minilm_path
 
 
 def test_default_model_is_minilm_384_normalised(embedder):
@@ -50,8 +50,6 @@ def test_a_folder_that_is_not_a_model_is_refused(tmp_path):
 
 
 def test_embed_queries_batches_and_matches_one_by_one(tmp_path, embedder):
-    from memlab.embedding.base import embed_queries
-
     questions = ["How do we deploy?", "What do I eat?", "How do we deploy?"]
     one_by_one = np.vstack([embedder.inner.embed_query(q) for q in questions])
     np.testing.assert_allclose(embed_queries(embedder.inner, questions), one_by_one, atol=1e-5)
