@@ -38,13 +38,13 @@ class Counting:
 
 
 def short_texts(n: int) -> list[str]:
-    """Short real turns (quick to embed), still a sample across the sources."""
-    return [t for t in corpora.real_texts(8 * n) if len(t) <= 160][:n]
+    """Short real turns (quick to embed), still a sample across the sources (test_bench_search uses the same)."""
+    return [t for t in corpora.real_texts(10 * n) if len(t) <= 140][:n]
 
 
 @pytest.fixture(scope="module")
 def real(embedder) -> np.ndarray:
-    return corpora.embedded(embedder, short_texts(500), name="test-real")
+    return corpora.embedded(embedder, short_texts(600), name="test-bench-real")
 
 
 def test_real_texts_are_distinct_deterministic_and_from_every_big_source():
@@ -91,19 +91,28 @@ def test_nn_distances_never_count_a_row_itself():
     assert np.isclose(d, 0.0, atol=1e-6).sum() == 2 and np.isclose(d, 1.0, atol=1e-6).sum() == 5
 
 
-def test_matched_vectors_look_like_real_text_and_near_duplicates_do_not(real):
-    matched = corpora.matched_vectors(real, 2 * len(real), seed=0)
-    assert matched.shape == (2 * len(real), real.shape[1]) and matched.dtype == np.float32
+def test_matched_vectors_grow_real_text_into_real_looking_text_and_near_duplicates_do_not(real):
+    half = real[: len(real) // 2]
+    matched = corpora.matched_vectors(half, len(real) - len(half), seed=0)
+    assert matched.shape == (len(real) - len(half), real.shape[1]) and matched.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(matched, axis=1), 1.0, atol=1e-5)
-    assert (1.0 - (matched @ real.T).max(axis=1)).min() > 0.02, "no synthetic row is a copy of a real one"
-    np.testing.assert_array_equal(matched, corpora.matched_vectors(real, 2 * len(real), seed=0))
-    near = corpora.corpus("near_duplicate", 2 * len(real), real)
-    table = corpora.distribution_table({"real": real, "matched": matched, "near_duplicate": near}).set_index("corpus")
+    assert (1.0 - (matched @ half.T).max(axis=1)).min() > 0.02, "no synthetic row is a copy of a real one"
+    np.testing.assert_array_equal(matched, corpora.matched_vectors(half, len(real) - len(half), seed=0))
+    grown = np.concatenate([half, matched])
+    near = corpora.corpus("near_duplicate", len(real), half)
+    table = corpora.distribution_table({"real": real, "grown": grown, "near_duplicate": near}).set_index("corpus")
     assert (table.rows == len(real)).all(), "compared at equal size"
-    assert abs(table.p50["matched"] - table.p50["real"]) < 0.05, table
+    assert abs(table.p50["grown"] - table.p50["real"]) < 0.05, table
     assert table.p50["near_duplicate"] < table.p50["real"] / 3, table
-    assert table.ks["matched"] < table.ks["near_duplicate"] and table.ks["real"] == 0.0
+    assert table.ks["grown"] < table.ks["near_duplicate"] and table.ks["real"] == 0.0
     assert list(table.columns[1:6]) == ["p5", "p25", "p50", "p75", "p95"]
+
+
+def test_real_text_gets_denser_and_the_extrapolation_follows(real):
+    curve = corpora.real_nn_curve(real, points=3)
+    assert list(curve.rows) == [len(real), len(real) // 2, len(real) // 4]
+    assert curve.p50.iloc[0] < curve.p50.iloc[2], "more rows, nearer neighbours"
+    assert corpora.expected_median(real, 4 * len(real)) < curve.p50.iloc[0]
 
 
 def test_corpus_kinds(real):
