@@ -69,12 +69,21 @@ def _ds_plugins() -> tuple:
     return _plugins
 
 
+# Every pattern of detect-secrets' KeywordDetector (its DENYLIST: api_key, passwd, secret, contraseña, ...)
+# holds one of these words; a test checks the list against the installed DENYLIST.
+KEYWORD_WORDS = ("key", "pass", "pwd", "secret", "contrase")
+_KEYWORD_GATE = re.compile("|".join(KEYWORD_WORDS))
+
+
 def _ds_findings(line: str) -> Iterator[str]:
     """detect-secrets' plugins on one line, with the heuristic filters its `scan_line` applies by default. Only
     pure functions are called: nothing here reads or writes detect-secrets' global settings."""
     from detect_secrets.filters import heuristic as h
 
+    keyword_free = _KEYWORD_GATE.search(line.lower()) is None
     for plugin in _ds_plugins():
+        if keyword_free and type(plugin).__name__ == "KeywordDetector":
+            continue  # its patterns all name one of these words; checking for them first saves most of its cost
         for secret in plugin.analyze_string(line):
             if (
                 h.is_indirect_reference(line)
@@ -264,9 +273,19 @@ _TOKEN_CHARS = r"[A-Za-z0-9_\-+/=.~]"
 _B64_40 = r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/])"
 
 
-def _d(kind: str, *parts: str, check: Check | None = None, flags: int = 0) -> tuple[str, re.Pattern, Check | None]:
-    """A detector: its kind, the pattern (its parts joined as alternatives) and an optional check of a match."""
-    return kind, re.compile("|".join(parts), flags), check
+def _d(
+    kind: str, *parts: str, check: Check | None = None, flags: int = 0, needs: tuple[str, ...] | str | None = None
+) -> tuple[str, re.Pattern, Check | None, re.Pattern | None]:
+    """A detector: its kind, the pattern (its parts joined as alternatives), an optional check of a match, and
+    an optional gate: `needs` lists words one of which every match contains (or a regex every match contains),
+    searched in the lower-cased text first. The gate only saves time (the full pattern is costly on long turns);
+    it must never be narrower than the pattern, and the labelled corpus in fixtures/secrets checks it is not."""
+    gate = None
+    if isinstance(needs, str):
+        gate = re.compile(needs)
+    elif needs:
+        gate = re.compile("|".join(re.escape(n) for n in needs))
+    return kind, re.compile("|".join(parts), flags), check, gate
 
 
 def _not_placeholder(match: re.Match) -> bool:
@@ -293,14 +312,14 @@ def _seed_words(match: re.Match) -> bool:
 
 
 # Prefixed formats need no context; bare values (hex, base64, digits) need a word next to them.
-_DETECTORS: list[tuple[str, re.Pattern, Check | None]] = [
+_DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
     # cloud
     _d("AWS access key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
     _d("AWS secret key", rf"\baws.{{0,25}}?secret.{{0,30}}?{_B64_40}", rf"\bsecret\s*access\s*key\b.{{0,30}}?{_B64_40}",
        flags=I),
     _d("Azure key", r"\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/=]{20,}", flags=I),
     _d("Azure SAS", r"\bSharedAccessSignature\s+\S*sig=", r"[?&]sig=[A-Za-z0-9%+/=]{20,}",
-       r"\bsig=[A-Za-z0-9%+/]{30,}"),
+       r"\bsig=[A-Za-z0-9%+/]{30,}", needs=("sig=",)),
     _d("Azure client secret", r"(?<![\w~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~])"),
     _d("GCP service account key", r"\bprivate_key_id[\"']?\s*(?:[:=]|is)?\s*[\"']?[0-9a-f]{40}\b", flags=I),
     _d("Google OAuth", r"\bya29\.[A-Za-z0-9_-]{20,}", r"\b1//0[A-Za-z0-9_-]{30,}", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
@@ -325,7 +344,7 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None]] = [
     _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=_iban, flags=I),
     # chat, mail, AI and other SaaS
     _d("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}",
-       r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
+       r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+", needs=("xox", "xapp-", "hooks.slack.com")),
     _d("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}"),
     _d("Discord bot token", r"\b[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,}"),
     _d("SendGrid key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
@@ -360,29 +379,31 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None]] = [
     _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=_context_token, flags=I),
     _d("Session cookie", r"\b(?:set-)?cookie\s*:\s*[\w.-]+=[^\s;]{16,}",
        r"\b(?:[\w.]{0,30}?sess(?:ion)?(?:id)?|[\w.]{0,30}?sid|jsessionid|phpsessid|auth_token|remember_token|access_token"
-       r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I),
+       r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I, needs=("cookie", "sess", "sid", "token")),
     _d("JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}"),
     _d("Config secret",
        r"(?P<name>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|app_?key"
        r"|private_?key|auth_?token|credentials?|client_?secret|secret_?key)\d*)[\"']?[ \t]*(?P<op>=|:)[ \t]*[\"']?"
-       r"(?P<v>[^\s\"',;]+)", check=_config_value, flags=I),
+       r"(?P<v>[^\s\"',;]+)", check=_config_value, flags=I,
+       needs=("pass", "pwd", "secret", "token", "key", "credential")),
     _d("Password on a command line",
        r"(?:--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)[= ]"
        r"|\bmysql(?:dump|admin)?\b[^\n]*?\s-p|\bsshpass\s+-p\s*|\bredis-cli\b[^\n]*?\s-a\s+"
        r"|\b(?:docker|podman|helm|oras)\s+(?:registry\s+)?login\b[^\n]*?\s-p\s+)[\"']?(?P<v>[^\s\"']{4,})",
-       check=_not_placeholder),
+       check=_not_placeholder, needs=("--", "mysql", "sshpass", "redis-cli", "login")),
     # one-time passwords: TOTP seeds and codes
     _d("OTP secret", r"\botpauth://\S*secret=[A-Z2-7]{16,}",
        r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor)\s+(?:setup\s+)?(?:secret|seed|key|setup key)\b.{0,30}?"
        r"\b(?:[A-Z2-7]{16,}|[a-z2-7]{4}(?: [a-z2-7]{4}){3,})\b",
-       r"\b(?:totp|otp|2fa)\s+seed\b.{0,20}?\b[A-Z2-7]{16,}\b", flags=I),
+       r"\b(?:totp|otp|2fa)\s+seed\b.{0,20}?\b[A-Z2-7]{16,}\b", flags=I,
+       needs=("otp", "2fa", "mfa", "authenticator", "two")),
     _d("One-time code",
        r"(?:\b(?:2fa|mfa|otp|totp|2-step|two[- ]factor|authenticator)\b(?:\s+(?:code|token|pin|password|passcode))?"
        r"|\b(?:verification|security|login|sign[- ]in|one[- ]time|confirmation|sms|auth(?:entication)?|access)\s+"
        r"(?:code|token|pin|password|passcode)\b)"
        r"[^\d\n.]{0,25}?(?:\b[A-Z]-|(?<![\d.:/-]))(?:\d{3}[ -]\d{3}|\d{6,8})(?![\d.:/-])",
        r"(?<![\d.:/-])\d{6,8}(?![\d.:/-])\s+(?:(?:is|as)\s+(?:the|your|my)\s+(?:one[- ]time|verification|2fa|otp|mfa"
-       r"|login|security|sign[- ]in)|to\s+(?:log ?in|sign ?in|verify|confirm))", flags=I),
+       r"|login|security|sign[- ]in)|to\s+(?:log ?in|sign ?in|verify|confirm))", flags=I, needs=r"\d{3}"),
     _d("Recovery codes",
        r"\b(?:recovery|backup|scratch|emergency|rescue)\s+(?:codes?|keys?)\b.{0,40}?(?:\b[a-z0-9]{4,5}-[a-z0-9]{4,5}\b"
        r"|\b\d{4} \d{4}\b|\b\d{8,10}\b|\b[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3,}\b)", flags=I | re.S),
@@ -405,16 +426,21 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None]] = [
     _d("Login and password", r"(?<![\w/:])[\w.@+-]{2,40}(?:[ \t]+/[ \t]+|:)(?P<v>[^\s/]{6,64})", check=_login_pair),
     _d("PIN", r"\b(?:pin(?: code| number)?|passcode)\s*(?:is|:|=)\s*\d{4,8}\b", flags=I),
     # an opaque key next to a word that names it
-    _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=_context_token, flags=I),
+    _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=_context_token, flags=I,
+       needs=("key",)),
     _d("API key in prose",
        r"\b(?:api[ _-]?key|apikey|access[ _-]?key|secret(?:[ _-]?key)?|client[ _-]?secret|(?:auth|access|refresh|api"
        r"|bot|personal|bearer|session|ci|deploy)?[ _-]?token|app(?:lication)?[ _-]?key|signing[ _-]?key|credentials?)\b"
-       rf"[^\n]{{0,40}}?(?<![\w./~+=-])(?P<v>{_TOKEN_CHARS}{{16,}})", check=_context_token, flags=I),
+       rf"[^\n]{{0,40}}?(?<![\w./~+=-])(?P<v>{_TOKEN_CHARS}{{16,}})", check=_context_token, flags=I,
+       needs=("key", "secret", "token", "credential")),
 ]  # fmt: skip
 
 
 def _own_findings(text: str) -> Iterator[str]:
-    for kind, pattern, check in _DETECTORS:
+    low = text.lower()
+    for kind, pattern, check, gate in _DETECTORS:
+        if gate is not None and gate.search(low) is None:
+            continue
         if any(check is None or check(match) for match in pattern.finditer(text)):
             yield kind
 
