@@ -1,0 +1,335 @@
+"""Search latency and recall per strategy and tenant size, on one big multi-tenant table, and how the latency of
+one small user grows with the table (the scaling curve).
+
+The table (`total_rows` rows of one corpus from `memlab.lab.bench.corpora`, app APP, layer `bench:search:<corpus>`):
+tenants under test at BUCKETS shares of the table (at least one row each), one fixed small user
+(FIXED_ROWS rows, the corpus's first rows, identical at every size: the scaling curve follows it), and
+Zipf-skewed background tenants for the rest. Rows are drawn from the corpus without replacement (while it
+lasts), streamed into `EventMemory.bulk_load` (HNSW built once, after the load).
+
+Each tenant is searched with the same embedded real questions under every strategy (k=10): `exact`, HNSW with
+a relaxed iterative scan, HNSW without one, `planner`, `partial` (a per-tenant partial HNSW index, for tenants
+at PARTIAL_MIN_SHARE or more, built after every other cell ran so the planner cannot use it elsewhere) and
+`auto` through the public `EventMemory.search_vector` (the plan it took is recorded), last, with the tenants
+under test indexed as `EventMemory.maintain` would leave them under the store's AutoPolicy. Latency is one whole
+search as a client pays it (pooled connection, transaction, settings, query; `auto` adds its own decision),
+after one unrecorded warm-up search per cell; recall@k is against FAISS exact over the tenant's own vectors
+(ties at the k-th distance count as found).
+
+Sizes: the orchestrator calls `search_bench` once per size (10k, 100k, 1M) and concatenates the frames;
+`scaling_curve` reads the fixed user's rows out of them. Each call reloads the table from scratch rather than
+growing the previous one, because growing saves nothing that matters. Measured at 100,000 rows of the real
+corpus (2 busy cores, 384-d): a reload took 115 s (COPY 8 s, HNSW build 107 s); growing a 10,000-row table by
+90,000 rows with `bulk_load` took 92 s, the same HNSW build over all 100,000 rows (it drops and rebuilds the
+index), so it saves only the COPY of the rows already there (under 1 s; the rest of the gap is the build's
+noise); growing with the index in place (rows inserted into the live graph) took 479 s. A reload also gives
+every size a fresh graph and exact tenant shares.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+
+from memlab.embedding.base import Embedder
+from memlab.events.memory import EventMemory
+from memlab.events.units import Unit
+from memlab.lab.faiss_exact import FaissExact
+from memlab.storage import units as sqlu
+from memlab.storage.store import Store
+from memlab.types import SearchSettings
+
+APP = "memlab-bench"
+LAYER_PREFIX = "bench:search:"
+BUCKETS: tuple[float, ...] = (0.0001, 0.001, 0.01, 0.1)
+FIXED_ROWS = 50
+FIXED_USER = f"fixed-{FIXED_ROWS}"
+BACKGROUND_TENANTS = 200
+PARTIAL_MIN_SHARE = 0.01
+K = 10
+STRATEGIES: tuple[str, ...] = ("exact", "hnsw-relaxed", "hnsw-off", "planner", "partial", "auto")
+_T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def settings_for(strategy: str, k: int = K) -> SearchSettings:
+    """The SearchSettings each strategy name stands for."""
+    table = {
+        "exact": SearchSettings(top_k=k, strategy="exact"),
+        "hnsw-relaxed": SearchSettings(top_k=k, strategy="hnsw", ef_search=40, iterative_scan="relaxed_order",
+                                       max_scan_tuples=20_000),
+        "hnsw-off": SearchSettings(top_k=k, strategy="hnsw", ef_search=40, iterative_scan="off"),
+        "planner": SearchSettings(top_k=k, strategy="planner"),
+        "partial": SearchSettings(top_k=k, strategy="hnsw", ef_search=40, iterative_scan="off"),
+        "auto": SearchSettings(top_k=k, strategy="auto"),
+    }  # fmt: skip
+    if strategy not in table:
+        raise ValueError(f"strategy {strategy!r} is unknown; use some of {STRATEGIES}")
+    return table[strategy]
+
+
+def bucket_label(share: float) -> str:
+    """0.0001 -> '0.01%', 0.01 -> '1%'."""
+    return f"{share * 100:g}%"
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """One user of the bench table and the corpus rows (indices) it holds."""
+
+    user_id: str
+    bucket: str  # "0.01%" ... "10%", FIXED_USER, or "background"
+    share: float
+    rows: np.ndarray  # indices into the corpus
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+
+def _background_sizes(total: int, n: int, seed: int) -> list[int]:
+    """Zipf-like skew (as the filtered sweep's `_tenant_sizes`): a few big tenants, many small ones, summing to
+    `total`; at most `total` tenants of at least one row."""
+    n = max(0, min(n, total))
+    if n == 0:
+        return []
+    weights = 1.0 / np.arange(1, n + 1) ** 1.1
+    sizes = np.maximum(1, np.floor(weights / weights.sum() * total)).astype(int)
+    sizes[0] += total - sizes.sum()
+    return [int(s) for s in np.random.default_rng(seed).permutation(sizes)]
+
+
+def layout(
+    total_rows: int, corpus_rows: int, *, buckets: Sequence[float] = BUCKETS, fixed_rows: int = FIXED_ROWS,
+    background_tenants: int = BACKGROUND_TENANTS, seed: int = 0,
+) -> list[Tenant]:  # fmt: skip
+    """Who owns which corpus rows in a table of `total_rows`: the fixed user holds the corpus's first rows (the
+    same at every size), every other row is a fresh corpus row (a random permutation, repeated only when the
+    corpus is smaller than the table)."""
+    under_test = {bucket_label(s): (s, max(1, round(s * total_rows))) for s in buckets}
+    used = fixed_rows + sum(n for _, n in under_test.values())
+    if used > total_rows:
+        raise ValueError(f"total_rows={total_rows} cannot hold the tenants under test ({used} rows)")
+    if corpus_rows < fixed_rows:
+        raise ValueError(f"the corpus has {corpus_rows} rows, fewer than the fixed user's {fixed_rows}")
+    rng = np.random.default_rng(seed)
+    rest = total_rows - fixed_rows
+    pool = np.arange(fixed_rows, corpus_rows)
+    draws = [rng.permutation(pool) for _ in range(-(-rest // max(len(pool), 1)))] if len(pool) else []
+    order = np.concatenate(draws)[:rest] if draws else np.zeros(rest, dtype=np.int64)
+    tenants = [Tenant(FIXED_USER, FIXED_USER, fixed_rows / total_rows, np.arange(fixed_rows))]
+    at = 0
+    for label, (share, n) in under_test.items():
+        tenants.append(Tenant(f"bucket-{label}", label, share, order[at : at + n]))
+        at += n
+    for i, n in enumerate(_background_sizes(total_rows - used, background_tenants, seed)):
+        tenants.append(Tenant(f"bg{i:04d}", "background", n / total_rows, order[at : at + n]))
+        at += n
+    return tenants
+
+
+def _rows(tenants: list[Tenant], vectors: np.ndarray, done: dict) -> Iterator[tuple[str, str, Unit, np.ndarray]]:
+    """Rows for `bulk_load`, one at a time (never a list of a million tuples); records when the last is out."""
+    for tenant in tenants:
+        session = f"{tenant.user_id}-s"
+        for j, row in enumerate(tenant.rows):
+            unit_id = f"{tenant.user_id}-{j}"
+            unit = Unit(session, unit_id, (unit_id,), "user", _T0 + timedelta(seconds=j), f"row {j}")
+            yield APP, tenant.user_id, unit, vectors[row]
+    done["copied_at"] = time.perf_counter()
+
+
+def clear(store: Store, model_id: str, tenants: Sequence[Tenant] = ()) -> int:
+    """Empty every search-bench layer of APP: one corpus in the table at a time (the scope index spans layers,
+    so a second corpus would slow every exact scan). The layers' HNSW indexes and the per-tenant indexes of
+    `tenants` are dropped first (vacuuming a million dead entries out of an HNSW graph takes far longer than
+    rebuilding it), then rows are deleted and the table VACUUMed so no dead row is left for a scan to skip.
+    Returns rows deleted."""
+    layers = sorted(layer for layer in store.vector_indexes(model_id) if layer.startswith(LAYER_PREFIX))
+    with store.connection() as conn:
+        for layer in layers:
+            for t in tenants:
+                sqlu.drop_index(conn, sqlu.tenant_index_name(model_id, layer, APP, t.user_id))
+    for layer in layers:
+        store.drop_vector_index(model_id, layer)
+    deleted = sum(store.delete_layer(APP, layer) for layer in layers)
+    if deleted:
+        with store.connection() as conn:
+            sqlu.vacuum(conn)
+    return deleted
+
+
+def load_table(
+    store: Store, embedder: Embedder, vectors: np.ndarray, tenants: list[Tenant], *, corpus_name: str
+) -> tuple[EventMemory, dict[str, float]]:
+    """Clear the bench app, then bulk-load the tenants' rows into layer `bench:search:<corpus_name>` (HNSW built once
+    at the end). Returns the memory and seconds spent: clear, copy (rows written), index (HNSW build + ANALYZE)."""
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    model = store.register_model(embedder.model_id, embedder.dimension)
+    clear(store, model.model_id, tenants)
+    timings["clear_s"] = time.perf_counter() - started
+    memory = EventMemory(store, embedder, layer=LAYER_PREFIX + corpus_name)
+    done: dict[str, float] = {}
+    began = time.perf_counter()
+    memory.bulk_load(_rows(tenants, vectors, done))
+    ended = time.perf_counter()
+    timings["copy_s"] = done.get("copied_at", ended) - began  # the last batch of rows is written after this
+    timings["index_s"] = ended - done.get("copied_at", ended)
+    return memory, timings
+
+
+def _recall(found: list, truth: list) -> float:
+    """Share of the true top k found; a hit as near as the k-th true row counts (ties, duplicate vectors)."""
+    if not truth:
+        return 1.0
+    kth = max(h.distance for h in truth) + 1e-5
+    return min(len(truth), sum(h.distance <= kth for h in found)) / len(truth)
+
+
+def _search(store: Store, memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k: int):
+    """(hits, latency ms, plan) of one search of `tenant` under `strategy`."""
+    settings = settings_for(strategy, k)
+    if strategy == "auto":
+        started = time.perf_counter()
+        hits = memory.search_vector(APP, tenant, vector, settings)
+        return list(hits), (time.perf_counter() - started) * 1000, hits.plan
+    scope = memory.scope(APP, tenant)
+    started = time.perf_counter()
+    with store.transaction() as conn:
+        sqlu.apply_settings(conn, settings)
+        hits = sqlu.run_search(conn, scope, vector, settings, literal=strategy == "partial")
+    return hits, (time.perf_counter() - started) * 1000, None
+
+
+def _plan(store: Store, memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k: int) -> str:
+    """The access path PostgreSQL takes for the strategy (EXPLAIN, outside any timing)."""
+    settings = settings_for(strategy, k)
+    scope = memory.scope(APP, tenant)
+    with store.transaction() as conn:
+        sqlu.apply_settings(conn, settings)
+        plan = sqlu.explain_json(conn, scope, vector, settings, literal=strategy == "partial")
+    path = sqlu.plan_access_path(plan, scope.index_name)
+    if strategy == "partial" and path.startswith("index:memlab_tenant_"):
+        return "partial_index"
+    return path
+
+
+def _as_maintained(store: Store, memory: EventMemory, tenants: Sequence[Tenant]) -> None:
+    """The tenants under test as `EventMemory.maintain` would leave them: their own index from the policy's
+    `tenant_index_above` units up, none below (background tenants are left alone: nobody measures them, and
+    their indexes would cost another full build at 1M rows)."""
+    above = store.auto_policy().tenant_index_above
+    for t in tenants:
+        if t.size >= above:
+            store.create_tenant_index(memory.model.model_id, memory.layer, APP, t.user_id)
+        else:
+            with store.connection() as conn:
+                sqlu.drop_index(conn, sqlu.tenant_index_name(memory.model.model_id, memory.layer, APP, t.user_id))
+
+
+def search_bench(
+    store: Store, embedder: Embedder, vectors: np.ndarray, queries: np.ndarray, *, total_rows: int,
+    corpus_name: str, strategies: Sequence[str] = STRATEGIES, k: int = K, buckets: Sequence[float] = BUCKETS,
+    background_tenants: int = BACKGROUND_TENANTS, seed: int = 0, progress: bool = False,
+) -> pd.DataFrame:  # fmt: skip
+    """Load a `total_rows` table from `vectors` (see the module docstring) and search every tenant under test
+    with every query under every strategy. One row per (rows_total, corpus, bucket, strategy, query): latency_ms,
+    recall (vs FAISS exact over the tenant's rows), returned, expected (min(k, tenant rows)), plan. The frame's
+    `attrs` hold the seconds spent (clear_s, copy_s, index_s, partial_index_s, search_s)."""
+    unknown = set(strategies) - set(STRATEGIES)
+    if unknown:
+        raise ValueError(f"unknown strategies {sorted(unknown)}; use some of {STRATEGIES}")
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+    tenants = layout(total_rows, len(vectors), buckets=buckets, background_tenants=background_tenants, seed=seed)
+    memory, timings = load_table(store, embedder, vectors, tenants, corpus_name=corpus_name)
+    tested = [t for t in tenants if t.bucket != "background"]
+    exact = FaissExact()
+    truth: dict[tuple[str, int], list] = {}
+    for t in tested:
+        ids = [f"{t.user_id}-{j}" for j in range(t.size)]
+        exact.add_user(APP, t.user_id, unit_ids=ids, vectors=vectors[t.rows])
+        for qi, q in enumerate(queries):
+            truth[(t.user_id, qi)] = list(exact.search_vector(APP, t.user_id, q, k))
+    partial_ok = {t.user_id for t in tested if t.bucket != FIXED_USER and t.share >= PARTIAL_MIN_SHARE}
+    # Per-tenant indexes come last: once built, the planner would serve those tenants from them elsewhere too.
+    # `auto` runs after them, as deployed: after `EventMemory.maintain` gave big users their own index.
+    cells = [(t, s) for s in strategies if s not in ("partial", "auto") for t in tested]
+    cells += [(t, "partial") for t in tested if "partial" in strategies and t.user_id in partial_ok]
+    cells += [(t, "auto") for t in tested if "auto" in strategies]
+    if progress:
+        from rich.progress import track
+
+        cells = track(cells, description=f"search {corpus_name} {total_rows:,}")
+    rows = []
+    timings["partial_index_s"] = 0.0
+    maintained = False
+    started = time.perf_counter()
+    for tenant, strategy in cells:
+        if strategy in ("partial", "auto") and not (strategy == "auto" and maintained):
+            built = time.perf_counter()
+            if strategy == "partial":
+                store.create_tenant_index(memory.model.model_id, memory.layer, APP, tenant.user_id)
+            else:
+                _as_maintained(store, memory, tested)
+                maintained = True
+            timings["partial_index_s"] += time.perf_counter() - built
+        _search(store, memory, tenant.user_id, queries[0], strategy, k)  # warm-up, not recorded
+        plan = None if strategy == "auto" else _plan(store, memory, tenant.user_id, queries[0], strategy, k)
+        for qi, q in enumerate(queries):
+            hits, latency, auto_plan = _search(store, memory, tenant.user_id, q, strategy, k)
+            rows.append({
+                "rows_total": total_rows, "corpus": corpus_name, "bucket": tenant.bucket, "share": tenant.share,
+                "tenant": tenant.user_id, "tenant_rows": tenant.size, "strategy": strategy, "query": qi,
+                "latency_ms": latency, "recall": _recall(hits, truth[(tenant.user_id, qi)]),
+                "returned": len(hits), "expected": min(k, tenant.size), "plan": auto_plan or plan,
+            })  # fmt: skip
+    timings["search_s"] = time.perf_counter() - started - timings["partial_index_s"]
+    with store.connection() as conn:  # the next load must not maintain them row by row
+        for t in tested:
+            sqlu.drop_index(conn, sqlu.tenant_index_name(memory.model.model_id, memory.layer, APP, t.user_id))
+    frame = pd.DataFrame(rows)
+    frame.attrs.update(timings)
+    return frame
+
+
+def _p(q: float):
+    def percentile(s: pd.Series) -> float:
+        return float(np.percentile(s, q))
+
+    percentile.__name__ = f"p{q:g}"
+    return percentile
+
+
+def summarize_search(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (rows_total, corpus, bucket, strategy): mean recall, p50/p95/p99 latency (ms), mean rows returned,
+    tenant rows, queries, and the most frequent plan."""
+    keys = ["rows_total", "corpus", "bucket", "strategy"]
+    return (
+        frame.groupby(keys, sort=False)
+        .agg(
+            tenant_rows=("tenant_rows", "first"), queries=("query", "size"), recall=("recall", "mean"),
+            latency_ms_p50=("latency_ms", _p(50)), latency_ms_p95=("latency_ms", _p(95)),
+            latency_ms_p99=("latency_ms", _p(99)), returned=("returned", "mean"),
+            plan=("plan", lambda s: s.mode().iloc[0] if s.notna().any() else None),
+        )
+        .reset_index()
+    )  # fmt: skip
+
+
+def scaling_curve(frame: pd.DataFrame) -> pd.DataFrame:
+    """The fixed small user's p50/p95 latency and recall per (corpus, strategy, rows_total), from the
+    concatenated `search_bench` frames of several sizes: how one user's search cost grows with the table."""
+    fixed = frame[frame.bucket == FIXED_USER]
+    out = (
+        fixed.groupby(["corpus", "strategy", "rows_total"])
+        .agg(latency_ms_p50=("latency_ms", _p(50)), latency_ms_p95=("latency_ms", _p(95)),
+             recall=("recall", "mean"), queries=("query", "size"))
+        .reset_index()
+    )  # fmt: skip
+    return out.sort_values(["corpus", "strategy", "rows_total"], ignore_index=True)
