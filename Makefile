@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup eval test reliability gate models lint lab clean
+.PHONY: setup eval test reliability gate bench models lint lab clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,10 @@ reliability: $(STAMP)
 gate: $(STAMP)
 	$(BIN)/memlab eval --suite ci --out reports/ci-gate --force
 	$(BIN)/memlab report --baseline reports/baseline.json --run reports/ci-gate
+
+# Performance at ci size (ratios; not gated on time): reports/bench/ci/bench.md. `--size full` goes to 1M rows.
+bench: $(STAMP)
+	$(BIN)/memlab bench --size ci --out reports/bench/ci
 
 models: $(STAMP)
 	$(BIN)/memlab models

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -197,6 +198,39 @@ def reliability_command(
         console.print(f"[red]FAILED[/]: {'; '.join(result['failures'])}\nsee {folder / 'reliability.md'}")
         raise typer.Exit(1)
     console.print(f"[green]ok[/] wrote {folder / 'reliability.md'} in {result['seconds']:.0f} s")
+
+
+@app.command("bench")
+def bench_command(
+    size: str = typer.Option("ci", help="ci (a few minutes: 2k and 10k rows; what CI runs) or full (10k, 100k and "
+                             "1M rows of 384-d vectors: hours on 2 cores)."),
+    out: Path | None = typer.Option(None, help="Run folder (default: reports/bench/<size>-<time>)."),
+    dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server). "
+                                   "The bench writes to its own app and layers and removes them afterwards."),
+    calibrate: bool = typer.Option(False, "--calibrate/--no-calibrate", help="Save the auto policy calibrated "
+                                   "from this run into the database, for every process that opens it."),
+) -> None:
+    """Measure ingest vs the model, search latency and recall per strategy and tenant size vs FAISS exact, the
+    scaling curve, FAISS vs the memory bandwidth, bulk writes and HNSW builds; write bench.md and bench.json."""
+    import memlab
+    from memlab.lab import bench
+
+    try:
+        folder = bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
+                                 log=console.print)  # fmt: skip
+    except memlab.MemlabError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    results = json.loads((folder / "bench.json").read_text())["results"]
+    table = Table(title=f"bench ({size})")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for key in ("ingest.ratio", "ingest.reingest_share", "auto.goal_met_buckets", "auto.buckets",
+                "faiss.bandwidth_fraction", "memory.bandwidth_gb_per_s"):  # fmt: skip
+        if key in results:
+            table.add_row(key, f"{results[key]:.3g}")
+    console.print(table)
+    console.print(f"[green]wrote[/] {folder / 'bench.md'} and bench.json")
 
 
 if __name__ == "__main__":  # pragma: no cover

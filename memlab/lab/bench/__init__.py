@@ -1,1 +1,44 @@
-"""memlab bench: search latency and recall at 10k to 1M rows, on corpora that look like real memory."""
+"""memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
+on corpora that look like real memory, the scaling curve, FAISS against the memory bandwidth, bulk writes and
+HNSW builds. `run_bench` runs them all (what `memlab bench` calls); the parts are public for notebooks."""
+
+from __future__ import annotations
+
+from memlab.lab.bench.bulk import bulk_write, hnsw_build
+from memlab.lab.bench.corpora import (
+    corpus,
+    distribution_table,
+    embedded,
+    matched_vectors,
+    near_duplicate_vectors,
+    nn_distances,
+    real_questions,
+    real_texts,
+)
+from memlab.lab.bench.hardware import faiss_scan, memory_bandwidth
+from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, run_bench
+from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
+
+__all__ = [
+    "SIZES",
+    "STRATEGIES",
+    "BenchSize",
+    "auto_goal",
+    "bulk_write",
+    "calibrate",
+    "corpus",
+    "distribution_table",
+    "embedded",
+    "faiss_scan",
+    "hnsw_build",
+    "matched_vectors",
+    "memory_bandwidth",
+    "near_duplicate_vectors",
+    "nn_distances",
+    "real_questions",
+    "real_texts",
+    "run_bench",
+    "scaling_curve",
+    "search_bench",
+    "summarize_search",
+]

@@ -1,0 +1,111 @@
+"""bench.md: the figures of one `memlab bench` run as a page an engineer reads top to bottom. Counts print as
+integers, rates and ratios to three significant places; every table names its units."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from memlab.lab.report import markdown_table
+
+
+def _f(value: float, digits: int = 3) -> str:
+    if value != value:  # NaN
+        return "n/a"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def _get(results: dict[str, float], key: str) -> float:
+    return float(results.get(key, float("nan")))
+
+
+def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict[str, pd.DataFrame], spec) -> str:
+    r = results
+    ingest = tables.get("ingest", pd.DataFrame())
+    lines = [
+        f"# memlab bench ({meta['size']})", "",
+        f"Finished {meta['finished']} on {meta['machine']['cpus']} cores ({meta['machine']['platform']}); "
+        f"{_f(_get(r, 'seconds') / 60)} minutes; peak memory of the bench process {_f(_get(r, 'peak_memory_mb'))} MB. "
+        "Every figure below was measured in this run; compare runs by the ratios, not the seconds.", "",
+        "## Headline", "",
+        f"- **Ingest**: {_f(_get(r, 'ingest.ratio'))} x the model's raw encode rate on the same "
+        f"{int(_get(r, 'ingest.texts')):,} texts ({_f(_get(r, 'ingest.texts_per_s'))} vs "
+        f"{_f(_get(r, 'ingest.raw_encode_texts_per_s'))} texts/s); re-ingest of the stored corpus took "
+        f"{_f(100 * _get(r, 'ingest.reingest_share'))}% of the first ingest's time and embedded "
+        f"{int(_get(r, 'ingest.reingest_embedded'))} texts.",
+        f"- **auto**: goal (recall@10 >= 0.99 vs FAISS exact, p95 <= 1.2 x the faster fixed strategy) met in "
+        f"{int(_get(r, 'auto.goal_met_buckets'))} of {int(_get(r, 'auto.buckets'))} tenant buckets at "
+        f"{max(spec.rows):,} rows (real corpus).",
+        f"- **FAISS exact** scans {_f(_get(r, 'faiss.single_vectors_per_s'))} vectors/s per query, "
+        f"{_f(_get(r, 'faiss.bandwidth_fraction'))} of the memory bandwidth measured in the same run "
+        f"({_f(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s).",
+        "",
+    ]  # fmt: skip
+    if not ingest.empty:
+        row = ingest.iloc[0]
+        stages = pd.DataFrame([{"stage": s, "seconds": row[f"{s}_seconds"],
+                                "share of ingest wall time": row[f"{s}_seconds"] / row.ingest_seconds}
+                               for s in ("filter", "lookup", "embed", "write", "commit")])  # fmt: skip
+        lines += [
+            "## Ingest", "",
+            "Where the ingest's time goes (seconds per stage; stages overlap because ingest is pipelined, so shares "
+            "can sum past 1). `filter` includes the secret scan; `write` is the COPY including HNSW upkeep, of which "
+            f"the index accounts for {_f(row.index_upkeep_seconds)} s (the same writes into a layer without the "
+            f"index took {_f(row.write_without_index_seconds)} s).", "",
+            markdown_table(stages), "",
+        ]  # fmt: skip
+    if "corpora" in tables:
+        lines += [
+            "## Corpora", "",
+            "Nearest-neighbour cosine distance of a sample of rows to their nearest other row, per corpus at equal "
+            "size. `real`: distinct turns of the checkout's data sets; `matched`: synthetic rows that top the real "
+            "corpus up to the largest table; `near_duplicate`: jittered copies of 3,000 real rows (the stress "
+            "case). `ks`: Kolmogorov-Smirnov statistic against real (0 = same distribution).", "",
+            markdown_table(tables["corpora"]), "",
+        ]  # fmt: skip
+    if "auto" in tables and not tables["auto"].empty:
+        lines += [
+            "## auto per tenant bucket", "",
+            "Bucket = the tenant's share of the table (`fixed-50` is one 50-row user). `best_fixed`: the fixed "
+            "strategy with the lowest p95 among those reaching recall 0.99. Latencies in ms per search.", "",
+            markdown_table(tables["auto"]), "",
+        ]  # fmt: skip
+    if "search" in tables:
+        s = tables["search"]
+        lines += [
+            "## Search per strategy", "",
+            "recall@10 against FAISS exact over the tenant's own rows; latency in ms per search (p50/p95/p99), as a "
+            "client pays it. Full table: `search.csv`.", "",
+        ]
+        for (corpus, rows), grp in s.groupby(["corpus", "rows_total"], sort=False):
+            pivot = grp.pivot_table(index="bucket", columns="strategy", values=["recall", "latency_ms_p95"],
+                                    sort=False)  # fmt: skip
+            pivot.columns = [f"{strategy} {what.replace('latency_ms_p95', 'p95 ms')}"
+                             for what, strategy in pivot.columns]  # fmt: skip
+            lines += [f"### {corpus}, {int(rows):,} rows", "", markdown_table(pivot.reset_index()), ""]
+    if "scaling" in tables:
+        curve = tables["scaling"]
+        pivot = curve.pivot_table(index=["corpus", "strategy"], columns="rows_total", values="latency_ms_p95")
+        pivot.columns = [f"{int(c):,} rows p95 ms" for c in pivot.columns]
+        lines += [
+            "## Scaling curve", "",
+            "One fixed 50-row user's p95 search latency (ms) as the table grows: a small user's cost must not "
+            "grow with other users' data.", "",
+            markdown_table(pivot.reset_index()), "",
+        ]  # fmt: skip
+    for name, title, note in (
+        ("bulk_write", "Bulk writes", "Rows/s of binary COPY vs executemany, into a layer without and with its "
+         "HNSW index."),
+        ("hnsw_build", "HNSW builds", "Build seconds per (m, ef_construction), with the memory and workers used."),
+        ("policy", "Calibrated auto policy", "From the largest real table: exact scans up to `exact_below` units, "
+         "a per-tenant index from `tenant_index_above` (EventMemory.maintain builds them). Saved into the database "
+         "only with `memlab bench --calibrate`."),
+    ):  # fmt: skip
+        if name in tables:
+            lines += [f"## {title}", "", note, "", markdown_table(tables[name]), ""]
+    lines += ["## Time per step", "", markdown_table(pd.DataFrame(
+        [{"step": k, "seconds": v} for k, v in meta["seconds_by_step"].items()])), ""]  # fmt: skip
+    return "\n".join(lines)

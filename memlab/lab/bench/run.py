@@ -1,0 +1,257 @@
+"""`memlab bench`: every performance figure of one run, measured side by side on this machine and written as
+`bench.json` (flat keys that say what they measure) and `bench.md`, plus the raw tables as CSV.
+
+Nothing here is gated on absolute time: two noisy cores make seconds meaningless across runs. What carries
+across runs are ratios measured in the same run: ingest vs the model's raw encode rate, a strategy's latency vs
+the best fixed strategy for the same tenant, FAISS's scan rate vs the memory bandwidth measured minutes apart.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memlab.errors import ConfigError
+from memlab.lab.bench import bulk, corpora, hardware, search
+from memlab.lab.ingest_bench import STAGES, measure_ingest
+from memlab.types import AutoPolicy
+
+RECALL_GOAL = 0.99  # auto's recall@10 vs FAISS exact in every tenant bucket
+LATENCY_GOAL = 1.2  # auto's p95 at most this times the faster fixed strategy's for that bucket
+FIXED = ("exact", "hnsw-relaxed", "hnsw-off", "planner", "partial")
+
+
+@dataclass(frozen=True)
+class BenchSize:
+    """How big one bench run is. `rows`: the table sizes searched (the scaling curve spans them)."""
+
+    name: str
+    rows: tuple[int, ...]
+    queries: int
+    real_texts: int | None  # None: every distinct turn in the checkout
+    near_duplicate_rows: int  # the stress corpus is searched at this size only
+    ingest_haystacks: int  # LongMemEval-S haystacks ingested (real long turns)
+    bandwidth_mb: int
+    bulk_rows: int
+    build_rows: int
+    background_tenants: int
+
+
+SIZES = {
+    "ci": BenchSize("ci", rows=(2_000, 10_000), queries=5, real_texts=3_000, near_duplicate_rows=10_000,
+                    ingest_haystacks=1, bandwidth_mb=256, bulk_rows=4_000, build_rows=10_000,
+                    background_tenants=40),
+    "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=20, real_texts=None,
+                      near_duplicate_rows=100_000, ingest_haystacks=6, bandwidth_mb=1024, bulk_rows=50_000,
+                      build_rows=100_000, background_tenants=400),
+}  # fmt: skip
+
+
+def bench_size(name: str) -> BenchSize:
+    if name not in SIZES:
+        raise ConfigError(f"bench size {name!r} is unknown; use one of {sorted(SIZES)}.")
+    return SIZES[name]
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory so far (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def auto_goal(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per (rows, corpus, bucket): auto's recall and p95 against the faster fixed strategy for that bucket (the
+    lowest p95 among fixed strategies reaching the recall goal; if none does, among all)."""
+    out = []
+    for (rows, corpus, bucket), grp in summary.groupby(["rows_total", "corpus", "bucket"], sort=False):
+        auto = grp[grp.strategy == "auto"]
+        fixed = grp[grp.strategy.isin(FIXED)]
+        if auto.empty or fixed.empty:
+            continue
+        good = fixed[fixed.recall >= RECALL_GOAL]
+        best = (good if len(good) else fixed).sort_values("latency_ms_p95").iloc[0]
+        a = auto.iloc[0]
+        ratio = float(a.latency_ms_p95 / best.latency_ms_p95) if best.latency_ms_p95 else float("nan")
+        out.append({"rows_total": rows, "corpus": corpus, "bucket": bucket, "tenant_rows": int(a.tenant_rows),
+                    "auto_plan": a.plan, "auto_recall": float(a.recall), "auto_p95_ms": float(a.latency_ms_p95),
+                    "best_fixed": best.strategy, "best_fixed_recall": float(best.recall),
+                    "best_fixed_p95_ms": float(best.latency_ms_p95), "p95_vs_best_fixed": ratio,
+                    "goal_met": bool(a.recall >= RECALL_GOAL and ratio <= LATENCY_GOAL)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def calibrate(summary: pd.DataFrame, current: AutoPolicy | None = None) -> AutoPolicy:
+    """The rows up to which an exact scan of one user beats walking an index, from the largest table measured:
+    exact latency grows with the user's rows (a least-squares line over the buckets); the per-tenant index
+    costs about the same at any size. Users above the crossover get their own index (`EventMemory.maintain`)."""
+    current = current or AutoPolicy()
+    if summary.empty:
+        return current
+    biggest = summary[summary.rows_total == summary.rows_total.max()]
+    real = biggest[biggest.corpus == "real"] if (biggest.corpus == "real").any() else biggest
+    exact = real[real.strategy == "exact"]
+    indexed = real[real.strategy == "partial"]
+    if len(exact) < 2 or indexed.empty:
+        return current
+    slope, intercept = np.polyfit(exact.tenant_rows.astype(float), exact.latency_ms_p95.astype(float), 1)
+    index_ms = float(indexed.latency_ms_p95.median())
+    if slope <= 0:
+        return current
+    crossover = int(np.clip((index_ms - intercept) / slope, 1_000, 200_000))
+    tenant_ef = current.tenant_ef_search if (indexed.recall >= RECALL_GOAL).all() else 100
+    stamp = f"memlab bench {datetime.now(UTC):%Y-%m-%d}, {int(real.rows_total.max()):,} rows"
+    return replace(current, exact_below=crossover, tenant_index_above=crossover, tenant_ef_search=tenant_ef,
+                   calibrated_on=stamp)  # fmt: skip
+
+
+def flat(prefix: str, frame: pd.DataFrame, keys: list[str], values: list[str]) -> dict[str, float]:
+    """`prefix.<key values>.<value column>` -> number, for bench.json."""
+    out = {}
+    for row in frame.itertuples(index=False):
+        stem = ".".join([prefix, *(str(getattr(row, k)) for k in keys)])
+        for v in values:
+            value = getattr(row, v)
+            if value is not None and not (isinstance(value, float) and np.isnan(value)):
+                out[f"{stem}.{v}"] = float(value)
+    return out
+
+
+def run_bench(
+    size: str = "ci", *, out: Path | None = None, dsn: str | None = None, calibrate_store: bool = False,
+    progress: bool = False, log: Callable[[str], Any] = print,
+) -> Path:  # fmt: skip
+    """Run every benchmark of `size` ("ci": a couple of minutes; "full": 10k to 1M rows, hours on 2 cores) on
+    the embedded PostgreSQL (or `dsn`), write `bench.json`, `bench.md` and CSVs under `out` (default
+    reports/bench/<size>-<time>) and return that folder. `calibrate_store` saves the calibrated `auto` policy
+    into the database benchmarked."""
+    import memlab
+
+    spec = bench_size(size)
+    out = Path(out or Path("reports") / "bench" / f"{size}-{datetime.now(UTC):%Y%m%dT%H%M%S}")
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    store = memlab.open_store(dsn=dsn)
+    embedder = memlab.default_embedder()
+    model = getattr(embedder, "inner", embedder)
+    results: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    tables: dict[str, pd.DataFrame] = {}
+
+    def step(name: str) -> None:
+        seconds[name] = time.perf_counter() - started - sum(seconds.values())
+        log(f"bench {size}: {name} done ({seconds[name]:.0f} s)")
+
+    # 1. The machine: memory bandwidth bounds every exact scan.
+    bandwidth = hardware.memory_bandwidth(megabytes=spec.bandwidth_mb)
+    results["memory.bandwidth_gb_per_s"] = bandwidth["gb_per_s"]
+    step("bandwidth")
+
+    # 2. Ingest at the model's speed: real long turns (LongMemEval-S haystacks), uncached model.
+    from memlab.lab import load_longmemeval
+
+    haystacks = load_longmemeval(corpora.CHECKOUT / corpora.LONGMEMEVAL_S_KU, limit=spec.ingest_haystacks)
+    ingest = measure_ingest(store, model, haystacks)
+    tables["ingest"] = pd.DataFrame([ingest.as_dict()])
+    results.update({
+        "ingest.ratio": ingest.ratio, "ingest.texts": ingest.texts, "ingest.texts_per_s": ingest.ingest_texts_per_s,
+        "ingest.raw_encode_texts_per_s": ingest.raw_encode_per_s, "ingest.units_per_s": ingest.ingest_units_per_s,
+        "ingest.seconds": ingest.ingest_seconds, "ingest.reingest_seconds": ingest.reingest_seconds,
+        "ingest.reingest_share": ingest.reingest_share, "ingest.reingest_embedded": ingest.reingest_embedded,
+        "ingest.index_upkeep_seconds": ingest.index_upkeep_seconds,
+        **{f"ingest.stage.{s}_seconds": ingest.stages.get(s, 0.0) for s in STAGES},
+    })  # fmt: skip
+    step("ingest")
+
+    # 3. Corpora that look like memory: real turns (embedded once, cached), topped up with matched vectors.
+    real = corpora.embedded(embedder, corpora.real_texts(spec.real_texts), name="real-texts", progress=progress)
+    questions = corpora.embedded(embedder, corpora.real_questions(spec.queries), name="questions", query=True,
+                                 progress=False)  # fmt: skip
+    largest = max(spec.rows)
+    real_corpus = corpora.corpus("real", largest, real)
+    near = corpora.corpus("near_duplicate", spec.near_duplicate_rows, real)
+    sample = min(len(real), 20_000)
+    dist = corpora.distribution_table({"real": real[:sample], "matched": real_corpus[len(real):][:sample],
+                                       "near_duplicate": near[:sample]})  # fmt: skip
+    tables["corpora"] = dist
+    results["corpus.real_texts"] = len(real)
+    results.update(flat("corpus", dist, ["corpus"], ["p5", "p50", "p95", "ks"]))
+    step("corpora")
+
+    # 4. Search per strategy and tenant bucket at each size; the scaling curve follows one small user.
+    frames = []
+    for rows in spec.rows:
+        frames.append(search.search_bench(store, embedder, real_corpus[:rows], questions, total_rows=rows,
+                                          corpus_name="real", background_tenants=spec.background_tenants,
+                                          progress=progress))  # fmt: skip
+        results[f"search.real.{rows}.load_seconds"] = frames[-1].attrs.get("copy_s", np.nan) + frames[-1].attrs.get(
+            "index_s", np.nan)
+        step(f"search real {rows:,}")
+    frames.append(search.search_bench(store, embedder, near, questions, total_rows=spec.near_duplicate_rows,
+                                      corpus_name="near_duplicate", background_tenants=spec.background_tenants,
+                                      progress=progress))  # fmt: skip
+    step(f"search near-duplicate {spec.near_duplicate_rows:,}")
+    search.clear(store, store.register_model(embedder.model_id, embedder.dimension).model_id)
+    frame = pd.concat(frames, ignore_index=True)
+    tables["search_raw"] = frame
+    summary = search.summarize_search(frame)
+    tables["search"] = summary
+    results.update(flat("search", summary, ["corpus", "rows_total", "bucket", "strategy"],
+                        ["recall", "latency_ms_p50", "latency_ms_p95", "latency_ms_p99"]))  # fmt: skip
+    goal = auto_goal(summary)
+    tables["auto"] = goal
+    top = goal[(goal.rows_total == largest) & (goal.corpus == "real")]
+    results.update(flat("auto", top, ["bucket"], ["auto_recall", "auto_p95_ms", "p95_vs_best_fixed"]))
+    results.update({k.replace(".auto_recall", ".recall"): v for k, v in results.items() if k.endswith(".auto_recall")})
+    results["auto.goal_met_buckets"] = float(top.goal_met.sum())
+    results["auto.buckets"] = float(len(top))
+    curve = search.scaling_curve(frame)
+    tables["scaling"] = curve
+    results.update(flat("scaling", curve, ["corpus", "strategy", "rows_total"], ["latency_ms_p50", "latency_ms_p95"]))
+
+    # 5. FAISS exact against the bandwidth bound, over the largest real table.
+    scan = hardware.faiss_scan(real_corpus, questions, bandwidth=bandwidth)
+    results.update({"faiss.vectors": scan["vectors"], "faiss.single_vectors_per_s": scan["single_vectors_per_s"],
+                    "faiss.batch_vectors_per_s": scan["batch_vectors_per_s"],
+                    "faiss.bandwidth_fraction": scan["bandwidth_fraction"],
+                    "faiss.threads": scan["faiss_threads"]})  # fmt: skip
+    del real_corpus, near
+    step("faiss")
+
+    # 6. Bulk writes and HNSW builds.
+    writes = bulk.bulk_write(store, real, rows=spec.bulk_rows)
+    tables["bulk_write"] = writes
+    results.update(flat("bulk", writes, ["method", "index"], ["rows_per_s"]))
+    builds = bulk.hnsw_build(store, corpora.corpus("real", spec.build_rows, real), rows=spec.build_rows)
+    tables["hnsw_build"] = builds
+    results.update(flat("hnsw_build", builds, ["m", "ef_construction"], ["seconds", "rows_per_s"]))
+    step("bulk writes and builds")
+
+    policy = calibrate(summary, store.auto_policy())
+    tables["policy"] = pd.DataFrame([policy.__dict__])
+    results.update({"policy.exact_below": policy.exact_below, "policy.tenant_index_above": policy.tenant_index_above})
+    if calibrate_store:
+        store.save_auto_policy(policy)
+    results["peak_memory_mb"] = _peak_mb()
+    results["seconds"] = time.perf_counter() - started
+    store.close()
+
+    for name, table in tables.items():
+        table.to_csv(out / f"{name}.csv", index=False)
+    meta = {"size": size, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count(),
+                        "platform": platform.platform()},
+            "seconds_by_step": seconds, "policy_saved": calibrate_store}  # fmt: skip
+    (out / "bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, sort_keys=True))
+    from memlab.lab.bench.markdown import bench_markdown
+
+    (out / "bench.md").write_text(bench_markdown(meta, results, tables, spec))
+    return out

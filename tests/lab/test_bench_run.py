@@ -1,0 +1,49 @@
+"""The pure parts of `memlab bench`: judging auto against the fixed strategies, calibrating the auto policy,
+and the bench page. The measuring parts have their own tests (test_bench_*.py); `memlab bench --size ci`
+itself runs in CI (.ci/run)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import memlab
+from memlab.lab import bench
+
+
+def _summary(rows: list[tuple[str, str, int, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"rows_total": 100_000, "corpus": "real", "bucket": b, "strategy": s, "tenant_rows": n, "recall": r,
+          "latency_ms_p50": p95 / 2, "latency_ms_p95": p95, "latency_ms_p99": p95 * 1.5, "plan": s}
+         for b, s, n, r, p95 in rows]
+    )  # fmt: skip
+
+
+def test_auto_is_judged_against_the_fastest_fixed_strategy_that_reaches_the_recall_goal():
+    summary = _summary([
+        ("1%", "exact", 1_000, 1.0, 10.0), ("1%", "hnsw-off", 1_000, 0.4, 2.0), ("1%", "auto", 1_000, 1.0, 11.0),
+        ("10%", "exact", 10_000, 1.0, 80.0), ("10%", "partial", 10_000, 0.995, 5.0),
+        ("10%", "auto", 10_000, 0.995, 9.0),
+    ])  # fmt: skip
+    goal = bench.auto_goal(summary).set_index("bucket")
+    assert goal.loc["1%", "best_fixed"] == "exact", "a fast strategy with recall 0.4 is no yardstick"
+    assert goal.loc["1%", "p95_vs_best_fixed"] == pytest.approx(1.1) and goal.loc["1%", "goal_met"]
+    assert goal.loc["10%", "best_fixed"] == "partial"
+    assert goal.loc["10%", "p95_vs_best_fixed"] == pytest.approx(1.8) and not goal.loc["10%", "goal_met"]
+
+
+def test_calibration_puts_the_exact_threshold_where_exact_scans_cost_what_an_index_costs():
+    # exact costs 1 ms + 1 ms per 1,000 rows; the tenant index about 6 ms: crossover at 5,000 rows
+    exact = [(f"b{n}", "exact", n, 1.0, 1.0 + n / 1_000) for n in (100, 1_000, 10_000, 50_000)]
+    summary = _summary([*exact, ("b10000", "partial", 10000, 1.0, 6.0), ("b50000", "partial", 50000, 1.0, 6.0)])
+    policy = bench.calibrate(summary, memlab.AutoPolicy())
+    assert policy.exact_below == pytest.approx(5_000, rel=0.01)
+    assert policy.tenant_index_above == policy.exact_below
+    assert "100,000 rows" in policy.calibrated_on
+    # without the per-tenant measurements there is nothing to calibrate from: the policy stays
+    assert bench.calibrate(summary[summary.strategy == "exact"], memlab.AutoPolicy()) == memlab.AutoPolicy()
+
+
+def test_unknown_size_is_a_clear_error():
+    with pytest.raises(memlab.ConfigError, match="ci"):
+        bench.run_bench("huge")
