@@ -9,12 +9,14 @@ lasts), streamed into `EventMemory.bulk_load` (HNSW built once, after the load).
 
 Each tenant is searched with the same embedded real questions under every strategy (k=10): `exact`, HNSW with
 a relaxed iterative scan, HNSW without one, `planner`, `partial` (a per-tenant partial HNSW index, for tenants
-at PARTIAL_MIN_SHARE or more, built after every other cell ran so the planner cannot use it elsewhere) and
-`auto` through the public `EventMemory.search_vector` (the plan it took is recorded), last, with the tenants
-under test indexed as `EventMemory.maintain` would leave them under the store's AutoPolicy. Latency is one whole
-search as a client pays it (pooled connection, transaction, settings, query; `auto` adds its own decision),
-after one unrecorded warm-up search per cell; recall@k is against FAISS exact over the tenant's own vectors
-(ties at the k-th distance count as found).
+at PARTIAL_MIN_SHARE or more, built after the strategies that must not see it ran) and `auto` through the
+public `EventMemory.search_vector` (the plan it took is recorded), with the tenant's own index present exactly
+when `EventMemory.maintain` would have built one under the store's AutoPolicy. Tenant by tenant, strategies
+take turns query by query, so drift in the machine's load hits them alike (on a shared 2-core machine it moved
+a whole cell's p50 by 1.5x between cells measured minutes apart). Latency is one whole search as a client pays
+it (pooled connection, transaction, settings, query; `auto` adds its own decision), after one unrecorded
+warm-up per strategy and tenant; recall@k is against FAISS exact over the tenant's own vectors (ties at the
+k-th distance count as found).
 
 Sizes: the orchestrator calls `search_bench` once per size (10k, 100k, 1M) and concatenates the frames;
 `scaling_curve` reads the fixed user's rows out of them. Each call reloads the table from scratch rather than
@@ -29,7 +31,7 @@ every size a fresh graph and exact tenant shares.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -219,17 +221,31 @@ def _plan(store: Store, memory: EventMemory, tenant: str, vector: np.ndarray, st
     return path
 
 
-def _as_maintained(store: Store, memory: EventMemory, tenants: Sequence[Tenant]) -> None:
-    """The tenants under test as `EventMemory.maintain` would leave them: their own index from the policy's
-    `tenant_index_above` units up, none below (background tenants are left alone: nobody measures them, and
-    their indexes would cost another full build at 1M rows)."""
-    above = store.auto_policy().tenant_index_above
-    for t in tenants:
-        if t.size >= above:
-            store.create_tenant_index(memory.model.model_id, memory.layer, APP, t.user_id)
-        else:
-            with store.connection() as conn:
-                sqlu.drop_index(conn, sqlu.tenant_index_name(memory.model.model_id, memory.layer, APP, t.user_id))
+FIXED: tuple[str, ...] = ("exact", "hnsw-relaxed", "hnsw-off", "planner")  # need no per-tenant index
+
+
+def _measure(
+    store: Store, memory: EventMemory, tenant: Tenant, strategies: list[str], queries: np.ndarray, k: int,
+    truth: dict, base: dict,
+) -> list[dict]:  # fmt: skip
+    """One row per (strategy, query) for one tenant. Strategies take turns query by query (the first one moves
+    each time), so a machine that slows down mid-run slows them all alike; one warm-up search each first."""
+    plans = {}
+    for strategy in strategies:
+        _search(store, memory, tenant.user_id, queries[0], strategy, k)  # warm-up, not recorded
+        plans[strategy] = None if strategy == "auto" else _plan(store, memory, tenant.user_id, queries[0], strategy, k)
+    rows = []
+    for qi, q in enumerate(queries):
+        turn = qi % len(strategies) if strategies else 0
+        for strategy in strategies[turn:] + strategies[:turn]:
+            hits, latency, auto_plan = _search(store, memory, tenant.user_id, q, strategy, k)
+            rows.append({
+                **base, "bucket": tenant.bucket, "share": tenant.share, "tenant": tenant.user_id,
+                "tenant_rows": tenant.size, "strategy": strategy, "query": qi, "latency_ms": latency,
+                "recall": _recall(hits, truth[(tenant.user_id, qi)]), "returned": len(hits),
+                "expected": min(k, tenant.size), "plan": auto_plan or plans[strategy],
+            })  # fmt: skip
+    return rows
 
 
 def search_bench(
@@ -252,47 +268,36 @@ def search_bench(
     exact = FaissExact()
     truth: dict[tuple[str, int], list] = {}
     for t in tested:
-        ids = [f"{t.user_id}-{j}" for j in range(t.size)]
-        exact.add_user(APP, t.user_id, unit_ids=ids, vectors=vectors[t.rows])
+        exact.add_user(APP, t.user_id, unit_ids=[f"{t.user_id}-{j}" for j in range(t.size)], vectors=vectors[t.rows])
         for qi, q in enumerate(queries):
             truth[(t.user_id, qi)] = list(exact.search_vector(APP, t.user_id, q, k))
-    partial_ok = {t.user_id for t in tested if t.bucket != FIXED_USER and t.share >= PARTIAL_MIN_SHARE}
-    # Per-tenant indexes come last: once built, the planner would serve those tenants from them elsewhere too.
-    # `auto` runs after them, as deployed: after `EventMemory.maintain` gave big users their own index.
-    cells = [(t, s) for s in strategies if s not in ("partial", "auto") for t in tested]
-    cells += [(t, "partial") for t in tested if "partial" in strategies and t.user_id in partial_ok]
-    cells += [(t, "auto") for t in tested if "auto" in strategies]
+    above = store.auto_policy().tenant_index_above
+    model_id, base = memory.model.model_id, {"rows_total": total_rows, "corpus": corpus_name}
+    rows: list[dict] = []
+    timings["partial_index_s"] = 0.0
+    started = time.perf_counter()
+    todo: Iterable[Tenant] = tested
     if progress:
         from rich.progress import track
 
-        cells = track(cells, description=f"search {corpus_name} {total_rows:,}")
-    rows = []
-    timings["partial_index_s"] = 0.0
-    maintained = False
-    started = time.perf_counter()
-    for tenant, strategy in cells:
-        if strategy in ("partial", "auto") and not (strategy == "auto" and maintained):
+        todo = track(tested, description=f"search {corpus_name} {total_rows:,}")
+    for t in todo:
+        # A tenant's own index changes what its other searches may use (the planner takes it): the strategies
+        # that need none run first; `auto` sees the index only where EventMemory.maintain would have built one.
+        rows += _measure(store, memory, t, [s for s in FIXED if s in strategies], queries, k, truth, base)
+        partial = "partial" in strategies and t.bucket != FIXED_USER and t.share >= PARTIAL_MIN_SHARE
+        auto = "auto" in strategies
+        if auto and t.size < above:
+            rows += _measure(store, memory, t, ["auto"], queries, k, truth, base)
+        if partial or (auto and t.size >= above):
             built = time.perf_counter()
-            if strategy == "partial":
-                store.create_tenant_index(memory.model.model_id, memory.layer, APP, tenant.user_id)
-            else:
-                _as_maintained(store, memory, tested)
-                maintained = True
+            store.create_tenant_index(model_id, memory.layer, APP, t.user_id)
             timings["partial_index_s"] += time.perf_counter() - built
-        _search(store, memory, tenant.user_id, queries[0], strategy, k)  # warm-up, not recorded
-        plan = None if strategy == "auto" else _plan(store, memory, tenant.user_id, queries[0], strategy, k)
-        for qi, q in enumerate(queries):
-            hits, latency, auto_plan = _search(store, memory, tenant.user_id, q, strategy, k)
-            rows.append({
-                "rows_total": total_rows, "corpus": corpus_name, "bucket": tenant.bucket, "share": tenant.share,
-                "tenant": tenant.user_id, "tenant_rows": tenant.size, "strategy": strategy, "query": qi,
-                "latency_ms": latency, "recall": _recall(hits, truth[(tenant.user_id, qi)]),
-                "returned": len(hits), "expected": min(k, tenant.size), "plan": auto_plan or plan,
-            })  # fmt: skip
+            later = (["partial"] if partial else []) + (["auto"] if auto and t.size >= above else [])
+            rows += _measure(store, memory, t, later, queries, k, truth, base)
+            with store.connection() as conn:  # gone before the next tenant, and before any later load
+                sqlu.drop_index(conn, sqlu.tenant_index_name(model_id, memory.layer, APP, t.user_id))
     timings["search_s"] = time.perf_counter() - started - timings["partial_index_s"]
-    with store.connection() as conn:  # the next load must not maintain them row by row
-        for t in tested:
-            sqlu.drop_index(conn, sqlu.tenant_index_name(memory.model.model_id, memory.layer, APP, t.user_id))
     frame = pd.DataFrame(rows)
     frame.attrs.update(timings)
     return frame
