@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from memlab.errors import ConfigError
 from memlab.lab.bench.bulk import BULK_LAYER, bench_model, bench_rows, bulk_write, hnsw_build
 from memlab.storage import units as sqlu
 
@@ -73,3 +74,26 @@ def test_hnsw_build_records_given_settings_and_a_graph_that_does_not_fit(scratch
     assert row["maintenance_work_mem"] == "1MB" and row["max_parallel_maintenance_workers"] == 0
     assert not row["graph_fits"]  # pgvector's NOTICE was seen: the graph outgrew 1MB
     assert row["indexdef_m"] == 16 and row["indexdef_ef_construction"] == 64
+
+
+def test_build_settings_size_memory_from_the_graph_and_honour_the_environment(monkeypatch):
+    for name in (sqlu.BUILD_MEMORY_ENV, sqlu.BUILD_MEMORY_MAX_ENV, sqlu.BUILD_WORKERS_ENV):
+        monkeypatch.delenv(name, raising=False)
+    sized = sqlu.build_settings(100_000, 384)
+    mb = sqlu.memory_mb(sized.maintenance_work_mem, source="test")
+    assert sized.graph_bytes <= mb * 2**20 <= 1.31 * sized.graph_bytes + 2**20  # the estimate plus headroom
+    assert sqlu.memory_mb(sqlu.build_settings(10**8, 384).maintenance_work_mem, source="test") <= sqlu.MAX_BUILD_MB
+    monkeypatch.setenv(sqlu.BUILD_MEMORY_MAX_ENV, "256MB")
+    assert sqlu.build_settings(10**6, 384).maintenance_work_mem == "256MB"
+    monkeypatch.setenv(sqlu.BUILD_MEMORY_ENV, "2GB")
+    monkeypatch.setenv(sqlu.BUILD_WORKERS_ENV, "3")
+    assert sqlu.build_settings(10, 384) == sqlu.BuildSettings(
+        rows=10, graph_bytes=sqlu.hnsw_graph_bytes(10, 384), maintenance_work_mem="2GB",
+        max_parallel_maintenance_workers=3,
+    )  # fmt: skip
+    assert sqlu.build_settings(10, 384, maintenance_work_mem="96MB", workers=0).maintenance_work_mem == "96MB"
+    monkeypatch.setenv(sqlu.BUILD_WORKERS_ENV, "many")
+    with pytest.raises(ConfigError, match=sqlu.BUILD_WORKERS_ENV):
+        sqlu.build_settings(10, 384)
+    with pytest.raises(ConfigError, match="not a memory size"):
+        sqlu.build_settings(10, 384, maintenance_work_mem="lots", workers=1)
