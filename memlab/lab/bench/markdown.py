@@ -61,9 +61,9 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         lines += [
             "## Corpora", "",
             "Nearest-neighbour cosine distance of a sample of rows to their nearest other row, per corpus at equal "
-            "size. `real`: distinct turns of the checkout's data sets; `matched`: synthetic rows that top the real "
-            "corpus up to the largest table; `near_duplicate`: jittered copies of 3,000 real rows (the stress "
-            "case). `ks`: Kolmogorov-Smirnov statistic against real (0 = same distribution).", "",
+            "size. `real`: distinct turns of the checkout's data sets; `real+matched`: the largest table searched "
+            "(the real turns topped up with synthetic rows matched to them), subsampled; `near_duplicate`: jittered "
+            "copies of 3,000 real rows (the stress case). `ks`: Kolmogorov-Smirnov statistic against real (0 = same distribution).", "",
             markdown_table(tables["corpora"]), "",
         ]  # fmt: skip
     if "auto" in tables and not tables["auto"].empty:

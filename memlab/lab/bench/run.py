@@ -40,7 +40,7 @@ class BenchSize:
     queries: int
     real_texts: int | None  # None: every distinct turn in the checkout
     near_duplicate_rows: int  # the stress corpus is searched at this size only
-    ingest_haystacks: int  # LongMemEval-S haystacks ingested (real long turns)
+    ingest_haystacks: int  # LongMemEval-S haystacks ingested (real long turns); 0: the event fixtures (short turns)
     bandwidth_mb: int
     bulk_rows: int
     build_rows: int
@@ -48,8 +48,8 @@ class BenchSize:
 
 
 SIZES = {
-    "ci": BenchSize("ci", rows=(2_000, 10_000), queries=5, real_texts=3_000, near_duplicate_rows=10_000,
-                    ingest_haystacks=1, bandwidth_mb=256, bulk_rows=4_000, build_rows=10_000,
+    "ci": BenchSize("ci", rows=(2_000, 10_000), queries=5, real_texts=2_000, near_duplicate_rows=10_000,
+                    ingest_haystacks=0, bandwidth_mb=256, bulk_rows=4_000, build_rows=10_000,
                     background_tenants=40),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=20, real_texts=None,
                       near_duplicate_rows=100_000, ingest_haystacks=6, bandwidth_mb=1024, bulk_rows=50_000,
@@ -155,11 +155,13 @@ def run_bench(
     results["memory.bandwidth_gb_per_s"] = bandwidth["gb_per_s"]
     step("bandwidth")
 
-    # 2. Ingest at the model's speed: real long turns (LongMemEval-S haystacks), uncached model.
-    from memlab.lab import load_longmemeval
+    # 2. Ingest at the model's speed: real long turns (LongMemEval-S haystacks) or the short fixture turns.
+    from memlab.lab import load_fixtures, load_longmemeval
 
-    haystacks = load_longmemeval(corpora.CHECKOUT / corpora.LONGMEMEVAL_S_KU, limit=spec.ingest_haystacks)
-    ingest = measure_ingest(store, model, haystacks)
+    sessions = (load_longmemeval(corpora.CHECKOUT / corpora.LONGMEMEVAL_S_KU, limit=spec.ingest_haystacks)
+                if spec.ingest_haystacks else load_fixtures(corpora.CHECKOUT / corpora.EVENT_FIXTURES))  # fmt: skip
+    ingest = measure_ingest(store, model, sessions)
+    results["ingest.source_haystacks"] = spec.ingest_haystacks
     tables["ingest"] = pd.DataFrame([ingest.as_dict()])
     results.update({
         "ingest.ratio": ingest.ratio, "ingest.texts": ingest.texts, "ingest.texts_per_s": ingest.ingest_texts_per_s,
@@ -179,8 +181,10 @@ def run_bench(
     real_corpus = corpora.corpus("real", largest, real)
     near = corpora.corpus("near_duplicate", spec.near_duplicate_rows, real)
     sample = min(len(real), 20_000)
-    dist = corpora.distribution_table({"real": real[:sample], "matched": real_corpus[len(real):][:sample],
-                                       "near_duplicate": near[:sample]})  # fmt: skip
+    # At equal size (NN distances shrink as a corpus grows): real turns, the table searched (real topped up with
+    # matched vectors, subsampled) and the near-duplicate stress corpus.
+    dist = corpora.distribution_table({"real": real[:sample], "real+matched": real_corpus, "near_duplicate": near},
+                                      size=sample)  # fmt: skip
     tables["corpora"] = dist
     results["corpus.real_texts"] = len(real)
     results.update(flat("corpus", dist, ["corpus"], ["p5", "p50", "p95", "ks"]))
@@ -227,7 +231,7 @@ def run_bench(
     step("faiss")
 
     # 6. Bulk writes and HNSW builds.
-    writes = bulk.bulk_write(store, real, rows=spec.bulk_rows)
+    writes = bulk.bulk_write(store, corpora.corpus("real", spec.bulk_rows, real), rows=spec.bulk_rows)
     tables["bulk_write"] = writes
     results.update(flat("bulk", writes, ["method", "index"], ["rows_per_s"]))
     builds = bulk.hnsw_build(store, corpora.corpus("real", spec.build_rows, real), rows=spec.build_rows)
