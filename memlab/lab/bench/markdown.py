@@ -63,7 +63,8 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "Nearest-neighbour cosine distance of a sample of rows to their nearest other row, per corpus at equal "
             "size. `real`: distinct turns of the checkout's data sets; `real+matched`: the largest table searched "
             "(the real turns topped up with synthetic rows matched to them), subsampled; `near_duplicate`: jittered "
-            "copies of 3,000 real rows (the stress case). `ks`: Kolmogorov-Smirnov statistic against real (0 = same distribution).", "",
+            "copies of 3,000 real rows (the stress case). `ks`: Kolmogorov-Smirnov statistic against real "
+            "(0 = same distribution).", "",
             markdown_table(tables["corpora"]), "",
         ]  # fmt: skip
     if "auto" in tables and not tables["auto"].empty:
