@@ -6,9 +6,10 @@ numbers say more about the corpus than about the index. Here:
 
 - `real_texts` / `real_questions`: distinct turns and questions of the data in the checkout (LongMemEval-S
   knowledge-update haystacks, the LongMemEval oracle, memlab-synth, the event fixtures), shuffled together.
-- `embedded`: their vectors, embedded once and cached as .npy under `$MEMLAB_HOME/bench/`.
-- `matched_vectors`: synthetic rows whose nearest-neighbour distance distribution matches real text's, for
-  corpora larger than the real text we have (see its docstring for the method).
+- `embedded`: their vectors, embedded once and cached as .npy under `$MEMLAB_HOME/bench/vectors/`.
+- `matched_vectors`: synthetic rows that grow the real rows into a bigger corpus whose nearest-neighbour
+  distances look like real text's at that size (see its docstring for the method; `real_nn_curve` and
+  `expected_median` give the real curve it follows).
 - `near_duplicate_vectors`: the old stress corpus, kept to show the difference.
 - `corpus(kind, n, real)` builds either, `nn_distances` / `distribution_table` show how alike they are.
 """
