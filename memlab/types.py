@@ -243,10 +243,10 @@ class AutoPolicy:
     - otherwise the layer's shared HNSW index with `iterative_scan`, `ef_search`, and a scan budget of
       `scan_factor` x ef_search / (the user's share of the layer), at least `max_scan_tuples`."""
 
-    exact_below: int = 10_000
+    exact_below: int = 5_000
     tenant_index_above: int = 10_000
     ef_search: int = 100
-    tenant_ef_search: int = 40
+    tenant_ef_search: int = 100
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20_000
     scan_factor: float = 4.0

@@ -26,6 +26,7 @@ def _static_all(path) -> set[str]:
 PUBLIC: dict[str, set[str]] = {
     "memlab": set(memlab.__all__) | {"lab"},
     "memlab.lab": set(lab.__all__),
+    "memlab.lab.bench": set(lab.bench.__all__),
     "memlab.adk": _static_all(ROOT / "memlab" / "adk.py"),
     "memlab.cli": {"app"},
 }
@@ -56,6 +57,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_synth.py", "memlab.lab.synth.banks"): "checks the synth phrase banks against the generated text",
     ("tests/lab/test_synth.py", "memlab.lab.synth.generator"): "checks synth fact and topic specs against the output",
     ("tests/lab/test_synth.py", "memlab.lab.synth.io"): "hashes the synth JSON form to prove determinism",
+    ("tests/lab/test_bench_corpora.py", "memlab.lab.bench"): "unit test of the corpus builders (calibration curve, "
+    "cache files)",
+    ("tests/lab/test_bench_search.py", "memlab.lab.bench"): "builds the bench table layout and clears it",
+    ("tests/lab/test_bench_search.py", "memlab.storage"): "checks which per-tenant indexes the bench leaves",
+    ("tests/lab/test_bench_bulk.py", "memlab.lab.bench.bulk"): "writes the bench's own rows and layer",
+    ("tests/lab/test_bench_bulk.py", "memlab.storage"): "reads index names and row counts of the bench layer",
+    ("tests/storage/test_scaling_sql.py", "memlab.storage"): "runs docs/scaling.md's SQL beside the unit table's",
+    ("tests/storage/test_scaling_sql.py", "memlab.storage.schema"): "creates a partitioned copy of the unit table",
+    ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",
     ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
 }
 

@@ -10,7 +10,7 @@ The memory library (memlab) never imports this package; the CLI, the notebooks a
 
 from typing import TYPE_CHECKING, Any
 
-from memlab.lab import plots
+from memlab.lab import bench, plots
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.experiment import (
@@ -90,6 +90,7 @@ __all__ = [
     "System",
     "UserHistory",
     "answerability_table",
+    "bench",
     "collect",
     "compare",
     "cutoff_grid",

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlab.errors import ConfigError
-from memlab.lab.bench.bulk import BULK_LAYER, bench_model, bench_rows, bulk_write, hnsw_build
+from memlab import ConfigError
+from memlab.lab.bench import bulk_write, hnsw_build
+from memlab.lab.bench.bulk import BULK_LAYER, bench_model, bench_rows
 from memlab.storage import units as sqlu
 
 

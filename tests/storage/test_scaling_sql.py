@@ -18,7 +18,6 @@ import memlab
 from memlab.events.units import Unit
 from memlab.storage import units as sqlu
 from memlab.storage.schema import MODELS_DDL, PRIMARY_KEY
-from memlab.types import SearchSettings
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
 BLOCK = re.compile(r"```sql\n(.*?)```", re.DOTALL)
@@ -158,7 +157,7 @@ def test_memlabs_own_bound_search_is_pruned_to_one_partition(partitioned):
     scope = sqlu.Scope(APP, "user-3", LAYER, model)
     vector = _unit_vectors(1, seed=3)[0]
     for strategy in ("exact", "hnsw"):
-        settings = SearchSettings(strategy=strategy)
+        settings = memlab.SearchSettings(strategy=strategy)
         with partitioned.transaction() as conn:
             sqlu.apply_settings(conn, settings)
             plan = sqlu.explain_json(conn, scope, vector, settings)  # values bound, not inlined
