@@ -49,10 +49,10 @@ class BenchSize:
 
 SIZES = {
     "ci": BenchSize("ci", rows=(2_000, 10_000), queries=5, real_texts=2_000, near_duplicate_rows=10_000,
-                    ingest_haystacks=0, bandwidth_mb=256, bulk_rows=4_000, build_rows=10_000,
+                    ingest_haystacks=0, bandwidth_mb=256, bulk_rows=2_000, build_rows=10_000,
                     background_tenants=40),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=20, real_texts=None,
-                      near_duplicate_rows=100_000, ingest_haystacks=6, bandwidth_mb=1024, bulk_rows=50_000,
+                      near_duplicate_rows=100_000, ingest_haystacks=3, bandwidth_mb=1024, bulk_rows=20_000,
                       build_rows=100_000, background_tenants=400),
 }  # fmt: skip
 
