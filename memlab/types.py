@@ -240,8 +240,10 @@ class AutoPolicy:
     - at most `exact_below` units: exact scan of the user's rows (recall 1.0, cost grows with the user only);
     - a per-tenant partial HNSW index exists (`EventMemory.maintain` builds one for users with at least
       `tenant_index_above` units): that index, with `tenant_ef_search`;
-    - otherwise the layer's shared HNSW index with `iterative_scan`, `ef_search`, and a scan budget of
-      `scan_factor` x ef_search / (the user's share of the layer), at least `max_scan_tuples`."""
+    - otherwise exact again while units^2 <= `scan_factor` x `ef_search` x the table's rows (walking the shared
+      index to find k of this user's rows would visit more tuples than the user has), else the shared HNSW
+      index with `iterative_scan`, `ef_search` and a scan budget of that walk, at least `max_scan_tuples`.
+    An explicit `SearchSettings.exact_below` replaces the first threshold and skips the walk rule."""
 
     exact_below: int = 5_000
     tenant_index_above: int = 10_000

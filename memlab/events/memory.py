@@ -18,6 +18,7 @@ entries of the texts it deletes, and with `vacuum=True` VACUUMs the touched tabl
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -157,6 +158,10 @@ def _holds(stored: tuple[str, ...] | None, wanted: tuple[str, ...]) -> bool:
     """Whether a stored unit with event ids `stored` already covers `wanted`: the same events, or a longer run
     of the session that starts with them."""
     return stored is not None and stored[: len(wanted)] == wanted
+
+
+class IngestAborted(Exception):
+    """A queued batch dropped because an earlier one failed (never seen by callers: the first error is)."""
 
 
 @dataclass
@@ -331,17 +336,29 @@ class EventMemory:
             size += len(session.events)
         events = sum(len(s.events) for s in items)
         bar = _IngestProgress(self.layer, events) if progress else None
+        stop = threading.Event()  # set when a batch fails: queued batches then touch nothing
         try:
             with ThreadPoolExecutor(1, "memlab-embed") as embedding, ThreadPoolExecutor(1, "memlab-write") as writing:
                 in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
-                for batch in batches:
-                    plan = self._prepare(batch)
-                    vectors = embedding.submit(self._embed_plan, plan)
-                    in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors)))
-                    while len(in_flight) > 2:  # at most two batches embedded ahead of the writer
+                try:
+                    for batch in batches:
+                        plan = self._prepare(batch, stop)
+                        vectors = embedding.submit(self._embed_plan, plan, stop)
+                        in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
+                        while len(in_flight) > 2:  # at most two batches embedded ahead of the writer
+                            self._collect(total, *in_flight.pop(0), bar)
+                    while in_flight:
                         self._collect(total, *in_flight.pop(0), bar)
-                while in_flight:
-                    self._collect(total, *in_flight.pop(0), bar)
+                except BaseException as exc:
+                    stop.set()  # the batches still queued are dropped: nothing is half-written, nothing retried
+                    for _, done in in_flight:
+                        done.cancel()
+                    if isinstance(exc, IngestAborted):  # raise the failure that stopped the pipeline instead
+                        for _, done in in_flight:
+                            first = None if done.cancelled() else done.exception()
+                            if first is not None and not isinstance(first, IngestAborted):
+                                raise first from None
+                    raise
         finally:
             if bar is not None:
                 bar.close()
@@ -353,14 +370,24 @@ class EventMemory:
         if bar is not None:
             bar.advance(sum(len(s.events) for s in batch))
 
-    def _write_isolated(self, batch: list[Session], plan: _Plan, vectors: Future[_Vectors]) -> IngestReport:
+    def _write_isolated(
+        self, batch: list[Session], plan: _Plan, vectors: Future[_Vectors], stop: threading.Event
+    ) -> IngestReport:
         """`_write` of a batch; if PostgreSQL refuses the batch's data, each session is ingested again alone so
-        only the sessions it refuses fail."""
+        only the sessions it refuses fail. Does nothing once an earlier batch failed (`stop`), and stops the
+        pipeline when it fails itself, so no later call reaches a server that just went away."""
         try:
-            return self._write(plan, vectors.result())
+            embedded = None if stop.is_set() else vectors.result()
+            if embedded is None or stop.is_set():
+                raise IngestAborted("an earlier batch failed")
+            return self._write(plan, embedded)
         except _REFUSED:
             if len(batch) == 1:
+                stop.set()
                 raise
+        except BaseException:
+            stop.set()
+            raise
         report = IngestReport()
         for session in batch:
             try:
@@ -381,11 +408,13 @@ class EventMemory:
         plan = self._prepare(sessions)
         return self._write(plan, self._embed_plan(plan))
 
-    def _prepare(self, sessions: list[Session]) -> _Plan:
+    def _prepare(self, sessions: list[Session], stop: threading.Event | None = None) -> _Plan:
         """Filter the sessions' events and build their units; look up (without locking) which are stored.
 
         Events already stored in this layer are not filtered again (a re-ingest costs lookups, not secret
         scans): an event is stored only after it passed the filters, and its identity never changes."""
+        if stop is not None and stop.is_set():
+            raise IngestAborted("an earlier batch failed")
         plan = _Plan(IngestReport())
         started = time.perf_counter()
         deleted = self._tombstones(sessions)
@@ -422,10 +451,10 @@ class EventMemory:
                 out[session.id] = frozenset(stored)
         return out
 
-    def _embed_plan(self, plan: _Plan) -> _Vectors:
+    def _embed_plan(self, plan: _Plan, stop: threading.Event | None = None) -> _Vectors:
         """Embed every text the plan may need, outside any transaction (no lock is held while the model runs)."""
         texts = sorted(plan.texts)
-        if not texts:
+        if not texts or (stop is not None and stop.is_set()):
             return _Vectors({}, 0.0)
         started = time.perf_counter()
         vectors = self.embedder.embed_documents(texts)
@@ -726,7 +755,8 @@ class EventMemory:
         if settings.strategy != "auto":
             return settings, False
         policy = self.store.auto_policy()
-        exact_below = policy.exact_below if settings.exact_below is None else settings.exact_below
+        explicit = settings.exact_below is not None  # the caller's own threshold is taken as given
+        exact_below = settings.exact_below if explicit else policy.exact_below
         units = sqlu.scope_units(conn, scope.app_name, scope.user_id, scope.layer, scope.model.model_id)
         if units <= exact_below:
             return replace(settings, strategy="exact"), False
@@ -734,10 +764,15 @@ class EventMemory:
         if sqlu.index_exists(conn, tenant_index):
             return replace(settings, strategy="hnsw", ef_search=max(policy.tenant_ef_search, settings.top_k),
                            iterative_scan=policy.iterative_scan), True  # fmt: skip
-        share = units / max(sqlu.table_rows_estimate(conn), units)
-        budget = max(policy.max_scan_tuples, int(policy.scan_factor * policy.ef_search / max(share, 1e-9)))
+        # On the shared index, finding k of a user's rows means walking about scan_factor x ef_search / share
+        # tuples; below units^2 = scan_factor x ef_search x table rows that walk is longer than the user's rows.
+        total = max(sqlu.table_rows_estimate(conn), units)
+        walk = policy.scan_factor * policy.ef_search * total / units
+        if not explicit and walk >= units:
+            return replace(settings, strategy="exact"), False
+        budget = max(policy.max_scan_tuples, int(min(walk, units)))
         return replace(settings, strategy="hnsw", ef_search=max(policy.ef_search, settings.top_k),
-                       iterative_scan=policy.iterative_scan, max_scan_tuples=min(budget, 2**31 - 1)), False  # fmt: skip
+                       iterative_scan=policy.iterative_scan, max_scan_tuples=budget), False  # fmt: skip
 
     def maintain(self, app_name: str | None = None) -> list[str]:
         """Build a per-tenant partial HNSW index for every user of this layer and model (of one app, or all)
