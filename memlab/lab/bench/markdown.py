@@ -57,6 +57,9 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             f"index took {_f(row.write_without_index_seconds)} s).", "",
             markdown_table(stages), "",
         ]  # fmt: skip
+        if "ingest_batches" in tables:
+            lines += ["Ingest rate by `add_sessions(batch_units=...)` (texts/s, same texts, uncached model):", "",
+                      markdown_table(tables["ingest_batches"]), ""]  # fmt: skip
     if "corpora" in tables:
         lines += [
             "## Corpora", "",

@@ -23,7 +23,7 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.bench import bulk, corpora, hardware, search
-from memlab.lab.ingest_bench import STAGES, measure_ingest
+from memlab.lab.ingest_bench import STAGES, measure_batch_sizes, measure_ingest
 from memlab.types import AutoPolicy
 
 RECALL_GOAL = 0.99  # auto's recall@10 vs FAISS exact in every tenant bucket
@@ -162,6 +162,9 @@ def run_bench(
                 if spec.ingest_haystacks else load_fixtures(corpora.CHECKOUT / corpora.EVENT_FIXTURES))  # fmt: skip
     ingest = measure_ingest(store, model, sessions)
     results["ingest.source_haystacks"] = spec.ingest_haystacks
+    batches = pd.DataFrame(measure_batch_sizes(store, model, sessions))
+    tables["ingest_batches"] = batches
+    results.update(flat("ingest.batch_units", batches, ["batch_units"], ["texts_per_s"]))
     tables["ingest"] = pd.DataFrame([ingest.as_dict()])
     results.update({
         "ingest.ratio": ingest.ratio, "ingest.texts": ingest.texts, "ingest.texts_per_s": ingest.ingest_texts_per_s,
