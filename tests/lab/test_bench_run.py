@@ -47,3 +47,14 @@ def test_calibration_puts_the_exact_threshold_where_exact_scans_cost_what_an_ind
 def test_unknown_size_is_a_clear_error():
     with pytest.raises(memlab.ConfigError, match="ci"):
         bench.run_bench("huge")
+
+
+def test_cli_refuses_an_unknown_size_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from memlab.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "--size", "huge", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 2
+    assert "bench size 'huge' is unknown" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "b").exists(), "nothing is written for a refused run"
