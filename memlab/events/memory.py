@@ -758,16 +758,16 @@ class EventMemory:
         policy = self.store.auto_policy()
         explicit = settings.exact_below is not None  # the caller's own threshold is taken as given
         exact_below = settings.exact_below if explicit else policy.exact_below
-        units = sqlu.scope_units(conn, scope.app_name, scope.user_id, scope.layer, scope.model.model_id)
+        facts = sqlu.scope_facts(conn, scope)
+        units = facts.units
         if units <= exact_below:
             return replace(settings, strategy="exact"), False
-        tenant_index = sqlu.tenant_index_name(scope.model.model_id, scope.layer, scope.app_name, scope.user_id)
-        if sqlu.index_exists(conn, tenant_index):
+        if facts.tenant_index:
             return replace(settings, strategy="hnsw", ef_search=max(policy.tenant_ef_search, settings.top_k),
                            iterative_scan=policy.iterative_scan), True  # fmt: skip
         # On the shared index, finding k of a user's rows means walking about scan_factor x ef_search / share
         # tuples; below units^2 = scan_factor x ef_search x table rows that walk is longer than the user's rows.
-        total = max(sqlu.table_rows_estimate(conn), units)
+        total = max(facts.table_rows, units)
         walk = policy.scan_factor * policy.ef_search * total / units
         if not explicit and walk >= units:
             return replace(settings, strategy="exact"), False

@@ -1030,6 +1030,33 @@ def scope_units(conn: psycopg.Connection, app_name: str, user_id: str, layer: st
     return int(total)
 
 
+@dataclass(frozen=True)
+class ScopeFacts:
+    """What `auto` decides from, read in one round trip."""
+
+    units: int  # the user's units of this layer and model (kept counts)
+    tenant_index: bool  # the user's own partial HNSW index exists
+    table_rows: int  # the planner's estimate of the whole table's rows
+
+
+def scope_facts(conn: psycopg.Connection, scope: Scope) -> ScopeFacts:
+    """The user's kept unit count, whether their per-tenant index exists, and the table's estimated rows, in
+    one statement (a search pays one round trip for its strategy, not three); folds the counts when needed."""
+    name = tenant_index_name(scope.model.model_id, scope.layer, scope.app_name, scope.user_id)
+    params = [scope.app_name, scope.user_id, scope.layer, scope.model.model_id, name, UNITS_TABLE]
+    total, rows, indexed, table_rows = conn.execute(
+        sql.SQL(
+            "SELECT coalesce(sum(delta), 0), count(*), to_regclass(%s) IS NOT NULL, "
+            "(SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)) "
+            "FROM {} WHERE " + _COUNT_SCOPE
+        ).format(sql.Identifier(COUNTS_TABLE)),
+        params[4:] + params[:4],
+    ).fetchone()
+    if rows > FOLD_AFTER:
+        fold_counts(conn, scope.app_name, scope.user_id, scope.layer, scope.model.model_id)
+    return ScopeFacts(int(total), bool(indexed), int(table_rows or 0))
+
+
 def fold_counts(conn: psycopg.Connection, app_name: str, user_id: str, layer: str, model_id: str) -> None:
     """Replace a scope's delta rows by their sum (one statement: a concurrent fold sees the rows gone)."""
     conn.execute(
