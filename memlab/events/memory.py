@@ -41,6 +41,7 @@ from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import (
+    AutoPolicy,
     DeletionReport,
     Event,
     Hits,
@@ -736,8 +737,9 @@ class EventMemory:
         scope = self.scope(app_name, user_id)
         vector = np.asarray(vector, dtype=np.float32)
         check_vectors(vector.reshape(1, -1), 1, self.model.dimension, self.model.model_id)
+        policy = self._policy_for(settings)
         with self.store.transaction() as conn:
-            settings, literal = self._resolve(conn, scope, settings)
+            settings, literal = self._resolve(conn, scope, settings, policy)
             sqlu.apply_settings(conn, settings)
             plan = "tenant-index" if literal else settings.strategy
             if settings.strategy == "planner":
@@ -748,14 +750,20 @@ class EventMemory:
         kept = [h for h in found if h.distance <= settings.max_distance]
         return Hits(kept, plan=plan, dropped_by_cutoff=len(found) - len(kept))
 
-    def _resolve(self, conn, scope: sqlu.Scope, settings: SearchSettings) -> tuple[SearchSettings, bool]:
+    def _policy_for(self, settings: SearchSettings) -> AutoPolicy | None:
+        """The store's policy, read before the search opens its transaction: reading it inside would take a
+        second pooled connection while holding the first (8 threads on a 2-connection pool deadlock)."""
+        return self.store.auto_policy() if settings.strategy == "auto" else None
+
+    def _resolve(
+        self, conn, scope: sqlu.Scope, settings: SearchSettings, policy: AutoPolicy | None
+    ) -> tuple[SearchSettings, bool]:
         """Turn `auto` into a fixed strategy for this user (see `memlab.AutoPolicy`): exact for a small user,
         the user's own partial HNSW index where one exists, else the shared index with a scan budget sized to
         the user's share of the table. Returns the settings and whether to inline values (a partial index is
         only usable with the user's ids in the statement)."""
-        if settings.strategy != "auto":
+        if settings.strategy != "auto" or policy is None:
             return settings, False
-        policy = self.store.auto_policy()
         explicit = settings.exact_below is not None  # the caller's own threshold is taken as given
         exact_below = settings.exact_below if explicit else policy.exact_below
         facts = sqlu.scope_facts(conn, scope)
@@ -796,8 +804,9 @@ class EventMemory:
         settings = settings or SearchSettings()
         scope = self.scope(app_name, user_id)
         vector = self._embed_query(app_name, user_id, query)
+        policy = self._policy_for(settings)
         with self.store.transaction() as conn:
-            settings, literal = self._resolve(conn, scope, settings)
+            settings, literal = self._resolve(conn, scope, settings, policy)
             sqlu.apply_settings(conn, settings)
             text, path = sqlu.explain_search(conn, scope, vector, settings, analyze=True, literal=literal)
         return Explain(plan=text, access_path=path)

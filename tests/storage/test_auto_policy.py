@@ -78,3 +78,13 @@ def test_auto_picks_exact_shared_index_then_tenant_index(scratch_store, embedder
     # an explicit exact_below overrides the stored policy
     wide = memlab.SearchSettings(exact_below=1000)
     assert mem.search(app_name, "big", query, wide).plan == "exact"
+
+
+def test_auto_reads_its_policy_without_a_second_connection(scratch_store, embedder, app_name):
+    """Reading the policy inside the search's transaction took a second pooled connection while holding the
+    first: on a 1-connection pool that waits forever, and 8 threads on 2 connections deadlocked."""
+    mem = memlab.EventMemory(scratch_store, embedder)
+    _load(mem, app_name, "u", 10)
+    with memlab.open_store(dsn=scratch_store.dsn, pool_size=1, timeout=3) as one:  # its policy is not read yet
+        hits = memlab.EventMemory(one, embedder).search(app_name, "u", "When does the apollo project meet?")
+    assert hits.plan == "exact" and len(hits) == 10
