@@ -661,8 +661,8 @@ class EventMemory:
         hits = self._search(app_name, user_id, query, settings, asked_at)
         if gate is None or not hits:
             return hits
-        with self.store.connection() as conn:
-            size = sqlu.count_units(conn, self.scope(app_name, user_id), limit=GATE_COUNT_LIMIT)
+        with self.store.connection() as conn:  # the kept count: no scan of the user's rows per gated search
+            size = min(sqlu.scope_facts(conn, self.scope(app_name, user_id)).units, GATE_COUNT_LIMIT)
         if gate.answerable(hits, size):
             return hits
         return Hits([], plan=hits.plan, dropped_by_cutoff=hits.dropped_by_cutoff + len(hits), window=hits.window)
@@ -813,9 +813,8 @@ class EventMemory:
 
     def count(self, app_name: str, user_id: str) -> int:
         """How many units of this layer and model the user has (the count the triggers keep: no scan)."""
-        scope = self.scope(app_name, user_id)
         with self.store.connection() as conn:
-            return sqlu.scope_units(conn, app_name, user_id, scope.layer, scope.model.model_id)
+            return sqlu.scope_facts(conn, self.scope(app_name, user_id)).units
 
     # -- deletion, retention, migration ---------------------------------------------------------------
     def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> int:

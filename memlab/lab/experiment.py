@@ -54,7 +54,7 @@ def _versions(store=None) -> dict[str, str]:
     return out
 
 
-def _peak_memory_mb() -> float:
+def peak_memory_mb() -> float:
     """This process's peak resident memory so far, in MB (Linux reports ru_maxrss in KiB)."""
     import resource
 
@@ -204,7 +204,7 @@ def run_experiment(
                     module.measure(env, scoped, sweep_options(cfg, name), context, out)
     score_folder(out)
     manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    seconds=round(time.perf_counter() - started, 1), peak_memory_mb=_peak_memory_mb())  # fmt: skip
+                    seconds=round(time.perf_counter() - started, 1), peak_memory_mb=peak_memory_mb())  # fmt: skip
     _write_manifest(out, manifest)
     write_report(out)
     return out

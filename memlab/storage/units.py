@@ -756,20 +756,6 @@ def shorten_plan(text: str) -> str:
     return _VECTOR_LITERAL.sub(lambda m: f"'[{m.group(0).count(',') + 1} dims]'", text)
 
 
-def count_units(conn: psycopg.Connection, scope: Scope, *, limit: int | None = None) -> int:
-    """Units of the scope; with `limit`, stop counting there (a bounded-cost "at most N?" check)."""
-    inner = sql.SQL("SELECT 1 FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s").format(
-        sql.Identifier(UNITS_TABLE)
-    )
-    params: list = [scope.app_name, scope.user_id, scope.layer, scope.model.model_id]
-    if limit is not None:
-        inner = inner + sql.SQL(" LIMIT %s")
-        params.append(int(limit))
-    query = sql.SQL("SELECT count(*) FROM ({}) AS scoped").format(inner)
-    row = conn.execute(query, params).fetchone()
-    return int(row[0])
-
-
 # The SHA-256 of a body as the embedding cache keys it (memlab.embedding.cache.text_key): deletes return it so
 # the caller can drop the cached vectors of what it erased without reading the texts back.
 _BODY_KEY = "encode(sha256(convert_to(coalesce(rendered, body), 'UTF8')), 'hex')"
@@ -1007,27 +993,12 @@ END $$;
 """
 
 
-
 def create_counts(conn: psycopg.Connection) -> None:
     """The count table and the unit table's triggers that keep it (idempotent; after the unit table)."""
     conn.execute(COUNTS_DDL)
 
 
 _COUNT_SCOPE = "app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s"
-
-
-def scope_units(conn: psycopg.Connection, app_name: str, user_id: str, layer: str, model_id: str) -> int:
-    """The user's units of one layer and model, from the kept counts (no scan of the unit table)."""
-    params = [app_name, user_id, layer, model_id]
-    total, rows = conn.execute(
-        sql.SQL("SELECT coalesce(sum(delta), 0), count(*) FROM {} WHERE " + _COUNT_SCOPE).format(
-            sql.Identifier(COUNTS_TABLE)
-        ),
-        params,
-    ).fetchone()
-    if rows > FOLD_AFTER:
-        fold_counts(conn, app_name, user_id, layer, model_id)
-    return int(total)
 
 
 @dataclass(frozen=True)
@@ -1067,15 +1038,6 @@ def fold_counts(conn: psycopg.Connection, app_name: str, user_id: str, layer: st
         ).format(t=sql.Identifier(COUNTS_TABLE)),
         [app_name, user_id, layer, model_id] * 2,
     )
-
-
-def table_rows_estimate(conn: psycopg.Connection) -> int:
-    """The planner's row estimate of the unit table (pg_class.reltuples; no scan). -1 before the first
-    ANALYZE counts as 0."""
-    row = conn.execute(
-        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)", [UNITS_TABLE]
-    ).fetchone()
-    return int(row[0]) if row else 0
 
 
 def large_scopes(

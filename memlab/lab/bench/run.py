@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import platform
-import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.bench import bulk, corpora, hardware, search
+from memlab.lab.experiment import peak_memory_mb
 from memlab.lab.ingest_bench import STAGES, measure_batch_sizes, measure_ingest
 from memlab.types import AutoPolicy
 
@@ -61,11 +61,6 @@ def bench_size(name: str) -> BenchSize:
     if name not in SIZES:
         raise ConfigError(f"bench size {name!r} is unknown; use one of {sorted(SIZES)}.")
     return SIZES[name]
-
-
-def _peak_mb() -> float:
-    """This process's peak resident memory so far (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def auto_goal(summary: pd.DataFrame) -> pd.DataFrame:
@@ -247,7 +242,7 @@ def run_bench(
     results.update({"policy.exact_below": policy.exact_below, "policy.tenant_index_above": policy.tenant_index_above})
     if calibrate_store:
         store.save_auto_policy(policy)
-    results["peak_memory_mb"] = _peak_mb()
+    results["peak_memory_mb"] = peak_memory_mb()
     results["seconds"] = time.perf_counter() - started
     store.close()
 
