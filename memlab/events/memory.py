@@ -414,44 +414,49 @@ class EventMemory:
         """Filter the sessions' events and build their units; look up (without locking) which are stored.
 
         Events already stored in this layer are not filtered again (a re-ingest costs lookups, not secret
-        scans): an event is stored only after it passed the filters, and its identity never changes."""
+        scans): an event is stored only after it passed the filters, and its identity never changes. The
+        lookups cost three round trips per batch, whatever its number of sessions."""
         if stop is not None and stop.is_set():
             raise IngestAborted("an earlier batch failed")
         plan = _Plan(IngestReport())
         started = time.perf_counter()
-        deleted = self._tombstones(sessions)
+        keys = {(s.app_name, s.user_id, s.id): [e.id for e in s.events] for s in sessions}
         with self.store.connection() as conn:
-            known = self._stored_events(conn, sessions) if self.granularity == "event" else {}
+            deleted = sqlu.tombstoned_of(conn, keys)
+            # In the event layer a unit's id is its event's id: the stored units name the events already kept.
+            known = (
+                sqlu.existing_units_of(conn, self.layer, self.model.model_id, keys)
+                if self.granularity == "event" else {}
+            )  # fmt: skip
             plan.report.timings["lookup"] += time.perf_counter() - started
+            t0 = time.perf_counter()
             for session in sessions:
-                t0 = time.perf_counter()
-                kept, skipped = self.kept_events(session, known=known.get(session.id, frozenset()))
-                gone = [e for e in kept if (session.app_name, session.user_id, session.id, e.id) in deleted]
+                key = (session.app_name, session.user_id, session.id)
+                kept, skipped = self.kept_events(session, known=frozenset(known.get(key, ())))
+                gone = [e for e in kept if (*key, e.id) in deleted]
                 if gone:
                     skipped[filters.DELETED] += len(gone)
                     kept = [e for e in kept if e not in gone]
                 plan.report.skipped.update(skipped)
                 units = self.units_of(session, kept)
-                t1 = time.perf_counter()
-                plan.report.timings["filter"] += t1 - t0
-                if not units:
-                    continue
-                scope = self.scope(session.app_name, session.user_id)
-                stored = sqlu.existing_units(conn, scope, session.id, [u.unit_id for u in units])
-                plan.sessions.append((scope, session, units))
-                plan.texts.update(u.embed_text for u in units if not _holds(stored.get(u.unit_id), u.event_ids))
-                plan.report.timings["lookup"] += time.perf_counter() - t1
+                if units:
+                    plan.sessions.append((self.scope(session.app_name, session.user_id), session, units))
+            t1 = time.perf_counter()
+            plan.report.timings["filter"] += t1 - t0
+            stored = self._stored_units(conn, plan.sessions)
+            for scope, session, units in plan.sessions:
+                held = stored.get((scope.app_name, scope.user_id, session.id), {})
+                plan.texts.update(u.embed_text for u in units if not _holds(held.get(u.unit_id), u.event_ids))
+            plan.report.timings["lookup"] += time.perf_counter() - t1
         return plan
 
-    def _stored_events(self, conn: psycopg.Connection, sessions: list[Session]) -> dict[str, frozenset[str]]:
-        """session id -> ids of its events stored as units of this (event) layer."""
-        out: dict[str, frozenset[str]] = {}
-        for session in sessions:
-            scope = self.scope(session.app_name, session.user_id)
-            stored = sqlu.existing_units(conn, scope, session.id, list({e.id for e in session.events}))
-            if stored:
-                out[session.id] = frozenset(stored)
-        return out
+    def _stored_units(
+        self, conn: psycopg.Connection, planned: list[tuple[sqlu.Scope, Session, list[Unit]]]
+    ) -> dict[sqlu.SessionKey, dict[str, tuple[str, ...]]]:
+        """(app, user, session) -> unit id -> stored event ids, for the planned units already stored."""
+        wanted = {(scope.app_name, scope.user_id, session.id): [u.unit_id for u in units]
+                  for scope, session, units in planned}  # fmt: skip
+        return sqlu.existing_units_of(conn, self.layer, self.model.model_id, wanted)
 
     def _embed_plan(self, plan: _Plan, stop: threading.Event | None = None) -> _Vectors:
         """Embed every text the plan may need, outside any transaction (no lock is held while the model runs)."""
@@ -475,13 +480,15 @@ class EventMemory:
         started = time.perf_counter()
         try:
             with self.store.transaction() as conn:
-                for scope, session, _ in sorted(plan.sessions, key=lambda p: (p[0].app_name, p[0].user_id, p[1].id)):
-                    sqlu.lock_key(
-                        conn, "units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id
-                    )
+                sqlu.lock_keys(
+                    conn,
+                    (("units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id)
+                     for scope, session, _ in plan.sessions),
+                )  # fmt: skip
                 todo: list[tuple[sqlu.Scope, Unit]] = []
+                held = self._stored_units(conn, plan.sessions)
                 for scope, session, units in plan.sessions:
-                    stored = sqlu.existing_units(conn, scope, session.id, [u.unit_id for u in units])
+                    stored = held.get((scope.app_name, scope.user_id, session.id), {})
                     # A stored chunk holding more of the session than this snapshot (a late, older copy) stays:
                     # chunks only grow, so the chunk layer does not depend on the order snapshots arrive in.
                     fresh = [u for u in units if not _holds(stored.get(u.unit_id), u.event_ids)]
@@ -516,16 +523,6 @@ class EventMemory:
         unused = {(self.model.model_id, text_key(t)) for t in embedded} - written
         self._forget_cached(unused | (replaced.text_keys - written))
         return report
-
-    def _tombstones(self, sessions: list[Session]) -> set[tuple[str, str, str, str]]:
-        """(app, user, session, event id) of events deleted on purpose: they are never ingested again."""
-        out: set[tuple[str, str, str, str]] = set()
-        with self.store.connection() as conn:
-            for s in sessions:
-                ids = [e.id for e in s.events]
-                found = sqlu.tombstoned(conn, s.app_name, s.user_id, s.id, ids) if ids else set()
-                out |= {(s.app_name, s.user_id, s.id, e) for e in found}
-        return out
 
     # -- erasure --------------------------------------------------------------------------------------
     def caches(self) -> list[EmbeddingCache]:

@@ -80,7 +80,7 @@ def _ds_findings(line: str) -> Iterator[str]:
     pure functions are called: nothing here reads or writes detect-secrets' global settings."""
     from detect_secrets.filters import heuristic as h
 
-    keyword_free = _KEYWORD_GATE.search(line.lower()) is None
+    keyword_free = _KEYWORD_GATE.search(line.casefold()) is None
     for plugin in _ds_plugins():
         if keyword_free and type(plugin).__name__ == "KeywordDetector":
             continue  # its patterns all name one of these words; checking for them first saves most of its cost
@@ -270,6 +270,7 @@ def _pem_body(match: re.Match) -> bool:
 Check = Callable[[re.Match], bool]
 _PW_WORD = r"(?:pass(?:word|wd|code|phrase)?|pwd|pw|pword|unlock phrase)"
 _TOKEN_CHARS = r"[A-Za-z0-9_\-+/=.~]"
+_PW_NEEDS = ("pass", "pwd", "pw", "unlock phrase")  # every match of _PW_WORD holds one of these
 _B64_40 = r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/])"
 
 
@@ -278,7 +279,7 @@ def _d(
 ) -> tuple[str, re.Pattern, Check | None, re.Pattern | None]:
     """A detector: its kind, the pattern (its parts joined as alternatives), an optional check of a match, and
     an optional gate: `needs` lists words one of which every match contains (or a regex every match contains),
-    searched in the lower-cased text first. The gate only saves time (the full pattern is costly on long turns);
+    searched in the case-folded text first. The gate only saves time (the full pattern is costly on long turns);
     it must never be narrower than the pattern, and the labelled corpus in fixtures/secrets checks it is not."""
     gate = None
     if isinstance(needs, str):
@@ -340,7 +341,8 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
     _d("Square/Braintree token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,}", r"\bEAAA[A-Za-z0-9_-]{60,}",
        r"\baccess_token\$production\$[a-z0-9]{16}\$[0-9a-f]{32}"),
     _d("Shopify token", r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"),
-    _d("Payment card", r"(?<![\w-])(?<!\d{4}[ -])(?:\d[ -]?){12,18}\d(?![\w-]|[ -]\d{4}\b)", check=_card),
+    _d("Payment card", r"(?<![\w-])(?<!\d{4}[ -])(?:\d[ -]?){12,18}\d(?![\w-]|[ -]\d{4}\b)", check=_card,
+       needs=r"\d[ -]?\d"),
     _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=_iban, flags=I),
     # chat, mail, AI and other SaaS
     _d("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}",
@@ -365,18 +367,20 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
        r"\b[A-Za-z][A-Za-z0-9]{1,9}_(?:[A-Za-z0-9]{2,8}_)?(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)"
        r"[A-Za-z0-9]{30,}\b"),
     # private keys, URLs, headers, cookies, config
-    _d("Private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", r"\bPuTTY-User-Key-File-\d"),
+    _d("Private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", r"\bPuTTY-User-Key-File-\d",
+       needs=("private key", "putty-user-key-file")),
     _d("Private key body", r"(?:^|\n)[ \t]*(?:[A-Za-z0-9+/]{40,120}[ \t]*\r?\n[ \t]*){2,}[A-Za-z0-9+/]*={0,2}",
        check=_pem_body),
     _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}"),
     _d("URL credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*(?:@[^\s/:@]+)?:(?P<v>[^\s/@]{3,})@[\w.-]+",
-       check=_url_password, flags=I),
+       check=_url_password, flags=I, needs=("://",)),
     _d("Auth header",
        r"\b(?:proxy-)?authorization\s*[:=]\s*(?:basic|bearer|token|digest|apikey|api-key|key|sso-key|hmac)?\s*"
        r"[\"']?[A-Za-z0-9._~+/=:-]{12,}",
        r"\bx-(?:[a-z0-9]+-)*(?:api-?key|auth-?token|access-?token|token|secret|key)[\"']?\s*[:=]\s*[\"']?"
-       r"[A-Za-z0-9._~+/=-]{12,}", flags=I),
-    _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=_context_token, flags=I),
+       r"[A-Za-z0-9._~+/=-]{12,}", flags=I, needs=("authorization", "x-")),
+    _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=_context_token, flags=I,
+       needs=("bearer",)),
     _d("Session cookie", r"\b(?:set-)?cookie\s*:\s*[\w.-]+=[^\s;]{16,}",
        r"\b(?:[\w.]{0,30}?sess(?:ion)?(?:id)?|[\w.]{0,30}?sid|jsessionid|phpsessid|auth_token|remember_token|access_token"
        r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I, needs=("cookie", "sess", "sid", "token")),
@@ -406,10 +410,11 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
        r"|login|security|sign[- ]in)|to\s+(?:log ?in|sign ?in|verify|confirm))", flags=I, needs=r"\d{3}"),
     _d("Recovery codes",
        r"\b(?:recovery|backup|scratch|emergency|rescue)\s+(?:codes?|keys?)\b.{0,40}?(?:\b[a-z0-9]{4,5}-[a-z0-9]{4,5}\b"
-       r"|\b\d{4} \d{4}\b|\b\d{8,10}\b|\b[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3,}\b)", flags=I | re.S),
-    _d("Recovery codes", r"\b\d{6}(?:-\d{6}){7}\b"),  # a BitLocker recovery key
+       r"|\b\d{4} \d{4}\b|\b\d{8,10}\b|\b[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3,}\b)", flags=I | re.S,
+       needs=("recovery", "backup", "scratch", "emergency", "rescue")),
+    _d("Recovery codes", r"\b\d{6}(?:-\d{6}){7}\b", needs=r"\d-\d"),  # a BitLocker recovery key
     _d("Wallet seed phrase", r"\b(?:seed|recovery|secret recovery|backup)\s+(?:phrase|words)|\bmnemonic\b",
-       check=_seed_words, flags=I),
+       check=_seed_words, flags=I, needs=("phrase", "words", "mnemonic")),
     # passwords in prose
     _d("Credential in prose",
        rf"\b{_PW_WORD}(?:'s|\b)"
@@ -417,14 +422,16 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
        r"(?:[ \t]+(?!(?:is|was)\b)[\w.@-]+)?)?"
        r"(?P<sep>[ \t]*(?:'s|\bis|\bwas|:|=|-)(?:[ \t]*:)?[ \t]*|[ \t]+)"
        r"(?:(?:still|now|just|currently|probably|(?:changed|set|reset|updated)[ \t]+to)[ \t]+)?[\"'`]?(?P<v>\S+)",
-       check=_prose_password, flags=I),
+       check=_prose_password, flags=I, needs=_PW_NEEDS),
     _d("Credential in prose",
        r"(?<!\S)[\"'`]?(?P<v>[^\s\"'`]{6,64})[\"'`]?[ \t]+(?:is|as|was)[ \t]+(?:the|my|our|your)[ \t]+"
-       rf"(?:[\w-]+[ \t]+)?{_PW_WORD}\b", check=_prose_password, flags=I),
+       rf"(?:[\w-]+[ \t]+)?{_PW_WORD}\b", check=_prose_password, flags=I, needs=_PW_NEEDS),
     _d("Passphrase in prose",
-       r"\b(?:pass(?:word|phrase)|unlock phrase)\b[^\"'\n]{0,30}?\b(?:is|:|=)\s*[\"'][^\"'\n]{8,}[\"']", flags=I),
-    _d("Login and password", r"(?<![\w/:])[\w.@+-]{2,40}(?:[ \t]+/[ \t]+|:)(?P<v>[^\s/]{6,64})", check=_login_pair),
-    _d("PIN", r"\b(?:pin(?: code| number)?|passcode)\s*(?:is|:|=)\s*\d{4,8}\b", flags=I),
+       r"\b(?:pass(?:word|phrase)|unlock phrase)\b[^\"'\n]{0,30}?\b(?:is|:|=)\s*[\"'][^\"'\n]{8,}[\"']", flags=I,
+       needs=_PW_NEEDS),
+    _d("Login and password", r"(?<![\w/:])[\w.@+-]{2,40}(?:[ \t]+/[ \t]+|:)(?P<v>[^\s/]{6,64})", check=_login_pair,
+       needs=(":", "/")),
+    _d("PIN", r"\b(?:pin(?: code| number)?|passcode)\s*(?:is|:|=)\s*\d{4,8}\b", flags=I, needs=("pin", "passcode")),
     # an opaque key next to a word that names it
     _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=_context_token, flags=I,
        needs=("key",)),
@@ -437,7 +444,7 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
 
 
 def _own_findings(text: str) -> Iterator[str]:
-    low = text.lower()
+    low = text.casefold()  # casefold: what re.IGNORECASE equates (ſ and s, K and k) the gates see alike
     for kind, pattern, check, gate in _DETECTORS:
         if gate is not None and gate.search(low) is None:
             continue

@@ -27,7 +27,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -348,23 +348,55 @@ def analyze(conn: psycopg.Connection) -> None:
 # -- writes -------------------------------------------------------------------------------------------------
 
 
-def lock_key(conn: psycopg.Connection, *parts: str) -> None:
-    """Serialise writers of the same key (e.g. one session) until the transaction ends."""
-    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(parts)])
 
 
-def existing_units(
-    conn: psycopg.Connection, scope: Scope, session_id: str, unit_ids: Sequence[str]
-) -> dict[str, tuple[str, ...]]:
-    """unit_id -> stored event ids, for those of `unit_ids` already stored in this scope and session."""
+def lock_keys(conn: psycopg.Connection, keys: Iterable[Sequence[str]]) -> None:
+    """`lock_key` for many keys in one round trip, taken in sorted order (two writers never deadlock)."""
+    joined = sorted({"\x1f".join(parts) for parts in keys})
+    if joined:
+        conn.execute(
+            "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS t(k, n)",
+            [joined],
+        )
+
+
+SessionKey = tuple[str, str, str]  # (app_name, user_id, session_id)
+
+
+def _unnest_keys(wanted: Mapping[SessionKey, Iterable[str]]) -> list[list[str]]:
+    """Four parallel arrays (apps, users, sessions, ids) of every (session key, id) pair in `wanted`."""
+    columns: list[list[str]] = [[], [], [], []]
+    for (app, user, session), ids in wanted.items():
+        for item in dict.fromkeys(ids):
+            for column, value in zip(columns, (app, user, session, item), strict=True):
+                column.append(value)
+    return columns
+
+
+def existing_units_of(
+    conn: psycopg.Connection, layer: str, model_id: str, wanted: Mapping[SessionKey, Iterable[str]]
+) -> dict[SessionKey, dict[str, tuple[str, ...]]]:
+    """`existing_units` of many sessions (of any users) in one round trip: session key -> unit_id -> stored
+    event ids. Every row is matched on its own app, user and session, so no user sees another's units."""
+    columns = _unnest_keys(wanted)
+    if not columns[0]:
+        return {}
     rows = conn.execute(
         sql.SQL(
-            "SELECT unit_id, event_ids FROM {} WHERE app_name = %s AND user_id = %s AND layer = %s "
-            "AND session_id = %s AND embed_model = %s AND unit_id = ANY(%s)"
+            "SELECT u.app_name, u.user_id, u.session_id, u.unit_id, u.event_ids "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS k(app_name, user_id, session_id, unit_id) "
+            "JOIN {} u ON u.app_name = k.app_name AND u.user_id = k.user_id AND u.session_id = k.session_id "
+            "AND u.unit_id = k.unit_id WHERE u.layer = %s AND u.embed_model = %s"
         ).format(sql.Identifier(UNITS_TABLE)),
-        [scope.app_name, scope.user_id, scope.layer, session_id, scope.model.model_id, list(unit_ids)],
+        [*columns, layer, model_id],
     ).fetchall()
-    return {unit_id: tuple(event_ids) for unit_id, event_ids in rows}
+    out: dict[SessionKey, dict[str, tuple[str, ...]]] = {}
+    for app, user, session, unit_id, event_ids in rows:
+        out.setdefault((app, user, session), {})[unit_id] = tuple(event_ids)
+    return out
+
+
 
 
 def delete_units(conn: psycopg.Connection, scope: Scope, session_id: str, unit_ids: Sequence[str]) -> Deleted:
@@ -807,16 +839,24 @@ def delete_memory(
     return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for _, _, m, k in rows})
 
 
-def tombstoned(
-    conn: psycopg.Connection, app_name: str, user_id: str, session_id: str, event_ids: Sequence[str]
-) -> set[str]:
-    """Those of `event_ids` deleted on purpose in this session (or in every session of the user)."""
+
+
+def tombstoned_of(
+    conn: psycopg.Connection, wanted: Mapping[SessionKey, Iterable[str]]
+) -> set[tuple[str, str, str, str]]:
+    """`tombstoned` of many sessions (of any users) in one round trip: (app, user, session, event id) of the
+    events deleted on purpose, each matched on its own app and user."""
+    columns = _unnest_keys(wanted)
+    if not columns[0]:
+        return set()
     rows = conn.execute(
-        "SELECT event_id FROM memory_tombstone WHERE app_name = %s AND user_id = %s "
-        "AND session_id IN (%s, %s) AND event_id = ANY(%s)",
-        [app_name, user_id, session_id, ANY_SESSION, list(event_ids)],
+        "SELECT k.app_name, k.user_id, k.session_id, k.event_id "
+        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS k(app_name, user_id, session_id, event_id) "
+        "WHERE EXISTS (SELECT 1 FROM memory_tombstone t WHERE t.app_name = k.app_name AND t.user_id = k.user_id "
+        "AND t.event_id = k.event_id AND t.session_id IN (k.session_id, %s))",
+        [*columns, ANY_SESSION],
     ).fetchall()
-    return {r[0] for r in rows}
+    return {tuple(r) for r in rows}
 
 
 def _drop_tenant_indexes(conn: psycopg.Connection, app_name: str, user_id: str, pairs: set[tuple[str, str]]) -> int:

@@ -260,6 +260,22 @@ def test_same_event_id_in_two_sessions_is_two_memories(store, embedder, app_name
     assert chunks.count(app_name, "u1") == 2
 
 
+def test_one_users_stored_events_never_spare_another_users_event_the_filters(store, embedder, app_name):
+    """A re-ingest skips the filters of events already stored; the lookup that says so is per user, even when
+    two users' sessions share ids and arrive in one batch (the second user's secret must still be caught)."""
+    mem = memlab.EventMemory(store, embedder)
+    mine = _one(app_name, "u1", "s1", "e1", DEPLOY[0])
+    assert mem.add_session(mine).added == 1
+    theirs = _one(app_name, "u2", "s1", "e1", "use this key AKIAIOSFODNN7EXAMPLE for the bucket")
+    report = mem.add_sessions([mine, theirs])
+    assert (report.added, report.already_stored, dict(report.skipped)) == (0, 1, {"secret": 1})
+    assert mem.count(app_name, "u2") == 0
+    mem.delete_memory(app_name, "u1", "e1", session_id="s1")
+    again = mem.add_sessions([mine, _one(app_name, "u2", "s1", "e1", DEPLOY[4])])
+    assert (again.added, dict(again.skipped)) == (1, {"deleted": 1}), "one user's tombstone is not another's"
+    assert [h.text for h in mem.search(app_name, "u2", "piano")] == [DEPLOY[4]]
+
+
 def test_a_repeated_event_id_within_one_session_is_a_counted_skip(store, embedder, app_name):
     mem = memlab.EventMemory(store, embedder)
     events = [memlab.Event("e1", "user", T0, DEPLOY[0]), memlab.Event("e1", "model", T0, DEPLOY[2])]

@@ -154,3 +154,31 @@ def test_keyword_gate_covers_every_keyword_of_detect_secrets():
     for word in DENYLIST:
         plain = word.replace("_?", "")  # the patterns allow an optional underscore
         assert any(w in plain.lower() for w in secrets.KEYWORD_WORDS), word
+
+
+@pytest.mark.parametrize(
+    "detector", [d for d in secrets._DETECTORS if d[3] is not None], ids=lambda d: f"{d[0]}:{d[1].pattern[:12]}"
+)
+def test_a_detector_gate_is_never_narrower_than_its_pattern(detector):
+    """A gate only skips work: every text the pattern matches (drawn from the pattern itself, in any case and
+    any script) holds the gate's words once case-folded."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    kind, pattern, _, gate = detector
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(st.from_regex(pattern))
+    def holds(text: str) -> None:
+        if pattern.search(text):
+            assert gate.search(text.casefold()), (kind, text)
+
+    holds()
+
+
+def test_the_gate_check_catches_a_narrow_gate():
+    import re
+
+    kind, pattern, check, _ = next(d for d in secrets._DETECTORS if d[0] == "PIN")
+    with pytest.raises(AssertionError):
+        test_a_detector_gate_is_never_narrower_than_its_pattern((kind, pattern, check, re.compile("pin")))

@@ -40,7 +40,7 @@ class BenchSize:
     queries: int
     real_texts: int | None  # None: every distinct turn in the checkout
     near_duplicate_rows: int  # the stress corpus is searched at this size only
-    ingest_haystacks: int  # LongMemEval-S haystacks ingested (real long turns); 0: the event fixtures (short turns)
+    ingest_sets: tuple[str, ...]  # INGEST_SETS measured; the first gives the headline `ingest.*` figures
     bandwidth_mb: int
     bulk_rows: int
     build_rows: int
@@ -49,10 +49,11 @@ class BenchSize:
 
 SIZES = {
     "ci": BenchSize("ci", rows=(2_000, 10_000), queries=5, real_texts=2_000, near_duplicate_rows=10_000,
-                    ingest_haystacks=0, bandwidth_mb=256, bulk_rows=2_000, build_rows=10_000,
+                    ingest_sets=("fixtures", "synth-short"), bandwidth_mb=256, bulk_rows=2_000, build_rows=10_000,
                     background_tenants=40),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=20, real_texts=None,
-                      near_duplicate_rows=100_000, ingest_haystacks=3, bandwidth_mb=1024, bulk_rows=20_000,
+                      near_duplicate_rows=100_000, ingest_sets=("longmemeval-s", "synth-short", "fixtures"),
+                      bandwidth_mb=1024, bulk_rows=20_000,
                       build_rows=100_000, background_tenants=400),
 }  # fmt: skip
 
@@ -61,6 +62,27 @@ def bench_size(name: str) -> BenchSize:
     if name not in SIZES:
         raise ConfigError(f"bench size {name!r} is unknown; use one of {sorted(SIZES)}.")
     return SIZES[name]
+
+
+INGEST_SETS = {
+    "longmemeval-s": "3 LongMemEval-S haystacks: real long turns (about 1,200 distinct texts)",
+    "synth-short": "24 memlab-synth users of up to 300 events: short generated turns in bulk (about 1,100 texts)",
+    "fixtures": "the event fixtures: short hand-written turns, one batch (162 texts), a small job",
+}
+
+
+def ingest_set(name: str):
+    """The sessions of one ingest set (see INGEST_SETS) and the rounds measured: a job of a second is measured
+    five times (the median round is reported), longer ones once."""
+    from memlab.lab import load_dataset, load_fixtures, load_longmemeval
+
+    if name == "longmemeval-s":
+        return load_longmemeval(corpora.CHECKOUT / corpora.LONGMEMEVAL_S_KU, limit=3), 1
+    if name == "synth-short":
+        return load_dataset({"name": name, "format": "synth", "users": 24, "max_events": 300, "seed": 0}), 1
+    if name == "fixtures":
+        return load_fixtures(corpora.CHECKOUT / corpora.EVENT_FIXTURES), 5
+    raise ConfigError(f"ingest set {name!r} is unknown; use one of {sorted(INGEST_SETS)}.")
 
 
 def auto_goal(summary: pd.DataFrame) -> pd.DataFrame:
@@ -150,25 +172,30 @@ def run_bench(
     results["memory.bandwidth_gb_per_s"] = bandwidth["gb_per_s"]
     step("bandwidth")
 
-    # 2. Ingest at the model's speed: real long turns (LongMemEval-S haystacks) or the short fixture turns.
-    from memlab.lab import load_fixtures, load_longmemeval
-
-    sessions = (load_longmemeval(corpora.CHECKOUT / corpora.LONGMEMEVAL_S_KU, limit=spec.ingest_haystacks)
-                if spec.ingest_haystacks else load_fixtures(corpora.CHECKOUT / corpora.EVENT_FIXTURES))  # fmt: skip
-    ingest = measure_ingest(store, model, sessions)
-    results["ingest.source_haystacks"] = spec.ingest_haystacks
-    batches = pd.DataFrame(measure_batch_sizes(store, model, sessions))
-    tables["ingest_batches"] = batches
-    results.update(flat("ingest.batch_units", batches, ["batch_units"], ["texts_per_s"]))
-    tables["ingest"] = pd.DataFrame([ingest.as_dict()])
-    results.update({
-        "ingest.ratio": ingest.ratio, "ingest.texts": ingest.texts, "ingest.texts_per_s": ingest.ingest_texts_per_s,
-        "ingest.raw_encode_texts_per_s": ingest.raw_encode_per_s, "ingest.units_per_s": ingest.ingest_units_per_s,
-        "ingest.seconds": ingest.ingest_seconds, "ingest.reingest_seconds": ingest.reingest_seconds,
-        "ingest.reingest_share": ingest.reingest_share, "ingest.reingest_embedded": ingest.reingest_embedded,
-        "ingest.index_upkeep_seconds": ingest.index_upkeep_seconds,
-        **{f"ingest.stage.{s}_seconds": ingest.stages.get(s, 0.0) for s in STAGES},
-    })  # fmt: skip
+    # 2. Ingest at the model's speed, on every set of the size: long real turns, short generated ones in bulk, and
+    # the small job of the fixtures (one batch: nothing to overlap).
+    rows = []
+    for position, name in enumerate(spec.ingest_sets):
+        sessions, rounds = ingest_set(name)
+        ingest = measure_ingest(store, model, sessions, rounds=rounds)
+        rows.append({"set": name, **ingest.as_dict()})
+        keys = [f"ingest.{name}"] + (["ingest"] if position == 0 else [])
+        for key in keys:
+            results.update({
+                f"{key}.ratio": ingest.ratio, f"{key}.texts": ingest.texts,
+                f"{key}.texts_per_s": ingest.ingest_texts_per_s,
+                f"{key}.raw_encode_texts_per_s": ingest.raw_encode_per_s,
+                f"{key}.units_per_s": ingest.ingest_units_per_s, f"{key}.seconds": ingest.ingest_seconds,
+                f"{key}.reingest_seconds": ingest.reingest_seconds, f"{key}.reingest_share": ingest.reingest_share,
+                f"{key}.reingest_embedded": ingest.reingest_embedded, f"{key}.rounds": ingest.rounds,
+                f"{key}.index_upkeep_seconds": ingest.index_upkeep_seconds,
+                **{f"{key}.stage.{s}_seconds": ingest.stages.get(s, 0.0) for s in STAGES},
+            })  # fmt: skip
+        if position == 0:
+            batches = pd.DataFrame(measure_batch_sizes(store, model, sessions))
+            tables["ingest_batches"] = batches
+            results.update(flat("ingest.batch_units", batches, ["batch_units"], ["texts_per_s"]))
+    tables["ingest"] = pd.DataFrame(rows)
     step("ingest")
 
     # 3. Corpora that look like memory: real turns (embedded once, cached), topped up with matched vectors.

@@ -1,0 +1,28 @@
+"""measure_ingest on the real store and model: the figures the bench reports are measured, consistent and
+leave nothing behind (timings are never asserted: the machine is noisy)."""
+
+from __future__ import annotations
+
+import math
+
+import memlab
+from memlab.lab import load_fixtures
+from memlab.lab.ingest_bench import BENCH_APP, STAGES, measure_ingest
+from tests.conftest import ROOT
+
+
+def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, embedder):
+    model = getattr(embedder, "inner", embedder)
+    labelled = load_fixtures(ROOT / "fixtures" / "events")
+    bench = measure_ingest(store, model, labelled, rounds=2)
+    assert bench.rounds == 2 and bench.texts > 100 and bench.sessions == len(list(labelled.sessions()))
+    assert math.isfinite(bench.ratio) and 0 < bench.ratio < 2
+    assert bench.reingest_embedded == 0, "a re-ingest of the stored corpus embeds nothing"
+    assert 0 < bench.reingest_share < 1
+    assert set(bench.stages) == set(STAGES) and bench.stages["embed"] > 0 and bench.stages["write"] > 0
+    row = bench.as_dict()
+    assert {"ratio", "reingest_share", "index_upkeep_seconds", "embed_seconds"} <= row.keys()
+    with store.connection() as conn:
+        left = conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s", [BENCH_APP]).fetchone()[0]
+    assert left == 0, "the bench's throw-away users are erased"
+    assert memlab.EventMemory(store, model, layer="bench:ingest").count(BENCH_APP, "x") == 0
