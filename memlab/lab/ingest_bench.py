@@ -9,6 +9,8 @@ vectors already cached), whose write time against the first run's is the index's
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 
 from memlab.embedding.base import Embedder
@@ -34,6 +36,7 @@ class IngestBench:
     write_without_index_seconds: float = float("nan")
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage of the first ingest
     rounds: int = 1  # first ingests measured; the one with the median ratio is reported
+    model_threads: int = 0  # CPU threads the model ran on (torch's intra-op pool), raw encode and ingest alike
 
     @property
     def ratio(self) -> float:
@@ -56,6 +59,22 @@ class IngestBench:
         out.update({f"{stage}_seconds": self.stages.get(stage, 0.0) for stage in STAGES})
         return {**out, "ratio": self.ratio, "reingest_share": self.reingest_share,
                 "index_upkeep_seconds": self.index_upkeep_seconds}  # fmt: skip
+
+
+@contextmanager
+def model_threads(threads: int | None) -> Iterator[int]:
+    """Run the model on `threads` CPU threads for the duration (torch's intra-op pool; None leaves it as it is)
+    and yield the number in effect. With one core fewer than the machine has, the model leaves PostgreSQL and
+    the filters a core of their own: the ingest ratio then shows the pipeline's own cost, not the contention."""
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(max(1, threads))
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
 
 
 def _bench_sessions(probe: EventMemory, labelled: Dataset, tag: str, repeat: int = 1) -> tuple[list, list[str]]:
@@ -83,7 +102,7 @@ def _timed(fn) -> tuple[object, float]:
 
 
 def measure_ingest(
-    store: Store, model: Embedder, labelled: Dataset, *, repeat: int = 1, rounds: int = 1
+    store: Store, model: Embedder, labelled: Dataset, *, repeat: int = 1, rounds: int = 1, threads: int | None = None
 ) -> IngestBench:
     """Embed the kept texts of `labelled` with `model` (which must not be cached), then ingest the same
     sessions under a throw-away app name, embedding through a fresh in-memory cache, and compare rates.
@@ -91,7 +110,13 @@ def measure_ingest(
     `repeat` copies the sessions under distinct user ids (more sessions, the same texts). `rounds` repeats the
     first ingest (each into an empty layer, through an empty cache) between raw encodes, so every ingest is
     compared with the raw encodes just before and after it; the round with the median ratio is reported (a
-    job of a second is at the mercy of a noisy machine; the median of interleaved pairs is not)."""
+    job of a second is at the mercy of a noisy machine; the median of interleaved pairs is not). `threads` runs
+    the model on that many CPU threads throughout (see `model_threads`)."""
+    with model_threads(threads) as used:
+        return replace(_measure_ingest(store, model, labelled, repeat, rounds), model_threads=used)
+
+
+def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: int, rounds: int) -> IngestBench:
     probe = EventMemory(store, model, layer="bench:ingest")
     sessions, texts = _bench_sessions(probe, labelled, "", repeat)
     _forget(probe, sessions)  # a previous run cut short leaves nothing behind

@@ -351,7 +351,8 @@ def analyze(conn: psycopg.Connection) -> None:
 
 
 def lock_keys(conn: psycopg.Connection, keys: Iterable[Sequence[str]]) -> None:
-    """`lock_key` for many keys in one round trip, taken in sorted order (two writers never deadlock)."""
+    """Serialise writers of the same keys (e.g. sessions) until the transaction ends: one round trip, the locks
+    taken in sorted order (two writers never deadlock)."""
     joined = sorted({"\x1f".join(parts) for parts in keys})
     if joined:
         conn.execute(
@@ -377,17 +378,19 @@ def _unnest_keys(wanted: Mapping[SessionKey, Iterable[str]]) -> list[list[str]]:
 def existing_units_of(
     conn: psycopg.Connection, layer: str, model_id: str, wanted: Mapping[SessionKey, Iterable[str]]
 ) -> dict[SessionKey, dict[str, tuple[str, ...]]]:
-    """`existing_units` of many sessions (of any users) in one round trip: session key -> unit_id -> stored
-    event ids. Every row is matched on its own app, user and session, so no user sees another's units."""
+    """Stored units of many sessions (of any users) in one round trip: session key -> unit_id -> stored event
+    ids. Every row is matched on its own app, user and session, so no user sees another's units. Each key is one
+    primary-key probe (the LIMIT keeps the planner from turning the probes into a join, which with stale
+    statistics it ran as a nested loop over the whole layer: 0.3 s instead of 5 ms for 1,800 keys)."""
     columns = _unnest_keys(wanted)
     if not columns[0]:
         return {}
     rows = conn.execute(
         sql.SQL(
-            "SELECT u.app_name, u.user_id, u.session_id, u.unit_id, u.event_ids "
+            "SELECT k.app_name, k.user_id, k.session_id, k.unit_id, u.event_ids "
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS k(app_name, user_id, session_id, unit_id) "
-            "JOIN {} u ON u.app_name = k.app_name AND u.user_id = k.user_id AND u.session_id = k.session_id "
-            "AND u.unit_id = k.unit_id WHERE u.layer = %s AND u.embed_model = %s"
+            "CROSS JOIN LATERAL (SELECT event_ids FROM {} WHERE app_name = k.app_name AND user_id = k.user_id "
+            "AND layer = %s AND session_id = k.session_id AND unit_id = k.unit_id AND embed_model = %s LIMIT 1) u"
         ).format(sql.Identifier(UNITS_TABLE)),
         [*columns, layer, model_id],
     ).fetchall()
@@ -844,16 +847,16 @@ def delete_memory(
 def tombstoned_of(
     conn: psycopg.Connection, wanted: Mapping[SessionKey, Iterable[str]]
 ) -> set[tuple[str, str, str, str]]:
-    """`tombstoned` of many sessions (of any users) in one round trip: (app, user, session, event id) of the
-    events deleted on purpose, each matched on its own app and user."""
+    """(app, user, session, event id) of the events deleted on purpose, in their session or in every session of
+    the user, for many sessions (of any users) in one round trip; each matched on its own app and user."""
     columns = _unnest_keys(wanted)
     if not columns[0]:
         return set()
     rows = conn.execute(
         "SELECT k.app_name, k.user_id, k.session_id, k.event_id "
         "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS k(app_name, user_id, session_id, event_id) "
-        "WHERE EXISTS (SELECT 1 FROM memory_tombstone t WHERE t.app_name = k.app_name AND t.user_id = k.user_id "
-        "AND t.event_id = k.event_id AND t.session_id IN (k.session_id, %s))",
+        "CROSS JOIN LATERAL (SELECT 1 FROM memory_tombstone t WHERE t.app_name = k.app_name AND t.user_id = k.user_id "
+        "AND t.event_id = k.event_id AND t.session_id IN (k.session_id, %s) LIMIT 1) t",
         [*columns, ANY_SESSION],
     ).fetchall()
     return {tuple(r) for r in rows}

@@ -14,8 +14,8 @@ from tests.conftest import ROOT
 def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, embedder):
     model = getattr(embedder, "inner", embedder)
     labelled = load_fixtures(ROOT / "fixtures" / "events")
-    bench = measure_ingest(store, model, labelled, rounds=2)
-    assert bench.rounds == 2 and bench.texts > 100 and bench.sessions == len(list(labelled.sessions()))
+    bench = measure_ingest(store, model, labelled, rounds=2, threads=1)
+    assert bench.rounds == 2 and bench.model_threads == 1 and bench.texts > 100 and bench.sessions == len(list(labelled.sessions()))
     assert math.isfinite(bench.ratio) and 0 < bench.ratio < 2
     assert bench.reingest_embedded == 0, "a re-ingest of the stored corpus embeds nothing"
     assert 0 < bench.reingest_share < 1
@@ -26,3 +26,16 @@ def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, em
         left = conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s", [BENCH_APP]).fetchone()[0]
     assert left == 0, "the bench's throw-away users are erased"
     assert memlab.EventMemory(store, model, layer="bench:ingest").count(BENCH_APP, "x") == 0
+
+
+def test_model_threads_are_restored_after_a_measurement():
+    import torch
+
+    from memlab.lab.ingest_bench import model_threads
+
+    before = torch.get_num_threads()
+    with model_threads(1) as used:
+        assert used == 1 == torch.get_num_threads()
+    assert torch.get_num_threads() == before
+    with model_threads(None) as used:
+        assert used == before

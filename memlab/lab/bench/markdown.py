@@ -37,7 +37,8 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         f"{_f(_get(r, 'ingest.raw_encode_texts_per_s'))} texts/s); re-ingest of the stored corpus took "
         f"{_f(100 * _get(r, 'ingest.reingest_share'))}% of the first ingest's time and embedded "
         f"{int(_get(r, 'ingest.reingest_embedded'))} texts. By ingest set: "
-        + ", ".join(f"`{row['set']}` {_f(row['ratio'])}" for _, row in ingest.iterrows())
+        + ", ".join(f"`{row['set']}` {_f(row['ratio'])} ({int(row['model_threads'])} model threads)"
+                    for _, row in ingest.iterrows())
         + ".",
         f"- **auto**: goal (recall@10 >= 0.99 vs FAISS exact, p95 <= 1.2 x the faster fixed strategy) met in "
         f"{int(_get(r, 'auto.goal_met_buckets'))} of {int(_get(r, 'auto.buckets'))} tenant buckets at "
@@ -51,7 +52,8 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         from memlab.lab.bench.run import INGEST_SETS
 
         sets = pd.DataFrame([{
-            "set": row["set"], "texts": int(row.texts), "sessions": int(row.sessions), "rounds": int(row.rounds),
+            "set": row["set"], "model threads": int(row.model_threads), "texts": int(row.texts),
+            "sessions": int(row.sessions), "rounds": int(row.rounds),
             "raw encode texts/s": row.raw_encode_per_s, "ingest texts/s": row.ingest_texts_per_s, "ratio": row.ratio,
             **{f"{s} s": row[f"{s}_seconds"] for s in ("filter", "lookup", "embed", "write")},
             "index upkeep s": row.index_upkeep_seconds, "re-ingest share": row.reingest_share,
@@ -65,9 +67,13 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "writes into a layer without it, subtracted). Stages overlap when the job spans several batches.", "",
             *[f"- `{name}`: {INGEST_SETS.get(name, name)}" for name in ingest["set"]], "",
             markdown_table(sets), "",
-            "On 2 cores the model's threads use both: whatever else ingest costs in CPU (the secret scan, "
-            "PostgreSQL's COPY and HNSW inserts) is time taken from the model. On long turns that is a few per cent "
-            "of the model's cost per text; on short turns, where the model is cheap per text, it is a larger share.",
+            "With the model on every core, whatever else ingest costs in CPU (the secret scan, PostgreSQL's COPY "
+            "and HNSW inserts) is time taken from the model: on long turns a few per cent of the model's cost per "
+            "text, on short turns (where the model is cheap per text) a larger share, and the model's threads also "
+            "stall when one of them is pre-empted. The rows with one model thread fewer leave PostgreSQL and the "
+            "filters a core of their own (as on a machine whose database runs elsewhere): their ratio is the "
+            "pipeline's own cost. A job of one batch cannot overlap its stages: its filter and write add to the "
+            "model's time.",
             "",
         ]  # fmt: skip
         if "ingest_batches" in tables:
