@@ -56,7 +56,7 @@ SIZES = {
                     background_tenants=40),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=20, real_texts=None,
                       near_duplicate_rows=100_000, ingest_sets=("longmemeval-s", "synth-short", "fixtures"),
-                      spare_core_sets=("longmemeval-s", "synth-short", "fixtures"), bandwidth_mb=1024, bulk_rows=20_000,
+                      spare_core_sets=("synth-short", "fixtures"), bandwidth_mb=1024, bulk_rows=20_000,
                       build_rows=100_000, background_tenants=400),
 }  # fmt: skip
 
