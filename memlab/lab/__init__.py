@@ -28,14 +28,22 @@ from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.fixtures import load_event_fixtures as load_fixtures
 from memlab.lab.fixtures import load_fixture_file
 from memlab.lab.folder import RunFolder
-from memlab.lab.gate import compare, load_metrics, load_rules, regressions
+from memlab.lab.gate import (
+    check_same_experiment,
+    compare,
+    load_metrics,
+    load_rules,
+    metrics_experiment,
+    regressions,
+    write_baseline,
+)
 from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
-from memlab.lab.report import markdown_table
+from memlab.lab.report import format_cell, markdown_table
 from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, size_bucket, summarize
 from memlab.lab.sweeps import SWEEPS
@@ -91,6 +99,7 @@ __all__ = [
     "UserHistory",
     "answerability_table",
     "bench",
+    "check_same_experiment",
     "collect",
     "compare",
     "cutoff_grid",
@@ -98,6 +107,7 @@ __all__ = [
     "evaluate_answerability",
     "fit_answerability",
     "flat_metrics",
+    "format_cell",
     "generate_synth",
     "headline",
     "is_finished",
@@ -116,6 +126,7 @@ __all__ = [
     "longmemeval_type",
     "markdown_table",
     "metric_key",
+    "metrics_experiment",
     "parse_config",
     "plots",
     "publish_latest",
@@ -135,6 +146,7 @@ __all__ = [
     "summarize",
     "summarize_facts",
     "summarize_longmemeval",
+    "write_baseline",
     "write_jsonl",
     "write_report",
 ]

@@ -36,17 +36,70 @@ def load_rules(path: str | Path = DEFAULT_TOLERANCES) -> list[Rule]:
     return rules
 
 
-def load_metrics(path: str | Path) -> dict[str, float]:
+def _metrics_file(path: str | Path) -> Path:
     path = Path(path)
-    if path.is_dir():
-        path = path / "metrics.json"
+    return path / "metrics.json" if path.is_dir() else path
+
+
+def load_metrics(path: str | Path, *, what: str = "run") -> dict[str, float]:
+    """The metrics of a run folder (its metrics.json), a metrics.json, or a baseline file. `what` ("run" or
+    "baseline") picks the advice given when the file is missing."""
+    path = _metrics_file(path)
     if not path.exists():
-        raise ConfigError(f"{path}: no metrics file. Run `memlab eval` first (it writes metrics.json).")
+        if what == "baseline":
+            raise ConfigError(f"no baseline at {path}: make one from a finished run with "
+                              "`memlab baseline --run <run folder>` (and commit it).")  # fmt: skip
+        raise ConfigError(f"{path}: no metrics file; give the folder of a finished `memlab eval` run (it writes "
+                          "metrics.json), or run one.")  # fmt: skip
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-    return {str(k): float(v) for k, v in data.items()}
+    if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
+        data = data["metrics"]  # a baseline file: {"experiment": ..., "metrics": {...}}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a metrics file (expected a JSON object of metric -> number).")
+    try:
+        return {str(k): float(v) for k, v in data.items()}
+    except (TypeError, ValueError):
+        raise ConfigError(f"{path}: not a metrics file (every value must be a number).") from None
+
+
+def metrics_experiment(path: str | Path) -> str | None:
+    """The experiment (suite) whose run the metrics come from, or None where the file does not say (an old
+    baseline): a run folder's manifest names it, a baseline file records it."""
+    path = Path(path)
+    manifest = (path if path.is_dir() else path.parent) / "manifest.json"
+    if manifest.exists():
+        try:
+            return json.loads(manifest.read_text())["config"]["resolved"].get("name")
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            return None
+    file = _metrics_file(path)
+    try:
+        data = json.loads(file.read_text()) if file.exists() else None
+    except json.JSONDecodeError:
+        return None
+    return data.get("experiment") if isinstance(data, dict) and isinstance(data.get("metrics"), dict) else None
+
+
+def check_same_experiment(baseline: str | Path, run: str | Path) -> None:
+    """Refuse to compare runs of different experiments: their metrics differ by design, not by regression."""
+    base, now = metrics_experiment(baseline), metrics_experiment(run)
+    if base is not None and now is not None and base != now:
+        raise ConfigError(
+            f"the baseline {baseline} comes from a run of {base!r} and {run} is a run of {now!r}: their data sets "
+            f"and systems differ, so nothing compares. Compare it with a baseline of {now!r} (make one with "
+            f"`memlab baseline --run {run} --out <file>`) or run `memlab eval --suite {base}`."
+        )
+
+
+def write_baseline(run: str | Path, out: str | Path) -> dict[str, float]:
+    """Make a run's metrics a baseline file that records the experiment they come from."""
+    metrics = load_metrics(run)
+    payload = {"experiment": metrics_experiment(run), "metrics": dict(sorted(metrics.items()))}
+    Path(out).write_text(json.dumps(payload, indent=2) + "\n")
+    return metrics
 
 
 def rule_for(key: str, rules: list[Rule]) -> Rule:

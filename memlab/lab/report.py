@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 COLUMN_NOTES = (
@@ -16,18 +17,39 @@ COLUMN_NOTES = (
 )
 
 
+def _counts(values: pd.Series) -> bool:
+    """A float column that holds counts (every value whole, some above 1): printed as integers. Rates (0 to 1)
+    and measured times are not whole numbers, so they keep their decimals."""
+    numbers = pd.to_numeric(values, errors="coerce").dropna()
+    return bool(len(numbers)) and bool((numbers == numbers.round()).all()) and bool((numbers.abs() > 1).any())
+
+
+def format_cell(value: object, floatfmt: str = ".3f", whole: bool = False) -> str:
+    """One table cell: integers as integers, floats to `floatfmt` (3 decimals), big floats with thousands
+    separators and no decimals, missing values empty."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return ""
+    if isinstance(value, float | np.floating) and np.isnan(value):
+        return ""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value)).lower()
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}" if abs(int(value)) >= 10_000 else str(int(value))
+    if isinstance(value, float | np.floating):
+        if whole or abs(value) >= 10_000:
+            return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.0f}"
+        return format(float(value), floatfmt)
+    return str(value)
+
+
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
-    """A pipe table without extra dependencies (pandas' to_markdown needs tabulate)."""
+    """A pipe table without extra dependencies (pandas' to_markdown needs tabulate). Column dtypes are kept
+    (counts print as integers, see `format_cell`)."""
     cols = list(frame.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for _, row in frame.iterrows():
-        cells = []
-        for col in cols:
-            value = row[col]
-            if isinstance(value, float):
-                cells.append("" if pd.isna(value) else format(value, floatfmt))
-            else:
-                cells.append(str(value))
+    whole = {col: frame[col].dtype.kind == "f" and _counts(frame[col]) for col in cols}
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in frame.itertuples(index=False, name=None):
+        cells = [format_cell(value, floatfmt, whole[col]) for col, value in zip(cols, row, strict=True)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -111,9 +133,10 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
                     parts += [f"### {name} ({dataset})", "", body, ""]
     parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
     if baseline is not None and Path(baseline).exists():
-        from memlab.lab.gate import compare, load_metrics, load_rules
+        from memlab.lab.gate import check_same_experiment, compare, load_metrics, load_rules
 
-        table = compare(load_metrics(baseline), load_metrics(folder.path), load_rules())
+        check_same_experiment(baseline, folder.path)
+        table = compare(load_metrics(baseline, what="baseline"), load_metrics(folder.path), load_rules())
         changed = table[table.verdict.str.startswith(("regression", "improvement"))]
         new = int((table.verdict == "new").sum())
         parts += ["## Against the committed baseline", "",

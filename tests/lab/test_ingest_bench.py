@@ -7,7 +7,7 @@ import math
 
 import memlab
 from memlab.lab import load_fixtures
-from memlab.lab.ingest_bench import BENCH_APP, STAGES, measure_ingest
+from memlab.lab.bench import BENCH_APP, STAGES, measure_ingest
 from tests.conftest import ROOT
 
 
@@ -15,7 +15,8 @@ def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, em
     model = getattr(embedder, "inner", embedder)
     labelled = load_fixtures(ROOT / "fixtures" / "events")
     bench = measure_ingest(store, model, labelled, rounds=2, threads=1)
-    assert bench.rounds == 2 and bench.model_threads == 1 and bench.texts > 100 and bench.sessions == len(list(labelled.sessions()))
+    assert bench.rounds == 2 and bench.model_threads == 1 and bench.texts > 100
+    assert bench.sessions == len(list(labelled.sessions()))
     assert math.isfinite(bench.ratio) and 0 < bench.ratio < 2
     assert bench.reingest_embedded == 0, "a re-ingest of the stored corpus embeds nothing"
     assert 0 < bench.reingest_share < 1
@@ -31,7 +32,7 @@ def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, em
 def test_model_threads_are_restored_after_a_measurement():
     import torch
 
-    from memlab.lab.ingest_bench import model_threads
+    from memlab.lab.bench import model_threads
 
     before = torch.get_num_threads()
     with model_threads(1) as used:

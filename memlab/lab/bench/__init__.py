@@ -16,13 +16,18 @@ from memlab.lab.bench.corpora import (
     real_texts,
 )
 from memlab.lab.bench.hardware import faiss_scan, memory_bandwidth
-from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, run_bench
+from memlab.lab.bench.run import INGEST_SETS, SIZES, BenchSize, auto_goal, calibrate, ingest_set, run_bench
 from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
+from memlab.lab.ingest_bench import BENCH_APP, STAGES, IngestBench, measure_batch_sizes, measure_ingest, model_threads
 
 __all__ = [
+    "BENCH_APP",
+    "INGEST_SETS",
     "SIZES",
+    "STAGES",
     "STRATEGIES",
     "BenchSize",
+    "IngestBench",
     "auto_goal",
     "bulk_write",
     "calibrate",
@@ -31,8 +36,12 @@ __all__ = [
     "embedded",
     "faiss_scan",
     "hnsw_build",
+    "ingest_set",
     "matched_vectors",
+    "measure_batch_sizes",
+    "measure_ingest",
     "memory_bandwidth",
+    "model_threads",
     "near_duplicate_vectors",
     "nn_distances",
     "real_questions",
