@@ -168,13 +168,24 @@ def report_command(
     run: Path = typer.Option(Path("reports/latest"), help="Run folder (or metrics.json) to check."),
     tolerances: Path | None = typer.Option(None, help="Tolerance rules (default: memlab's checked-in file)."),
 ) -> None:
-    """Compare a run with the baseline; exit 1 when a metric regressed beyond its tolerance."""
-    from memlab.lab import check_same_experiment, compare, load_metrics, load_rules, markdown_table, regressions
+    """Compare a run with the baseline; exit 1 when a metric dropped beyond its tolerance and, where the metric
+    averages questions, the drop is significant (paired test on the questions, Holm-corrected)."""
+    from memlab.lab import (
+        check_same_experiment,
+        compare,
+        judge,
+        load_metrics,
+        load_questions,
+        load_rules,
+        markdown_table,
+        regressions,
+    )
 
     rules = load_rules(tolerances) if tolerances else load_rules()
     run_metrics = load_metrics(run)
     check_same_experiment(baseline, run)
     table = compare(load_metrics(baseline, what="baseline"), run_metrics, rules)
+    table = judge(table, load_questions(baseline, baseline=True), load_questions(run))
     bad = regressions(table)
     changed = table[table.verdict != "ok"]
     console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))

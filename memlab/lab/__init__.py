@@ -31,7 +31,9 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.gate import (
     check_same_experiment,
     compare,
+    judge,
     load_metrics,
+    load_questions,
     load_rules,
     metrics_experiment,
     regressions,
@@ -49,6 +51,7 @@ from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, siz
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.synth import generate as generate_synth
 from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
+from memlab.lab.uncertainty import QuestionTable, bootstrap_ci, holm, intervals, paired_differences, paired_p
 
 if TYPE_CHECKING:
     from memlab.lab.answerability import evaluate as evaluate_answerability
@@ -93,12 +96,14 @@ __all__ = [
     "FaissExact",
     "FaissExactSystem",
     "Question",
+    "QuestionTable",
     "Run",
     "RunFolder",
     "System",
     "UserHistory",
     "answerability_table",
     "bench",
+    "bootstrap_ci",
     "check_same_experiment",
     "collect",
     "compare",
@@ -110,7 +115,10 @@ __all__ = [
     "format_cell",
     "generate_synth",
     "headline",
+    "holm",
+    "intervals",
     "is_finished",
+    "judge",
     "labelled_distances",
     "load_config",
     "load_dataset",
@@ -119,6 +127,7 @@ __all__ = [
     "load_jsonl",
     "load_longmemeval",
     "load_metrics",
+    "load_questions",
     "load_rules",
     "load_runs",
     "load_suite",
@@ -127,6 +136,8 @@ __all__ = [
     "markdown_table",
     "metric_key",
     "metrics_experiment",
+    "paired_differences",
+    "paired_p",
     "parse_config",
     "plots",
     "publish_latest",

@@ -13,6 +13,7 @@ import pandas as pd
 import yaml
 
 from memlab.errors import ConfigError
+from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.yaml")
 
@@ -94,11 +95,30 @@ def check_same_experiment(baseline: str | Path, run: str | Path) -> None:
         )
 
 
+def questions_path(path: str | Path, *, baseline: bool = False) -> Path:
+    """Where the per-question scores beside a metrics file live: a run's question_scores.parquet, or a
+    baseline's `<name>.questions.parquet`."""
+    path = Path(path)
+    if baseline:
+        return path.with_name(path.stem + ".questions.parquet")
+    return (path if path.is_dir() else path.parent) / "question_scores.parquet"
+
+
+def load_questions(path: str | Path, *, baseline: bool = False) -> pd.DataFrame | None:
+    """The per-question scores beside a run or baseline, or None where there are none (an old baseline)."""
+    file = questions_path(path, baseline=baseline)
+    return pd.read_parquet(file) if file.exists() else None
+
+
 def write_baseline(run: str | Path, out: str | Path) -> dict[str, float]:
-    """Make a run's metrics a baseline file that records the experiment they come from."""
+    """Make a run's metrics a baseline file that records the experiment they come from, with the run's
+    per-question scores beside it (`<name>.questions.parquet`, what the gate's paired tests compare with)."""
     metrics = load_metrics(run)
     payload = {"experiment": metrics_experiment(run), "metrics": dict(sorted(metrics.items()))}
     Path(out).write_text(json.dumps(payload, indent=2) + "\n")
+    questions = load_questions(run)
+    if questions is not None:
+        keep_questions(questions).to_parquet(questions_path(out, baseline=True), index=False)
     return metrics
 
 
@@ -134,3 +154,28 @@ def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule]
 
 def regressions(table: pd.DataFrame) -> pd.DataFrame:
     return table[table.verdict.str.startswith("regression")]
+
+
+def judge(
+    table: pd.DataFrame, baseline_questions: pd.DataFrame | None, run_questions: pd.DataFrame | None,
+    *, alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """Keep a drop beyond tolerance as a regression only when it is also significant: for every such metric that
+    averages questions, a paired randomization test on the questions both runs answered, Holm-corrected over
+    the drops tested. A drop that is not significant becomes `within noise`; metrics without per-question scores
+    (fact figures, recommendations) keep their tolerance as the only rule. Adds `p_adjusted`."""
+    out = table.copy()
+    out["p_adjusted"] = math.nan
+    if baseline_questions is None or run_questions is None:
+        return out
+    drops = out.index[out.verdict == "regression"]
+    tests = paired_differences(baseline_questions, run_questions, [(out.at[i, "metric"],) * 2 for i in drops],
+                               alpha=alpha)  # fmt: skip
+    verdicts = {row.before: (row.p_adjusted, bool(row.significant)) for row in tests.itertuples()}
+    for i in drops:
+        key = out.at[i, "metric"]
+        if key in verdicts:
+            out.at[i, "p_adjusted"] = verdicts[key][0]
+            if not verdicts[key][1]:
+                out.at[i, "verdict"] = "within noise"
+    return out

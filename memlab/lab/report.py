@@ -133,15 +133,19 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
                     parts += [f"### {name} ({dataset})", "", body, ""]
     parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
     if baseline is not None and Path(baseline).exists():
-        from memlab.lab.gate import check_same_experiment, compare, load_metrics, load_rules
+        from memlab.lab.gate import check_same_experiment, compare, judge, load_metrics, load_questions, load_rules
 
         check_same_experiment(baseline, folder.path)
         table = compare(load_metrics(baseline, what="baseline"), load_metrics(folder.path), load_rules())
-        changed = table[table.verdict.str.startswith(("regression", "improvement"))]
+        table = judge(table, load_questions(baseline, baseline=True), load_questions(folder.path))
+        changed = table[table.verdict.str.startswith(("regression", "improvement", "within noise"))]
         new = int((table.verdict == "new").sum())
+        noise = int((table.verdict == "within noise").sum())
         parts += ["## Against the committed baseline", "",
-                  f"{len(table)} gated metrics checked against `{baseline}`: {len(changed)} moved beyond tolerance, "
-                  f"{new} are new (not in the baseline).", "", markdown_table(changed) if len(changed) else "", ""]
+                  f"{len(table)} gated metrics checked against `{baseline}`: {len(changed) - noise} moved beyond "
+                  f"tolerance, {noise} more dropped beyond tolerance but not significantly (paired test on the "
+                  f"questions, Holm-corrected; `p_adjusted`), {new} are new (not in the baseline).", "",
+                  markdown_table(changed) if len(changed) else "", ""]
     path = folder.path / "report.md"
     path.write_text("\n".join(parts))
     return path

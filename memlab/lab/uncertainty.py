@@ -1,0 +1,183 @@
+"""How sure a figure is: bootstrap confidence intervals over questions, paired randomization tests between two
+systems (or two runs) on the same questions, and Holm's correction when many comparisons are made at once.
+
+A ci data set holds 50 to 100 questions (8 per LongMemEval type), so one question moves recall@10 by one to
+twelve points: a difference is reported as real only when a paired test on the questions says so. Pure functions
+of per-question score tables (`question_scores.parquet` of a run); seeded, so a report is reproducible."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+CONFIDENCE = 0.95
+ALPHA = 0.05
+RESAMPLES = 2_000
+
+# metric name (before @k) -> (per-question column, which questions it is averaged over)
+QUESTION_METRICS: dict[str, tuple[str, str]] = {
+    "recall": ("recall", "answerable"),
+    "precision": ("precision", "answerable"),
+    "mrr": ("rr", "answerable"),
+    "ndcg": ("ndcg", "answerable"),
+    "hit": ("hit", "answerable"),
+    "session_recall": ("session_recall", "answerable"),
+    "recall_vs_exact": ("recall_vs_exact", "answerable"),
+    "empty_rate": ("empty", "answerable"),
+    "correct_empty_rate": ("correct_empty", "no_answer"),
+}
+_GROUP_COLUMNS = {"qtype": "qtype", "size": "size_bucket"}
+_METRIC = re.compile(r"^(?P<name>[a-z_]+)(?:@\d+)?(?:\[(?P<group>[a-z_]+)=(?P<value>.*)\])?$")
+KEEP_COLUMNS = ("dataset", "system", "question_id", "answerable", "qtype", "size_bucket",
+                *sorted({column for column, _ in QUESTION_METRICS.values()}))  # fmt: skip
+
+
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray, *, confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (NaN, NaN for no values; the value itself for one)."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return (float("nan"), float("nan"))
+    if len(x) == 1 or np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
+    tail = (1 - confidence) / 2
+    return (float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail)))
+
+
+def paired_p(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0) -> float:
+    """Two-sided p-value that the mean of `b - a` is zero, by a sign-flip randomization test on the paired
+    differences (questions answered by both). 1.0 when the two agree on every question."""
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    d = d[~np.isnan(d)]
+    if len(d) == 0 or np.all(d == 0):
+        return 1.0
+    observed = abs(d.mean())
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(resamples, len(d)))
+    extreme = int((np.abs((signs * d).mean(axis=1)) >= observed - 1e-12).sum())
+    return (extreme + 1) / (resamples + 1)
+
+
+def holm(pvalues: Iterable[float]) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (same order as given): controls the chance of any false alarm among
+    many comparisons without assuming they are independent."""
+    p = np.asarray(list(pvalues), dtype=float)
+    if len(p) == 0:
+        return p
+    order = np.argsort(p)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def parse_metric(metric: str) -> tuple[str, str, str | None, str | None] | None:
+    """`recall@10[qtype=temporal]` -> (column, over, group column, group value); None for a metric that is not
+    an average over questions (latency, context, fact figures)."""
+    match = _METRIC.match(metric)
+    if not match or match["name"] not in QUESTION_METRICS:
+        return None
+    column, over = QUESTION_METRICS[match["name"]]
+    group = match["group"]
+    if group is not None and group not in _GROUP_COLUMNS:
+        return None
+    return column, over, _GROUP_COLUMNS.get(group) if group else None, match["value"]
+
+
+class QuestionTable:
+    """A per-question score table split once by (data set, system), so many metrics are looked up quickly."""
+
+    def __init__(self, questions: pd.DataFrame) -> None:
+        self.frame = questions
+        self._groups = {key: rows for key, rows in questions.groupby(["dataset", "system"], sort=False)}
+
+    def values(self, dataset: str, system: str, metric: str) -> pd.Series | None:
+        """The per-question values a metric of one system on one data set averages, indexed by question id
+        (None when the metric is not a question average or the table lacks it)."""
+        parsed = parse_metric(metric)
+        rows = self._groups.get((dataset, system))
+        if parsed is None or rows is None:
+            return None
+        column, over, group, value = parsed
+        if column not in rows.columns or (group is not None and group not in rows.columns):
+            return None
+        rows = rows[rows.answerable.astype(bool)] if over == "answerable" else rows[~rows.answerable.astype(bool)]
+        if group is not None:
+            rows = rows[rows[group].astype(str) == value]
+        values = pd.to_numeric(rows[column], errors="coerce").astype(float)
+        return pd.Series(values.to_numpy(), index=rows.question_id.to_numpy()).dropna()
+
+
+def _table(questions: pd.DataFrame | QuestionTable) -> QuestionTable:
+    return questions if isinstance(questions, QuestionTable) else QuestionTable(questions)
+
+
+def question_values(questions: pd.DataFrame | QuestionTable, dataset: str, system: str, metric: str
+                    ) -> pd.Series | None:  # fmt: skip
+    """See `QuestionTable.values`."""
+    return _table(questions).values(dataset, system, metric)
+
+
+def split_key(key: str) -> tuple[str, str, str]:
+    """`dataset/system/metric` (system names may hold slashes) -> its three parts."""
+    dataset, rest = key.split("/", 1)
+    system, metric = rest.rsplit("/", 1)
+    return dataset, system, metric
+
+
+def intervals(questions: pd.DataFrame | QuestionTable, keys: Iterable[str], *, seed: int = 0) -> pd.DataFrame:
+    """95% bootstrap interval of every metric key that averages questions: key, value, lo, hi, questions."""
+    table = _table(questions)
+    rows = []
+    for key in keys:
+        values = table.values(*split_key(key))
+        if values is None or values.empty:
+            continue
+        lo, hi = bootstrap_ci(values.to_numpy(), seed=seed)
+        rows.append({"key": key, "value": float(values.mean()), "lo": lo, "hi": hi, "questions": len(values)})
+    return pd.DataFrame(rows, columns=["key", "value", "lo", "hi", "questions"])
+
+
+def paired_differences(
+    before: pd.DataFrame | QuestionTable,
+    after: pd.DataFrame | QuestionTable,
+    pairs: Iterable[tuple[str, str]],
+    *,
+    alpha: float = ALPHA,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """For each (key in `before`, key in `after`): the change of the metric on the questions both hold, its
+    95% bootstrap interval, the paired test's p-value and Holm's adjustment over all the pairs; `significant`
+    when the adjusted p-value is below `alpha`. `before` and `after` are per-question tables: two runs (the
+    gate) or the same run (two systems)."""
+    first, second = _table(before), _table(after)
+    rows = []
+    for key_a, key_b in pairs:
+        a, b = first.values(*split_key(key_a)), second.values(*split_key(key_b))
+        if a is None or b is None:
+            continue
+        both = a.index.intersection(b.index)
+        if len(both) == 0:
+            continue
+        d = b.loc[both].to_numpy() - a.loc[both].to_numpy()
+        lo, hi = bootstrap_ci(d, seed=seed)
+        rows.append({"before": key_a, "after": key_b, "change": float(d.mean()), "lo": lo, "hi": hi,
+                     "questions": len(both), "p": paired_p(a.loc[both], b.loc[both], seed=seed)})  # fmt: skip
+    out = pd.DataFrame(rows, columns=["before", "after", "change", "lo", "hi", "questions", "p"])
+    out["p_adjusted"] = holm(out.p) if len(out) else []
+    out["significant"] = out.p_adjusted < alpha
+    return out
+
+
+def keep_questions(questions: pd.DataFrame) -> pd.DataFrame:
+    """The columns of a per-question table the tests need (what a baseline keeps beside its metrics)."""
+    return questions[[c for c in KEEP_COLUMNS if c in questions.columns]].reset_index(drop=True)
