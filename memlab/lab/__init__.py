@@ -45,7 +45,7 @@ from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize
 from memlab.lab.notebooks import render_notebooks
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
-from memlab.lab.report import format_cell, markdown_table
+from memlab.lab.report import breakdown, format_cell, markdown_table
 from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, size_bucket, summarize
 from memlab.lab.sweeps import SWEEPS
@@ -104,6 +104,7 @@ __all__ = [
     "answerability_table",
     "bench",
     "bootstrap_ci",
+    "breakdown",
     "check_same_experiment",
     "collect",
     "compare",

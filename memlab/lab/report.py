@@ -13,7 +13,13 @@ COLUMN_NOTES = (
     "`recall_vs_exact`: share of FAISS exact's "
     "top k that the configuration also returned (a short result counts as misses). `context_chars`: characters "
     "handed to the model per question. `correct_empty_rate`: no-answer questions that got no hit (needs a "
-    "cut-off). Latencies are per search in ms on a noisy 2-core machine: compare them as ratios."
+    "cut-off). Latencies are per search in ms on a noisy 2-core machine: compare them as ratios. 95% CIs are "
+    "percentile bootstraps over questions; differences are paired sign-flip tests on the same questions.\n\n"
+    "System names: `event` stores one unit per kept event, `session` one per session, `chunk4o1` windows of 4 "
+    "kept events overlapping by 1; `pg-exact`, `planner`, `auto` name the search strategy; `hnsw-ef40-relaxed` is "
+    "HNSW with ef_search 40 and relaxed-order iterative scans (`-off`: none); `faiss-exact-*` is the exact "
+    "reference; `facts-*` the fact layer by extractor. Retrieval-sweep names read `<rendering>[+facts:<extractor>]"
+    "/<mode>[/time-<how>][/q-<query rendering>]`, e.g. `speaker_date/hybrid`; `@cut<d>` is a distance cut-off d."
 )
 
 
@@ -77,11 +83,84 @@ def breakdown(scores: pd.DataFrame, systems: list[str], metric: str, group: str)
         return None
     wide = rows.assign(group=rows.metric.str.extract(r"=(.*)\]$")[0]).pivot_table(
         index="system", columns="group", values="value", sort=False)
+    if group == "size":  # memory-size buckets in size order, not alphabetical
+        from memlab.lab.scoring import SIZE_LABELS
+
+        wide = wide[[b for b in SIZE_LABELS if b in wide.columns] + [c for c in wide.columns if c not in SIZE_LABELS]]
     return wide.reindex([s for s in systems if s in wide.index]).reset_index()
 
 
 def _is_main(system: str) -> bool:
     return "@cut" not in system and not system.startswith(("filtered:", "extractor:", "ingest"))
+
+
+REFERENCES = ("text/vector", "pg-exact", "event", "auto")  # plain vector search on the raw text, by name
+
+
+def headline(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
+    """The lines a reader needs first: per data set the best system by recall@k with its 95% interval and its
+    difference from plain vector search (paired test), the recommended cut-off, and the biggest change against
+    the baseline."""
+    from memlab.lab.scoring import metric_key
+    from memlab.lab.uncertainty import QuestionTable, intervals, paired_differences
+
+    scores, questions = folder.scores, folder.question_scores
+    if questions.empty:
+        return []
+    table = QuestionTable(questions)
+    lines = []
+    metric = f"recall@{k}"
+    for dataset in folder.datasets:
+        rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & scores.system.map(_is_main)]
+        rows = rows[~rows.system.str.startswith("faiss-exact")]
+        if rows.empty:
+            continue
+        best = rows.loc[rows.value.idxmax()]
+        reference = next((s for s in REFERENCES if s in set(rows.system)), None)
+        if reference is not None and rows[rows.system == reference].value.max() >= best.value:
+            best = rows[rows.system == reference].iloc[0]  # a tie goes to plain vector search
+        iv = intervals(table, [metric_key(dataset, best.system, metric)])
+        if iv.empty:
+            continue
+        r = iv.iloc[0]
+        text = (f"- **{dataset}**: best `{best.system}` recall@{k} {r.value:.3f} (95% CI {r.lo:.3f}-{r.hi:.3f}, "
+                f"{int(r.questions)} questions)")  # fmt: skip
+        if reference is not None and reference != best.system:
+            diff = paired_differences(table, table, [(metric_key(dataset, reference, metric),
+                                                     metric_key(dataset, best.system, metric))])  # fmt: skip
+            if len(diff):
+                d = diff.iloc[0]
+                verdict = "significant" if d.p < 0.05 else "not significant"
+                p_text = "p < 0.001" if d.p < 0.001 else f"p = {d.p:.3f}"
+                text += (f"; {d.change:+.3f} over plain vector `{reference}` (95% CI {d.lo:+.3f} to {d.hi:+.3f}, "
+                         f"paired {p_text}: {verdict})")  # fmt: skip
+        cut = scores[(scores.dataset == dataset) & (scores.metric == "recommended_max_distance")]
+        if len(cut):
+            preferred = [s for s in (best.system, reference) if s in set(cut.system)]
+            c = cut[cut.system == preferred[0]].iloc[0] if preferred else cut.iloc[0]
+            text += (f"; recommended cut-off for `{c.system}`: max_distance {c.value:.3f} (the loosest cut that "
+                     "keeps false memories on no-answer questions at the target rate)")  # fmt: skip
+        lines.append(text + ".")
+    if gate is not None and len(gate):
+        moved = gate[gate.verdict.isin(["regression", "improvement", "within noise"])]
+        if len(moved):
+            m = moved.loc[moved.change.abs().idxmax()]
+            lines.append(f"- Biggest change against the baseline: `{m.metric}` {m.baseline:.3f} -> {m.run:.3f} "
+                         f"({m.verdict}).")  # fmt: skip
+        else:
+            lines.append("- Against the baseline: no gated metric moved beyond its tolerance.")
+    return ["## Headline", "", *lines, ""] if lines else []
+
+
+def _gate_table(folder, baseline: Path | None) -> pd.DataFrame | None:
+    """The run against the baseline (tolerances, then paired tests), or None without a baseline."""
+    if baseline is None or not Path(baseline).exists():
+        return None
+    from memlab.lab.gate import check_same_experiment, compare, judge, load_metrics, load_questions, load_rules
+
+    check_same_experiment(baseline, folder.path)
+    table = compare(load_metrics(baseline, what="baseline"), load_metrics(folder.path), load_rules())
+    return judge(table, load_questions(baseline, baseline=True), load_questions(folder.path))
 
 
 def write_report(folder, *, baseline: Path | None = None) -> Path:
@@ -98,6 +177,8 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
     parts = [f"# memlab run: {cfg.get('name', '')}", "",
              f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, "
              f"k = {k}, embedders {manifest.get('embedders', {})}", ""]  # fmt: skip
+    gate = _gate_table(folder, baseline)
+    parts += headline(folder, k, gate)
     if manifest.get("datasets"):
         ds = pd.DataFrame(manifest["datasets"])
         ds["checksum"] = ds.checksum.str[:12]
@@ -132,17 +213,12 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
                 if body:
                     parts += [f"### {name} ({dataset})", "", body, ""]
     parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
-    if baseline is not None and Path(baseline).exists():
-        from memlab.lab.gate import check_same_experiment, compare, judge, load_metrics, load_questions, load_rules
-
-        check_same_experiment(baseline, folder.path)
-        table = compare(load_metrics(baseline, what="baseline"), load_metrics(folder.path), load_rules())
-        table = judge(table, load_questions(baseline, baseline=True), load_questions(folder.path))
-        changed = table[table.verdict.str.startswith(("regression", "improvement", "within noise"))]
-        new = int((table.verdict == "new").sum())
-        noise = int((table.verdict == "within noise").sum())
+    if gate is not None:
+        changed = gate[gate.verdict.str.startswith(("regression", "improvement", "within noise"))]
+        new = int((gate.verdict == "new").sum())
+        noise = int((gate.verdict == "within noise").sum())
         parts += ["## Against the committed baseline", "",
-                  f"{len(table)} gated metrics checked against `{baseline}`: {len(changed) - noise} moved beyond "
+                  f"{len(gate)} gated metrics checked against `{baseline}`: {len(changed) - noise} moved beyond "
                   f"tolerance, {noise} more dropped beyond tolerance but not significantly (paired test on the "
                   f"questions, Holm-corrected; `p_adjusted`), {new} are new (not in the baseline).", "",
                   markdown_table(changed) if len(changed) else "", ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from memlab import lab
 from memlab.lab import markdown_table
 
 
@@ -30,3 +31,13 @@ def test_missing_values_and_numpy_scalars():
     frame = pd.DataFrame({"n": pd.array([1, None], dtype="Int64"), "x": [np.nan, 0.5], "ok": [True, False]})
     rows = _cells(markdown_table(frame))
     assert rows == [["1", "", "true"], ["", "0.500", "false"]]
+
+
+def test_memory_size_buckets_are_in_size_order():
+    scores = pd.DataFrame([
+        {"dataset": "d", "system": "s", "metric": f"recall@10[size={b}]", "value": v, "questions": 3}
+        for b, v in ((">2000", 0.1), ("51-500", 0.5), ("<=50", 0.9), ("501-2000", 0.3))
+    ])  # fmt: skip
+    assert list(lab.breakdown(scores, ["s"], "recall@10", "size").columns) == [
+        "system", "<=50", "51-500", "501-2000", ">2000"
+    ]  # fmt: skip
