@@ -11,7 +11,6 @@ import numpy as np
 from memlab.errors import ConfigError
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-PROGRESS_THRESHOLD = 512  # show a progress bar when one call embeds at least this many texts
 
 
 def packaged_minilm_path() -> Path:
@@ -87,7 +86,7 @@ class SentenceTransformerEmbedder:
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
-            show_progress_bar=len(texts) >= PROGRESS_THRESHOLD,
+            show_progress_bar=False,  # memlab shows its own progress (one display, no third-party bars)
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 

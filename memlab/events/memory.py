@@ -181,20 +181,31 @@ class _Vectors:
 
 
 class _IngestProgress:
-    """One rich progress bar counted in events, advanced as each batch is written."""
+    """One rich display of an ingest: texts embedded (advanced per chunk of the model's work, so it moves
+    smoothly) and events written (advanced per batch). Totals grow as batches are filtered."""
 
     def __init__(self, layer: str, events: int) -> None:
         from rich.progress import Progress
 
         self._bar = Progress(transient=False)
         self._bar.start()
-        self._task = self._bar.add_task(f"ingest ({layer})", total=max(events, 1))
+        self._embed = self._bar.add_task(f"embed ({layer})", total=0)
+        self._write = self._bar.add_task(f"write ({layer})", total=max(events, 1))
+
+    def planned(self, texts: int) -> None:
+        self._bar.update(self._embed, total=(self._bar.tasks[self._embed].total or 0) + texts)
+
+    def embedded(self, texts: int) -> None:
+        self._bar.advance(self._embed, texts)
 
     def advance(self, events: int) -> None:
-        self._bar.advance(self._task, events)
+        self._bar.advance(self._write, events)
 
     def close(self) -> None:
         self._bar.stop()
+
+
+EMBED_CHUNK = 256  # texts per call to the model within a batch: progress moves per chunk, padding stays minimal
 
 
 class EventMemory:
@@ -345,7 +356,9 @@ class EventMemory:
                 try:
                     for batch in batches:
                         plan = self._prepare(batch, stop)
-                        vectors = embedding.submit(self._embed_plan, plan, stop)
+                        if bar is not None:
+                            bar.planned(len(plan.texts))
+                        vectors = embedding.submit(self._embed_plan, plan, stop, bar)
                         in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
                         while len(in_flight) > 2:  # at most two batches embedded ahead of the writer
                             self._collect(total, *in_flight.pop(0), bar)
@@ -458,14 +471,29 @@ class EventMemory:
                   for scope, session, units in planned}  # fmt: skip
         return sqlu.existing_units_of(conn, self.layer, self.model.model_id, wanted)
 
-    def _embed_plan(self, plan: _Plan, stop: threading.Event | None = None) -> _Vectors:
-        """Embed every text the plan may need, outside any transaction (no lock is held while the model runs)."""
-        texts = sorted(plan.texts)
+    def _embed_plan(
+        self, plan: _Plan, stop: threading.Event | None = None, bar: _IngestProgress | None = None
+    ) -> _Vectors:
+        """Embed every text the plan may need, outside any transaction (no lock is held while the model runs).
+
+        Texts go to the model longest first in chunks of EMBED_CHUNK: the model pads each of its batches to its
+        longest text, so sorting by length across the whole plan keeps padding as low as one call would, while
+        the progress display moves per chunk and a failure elsewhere stops the work between chunks."""
+        texts = sorted(plan.texts, key=lambda t: (-len(t), t))
         if not texts or (stop is not None and stop.is_set()):
             return _Vectors({}, 0.0)
         started = time.perf_counter()
-        vectors = self.embedder.embed_documents(texts)
-        check_vectors(vectors, len(texts), self.model.dimension, self.model.model_id)
+        parts = []
+        for at in range(0, len(texts), EMBED_CHUNK):
+            if stop is not None and stop.is_set():
+                raise IngestAborted("an earlier batch failed")
+            chunk = texts[at : at + EMBED_CHUNK]
+            vectors = self.embedder.embed_documents(chunk)
+            check_vectors(vectors, len(chunk), self.model.dimension, self.model.model_id)
+            parts.append(vectors)
+            if bar is not None:
+                bar.embedded(len(chunk))
+        vectors = np.concatenate(parts) if len(parts) > 1 else parts[0]
         return _Vectors(dict(zip(texts, vectors, strict=True)), time.perf_counter() - started)
 
     def _write(self, plan: _Plan, vectors: _Vectors) -> IngestReport:

@@ -202,7 +202,7 @@ def section(folder, dataset: str, options: dict) -> str | None:
     stem = dataset.replace("/", "_")
     plots.distance_histograms(dist, folder.path / f"distances__{stem}.png")
     plots.cutoff_curves(grid, folder.path / f"cutoffs__{stem}.png",
-                        dict(zip(table.system, table.recommended_max_distance, strict=True)))  # fmt: skip
+                        dict(zip(table.system, table.recommended_max_distance, strict=True)), k=k)  # fmt: skip
     parts = []
     moved = base[base.system.str.contains("@cut-from-", regex=False) & ~base.metric.str.contains("[", regex=False)]
     if len(moved):

@@ -232,7 +232,7 @@ def section(folder, dataset: str, options: dict) -> str | None:
     fs = summarize_filtered(frame)
     stem = dataset.replace("/", "_")
     plots.recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
-                         order="ef_search")  # fmt: skip
+                         order="ef_search", k=folder.k)  # fmt: skip
     smallest = fs[fs.share == fs.share.min()]
     headline = smallest[smallest.config.str.contains("ef=40 ") | (smallest.config == "exact")]
     total = int(frame.total_rows.iloc[0]) if "total_rows" in frame else 0

@@ -48,7 +48,7 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
                "context_chars", "correct_empty_rate"]  # fmt: skip
     table = pivot_scores(scores, wanted, metrics)
     png = folder.path / f"granularity__{dataset}.png".replace("/", "_")
-    plots.granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png)
+    plots.granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png, k=k)
     parts = [markdown_table(table), "", f"![granularity]({png.name})"]
     for group, label in (("qtype", "question type"), ("size", "memory size (events)")):
         wide = breakdown(scores, wanted, f"recall@{k}", group)

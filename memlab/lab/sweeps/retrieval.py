@@ -172,7 +172,9 @@ def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
     frame = answerability.curve(run, folder.questions(dataset), _table(folder, dataset, system), gate, folder.k)
     frame = frame.assign(dataset=dataset)
     frame.to_csv(folder.path / f"answerability_curve__{dataset}.csv".replace("/", "_"), index=False)
-    return plots.answerability_curves(frame, folder.path / f"answerability__{dataset}.png".replace("/", "_"))
+    png = folder.path / f"answerability__{dataset}.png".replace("/", "_")
+    plots.answerability_curves(frame, png, k=folder.k)
+    return png
 
 
 def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
