@@ -46,7 +46,7 @@ lint: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab"
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --MultiKernelManager.default_kernel_name=memlab notebooks/
 
 clean:
 	rm -rf $(VENV) .pytest_cache
