@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup eval test reliability gate bench models lint lab clean
+.PHONY: setup browser eval test reliability gate bench models lint lab clean
 
 setup: $(STAMP)
 
@@ -22,7 +22,11 @@ $(STAMP): pyproject.toml
 eval: $(STAMP)
 	$(BIN)/memlab eval
 
-test: $(STAMP)
+# The report.html test drives Debian's chromium with Playwright (the Python package comes with the dev extra).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check memlab tests
 	$(BIN)/python -m pytest
 

@@ -91,6 +91,21 @@ def fixture_set():
     return lab.load_fixtures(EVENT_FIXTURES)
 
 
+@pytest.fixture(scope="session")
+def fixtures_run(memlab_home: Path, store, tmp_path_factory):
+    """One `memlab eval --suite fixtures` run folder, made once through the CLI and shared by the tests that
+    read a finished run (the CLI's own checks, report.html in a browser)."""
+    from typer.testing import CliRunner
+
+    from memlab.cli import app
+
+    out = tmp_path_factory.mktemp("fixtures-run") / "run"
+    result = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out), "--set",
+                                      "options.ingest.repeat=1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
+
+
 @pytest.fixture
 def app_name() -> str:
     """A fresh app name per test: rows of other tests can never match its scope."""

@@ -14,12 +14,9 @@ from memlab.cli import app
 from tests.conftest import ROOT
 
 
-def test_fixtures_suite_writes_a_run_with_recall_against_faiss_exact(tmp_path, memlab_home, store):
-    out = tmp_path / "run"
-    result = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out), "--set",
-                                      "options.ingest.repeat=1"])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    for name in ("report.md", "scores.csv", "metrics.json", "manifest.json", "runs"):
+def test_fixtures_suite_writes_a_run_with_recall_against_faiss_exact(fixtures_run):
+    out = fixtures_run
+    for name in ("report.md", "report.html", "scores.csv", "metrics.json", "manifest.json", "runs"):
         assert (out / name).exists(), name
     scores = pd.read_csv(out / "scores.csv")
     by = scores[scores.dataset == "fixtures"].pivot_table(index="system", columns="metric", values="value")

@@ -52,6 +52,7 @@ from memlab.lab.sweeps import SWEEPS
 from memlab.lab.synth import generate as generate_synth
 from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
 from memlab.lab.uncertainty import QuestionTable, bootstrap_ci, holm, intervals, paired_differences, paired_p
+from memlab.lab.viewer import question_hits, viewer_systems, write_html
 
 if TYPE_CHECKING:
     from memlab.lab.answerability import evaluate as evaluate_answerability
@@ -142,6 +143,7 @@ __all__ = [
     "parse_config",
     "plots",
     "publish_latest",
+    "question_hits",
     "question_scores",
     "recommend",
     "regressions",
@@ -158,7 +160,9 @@ __all__ = [
     "summarize",
     "summarize_facts",
     "summarize_longmemeval",
+    "viewer_systems",
     "write_baseline",
+    "write_html",
     "write_jsonl",
     "write_report",
 ]

@@ -23,9 +23,22 @@ import pandas as pd
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.runs import Run, load_runs, slug
 
+TEXT_KEPT = 600  # characters of each event kept in the run folder, for the per-question viewer
+
+
+def _shown(text: str | None) -> str:
+    """The start of an event's text as the viewer shows it; a text holding a credential is withheld (memory never
+    stores it either, and a report is shared more widely than a database)."""
+    from memlab.events.secrets import find_secrets
+
+    if not text:
+        return ""
+    return "[withheld: looks like a credential]" if find_secrets(text) else text[:TEXT_KEPT]
+
 
 def save_labels(folder: Path, dataset: Dataset) -> None:
-    """Questions and the event -> session map of a data set, so runs can be scored without the source data."""
+    """Questions, the event -> session map and the start of each event's text, so runs can be scored and
+    inspected (report.html) without the source data."""
     labels = folder / "labels"
     labels.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(
@@ -34,9 +47,9 @@ def save_labels(folder: Path, dataset: Dataset) -> None:
           "relevant_sessions": list(q.relevant_sessions), "answer": q.answer} for q in dataset.questions]
     ).to_parquet(labels / f"{slug(dataset.name)}.questions.parquet", index=False)  # fmt: skip
     pd.DataFrame(
-        [(s.app_name, s.user_id, s.id, e.id) for s in dataset.sessions() for e in s.events],
-        columns=["app_name", "user_id", "session_id", "event_id"],
-    ).to_parquet(labels / f"{slug(dataset.name)}.events.parquet", index=False)
+        [(s.app_name, s.user_id, s.id, e.id, e.author, _shown(e.text)) for s in dataset.sessions() for e in s.events],
+        columns=["app_name", "user_id", "session_id", "event_id", "author", "text"],
+    ).to_parquet(labels / f"{slug(dataset.name)}.events.parquet", index=False)  # fmt: skip
     (labels / f"{slug(dataset.name)}.name").write_text(dataset.name)
 
 

@@ -156,9 +156,11 @@ def _gate_table(folder, baseline: Path | None) -> pd.DataFrame | None:
     """The run against the baseline (tolerances, then paired tests), or None without a baseline."""
     if baseline is None or not Path(baseline).exists():
         return None
-    from memlab.lab.gate import check_same_experiment, compare, judge, load_metrics, load_questions, load_rules
+    from memlab.lab.gate import compare, judge, load_metrics, load_questions, load_rules, metrics_experiment
 
-    check_same_experiment(baseline, folder.path)
+    base, run = metrics_experiment(baseline), metrics_experiment(folder.path)
+    if base is not None and run is not None and base != run:
+        return None  # another suite's baseline: nothing compares (report.md says so)
     table = compare(load_metrics(baseline, what="baseline"), load_metrics(folder.path), load_rules())
     return judge(table, load_questions(baseline, baseline=True), load_questions(folder.path))
 
@@ -178,7 +180,9 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
              f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, "
              f"k = {k}, embedders {manifest.get('embedders', {})}", ""]  # fmt: skip
     gate = _gate_table(folder, baseline)
-    parts += headline(folder, k, gate)
+    head = headline(folder, k, gate)
+    parts += head
+    html_tables: list[tuple[str, pd.DataFrame]] = []
     if manifest.get("datasets"):
         ds = pd.DataFrame(manifest["datasets"])
         ds["checksum"] = ds.checksum.str[:12]
@@ -190,6 +194,7 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
     if across.dataset.nunique() > 1:
         wide = across.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()
         parts += [f"## recall@{k} across data sets", "", markdown_table(wide), ""]
+        html_tables.append((f"recall@{k} across data sets", wide))
         typed = scores[scores.system.isin(mains) & scores.metric.str.startswith(f"recall@{k}[qtype=")]
         typed = typed.assign(qtype=typed.metric.str.extract(r"qtype=(.*)\]")[0])
         shared = [t for t, g in typed.groupby("qtype", sort=False) if g.dataset.nunique() > 1]
@@ -202,7 +207,9 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
         systems = [s for s in dict.fromkeys(sub.system) if _is_main(s)]
         parts += [f"## {dataset}", ""]
         if systems:
-            parts += [markdown_table(pivot_scores(sub, systems, main_metrics)), ""]
+            main = pivot_scores(sub, systems, main_metrics)
+            parts += [markdown_table(main), ""]
+            html_tables.append((f"{dataset}: main metrics", main))
             wide = breakdown(sub, systems, f"recall@{k}", "qtype")
             if wide is not None:
                 parts += [f"recall@{k} by question type:", "", markdown_table(wide), ""]
@@ -213,6 +220,10 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
                 if body:
                     parts += [f"### {name} ({dataset})", "", body, ""]
     parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
+    if gate is None and baseline is not None and Path(baseline).exists():
+        parts += ["## Against the committed baseline", "",
+                  f"Not compared: `{baseline}` comes from a run of another suite, so its data sets and systems differ "
+                  "from this run's.", ""]  # fmt: skip
     if gate is not None:
         changed = gate[gate.verdict.str.startswith(("regression", "improvement", "within noise"))]
         new = int((gate.verdict == "new").sum())
@@ -224,4 +235,9 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
                   markdown_table(changed) if len(changed) else "", ""]
     path = folder.path / "report.md"
     path.write_text("\n".join(parts))
+    from memlab.lab.viewer import write_html
+
+    if gate is not None:
+        html_tables.append(("against the baseline", gate[gate.verdict != "ok"]))
+    write_html(folder, head, html_tables)
     return path

@@ -1,0 +1,143 @@
+"""From the summary to one question: every system's hits for a question (distance, rendering, relevant or not,
+what the recommended cut-off dropped), as a DataFrame for notebooks (`question_hits`) and as `report.html`, one
+static page that opens offline: the headline, sortable tables, the plots and a per-question viewer with
+filters by data set, question type and memory size, and "found by A, missed by B"."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from memlab.lab.folder import RunFolder
+from memlab.lab.scoring import SIZE_LABELS
+
+HIDDEN = ("@cut", "filtered:", "extractor:", "ingest", "answerability:")
+TEMPLATE = Path(__file__).with_name("report_page.html")
+
+
+def viewer_systems(folder: RunFolder, dataset: str) -> list[str]:
+    """Systems whose hit lists the viewer shows: every configured and sweep system with a ranked run (not the
+    cut-off grid, the filtered-search tenants or fact extractors)."""
+    return [s for s in folder.runs(dataset) if not any(h in s for h in HIDDEN)]
+
+
+def rendering_of(system: str) -> str:
+    """What the system embeds: the retrieval sweep's names start with their rendering; others embed the text."""
+    head = system.split("/")[0].split("+")[0]
+    return head if "/" in system else "text"
+
+
+def _cutoffs(folder: RunFolder, dataset: str) -> dict[str, float]:
+    s = folder.scores
+    rows = s[(s.dataset == dataset) & (s.metric == "recommended_max_distance")]
+    return dict(zip(rows.system, rows.value.astype(float), strict=True))
+
+
+def _texts(folder: RunFolder, dataset: str) -> dict[str, str]:
+    events = folder.events(dataset)
+    if "text" not in events.columns:
+        return {}
+    author = events.author if "author" in events.columns else pd.Series("", index=events.index)
+    return {e: (f"{a}: {t}" if a else str(t)) for e, a, t in zip(events.event_id, author, events.text, strict=True)
+            if isinstance(t, str)}  # fmt: skip
+
+
+def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str | None = None,
+                  systems: list[str] | None = None) -> pd.DataFrame:  # fmt: skip
+    """The hits (within k) of every viewer system for one question (or all): system, rendering, rank, unit_id,
+    event_ids, distance, relevant (holds a labelled event), dropped_by_cutoff (beyond the recommended cut-off of
+    that system, where the cut-off sweep ran) and the hit's text where the run saved it."""
+    folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
+    questions = {q.id: q for q in folder.questions(dataset)}
+    cutoffs, texts, k = _cutoffs(folder, dataset), _texts(folder, dataset), folder.k
+    frames = []
+    for system, run in folder.runs(dataset).items():
+        if system not in (systems or viewer_systems(folder, dataset)):
+            continue
+        hits = run.frame[(run.frame["rank"] > 0) & (run.frame["rank"] <= k)]
+        if question_id is not None:
+            hits = hits[hits.question_id == question_id]
+        if hits.empty:
+            continue
+        relevant = [bool(set(ids) & set(questions[q].relevant)) if q in questions else False
+                    for q, ids in zip(hits.question_id, hits.event_ids, strict=True)]  # fmt: skip
+        cut = cutoffs.get(system)
+        frames.append(pd.DataFrame({
+            "dataset": dataset, "system": system, "rendering": rendering_of(system),
+            "question_id": hits.question_id.to_numpy(), "rank": hits["rank"].to_numpy(),
+            "unit_id": hits.unit_id.to_numpy(), "event_ids": [list(e) for e in hits.event_ids],
+            "distance": hits.distance.to_numpy(), "relevant": relevant,
+            "dropped_by_cutoff": (hits.distance > cut).to_numpy() if cut is not None else False,
+            "text": [" / ".join(texts.get(e, "") for e in ids if e in texts) for ids in hits.event_ids],
+        }))  # fmt: skip
+    columns = ["dataset", "system", "rendering", "question_id", "rank", "unit_id", "event_ids", "distance",
+               "relevant", "dropped_by_cutoff", "text"]  # fmt: skip
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+# -- report.html -------------------------------------------------------------------------------------------------
+
+
+def _inline(markdown: str) -> str:
+    """The little Markdown the headline uses (**bold**, `code`), escaped, as HTML."""
+    text = html.escape(markdown)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
+def _table(frame: pd.DataFrame) -> dict:
+    from memlab.lab.report import format_cell
+
+    return {"columns": [str(c) for c in frame.columns],
+            "rows": [[format_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]}  # fmt: skip
+
+
+def page_data(folder: RunFolder, headline: list[str], tables: list[tuple[str, pd.DataFrame]]) -> dict:
+    """Everything report.html shows, as one JSON-ready dict (the page itself only draws it)."""
+    qs = folder.question_scores
+    sizes = {} if qs.empty else {(d, q): b for d, q, b in zip(qs.dataset, qs.question_id, qs.size_bucket,
+                                                              strict=True)}  # fmt: skip
+    data: dict = {"title": f"memlab run: {folder.manifest.get('config', {}).get('resolved', {}).get('name', '')}",
+                  "k": folder.k, "headline": [_inline(line[2:]) for line in headline if line.startswith("- ")],
+                  "tables": [{"title": t, **_table(f)} for t, f in tables], "plots": [], "questions": [],
+                  "systems": {}, "hits": {}, "texts": {}, "sizes": SIZE_LABELS}  # fmt: skip
+    for png in sorted(folder.path.glob("*.png")):
+        data["plots"].append({"title": png.stem.replace("__", " - "),
+                              "src": "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()})
+    for dataset in folder.datasets:
+        systems = viewer_systems(folder, dataset)
+        if not systems:
+            continue
+        hits = question_hits(folder, dataset, systems=systems)
+        data["systems"][dataset] = systems
+        texts: dict[str, str] = {}
+        per: dict[str, dict[str, list]] = {}
+        for row in hits.itertuples(index=False):
+            per.setdefault(row.system, {}).setdefault(row.question_id, []).append(
+                [row.unit_id, round(float(row.distance), 4), int(row.relevant), int(row.dropped_by_cutoff)])
+            if row.text:
+                texts[row.unit_id] = row.text[:400]
+        data["hits"][dataset] = per
+        data["texts"][dataset] = texts
+        data["renderings"] = {**data.get("renderings", {}), **{s: rendering_of(s) for s in systems}}
+        for q in folder.questions(dataset):
+            data["questions"].append({"d": dataset, "id": q.id, "text": q.text, "qtype": q.qtype,
+                                      "size": sizes.get((dataset, q.id), ""), "answerable": bool(q.relevant),
+                                      "relevant": list(q.relevant), "answer": q.answer or ""})  # fmt: skip
+    return data
+
+
+def write_html(folder: str | Path | RunFolder, headline: list[str],
+               tables: list[tuple[str, pd.DataFrame]]) -> Path:  # fmt: skip
+    """report.html: one self-contained page (data and plots inline, no network) drawn by TEMPLATE's script."""
+    folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
+    data = json.dumps(page_data(folder, headline, tables), separators=(",", ":")).replace("</", "<\\/")
+    page = TEMPLATE.read_text().replace("/*MEMLAB_DATA*/null", data)
+    path = folder.path / "report.html"
+    path.write_text(page)
+    return path

@@ -1,0 +1,75 @@
+"""report.html of a real run, opened in a real headless browser (Playwright driving Debian's chromium, which
+`make test` installs): through the page, filter to one question and see each system's hits."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from memlab import lab
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def page(fixtures_run):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto((fixtures_run / "report.html").as_uri())
+        yield page
+        browser.close()
+
+
+def test_the_page_filters_to_one_question_and_shows_each_systems_hits(page, fixtures_run):
+    hits = lab.question_hits(fixtures_run, "fixtures")
+    systems = lab.viewer_systems(lab.RunFolder(fixtures_run), "fixtures")
+    assert {"pg-exact", "auto", "faiss-exact-event"} <= set(systems)
+    qid = hits[hits.relevant].question_id.iloc[0]  # a question some system answered
+    assert page.locator("#headline li").count() >= 1
+    page.select_option("#f-dataset", "fixtures")
+    page.fill("#f-search", qid)
+    listed = page.locator("#questions div")
+    assert listed.count() == 1
+    listed.first.click()
+    shown = page.locator("#detail .system-hits")
+    assert sorted(shown.nth(i).get_attribute("data-system") for i in range(shown.count())) == sorted(systems)
+    for system in systems:
+        expected = hits[(hits.question_id == qid) & (hits.system == system)]
+        block = page.locator(f'#detail .system-hits[data-system="{system}"]')
+        assert block.locator("tr.hit").count() == len(expected), system
+        assert block.locator("tr.relevant").count() == int(expected.relevant.sum()), system
+    first = hits[(hits.question_id == qid) & (hits.system == "pg-exact")].sort_values("rank").iloc[0]
+    row = page.locator('#detail .system-hits[data-system="pg-exact"] tr.hit').first
+    assert first.unit_id in row.inner_text() and f"{first.distance:.3f}" in row.inner_text()
+    assert first.text and first.text.split(": ", 1)[-1][:30] in row.inner_text(), "the hit's text is shown"
+
+
+def test_found_by_one_system_missed_by_another(page, fixtures_run):
+    hits = lab.question_hits(fixtures_run, "fixtures")
+    found = {s: set(hits[(hits.system == s) & hits.relevant].question_id) for s in ("pg-exact", "hnsw-ef40-off")}
+    answerable = {q.id for q in lab.RunFolder(fixtures_run).questions("fixtures") if q.relevant}
+    expected = found["pg-exact"] - found["hnsw-ef40-off"] & answerable
+    page.select_option("#f-dataset", "fixtures")
+    page.fill("#f-search", "")
+    page.select_option("#f-found", "pg-exact")
+    page.select_option("#f-missed", "hnsw-ef40-off")
+    listed = page.locator("#questions div")
+    assert {listed.nth(i).get_attribute("data-qid") for i in range(listed.count())} == expected
+    page.select_option("#f-found", "")
+    page.select_option("#f-missed", "")
+
+
+def test_tables_sort_and_plots_are_inline(page):
+    table = page.locator("#tables table").first
+    header = table.locator("th").nth(1)
+    header.click()
+    first = [table.locator("tbody tr").nth(i).locator("td").nth(1).inner_text() for i in range(2)]
+    header.click()
+    again = [table.locator("tbody tr").nth(i).locator("td").nth(1).inner_text() for i in range(2)]
+    assert first != again or first[0] == first[1], "a second click reverses the order"
+    sources = page.locator("#plots img")
+    assert all(sources.nth(i).get_attribute("src").startswith("data:image/png") for i in range(sources.count()))
