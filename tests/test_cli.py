@@ -99,6 +99,8 @@ def test_bad_inputs_end_in_one_line_and_exit_code_2(tmp_path):
     cases = {
         ("eval", "--suite", "ci", "--set", "k=0", "--out", str(tmp_path / "k0")): "k must be a whole number",
         ("eval", "--suite", "nope"): "unknown suite 'nope'",
+        ("eval", "--suite", "fixtures", "--set", "options.ingest.repeat=0", "--out", str(tmp_path / "r0")):
+            "options.ingest.repeat must be a whole number",
         ("eval", "--suite", "fixtures", "--dsn", "notadsn://", "--out", str(tmp_path / "d")): "connection string",
         ("eval", "--config", str(tmp_path / "missing.yaml")): "no such config file",
         ("baseline", "--run", str(tmp_path / "missing")): "no metrics file",

@@ -118,6 +118,12 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
     if not isinstance(options, dict) or any(o not in SWEEPS for o in options):
         raise ConfigError(f"{source}: `options` maps a sweep name ({sorted(SWEEPS)}) to its settings; got "
                           f"{sorted(options) if isinstance(options, dict) else options!r}")  # fmt: skip
+    from memlab.lab.sweeps import sweep_module
+
+    for sweep, settings in options.items():  # a sweep that checks its settings does so now, before any work
+        check = getattr(sweep_module(sweep), "check_options", None)
+        if check is not None:
+            check(settings or {}, source)
     resolved = {
         "name": str(data.get("name") or Path(source).stem or "experiment"),
         "description": data.get("description", ""),

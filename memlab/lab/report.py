@@ -31,8 +31,8 @@ def _counts(values: pd.Series) -> bool:
 
 
 def format_cell(value: object, floatfmt: str = ".3f", whole: bool = False) -> str:
-    """One table cell: integers as integers, floats to `floatfmt` (3 decimals), big floats with thousands
-    separators and no decimals, missing values empty."""
+    """One table cell: integers as integers, floats to `floatfmt` (3 decimals; rates and small figures), floats
+    of 100 and more without decimals (thousands separated from 10,000), missing values empty."""
     if value is None or value is pd.NA or value is pd.NaT:
         return ""
     if isinstance(value, float | np.floating) and np.isnan(value):
@@ -42,7 +42,7 @@ def format_cell(value: object, floatfmt: str = ".3f", whole: bool = False) -> st
     if isinstance(value, int | np.integer):
         return f"{int(value):,}" if abs(int(value)) >= 10_000 else str(int(value))
     if isinstance(value, float | np.floating):
-        if whole or abs(value) >= 10_000:
+        if whole or abs(value) >= 100:  # counts, characters, rows/s, long latencies: no decimals
             return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.0f}"
         return format(float(value), floatfmt)
     return str(value)
@@ -69,6 +69,8 @@ def pivot_scores(scores: pd.DataFrame, systems: list[str], metrics: list[str]) -
     questions = scores[scores.system.isin(systems) & (scores.metric == metrics[0])].set_index("system").questions
     wide = wide.reindex([s for s in systems if s in wide.index])
     cols = [m for m in metrics if m in wide.columns]
+    # Without a cut-off no system returns nothing, so an all-zero correct-empty rate says nothing: left out.
+    cols = [m for m in cols if m != "correct_empty_rate" or wide[m].fillna(0).abs().sum() > 0]
     out = wide[cols].reset_index()
     if len(questions):
         out.insert(1, "questions", out.system.map(questions).fillna(0).astype(int))
@@ -177,8 +179,9 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
     main_metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"hit@{k}", f"session_recall@{k}", "empty_rate",
                     "correct_empty_rate", "recall_vs_exact", "context_chars", "latency_ms_p50"]  # fmt: skip
     parts = [f"# memlab run: {cfg.get('name', '')}", "",
-             f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, "
-             f"k = {k}, embedders {manifest.get('embedders', {})}", ""]  # fmt: skip
+             f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, k = {k}, "
+             "embedders: " + ", ".join(f"`{n}` = {m}" for n, m in manifest.get("embedders", {}).items()),
+             ""]  # fmt: skip
     gate = _gate_table(folder, baseline)
     head = headline(folder, k, gate)
     parts += head

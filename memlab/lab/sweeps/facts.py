@@ -60,9 +60,15 @@ def measure(env, dataset, options: dict, context, out) -> None:
         extractor = make_extractor(name, dataset, env.extractor_options)
         frames.append(run_fact_eval(env.store, env.embedder("default"), dataset, extractor, progress=env.progress))
     frame = pd.concat(frames, ignore_index=True)
-    frame["dropped_by_reason"] = frame.dropped_by_reason.map(str)
-    frame["missed"] = frame.missed.map(lambda m: "; ".join(map(str, m)))
+    frame["dropped_by_reason"] = frame.dropped_by_reason.map(
+        lambda d: ", ".join(f"{reason} {count}" for reason, count in sorted(dict(d).items())))
+    frame["missed"] = frame.missed.map(lambda m: "; ".join(_fact_text(*fact) for fact in m))
     save_table(out, "facts", dataset.name, frame)
+
+
+def _fact_text(subject: str, predicate: str, value: str, negated: bool) -> str:
+    """A missed fact as a reader writes it: `user savings_goal: not 20,000 in two years`."""
+    return f"{subject} {predicate}: {'not ' if negated else ''}{value}"
 
 
 def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import pandas as pd
 
+from memlab.errors import ConfigError
 from memlab.lab.folder import save_table
 from memlab.lab.ingest_bench import measure_ingest
 
 METRICS = ("ingest_units_per_s", "raw_encode_per_s", "ratio", "texts")
 
 
+def check_options(options: dict, source: str = "<config>") -> None:
+    repeat = options.get("repeat", 1)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 100:
+        raise ConfigError(f"{source}: options.ingest.repeat must be a whole number in 1..100 (copies of the "
+                          f"sessions ingested), got {repeat!r}.")  # fmt: skip
+
+
 def measure(env, dataset, options: dict, context, out) -> None:
+    check_options(options)
     embedder = env.embedder("default")
-    bench = measure_ingest(env.store, getattr(embedder, "inner", embedder), dataset,
-                           repeat=int(options.get("repeat", 1)))  # fmt: skip
+    bench = measure_ingest(env.store, getattr(embedder, "inner", embedder), dataset, repeat=options.get("repeat", 1))
     save_table(out, "ingest", dataset.name, pd.DataFrame([bench.as_dict()]))
 
 
