@@ -19,9 +19,11 @@ from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter, Sca
 PANEL_WIDTH, PANEL_HEIGHT, MAX_COLUMNS = 4.6, 3.4, 3
 
 
-def _finish(fig: Figure, path: Path | str | None) -> Figure:
-    """Lay out, write to `path` (if any) and return the figure (closed for pyplot, still displayable)."""
-    fig.tight_layout()
+def _finish(fig: Figure, path: Path | str | None, *, layout: bool = True) -> Figure:
+    """Lay out (unless the caller did, leaving room for a legend below the panels), write to `path` (if any) and
+    return the figure (closed for pyplot, still displayable)."""
+    if layout:
+        fig.tight_layout()
     if path is not None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,17 +115,7 @@ def cutoff_curves(
     handles, labels = _legend_entries(axes)
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
-    return _finish_with_legend(fig, path)
-
-
-def _finish_with_legend(fig: Figure, path: Path | str | None) -> Figure:
-    """`_finish` for figures with a legend below the panels (their layout leaves room for it)."""
-    if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return fig
+    return _finish(fig, path, layout=False)
 
 
 def pareto_front(frame: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
@@ -191,7 +183,7 @@ def recall_latency(
     fig.legend(handles + extra, names + extra_names, loc="lower center", ncol=3, fontsize=7, frameon=False)
     rows = math.ceil(len(handles + extra) / 3)
     fig.tight_layout(rect=(0, min(0.4, (0.22 * rows + 0.1) / fig.get_figheight()), 1, 1))
-    return _finish_with_legend(fig, path)
+    return _finish(fig, path, layout=False)
 
 
 def answerability_curves(curves: pd.DataFrame, path: Path | str | None = None, target: float = 0.2,
