@@ -33,9 +33,10 @@ test: $(STAMP) browser
 reliability: $(STAMP)
 	$(BIN)/memlab check reliability --size ci
 
-gate: $(STAMP)
+gate: $(STAMP) browser
 	$(BIN)/memlab eval --suite ci --out reports/ci-gate --force
 	$(BIN)/memlab report --baseline reports/baseline.json --run reports/ci-gate
+	MEMLAB_REPORT_RUN=reports/ci-gate $(BIN)/python -m pytest -q tests/lab/test_report_html.py
 
 # Performance at ci size (ratios; not gated on time): reports/bench/ci/bench.md. `--size full` goes to 1M rows.
 bench: $(STAMP)

@@ -99,12 +99,37 @@ def _is_main(system: str) -> bool:
 REFERENCES = ("text/vector", "pg-exact", "event", "auto")  # plain vector search on the raw text, by name
 
 
+def against_reference(folder, dataset: str, k: int, table=None) -> tuple[str | None, pd.DataFrame]:
+    """Every main system's recall@k against plain vector search on the same questions: change, its 95% CI, the
+    paired test's p-value, Holm's adjustment over the systems compared, and `real` (adjusted p < 0.05)."""
+    from memlab.lab.scoring import metric_key
+    from memlab.lab.uncertainty import QuestionTable, paired_differences
+
+    metric = f"recall@{k}"
+    scores = folder.scores
+    rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & scores.system.map(_is_main)]
+    systems = [s for s in dict.fromkeys(rows.system) if not s.startswith("faiss-exact")]
+    reference = next((s for s in REFERENCES if s in systems), None)
+    empty = pd.DataFrame(columns=["system", "change", "lo", "hi", "questions", "p", "p_adjusted", "real"])
+    if reference is None or folder.question_scores.empty:
+        return reference, empty
+    table = table or QuestionTable(folder.question_scores)
+    pairs = [(metric_key(dataset, reference, metric), metric_key(dataset, s, metric)) for s in systems
+             if s != reference]  # fmt: skip
+    diff = paired_differences(table, table, pairs)
+    if diff.empty:
+        return reference, empty
+    diff.insert(0, "system", [after.split("/", 1)[1].rsplit("/", 1)[0] for after in diff["after"]])
+    diff["real"] = diff.significant.map({True: "yes", False: ""})
+    return reference, diff.drop(columns=["before", "after", "significant"])
+
+
 def headline(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
     """The lines a reader needs first: per data set the best system by recall@k with its 95% interval and its
     difference from plain vector search (paired test), the recommended cut-off, and the biggest change against
     the baseline."""
     from memlab.lab.scoring import metric_key
-    from memlab.lab.uncertainty import QuestionTable, intervals, paired_differences
+    from memlab.lab.uncertainty import QuestionTable, intervals
 
     scores, questions = folder.scores, folder.question_scores
     if questions.empty:
@@ -128,14 +153,14 @@ def headline(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
         text = (f"- **{dataset}**: best `{best.system}` recall@{k} {r.value:.3f} (95% CI {r.lo:.3f}-{r.hi:.3f}, "
                 f"{int(r.questions)} questions)")  # fmt: skip
         if reference is not None and reference != best.system:
-            diff = paired_differences(table, table, [(metric_key(dataset, reference, metric),
-                                                     metric_key(dataset, best.system, metric))])  # fmt: skip
+            _, diff = against_reference(folder, dataset, k, table)
+            diff = diff[diff.system == best.system]
             if len(diff):
                 d = diff.iloc[0]
-                verdict = "significant" if d.p < 0.05 else "not significant"
-                p_text = "p < 0.001" if d.p < 0.001 else f"p = {d.p:.3f}"
+                verdict = "a real difference" if d.real else "not significant"
+                p_text = "< 0.001" if d.p_adjusted < 0.001 else f"= {d.p_adjusted:.3f}"
                 text += (f"; {d.change:+.3f} over plain vector `{reference}` (95% CI {d.lo:+.3f} to {d.hi:+.3f}, "
-                         f"paired {p_text}: {verdict})")  # fmt: skip
+                         f"paired test, Holm-adjusted p {p_text}: {verdict})")  # fmt: skip
         cut = scores[(scores.dataset == dataset) & (scores.metric == "recommended_max_distance")]
         if len(cut):
             preferred = [s for s in (best.system, reference) if s in set(cut.system)]
@@ -213,6 +238,14 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
             main = pivot_scores(sub, systems, main_metrics)
             parts += [markdown_table(main), ""]
             html_tables.append((f"{dataset}: main metrics", main))
+            reference, diff = against_reference(folder, dataset, k)
+            if len(diff):
+                real = diff[diff.real == "yes"]
+                parts += [f"recall@{k} against plain vector `{reference}` on the same questions (paired sign-flip "
+                          f"test, Holm-adjusted over the {len(diff)} systems; `real`: adjusted p < 0.05): "
+                          f"{len(real)} of {len(diff)} differences are real.", "",
+                          markdown_table(diff[diff.change != 0] if (diff.change != 0).any() else diff), ""]
+                html_tables.append((f"{dataset}: recall@{k} against {reference}", diff))
             wide = breakdown(sub, systems, f"recall@{k}", "qtype")
             if wide is not None:
                 parts += [f"recall@{k} by question type:", "", markdown_table(wide), ""]

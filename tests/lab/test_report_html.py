@@ -1,9 +1,14 @@
 """report.html of a real run, opened in a real headless browser (Playwright driving Debian's chromium, which
-`make test` installs): through the page, filter to one question and see each system's hits."""
+`make test` installs): through the page, filter to one question and see each system's hits.
+
+The run is the fixtures suite's (made once per test session), or the folder MEMLAB_REPORT_RUN names: `make gate`
+runs these tests again on the `ci` run it has just made."""
 
 from __future__ import annotations
 
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -13,20 +18,26 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")
-def page(fixtures_run):
+def report_run(request) -> Path:
+    given = os.environ.get("MEMLAB_REPORT_RUN")
+    return Path(given).resolve() if given else request.getfixturevalue("fixtures_run")
+
+
+@pytest.fixture(scope="module")
+def page(report_run):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         page = browser.new_page()
-        page.goto((fixtures_run / "report.html").as_uri())
+        page.goto((report_run / "report.html").as_uri())
         yield page
         browser.close()
 
 
-def test_the_page_filters_to_one_question_and_shows_each_systems_hits(page, fixtures_run):
-    hits = lab.question_hits(fixtures_run, "fixtures")
-    systems = lab.viewer_systems(lab.RunFolder(fixtures_run), "fixtures")
+def test_the_page_filters_to_one_question_and_shows_each_systems_hits(page, report_run):
+    hits = lab.question_hits(report_run, "fixtures")
+    systems = lab.viewer_systems(lab.RunFolder(report_run), "fixtures")
     assert {"pg-exact", "auto", "faiss-exact-event"} <= set(systems)
     qid = hits[hits.relevant].question_id.iloc[0]  # a question some system answered
     assert page.locator("#headline li").count() >= 1
@@ -48,10 +59,10 @@ def test_the_page_filters_to_one_question_and_shows_each_systems_hits(page, fixt
     assert first.text and first.text.split(": ", 1)[-1][:30] in row.inner_text(), "the hit's text is shown"
 
 
-def test_found_by_one_system_missed_by_another(page, fixtures_run):
-    hits = lab.question_hits(fixtures_run, "fixtures")
+def test_found_by_one_system_missed_by_another(page, report_run):
+    hits = lab.question_hits(report_run, "fixtures")
     found = {s: set(hits[(hits.system == s) & hits.relevant].question_id) for s in ("pg-exact", "hnsw-ef40-off")}
-    answerable = {q.id for q in lab.RunFolder(fixtures_run).questions("fixtures") if q.relevant}
+    answerable = {q.id for q in lab.RunFolder(report_run).questions("fixtures") if q.relevant}
     expected = found["pg-exact"] - found["hnsw-ef40-off"] & answerable
     page.select_option("#f-dataset", "fixtures")
     page.fill("#f-search", "")
