@@ -99,6 +99,21 @@ def _is_main(system: str) -> bool:
 REFERENCES = ("text/vector", "pg-exact", "event", "auto")  # plain vector search on the raw text, by name
 
 
+def with_interval(folder, dataset: str, table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """`table` (one row per system) with the 95% bootstrap interval of `metric` over questions beside it."""
+    from memlab.lab.scoring import metric_key
+    from memlab.lab.uncertainty import intervals
+
+    if metric not in table.columns or folder.question_scores.empty:
+        return table
+    iv = intervals(folder.question_scores, [metric_key(dataset, s, metric) for s in table.system])
+    spans = {key.split("/", 1)[1].rsplit("/", 1)[0]: f"{lo:.3f}-{hi:.3f}"
+             for key, lo, hi in zip(iv.key, iv.lo, iv.hi, strict=True)}  # fmt: skip
+    out = table.copy()
+    out.insert(out.columns.get_loc(metric) + 1, f"{metric} 95% CI", out.system.map(spans).fillna(""))
+    return out
+
+
 def against_reference(folder, dataset: str, k: int, table=None) -> tuple[str | None, pd.DataFrame]:
     """Every main system's recall@k against plain vector search on the same questions: change, its 95% CI, the
     paired test's p-value, Holm's adjustment over the systems compared, and `real` (adjusted p < 0.05)."""
@@ -235,7 +250,7 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
         systems = [s for s in dict.fromkeys(sub.system) if _is_main(s)]
         parts += [f"## {dataset}", ""]
         if systems:
-            main = pivot_scores(sub, systems, main_metrics)
+            main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics), f"recall@{k}")
             parts += [markdown_table(main), ""]
             html_tables.append((f"{dataset}: main metrics", main))
             reference, diff = against_reference(folder, dataset, k)
