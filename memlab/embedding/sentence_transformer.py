@@ -71,7 +71,11 @@ class SentenceTransformerEmbedder:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()  # its "Loading weights" bar is not memlab's display
 
                 self._model = SentenceTransformer(
                     str(self.path), device=self.device, truncate_dim=self.truncate_dim, local_files_only=True

@@ -191,9 +191,11 @@ class _IngestProgress:
         self._bar.start()
         self._embed = self._bar.add_task(f"embed ({layer})", total=0)
         self._write = self._bar.add_task(f"write ({layer})", total=max(events, 1))
+        self._texts = 0
 
     def planned(self, texts: int) -> None:
-        self._bar.update(self._embed, total=(self._bar.tasks[self._embed].total or 0) + texts)
+        self._texts += texts
+        self._bar.update(self._embed, total=self._texts)
 
     def embedded(self, texts: int) -> None:
         self._bar.advance(self._embed, texts)

@@ -309,3 +309,14 @@ def test_deleting_an_event_of_one_session_leaves_the_same_id_in_another(store, e
     assert mem.delete_memory(app_name, "u1", "e9", session_id="s3") == 0
     assert dict(mem.add_session(_one(app_name, "u1", "s3", "e9", DEPLOY[2])).skipped) == {"deleted": 1}
     assert mem.add_session(_one(app_name, "u1", "s4", "e9", DEPLOY[2])).added == 1
+
+
+def test_ingest_with_progress_shows_one_display_and_stores_everything(store, embedder, app_name, capsys):
+    mem = memlab.EventMemory(store, embedder)
+    sessions = [make_session(app_name, "u1", f"s{i}", DEPLOY) for i in range(3)]
+    report = mem.add_sessions(sessions, batch_units=5, progress=True)
+    assert report.added == 15 and mem.count(app_name, "u1") == 15
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    assert "embed (" in text and "write (" in text, "embed and write are two tasks of one display"
+    assert "Batches" not in text and "Loading weights" not in text, "no third-party progress bar"
