@@ -170,22 +170,9 @@ def report_command(
 ) -> None:
     """Compare a run with the baseline; exit 1 when a metric dropped beyond its tolerance and, where the metric
     averages questions, the drop is significant (paired test on the questions, Holm-corrected)."""
-    from memlab.lab import (
-        check_same_experiment,
-        compare,
-        judge,
-        load_metrics,
-        load_questions,
-        load_rules,
-        markdown_table,
-        regressions,
-    )
+    from memlab.lab import gate_table, load_rules, markdown_table, regressions
 
-    rules = load_rules(tolerances) if tolerances else load_rules()
-    run_metrics = load_metrics(run)
-    check_same_experiment(baseline, run)
-    table = compare(load_metrics(baseline, what="baseline"), run_metrics, rules)
-    table = judge(table, load_questions(baseline, baseline=True), load_questions(run))
+    table = gate_table(baseline, run, load_rules(tolerances) if tolerances else load_rules())
     bad = regressions(table)
     changed = table[table.verdict != "ok"]
     console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))

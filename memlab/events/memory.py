@@ -458,7 +458,9 @@ class EventMemory:
                     plan.sessions.append((self.scope(session.app_name, session.user_id), session, units))
             t1 = time.perf_counter()
             plan.report.timings["filter"] += t1 - t0
-            stored = self._stored_units(conn, plan.sessions)
+            # An event unit's id is its event's id, so the event layer's lookup above already holds every stored
+            # unit of these sessions; only chunks need a lookup of their own.
+            stored = known if self.granularity == "event" else self._stored_units(conn, plan.sessions)
             for scope, session, units in plan.sessions:
                 held = stored.get((scope.app_name, scope.user_id, session.id), {})
                 plan.texts.update(u.embed_text for u in units if not _holds(held.get(u.unit_id), u.event_ids))

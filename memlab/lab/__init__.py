@@ -31,6 +31,7 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.gate import (
     check_same_experiment,
     compare,
+    gate_table,
     judge,
     load_metrics,
     load_questions,
@@ -115,6 +116,7 @@ __all__ = [
     "fit_answerability",
     "flat_metrics",
     "format_cell",
+    "gate_table",
     "generate_synth",
     "headline",
     "holm",

@@ -118,3 +118,10 @@ class RunFolder:
     def question_scores(self) -> pd.DataFrame:
         path = self.path / "question_scores.parquet"
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
+    @cached_property
+    def question_table(self):
+        """The per-question scores split by (data set, system) once, for every interval and paired test."""
+        from memlab.lab.uncertainty import QuestionTable
+
+        return QuestionTable(self.question_scores)

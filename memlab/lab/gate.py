@@ -179,3 +179,17 @@ def judge(
             if not verdicts[key][1]:
                 out.at[i, "verdict"] = "within noise"
     return out
+
+
+def gate_table(
+    baseline: str | Path, run: str | Path, rules: list[Rule] | None = None,
+    *, run_questions: pd.DataFrame | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """A run against a baseline, as `memlab report` and report.md judge it: refused across suites, then the
+    tolerances (`compare`), then paired tests on the questions (`judge`). `run_questions` spares re-reading the
+    run's per-question scores when the caller holds them."""
+    run_metrics = load_metrics(run)
+    check_same_experiment(baseline, run)
+    table = compare(load_metrics(baseline, what="baseline"), run_metrics, rules or load_rules())
+    questions = run_questions if run_questions is not None else load_questions(run)
+    return judge(table, load_questions(baseline, baseline=True), questions)

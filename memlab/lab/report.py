@@ -106,7 +106,7 @@ def with_interval(folder, dataset: str, table: pd.DataFrame, metric: str) -> pd.
 
     if metric not in table.columns or folder.question_scores.empty:
         return table
-    iv = intervals(folder.question_scores, [metric_key(dataset, s, metric) for s in table.system])
+    iv = intervals(folder.question_table, [metric_key(dataset, s, metric) for s in table.system])
     spans = {key.split("/", 1)[1].rsplit("/", 1)[0]: f"{lo:.3f}-{hi:.3f}"
              for key, lo, hi in zip(iv.key, iv.lo, iv.hi, strict=True)}  # fmt: skip
     out = table.copy()
@@ -114,11 +114,19 @@ def with_interval(folder, dataset: str, table: pd.DataFrame, metric: str) -> pd.
     return out
 
 
-def against_reference(folder, dataset: str, k: int, table=None) -> tuple[str | None, pd.DataFrame]:
+def against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.DataFrame]:
     """Every main system's recall@k against plain vector search on the same questions: change, its 95% CI, the
-    paired test's p-value, Holm's adjustment over the systems compared, and `real` (adjusted p < 0.05)."""
+    paired test's p-value, Holm's adjustment over the systems compared, and `real` (adjusted p < 0.05). Computed
+    once per data set and folder (the headline and the data set's section both read it)."""
+    cache = folder.__dict__.setdefault("_against_reference", {})
+    if (dataset, k) not in cache:
+        cache[(dataset, k)] = _against_reference(folder, dataset, k)
+    return cache[(dataset, k)]
+
+
+def _against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.DataFrame]:
     from memlab.lab.scoring import metric_key
-    from memlab.lab.uncertainty import QuestionTable, paired_differences
+    from memlab.lab.uncertainty import paired_differences
 
     metric = f"recall@{k}"
     scores = folder.scores
@@ -128,7 +136,7 @@ def against_reference(folder, dataset: str, k: int, table=None) -> tuple[str | N
     empty = pd.DataFrame(columns=["system", "change", "lo", "hi", "questions", "p", "p_adjusted", "real"])
     if reference is None or folder.question_scores.empty:
         return reference, empty
-    table = table or QuestionTable(folder.question_scores)
+    table = folder.question_table
     pairs = [(metric_key(dataset, reference, metric), metric_key(dataset, s, metric)) for s in systems
              if s != reference]  # fmt: skip
     diff = paired_differences(table, table, pairs)
@@ -139,17 +147,17 @@ def against_reference(folder, dataset: str, k: int, table=None) -> tuple[str | N
     return reference, diff.drop(columns=["before", "after", "significant"])
 
 
-def headline(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
+def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
     """The lines a reader needs first: per data set the best system by recall@k with its 95% interval and its
     difference from plain vector search (paired test), the recommended cut-off, and the biggest change against
     the baseline."""
     from memlab.lab.scoring import metric_key
-    from memlab.lab.uncertainty import QuestionTable, intervals
+    from memlab.lab.uncertainty import intervals
 
-    scores, questions = folder.scores, folder.question_scores
-    if questions.empty:
+    scores = folder.scores
+    if folder.question_scores.empty:
         return []
-    table = QuestionTable(questions)
+    table = folder.question_table
     lines = []
     metric = f"recall@{k}"
     for dataset in folder.datasets:
@@ -168,7 +176,7 @@ def headline(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
         text = (f"- **{dataset}**: best `{best.system}` recall@{k} {r.value:.3f} (95% CI {r.lo:.3f}-{r.hi:.3f}, "
                 f"{int(r.questions)} questions)")  # fmt: skip
         if reference is not None and reference != best.system:
-            _, diff = against_reference(folder, dataset, k, table)
+            _, diff = against_reference(folder, dataset, k)
             diff = diff[diff.system == best.system]
             if len(diff):
                 d = diff.iloc[0]
@@ -198,13 +206,13 @@ def _gate_table(folder, baseline: Path | None) -> pd.DataFrame | None:
     """The run against the baseline (tolerances, then paired tests), or None without a baseline."""
     if baseline is None or not Path(baseline).exists():
         return None
-    from memlab.lab.gate import compare, judge, load_metrics, load_questions, load_rules, metrics_experiment
+    from memlab.lab.gate import gate_table, metrics_experiment
 
     base, run = metrics_experiment(baseline), metrics_experiment(folder.path)
     if base is not None and run is not None and base != run:
         return None  # another suite's baseline: nothing compares (report.md says so)
-    table = compare(load_metrics(baseline, what="baseline"), load_metrics(folder.path), load_rules())
-    return judge(table, load_questions(baseline, baseline=True), load_questions(folder.path))
+    questions = folder.question_scores
+    return gate_table(baseline, folder.path, run_questions=None if questions.empty else questions)
 
 
 def write_report(folder, *, baseline: Path | None = None) -> Path:
@@ -223,7 +231,7 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
              "embedders: " + ", ".join(f"`{n}` = {m}" for n, m in manifest.get("embedders", {}).items()),
              ""]  # fmt: skip
     gate = _gate_table(folder, baseline)
-    head = headline(folder, k, gate)
+    head = headline_lines(folder, k, gate)
     parts += head
     html_tables: list[tuple[str, pd.DataFrame]] = []
     if manifest.get("datasets"):
