@@ -20,7 +20,7 @@ _OPTIONS: dict[str, set[str]] = {
     "memlab": {"path"},
     "longmemeval": {"path", "limit", "per_type", "question_types", "include_abstention"},
     "fixtures": {"path"},
-    "synth": {"users", "max_events", "min_events", "seed"},
+    "synth": {"users", "max_events", "min_events", "seed", "near_miss"},
 }
 CHECKOUT = Path(__file__).resolve().parents[2]  # the memlab checkout (an editable install)
 
@@ -79,7 +79,7 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
     else:
         from memlab.lab.synth import generate
 
-        options = {k: int(spec[k]) for k in ("users", "max_events", "min_events") if k in spec}
+        options = {k: int(spec[k]) for k in ("users", "max_events", "min_events", "near_miss") if k in spec}
         data = generate(int(spec.get("seed", 0)), **options)
     data.name = name
     if not data.questions and not any(u.expected_facts is not None for u in data.users):

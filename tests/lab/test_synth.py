@@ -186,12 +186,27 @@ def check_no_answer_questions(labelled, events):
     for q in labelled.questions:
         if q.answerable:
             continue
-        assert q.qtype == "no_answer" and q.relevant == () and q.answer == NO_ANSWER
+        assert q.qtype in ("no_answer", "near_miss") and q.relevant == () and q.answer == NO_ANSWER
         spec = by_predicate[q.fact_key.split("/")[1]]
+        if q.qtype == "near_miss":
+            check_near_miss(q, spec, descriptions[q.user_id], events)
+            continue
         assert spec.no_answer and spec.predicate not in descriptions[q.user_id]
         for _, event in events[q.user_id].values():
             assert not any(has(event.text, value) for value in spec.values), (q.id, event.text)
             assert not has(event.text, q.answer)
+
+
+def check_near_miss(q, spec, description, events):
+    """The user stated this kind of fact for one extra (their dog) and is asked about another (a rabbit):
+    no event of theirs names the asked extra beside any value of the fact."""
+    own = re.search(rf"{spec.predicate} \(([^)]*)\):", description)
+    assert spec.near_miss and own is not None, (q.id, description)
+    asked = [x for x in spec.extras if has(q.text, x)]
+    assert asked and own.group(1) not in asked, (q.id, q.text, own.group(1))
+    for _, event in events[q.user_id].values():
+        if any(has(event.text, x) for x in asked):
+            assert not any(has(event.text, value) for value in spec.values), (q.id, event.text)
 
 
 def check_paraphrases(labelled, events):
@@ -227,7 +242,7 @@ def test_fact_keys_name_registry_predicates(synth):
     registry = yaml.safe_load((ROOT / "memlab" / "facts" / "registry.yaml").read_text())["predicates"]
     assert {spec.predicate for spec in FACTS} <= set(registry)
     for q in synth.questions:
-        if q.qtype in ("single_fact", "knowledge_update", "no_answer"):
+        if q.qtype in ("single_fact", "knowledge_update", "no_answer", "near_miss"):
             assert q.fact_key is not None
         if q.fact_key is not None:
             subject, predicate = q.fact_key.split("/")
@@ -237,6 +252,17 @@ def test_fact_keys_name_registry_predicates(synth):
 
 def test_no_answer_questions_have_nothing_to_find(synth, events):
     check_no_answer_questions(synth, events)
+
+
+def test_near_misses_leave_every_other_question_as_it_was(synth):
+    without = lab.generate_synth(0, near_miss=0)
+    kept = [q for q in synth.questions if q.qtype != "near_miss"]
+    assert [(q.id, q.text, q.relevant, q.asked_at) for q in kept] == [
+        (q.id, q.text, q.relevant, q.asked_at) for q in without.questions]
+    assert "near_miss" not in {q.qtype for q in without.questions}
+    assert Counter(q.user_id for q in synth.questions if q.qtype == "near_miss").most_common(1)[0][1] == 1
+    with pytest.raises(ValueError, match="near_miss"):
+        lab.generate_synth(0, near_miss=-1)
 
 
 def test_questions_are_paraphrases(synth, events):

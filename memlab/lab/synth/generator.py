@@ -50,7 +50,8 @@ FACTS: tuple[FactSpec, ...] = tuple(
     spec for name in ("facts_life", "facts_goals", "facts_work", "facts_leisure") for spec in fact_specs(name)
 )
 TOPICS: dict[str, Topic] = {t.name: t for name in ("chatter_life", "chatter_work") for t in topics(name)}
-QTYPES = ("single_fact", "knowledge_update", "multi_session", "temporal", "no_answer")
+QTYPES = ("single_fact", "knowledge_update", "multi_session", "temporal", "no_answer", "near_miss")
+NO_ANSWER_TYPES = ("no_answer", "near_miss")  # the question types memory cannot answer
 NO_ANSWER = "not in memory"  # the `answer` of every no_answer question
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 MIN_TURNS, MAX_TURNS = 4, 20
@@ -421,7 +422,7 @@ class _User:
             out["multi_session"].append(_Candidate("multi_session", text, answer, relevant, (na, nb)))
         return out
 
-    def questions(self) -> list[Question]:
+    def questions(self, near_miss: int = 1) -> list[Question]:
         rng = self.rng
         target = 6 + round(1.5 * math.log10(self.size / 5))
         n_none = 1 if self.size < 300 else 2
@@ -443,25 +444,43 @@ class _User:
                         break
         picked.extend(self._no_answer(n_none))
         rng.shuffle(picked)
-        last = self.sessions[-1].events[-1].timestamp
+        out = [self._question(n, cand) for n, cand in enumerate(picked)]
+        # near misses draw last, so the questions above are the same whether or not they are asked
+        out += [self._question(len(out) + n, cand) for n, cand in enumerate(self._near_miss(near_miss))]
+        return out
+
+    def _question(self, n: int, cand: _Candidate) -> Question:
+        asked = self.sessions[-1].events[-1].timestamp + timedelta(days=self.rng.randint(1, 30),
+                                                                   hours=self.rng.randint(0, 23))  # fmt: skip
+        return Question(
+            id=f"{self.user_id}-q{n + 1}",
+            app_name=self.app_name,
+            user_id=self.user_id,
+            text=cand.text,
+            relevant=tuple(cand.relevant),
+            asked_at=asked,
+            qtype=cand.qtype,
+            fact_key=cand.fact_key,
+            relevant_sessions=tuple(dict.fromkeys(self.session_of[e] for e in cand.relevant)),
+            answer=cand.answer,
+        )
+
+    def _near_miss(self, count: int) -> list[_Candidate]:
+        """No-answer questions about a fact the user did state, asked of another of its extras: a user who talks
+        about their dog Rex is asked what their rabbit is called. Real abstention questions are often such near
+        misses, and memory then holds a close, same-kind statement, so a distance cut-off cannot refuse them;
+        an answerability model needs them to learn from."""
+        rng = self.rng
+        options = [(n, th) for n, th in enumerate(self.threads)
+                   if isinstance(th.spec, FactSpec) and th.spec.near_miss and len(th.spec.extras) > 1]  # fmt: skip
+        rng.shuffle(options)
         out = []
-        for n, cand in enumerate(picked):
-            asked = last + timedelta(days=rng.randint(1, 30), hours=rng.randint(0, 23))
-            sessions = tuple(dict.fromkeys(self.session_of[e] for e in cand.relevant))
-            out.append(
-                Question(
-                    id=f"{self.user_id}-q{n + 1}",
-                    app_name=self.app_name,
-                    user_id=self.user_id,
-                    text=cand.text,
-                    relevant=tuple(cand.relevant),
-                    asked_at=asked,
-                    qtype=cand.qtype,
-                    fact_key=cand.fact_key,
-                    relevant_sessions=sessions,
-                    answer=cand.answer,
-                )
-            )
+        for n, th in options[:count]:
+            spec = th.spec
+            assert isinstance(spec, FactSpec)
+            other = rng.choice([x for x in spec.extras if x != th.extra])
+            key = f"{spec.subject.format(x=other)}/{spec.predicate}"
+            out.append(_Candidate("near_miss", rng.choice(spec.ask).format(x=other), NO_ANSWER, [], (n,), key))
         return out
 
     def _no_answer(self, count: int) -> list[_Candidate]:
@@ -513,9 +532,19 @@ def user_sizes(rng: random.Random, users: int, min_events: int, max_events: int)
 
 
 def generate(
-    seed: int = 0, *, users: int = 64, min_events: int = 5, max_events: int = 2000, app_name: str = "memlab-synth"
+    seed: int = 0,
+    *,
+    users: int = 64,
+    min_events: int = 5,
+    max_events: int = 2000,
+    app_name: str = "memlab-synth",
+    near_miss: int = 1,
 ) -> Dataset:
-    """The memlab-synth labelled set for `seed`: same seed, same users, sessions, events and questions."""
+    """The memlab-synth labelled set for `seed`: same seed, same users, sessions, events and questions.
+    `near_miss` is the most near-miss no-answer questions per user (0: none; the other questions do not
+    change with it)."""
+    if near_miss < 0:
+        raise ValueError(f"near_miss must be >= 0, got {near_miss}")
     if users < 2:
         raise ValueError(f"users must be >= 2 (the smallest and the largest size are both included), got {users}")
     if not MIN_TURNS <= min_events <= max_events:
@@ -526,6 +555,6 @@ def generate(
         user = _User(random.Random(rng.getrandbits(64)), app_name, f"u{i:03d}", size)
         user.plan()
         user.render()
-        questions.extend(user.questions())
+        questions.extend(user.questions(near_miss))
         histories.append(user.history(seed))
     return Dataset(name=f"memlab-synth-seed{seed}", users=histories, questions=questions)

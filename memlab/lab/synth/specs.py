@@ -40,6 +40,7 @@ class FactSpec:
     extras: tuple[str, ...] = ("",)  # one is drawn per user and kept across changes
     subject: str = "user"  # "service:{x}" for facts about a service
     no_answer: bool = True  # may be asked of users who never mention it
+    near_miss: bool = True  # may be asked with another of its extras (a user with a dog asked about a rabbit)
     groups: tuple[tuple[str, ...], ...] = ()  # when set, one user's values all come from one group
 
     @property
