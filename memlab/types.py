@@ -179,7 +179,12 @@ class SearchSettings:
     time.
 
     `query_rendering="first_person"` puts a question asked about "the user" (as an agent's memory tool call
-    is) in the first person the memory was written in, before it is embedded and searched."""
+    is) in the first person the memory was written in, before it is embedded and searched.
+
+    `per_session` caps the hits one session may hold in the top k (None: no cap); the places it frees are
+    filled from deeper candidates (`candidates` deep), and when there are not enough of those the capped hits
+    come back, so a cap never returns fewer hits. Questions whose answer is spread over several conversations
+    ("how many times...", "what changed") otherwise get k turns of the one conversation nearest to them."""
 
     top_k: int = 10
     max_distance: float | None = None
@@ -196,6 +201,12 @@ class SearchSettings:
     time: TimeHandling = "off"
     time_weight: float = 1.0
     query_rendering: str = "as_is"
+    per_session: int | None = None
+
+    def fused(self, timed: bool) -> bool:
+        """Whether this search needs the candidate lists (full-text, a time window, a per-session cap) rather
+        than the plain vector top k; `timed`: the question's time is known."""
+        return self.mode != "vector" or (self.time != "off" and timed) or self.per_session is not None
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -227,6 +238,8 @@ class SearchSettings:
         for name in ("vector_weight", "lexical_weight", "time_weight"):
             if not 0.0 <= getattr(self, name) < float("inf"):
                 raise ConfigError(f"SearchSettings.{name} must be a finite weight >= 0, got {getattr(self, name)}.")
+        if self.per_session is not None and (isinstance(self.per_session, bool) or self.per_session < 1):
+            raise ConfigError(f"SearchSettings.per_session must be None or >= 1, got {self.per_session!r}.")
         if self.max_distance is not None and not 0.0 <= self.max_distance <= 2.0:
             raise ConfigError(f"SearchSettings.max_distance is a cosine distance in [0, 2], got {self.max_distance}.")
 

@@ -73,4 +73,22 @@ def apply_time(hits: list[Hit], window: Window | None, how: str, weight: float, 
     return fuse([(hits, 1.0), (inside, weight)], rrf_k)
 
 
-__all__ = ["apply_time", "fuse", "hit_key", "in_window"]
+def cap_per_session(hits: list[Hit], cap: int | None, k: int) -> list[Hit]:
+    """The first `k` hits in order, at most `cap` from one session; when fewer than `k` pass the cap, the
+    skipped hits fill the rest in their order (a cap spreads the top k, it never shortens it)."""
+    if cap is None:
+        return hits[:k]
+    taken: dict[str | None, int] = {}
+    kept, skipped = [], []
+    for hit in hits:
+        if len(kept) == k:
+            break
+        if taken.get(hit.session_id, 0) < cap:
+            taken[hit.session_id] = taken.get(hit.session_id, 0) + 1
+            kept.append(hit)
+        else:
+            skipped.append(hit)
+    return kept + skipped[: k - len(kept)]
+
+
+__all__ = ["apply_time", "cap_per_session", "fuse", "hit_key", "in_window"]

@@ -35,7 +35,7 @@ from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transi
 from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
 from memlab.events.answerability import AnswerabilityGate
-from memlab.events.fusion import apply_time, fuse
+from memlab.events.fusion import apply_time, cap_per_session, fuse
 from memlab.events.renderings import check_rendering, render_query, render_units, rendered_layer
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.storage import units as sqlu
@@ -705,8 +705,7 @@ class EventMemory:
             raise ConfigError(f"asked_at must be a timezone-aware datetime, got {asked_at!r}.")
         query = render_query(query, settings.query_rendering) if isinstance(query, str) else query
         vector = self._embed_query(app_name, user_id, query)
-        timed = settings.time != "off" and asked_at is not None
-        if settings.mode == "vector" and not timed:
+        if not settings.fused(asked_at is not None):
             return self.search_vector(app_name, user_id, vector, settings)
         return self.search_fused(app_name, user_id, query, vector, settings, asked_at=asked_at)
 
@@ -720,9 +719,10 @@ class EventMemory:
         *,
         asked_at: datetime | None = None,
     ) -> Hits:
-        """Lexical, hybrid or time-aware search with the query's text and its vector already embedded: each
-        list `settings.candidates` deep, fused by reciprocal rank, re-ranked by the question's time window,
-        then cut to `top_k` and `max_distance`. The query text is used as given (`search` renders it first)."""
+        """Lexical, hybrid, time-aware or per-session-capped search with the query's text and its vector
+        already embedded: each list `settings.candidates` deep, fused by reciprocal rank, re-ranked by the
+        question's time window, spread by the per-session cap, then cut to `top_k` and `max_distance`. The
+        query text is used as given (`search` renders it first)."""
         problem = text_problem(query, "the query", empty_ok=True)
         if problem:
             raise InputError(problem, app_name=app_name, user_id=user_id)
@@ -746,7 +746,8 @@ class EventMemory:
             from memlab.events.timewords import resolve_time  # only time-aware searches read time phrases
 
             window = resolve_time(query, asked_at)
-        ranked = apply_time(ranked, window, settings.time, settings.time_weight, settings.rrf_k)[: settings.top_k]
+        ranked = apply_time(ranked, window, settings.time, settings.time_weight, settings.rrf_k)
+        ranked = cap_per_session(ranked, settings.per_session, settings.top_k)
         if settings.max_distance is None:
             return Hits(ranked, plan=plan, window=window)
         kept = [h for h in ranked if h.distance <= settings.max_distance]

@@ -121,7 +121,7 @@ class EventSystem:
         if settings.query_rendering != "as_is":  # the question is re-rendered, so embedded again
             return handle.search(question.app_name, question.user_id, question.text, settings,
                                  asked_at=question.asked_at)  # fmt: skip
-        if settings.mode == "vector" and (settings.time == "off" or question.asked_at is None):
+        if not settings.fused(question.asked_at is not None):
             return handle.search_vector(question.app_name, question.user_id, vector, settings)
         return handle.search_fused(question.app_name, question.user_id, question.text, vector, settings,
                                    asked_at=question.asked_at)  # fmt: skip

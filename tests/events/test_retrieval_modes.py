@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 import memlab
-from memlab.events.fusion import apply_time, fuse
+from memlab.events.fusion import apply_time, cap_per_session, fuse
 from memlab.events.renderings import render_units, rendered_layer
 from memlab.events.units import chunk_units, event_units
 from tests.conftest import T0, make_session
@@ -121,6 +121,35 @@ def test_fusion_and_time_handling_are_pure_rank_arithmetic():
     latest = _Window(None, None, "recency")
     assert next(h.unit_id for h in apply_time([a, b, c], latest, "boost", 2.0, 60)) == "c"
     assert apply_time([a, b, c], None, "boost", 1.0, 60) == [a, b, c]
+
+
+def test_per_session_cap_spreads_the_top_k_and_never_shortens_it():
+    t = T0
+    hits = [memlab.Hit(unit_id=f"{s}{i}", text="", distance=0.1 * n, timestamp=t, session_id=s)
+            for n, (s, i) in enumerate([("a", 1), ("a", 2), ("a", 3), ("b", 1), ("a", 4), ("c", 1)])]  # fmt: skip
+    ids = lambda found: [h.unit_id for h in found]  # noqa: E731
+    assert ids(cap_per_session(hits, 2, 4)) == ["a1", "a2", "b1", "c1"]
+    assert ids(cap_per_session(hits, 1, 4)) == ["a1", "b1", "c1", "a2"]  # too few sessions: capped hits fill in
+    assert ids(cap_per_session(hits, None, 3)) == ["a1", "a2", "a3"]
+    assert ids(cap_per_session(hits, 1, 10)) == ["a1", "b1", "c1", "a2", "a3", "a4"]
+    for bad in (0, -1, True):
+        with pytest.raises(memlab.ConfigError, match="per_session"):
+            memlab.SearchSettings(per_session=bad)
+
+
+def test_per_session_cap_reaches_the_second_conversation(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    first = ["I ran 5 km on Monday morning.", "I ran 8 km along the river on Wednesday.", "I ran 10 km on Friday.",
+             "Running in the rain on Sunday was hard, 6 km."]  # fmt: skip
+    mem.add_session(make_session(app_name, "u", "march", first))
+    mem.add_session(make_session(app_name, "u", "april", ["Today I did a 12 km trail run.", *TEXTS[1:4]],
+                                 start=T0 + timedelta(days=30)))  # fmt: skip
+    question = "How many km did I run on each day?"
+    every = mem.search(app_name, "u", question, memlab.SearchSettings(top_k=8))
+    k = next(n for n, h in enumerate(every) if h.session_id != every[0].session_id)
+    assert k >= 2, [h.session_id for h in every]  # the nearest conversation fills the first k places
+    capped = mem.search(app_name, "u", question, memlab.SearchSettings(top_k=k, per_session=k - 1))
+    assert [h.unit_id for h in capped] == [h.unit_id for h in every[: k - 1]] + [every[k].unit_id]
 
 
 def test_time_aware_search_prefers_the_newer_of_two_conflicting_memories(store, embedder, app_name):

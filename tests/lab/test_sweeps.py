@@ -25,7 +25,7 @@ def folder(tmp_path_factory, memlab_home, store):
         "options": {
             "granularity": {"chunks": [[4, 1]], "session": False, "extractors": ["rules"]},
             "retrieval": {"renderings": ["text", "speaker"], "fact_keys": ["rules"], "time": ["boost"],
-                          "answerability": {"train": "fixtures"}},
+                          "per_session": [2], "answerability": {"train": "fixtures"}},
             "filtered": {"total_rows": 3000, "shares": [0.003, 0.1], "relations": ["on_topic"], "ef_search": [40],
                          "iterative": ["off", "relaxed_order"], "queries": 3, "datasets": ["fixtures"]},
         },
@@ -85,6 +85,8 @@ def test_retrieval_sweep_compares_renderings_modes_fact_keys_and_time(folder):
     assert by.loc["text/vector", "recall@10"] == by.loc["event", "recall@10"], "the baseline is plain event search"
     assert by.loc["text/vector", "context_chars"] == by.loc["event", "context_chars"], "bodies are returned as stored"
     assert by.loc["text/hybrid", "recall@10"] > 0 and by.loc["text/lexical", "empty_rate"] >= 0
+    assert {"text/vector/cap-2", "speaker/hybrid/cap-2"} <= set(by.index)
+    assert by.loc["text/vector/cap-2", "empty_rate"] == by.loc["text/vector", "empty_rate"], "a cap never shortens"
     report = (folder.path / "report.md").read_text()
     assert "Best configuration against the baseline" in report and "When to return nothing" in report
 

@@ -6,8 +6,9 @@ bought with more text shows as one). Answerability (when to return nothing) is f
 Options (all optional): `renderings` ([text, speaker, speaker_date, context]), `modes` ([vector, lexical,
 hybrid]), `fact_keys` ([rules, labelled]: labelled only where the data set has gold candidates),
 `fact_rendering` (speaker_date), `time` ([boost, filter]), `time_rendering` (speaker_date), `query_renderings`
-([first_person]: the question put in the memory's first person, on text and fact_rendering), `granularity`
-(event), `strategy` (exact: retrieval quality is measured without index approximation), `answerability`
+([first_person]: the question put in the memory's first person, on text and fact_rendering), `per_session` ([]:
+caps on the hits one session may hold in the top k, on every rendering with vector and hybrid search),
+`granularity` (event), `strategy` (exact: retrieval quality is measured without index approximation), `answerability`
 ({train: <data set>, system: <name>}; see answerability.py)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.errors import ConfigError
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.renderings import RENDERINGS
 from memlab.lab import answerability, plots
@@ -29,32 +31,45 @@ BASELINE = "text/vector"  # plain vector search on the raw text: what every gain
 
 
 def system_name(
-    rendering: str, mode: str, fact_keys: str | None = None, time: str = "off", query: str = "as_is"
+    rendering: str,
+    mode: str,
+    fact_keys: str | None = None,
+    time: str = "off",
+    query: str = "as_is",
+    per_session: int | None = None,
 ) -> str:
-    """`<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]`, e.g.
-    `speaker_date/hybrid/time-boost` or `text/vector/q-first_person`."""
+    """`<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>][/cap-<per session>]`, e.g.
+    `speaker_date/hybrid/time-boost`, `text/vector/q-first_person` or `speaker/hybrid/cap-2`."""
     name = rendering + (f"+facts:{fact_keys}" if fact_keys else "") + f"/{mode}"
     name += f"/time-{time}" if time != "off" else ""
-    return name + (f"/q-{query}" if query != "as_is" else "")
+    name += f"/q-{query}" if query != "as_is" else ""
+    return name + (f"/cap-{per_session}" if per_session is not None else "")
 
 
-def _grid(dataset: Dataset, options: dict[str, Any]) -> list[tuple[str, str, str | None, str, str]]:
+Cell = tuple[str, str, str | None, str, str, int | None]  # rendering, mode, fact keys, time, query, per-session cap
+
+
+def _grid(dataset: Dataset, options: dict[str, Any]) -> list[Cell]:
     renderings = list(options.get("renderings", RENDERINGS))
     modes = list(options.get("modes", SEARCH_MODES))
-    grid = [(r, m, None, "off", "as_is") for r in renderings for m in modes]
+    grid: list[Cell] = [(r, m, None, "off", "as_is", None) for r in renderings for m in modes]
     fact_rendering = options.get("fact_rendering", "speaker_date")
     has_gold = any(u.gold_candidates for u in dataset.users)
     for extractor in options.get("fact_keys", ["rules", "labelled"]):
         if extractor == "labelled" and not has_gold:
             continue  # nothing to replay: this data set has no gold candidates
-        grid += [(fact_rendering, m, extractor, "off", "as_is") for m in ("vector", "hybrid") if m in modes]
+        grid += [(fact_rendering, m, extractor, "off", "as_is", None) for m in ("vector", "hybrid") if m in modes]
     time_rendering = options.get("time_rendering", "speaker_date")
     timed_mode = "hybrid" if "hybrid" in modes else modes[0]
     for how in options.get("time", ["boost", "filter"]):
-        grid += [("text", "vector", None, how, "as_is"), (time_rendering, timed_mode, None, how, "as_is")]
+        grid += [("text", "vector", None, how, "as_is", None), (time_rendering, timed_mode, None, how, "as_is", None)]
     for query in options.get("query_renderings", ["first_person"]):  # the question in the memory's person
-        grid += [(r, m, None, "off", query) for r in ("text", fact_rendering) if r in renderings
+        grid += [(r, m, None, "off", query, None) for r in ("text", fact_rendering) if r in renderings
                  for m in ("vector", "hybrid") if m in modes]  # fmt: skip
+    for cap in options.get("per_session", []):
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ConfigError(f"retrieval sweep: per_session takes whole numbers >= 1, got {cap!r}.")
+        grid += [(r, m, None, "off", "as_is", cap) for r in renderings for m in ("vector", "hybrid") if m in modes]
     return list(dict.fromkeys(grid))
 
 
@@ -65,11 +80,11 @@ def names(dataset: Dataset, options: dict[str, Any]) -> list[str]:
 def systems(dataset: Dataset, options: dict[str, Any], context) -> list[EventSystem]:
     granularity = options.get("granularity", "event")
     out = []
-    for rendering, mode, fact_keys, how, query in _grid(dataset, options):
+    for rendering, mode, fact_keys, how, query, cap in _grid(dataset, options):
         settings = SearchSettings(strategy=options.get("strategy", "exact"), mode=mode, time=how,
-                                  query_rendering=query)  # fmt: skip
-        out.append(EventSystem(system_name(rendering, mode, fact_keys, how, query), granularity, settings=settings,
-                               rendering=rendering, fact_keys=fact_keys))  # fmt: skip
+                                  query_rendering=query, per_session=cap)  # fmt: skip
+        out.append(EventSystem(system_name(rendering, mode, fact_keys, how, query, cap), granularity,
+                               settings=settings, rendering=rendering, fact_keys=fact_keys))  # fmt: skip
     return out
 
 
@@ -78,7 +93,9 @@ def _settings_of(system: str) -> dict[str, Any]:
     rendering, mode, *rest = system.split("/")
     time = next((r.removeprefix("time-") for r in rest if r.startswith("time-")), "off")
     query = next((r.removeprefix("q-") for r in rest if r.startswith("q-")), "as_is")
-    return {"system": system, "rendering": rendering, "mode": mode, "time": time, "query_rendering": query}
+    cap = next((int(r.removeprefix("cap-")) for r in rest if r.startswith("cap-")), None)
+    return {"system": system, "rendering": rendering, "mode": mode, "time": time, "query_rendering": query,
+            "per_session": cap}  # fmt: skip
 
 
 def gate_system(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
