@@ -52,7 +52,15 @@ from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, siz
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.synth import generate as generate_synth
 from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
-from memlab.lab.uncertainty import QuestionTable, bootstrap_ci, holm, intervals, paired_differences, paired_p
+from memlab.lab.uncertainty import (
+    QuestionTable,
+    bootstrap_ci,
+    holm,
+    intervals,
+    paired_differences,
+    paired_p,
+    quantile_ratio_ci,
+)
 from memlab.lab.viewer import question_hits, viewer_systems, write_html
 
 if TYPE_CHECKING:
@@ -145,6 +153,7 @@ __all__ = [
     "parse_config",
     "plots",
     "publish_latest",
+    "quantile_ratio_ci",
     "question_hits",
     "question_scores",
     "recommend",

@@ -64,6 +64,9 @@ def save_table(folder: Path, sweep: str, dataset: str, frame: pd.DataFrame) -> P
 class RunFolder:
     path: Path
 
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)  # a str from a notebook or the shell works too
+
     @cached_property
     def manifest(self) -> dict:
         file = self.path / "manifest.json"

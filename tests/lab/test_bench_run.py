@@ -32,6 +32,35 @@ def test_auto_is_judged_against_the_fastest_fixed_strategy_that_reaches_the_reca
     assert goal.loc["10%", "p95_vs_best_fixed"] == pytest.approx(1.8) and not goal.loc["10%", "goal_met"]
 
 
+def _raw(latencies: dict[str, list[float]], bucket: str = "1%") -> pd.DataFrame:
+    return pd.DataFrame([{"rows_total": 100_000, "corpus": "real", "bucket": bucket, "strategy": s, "query": i,
+                          "tenant_rows": 1_000, "latency_ms": v, "recall": 1.0, "returned": 10, "plan": s}
+                         for s, values in latencies.items() for i, v in enumerate(values)])  # fmt: skip
+
+
+def test_auto_latency_is_judged_by_the_interval_of_its_p95_ratio():
+    import numpy as np
+
+    from memlab.lab.bench.search import summarize_search
+
+    rng = np.random.default_rng(0)
+    base = rng.lognormal(1.0, 0.3, 100)
+    # same queries, auto 5% slower with noise of its own: the point p95 ratio may land either side of 1.2 in a
+    # short run, but 100 queries put it well within
+    close = _raw({"exact": list(base), "auto": list(base * rng.normal(1.05, 0.05, 100))})
+    goal = bench.auto_goal(summarize_search(close), close).iloc[0]
+    assert goal.p95_ratio_low <= goal.p95_vs_best_fixed <= goal.p95_ratio_high
+    assert goal.latency_verdict == "met" and goal.goal_met
+    slow = _raw({"exact": list(base), "auto": list(base * 2.0)})
+    goal = bench.auto_goal(summarize_search(slow), slow).iloc[0]
+    assert goal.p95_ratio_low == pytest.approx(2.0) and goal.latency_verdict == "missed" and not goal.goal_met
+    # 5 queries with one slow outlier for auto: a point ratio of about 2, but the interval reaches below 1.2
+    few = _raw({"exact": [3.0, 3.1, 2.9, 3.0, 3.2], "auto": [3.0, 3.0, 2.9, 3.1, 9.0]})
+    goal = bench.auto_goal(summarize_search(few), few).iloc[0]
+    assert goal.p95_vs_best_fixed > 1.2 and goal.latency_verdict == "within noise" and goal.goal_met
+    assert bench.latency_verdict(1.0, 1.1) == "met" and bench.latency_verdict(1.3, 2.0) == "missed"
+
+
 def test_calibration_puts_the_exact_threshold_where_exact_scans_cost_what_an_index_costs():
     # exact costs 1 ms + 1 ms per 1,000 rows; the tenant index about 6 ms: crossover at 5,000 rows
     exact = [(f"b{n}", "exact", n, 1.0, 1.0 + n / 1_000) for n in (100, 1_000, 10_000, 50_000)]

@@ -16,7 +16,16 @@ from memlab.lab.bench.corpora import (
     real_texts,
 )
 from memlab.lab.bench.hardware import faiss_scan, memory_bandwidth
-from memlab.lab.bench.run import INGEST_SETS, SIZES, BenchSize, auto_goal, calibrate, ingest_set, run_bench
+from memlab.lab.bench.run import (
+    INGEST_SETS,
+    SIZES,
+    BenchSize,
+    auto_goal,
+    calibrate,
+    ingest_set,
+    latency_verdict,
+    run_bench,
+)
 from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
 from memlab.lab.ingest_bench import BENCH_APP, STAGES, IngestBench, measure_batch_sizes, measure_ingest, model_threads
 
@@ -37,6 +46,7 @@ __all__ = [
     "faiss_scan",
     "hnsw_build",
     "ingest_set",
+    "latency_verdict",
     "matched_vectors",
     "measure_batch_sizes",
     "measure_ingest",

@@ -42,7 +42,9 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         + ".",
         f"- **auto**: goal (recall@10 >= 0.99 vs FAISS exact, p95 <= 1.2 x the faster fixed strategy) met in "
         f"{int(_get(r, 'auto.goal_met_buckets'))} of {int(_get(r, 'auto.buckets'))} tenant buckets at "
-        f"{max(spec.rows):,} rows (real corpus).",
+        f"{max(spec.rows):,} rows (real corpus), {int(_get(r, 'auto.goal_clearly_met_buckets'))} of them clearly "
+        f"(the whole 95% interval of the p95 ratio within 1.2, over {spec.queries} queries per bucket; the others "
+        "are within noise: their interval holds 1.2).",
         f"- **FAISS exact** scans {_f(_get(r, 'faiss.single_vectors_per_s'))} vectors/s per query, "
         f"{_f(_get(r, 'faiss.bandwidth_fraction'))} of the memory bandwidth measured in the same run "
         f"({_f(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s).",
@@ -93,7 +95,11 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         lines += [
             "## auto per tenant bucket", "",
             "Bucket = the tenant's share of the table (`fixed-50` is one 50-row user). `best_fixed`: the fixed "
-            "strategy with the lowest p95 among those reaching recall 0.99. Latencies in ms per search.", "",
+            "strategy with the lowest p95 among those reaching recall 0.99. Latencies in ms per search. "
+            "`p95_ratio_low`..`p95_ratio_high`: the 95% bootstrap interval of auto's p95 over best_fixed's, "
+            "resampling the queries both ran; `latency_verdict`: `met` (all of it within 1.2), `missed` (all of it "
+            "beyond), `within noise` (this run cannot tell). auto takes turns with the fixed strategies query by "
+            "query.", "",
             markdown_table(tables["auto"]), "",
         ]  # fmt: skip
     if "search" in tables:
