@@ -173,7 +173,8 @@ class SearchSettings:
     or fused hit beyond it is dropped too (None keeps every hit).
 
     `time` uses the moment a question is asked (`search(..., asked_at=)`): time phrases in the query ("last
-    month", "in May", "two weeks ago") become a window on the memory's time. `boost` fuses a third list
+    month", "in May", "two weeks ago") become a window on the memory's time; an event the question names
+    ("before I moved") is found in the user's memory and its time bounds the window. `boost` fuses a third list
     (candidates inside the window, or newest first for "currently"/"latest" questions) weighted
     `time_weight`; `filter` keeps only candidates inside the window (all of them if none is). `off` ignores
     time.

@@ -50,6 +50,7 @@ from memlab.types import (
     SearchSettings,
     Session,
     SessionFailure,
+    Strategy,
     TimestampWindow,
 )
 
@@ -743,15 +744,29 @@ class EventMemory:
         ranked = fuse(lists, settings.rrf_k)
         window = None
         if settings.time != "off" and asked_at is not None:
-            from memlab.events.timewords import resolve_time  # only time-aware searches read time phrases
-
-            window = resolve_time(query, asked_at)
+            window = self._time_window(app_name, user_id, query, asked_at, settings.strategy)
         ranked = apply_time(ranked, window, settings.time, settings.time_weight, settings.rrf_k)
         ranked = cap_per_session(ranked, settings.per_session, settings.top_k)
         if settings.max_distance is None:
             return Hits(ranked, plan=plan, window=window)
         kept = [h for h in ranked if h.distance <= settings.max_distance]
         return Hits(kept, plan=plan, dropped_by_cutoff=len(ranked) - len(kept), window=window)
+
+    def _time_window(self, app_name: str, user_id: str, query: str, asked_at: datetime, strategy: Strategy):
+        """The question's time window: a calendar phrase ("last month") resolved against `asked_at`, else an
+        event the question names ("before I moved") found in the user's own memory (its nearest unit, asked
+        before `asked_at`), whose time is the boundary. None when neither is there."""
+        from memlab.events.timewords import event_anchor, resolve_time  # only time-aware searches read them
+
+        window = resolve_time(query, asked_at)
+        anchor = None if window is not None else event_anchor(query)
+        if anchor is None:
+            return window
+        found = self.search_vector(app_name, user_id, self._embed_query(app_name, user_id, anchor.event),
+                                   SearchSettings(top_k=1, strategy=strategy))  # fmt: skip
+        if not found or found[0].timestamp is None or found[0].timestamp > asked_at:
+            return None
+        return anchor.window(found[0].timestamp)
 
     def _embed_query(self, app_name: str, user_id: str, query: str) -> np.ndarray:
         problem = text_problem(query, "the query", empty_ok=True)

@@ -26,6 +26,9 @@ The choices, and why:
   that year ("winter 2022" = December 2022 to February 2023).
 - "before X" ends where X starts, "after X" starts where X ends, "since X" starts where X starts, "until X" ends
   where X ends; "between X and Y" / "from X to Y" is [start of X, end of Y).
+- An event instead of a date ("before I moved", "after my trip to Japan", "since we got the dog") is not a
+  window this module can compute: `event_anchor` returns the event and the direction, and the search finds the
+  event in the user's memory and uses its time (`EventMemory.search(..., asked_at=)` with time handling on).
 - Future phrases ("tomorrow", "next week") are ignored: a memory was written before the question, so a future
   phrase names what it is about, not when it happened.
 - False positives are worse than misses (a wrong window hides the right memory), so: "may", "march", "august"
@@ -43,11 +46,13 @@ import re
 from calendar import monthrange
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from memlab.errors import ConfigError
 
-__all__ = ["KINDS", "TimeWindow", "resolve_time"]
+_UTC = UTC
+
+__all__ = ["KINDS", "EventAnchor", "TimeWindow", "event_anchor", "resolve_time"]
 
 KINDS = ("window", "before", "after", "recency")
 
@@ -553,3 +558,56 @@ def resolve_time(question: str, asked_at: datetime) -> TimeWindow | None:
     else:
         return None
     return TimeWindow(best.start, best.end, question[best.pos : best.stop].strip(), best.kind)
+
+
+# --- event-relative phrases ---------------------------------------------------------------------------------
+
+# "before I moved", "after my trip to Japan", "since we got the dog": the boundary is an event of the user's
+# own history, so only memory can place it (the search finds the event and reads its time). The clause after
+# the connector must start like a clause about the asker (I, we, my, our, the, a) and stops at punctuation or
+# at the next clause ("..., what did I buy?"). Calendar phrases win: "before May" is resolve_time's.
+_ANCHOR = re.compile(
+    r"\b(?P<c>before|prior\s+to|after|since|until|till)\s+"
+    r"(?P<e>(?:I|we|my|our|the|a|an)\b[^?.!,;:]{2,80}?)"
+    r"(?=\s*(?:[?.!,;:]|$|\b(?:what|which|who|where|when|how|did|do|does|was|were|is|are)\b))",
+    re.IGNORECASE,
+)
+# "after a while", "before long", "since the last time": no event to find
+_VAGUE = re.compile(
+    r"\b(?:while|bit|moment|long|time|times|ago|now|then|days?|weeks?|months?|years?)\s*$", re.IGNORECASE
+)
+_ANCHOR_DIRECTION = {"before": "before", "prior to": "before", "until": "before", "till": "before",
+                     "after": "after", "since": "after"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EventAnchor:
+    """A time boundary set by an event the question names ("before I moved"): `event` is the text to find in
+    memory, `kind` "before" (memories before it) or "after" (memories from it on), `phrase` the words matched."""
+
+    event: str
+    kind: str
+    phrase: str
+
+    def window(self, moment: datetime) -> TimeWindow:
+        """The window once the event is placed at `moment`."""
+        if self.kind == "before":
+            return TimeWindow(None, moment, self.phrase, "before")
+        return TimeWindow(moment, None, self.phrase, "after")
+
+
+def event_anchor(question: str) -> EventAnchor | None:
+    """The event a question's time depends on ("What did I buy before I moved?" -> before "I moved"), or None;
+    a calendar phrase resolve_time reads ("before May") is not an event."""
+    if not isinstance(question, str):
+        raise ConfigError(f"question must be a str, got {type(question).__name__}.")
+    for m in _ANCHOR.finditer(question):
+        event = m.group("e").strip()
+        probe = f"{m.group('c')} {event}"
+        if resolve_time(probe, datetime(2000, 1, 1, tzinfo=_UTC)) is not None:
+            continue  # a date ("before the summer", "after the 3rd of May"): not an event
+        if len(event.split()) < 2 or _VAGUE.search(event):
+            continue
+        connector = " ".join(m.group("c").lower().split())
+        return EventAnchor(event, _ANCHOR_DIRECTION[connector], m.group(0).strip())
+    return None

@@ -166,6 +166,28 @@ def test_time_aware_search_prefers_the_newer_of_two_conflicting_memories(store, 
         mem.search(app_name, "u", "which gym?", settings, asked_at=datetime(2026, 1, 1))
 
 
+def test_an_event_the_question_names_sets_its_time_boundary(store, embedder, app_name):
+    from memlab.events.timewords import event_anchor
+
+    assert event_anchor("What did I buy before I moved to Lisbon?").kind == "before"
+    assert event_anchor("How often did I swim after my knee surgery?").event == "my knee surgery"
+    assert event_anchor("What did I read before May?") is None, "a month is resolve_time's"
+    assert event_anchor("Did it get better after a while?") is None, "no event to find"
+    mem = memlab.EventMemory(store, embedder)
+    for day, text in ((5, "I bought a red road bike today."), (30, "We finally moved to Lisbon this weekend!"),
+                      (50, "I bought an electric scooter for the hills here.")):  # fmt: skip
+        mem.add_session(make_session(app_name, "u", f"d{day}", [text], start=T0 + timedelta(days=day)))
+    asked = T0 + timedelta(days=80)
+    question = "What did I buy before I moved to Lisbon?"
+    hits = mem.search(app_name, "u", question, memlab.SearchSettings(time="filter"), asked_at=asked)
+    assert hits.window is not None and hits.window.kind == "before"
+    assert hits.window.end == T0 + timedelta(days=30), "the boundary is the move's own time"
+    assert [h.session_id for h in hits] == ["d5"]
+    later = mem.search(app_name, "u", "What did I buy after I moved to Lisbon?", memlab.SearchSettings(time="filter"),
+                       asked_at=asked)  # fmt: skip
+    assert "d5" not in {h.session_id for h in later} and "d50" in {h.session_id for h in later}
+
+
 def test_first_person_query_rendering_meets_the_memory_in_its_own_words(store, embedder, app_name):
     from memlab.events.renderings import render_query
 
