@@ -32,7 +32,7 @@ from memlab.events.answerability import AnswerabilityGate
 from memlab.events.filters import SKIP_REASONS, find_secrets, skip_reason
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
 from memlab.events.renderings import RENDERINGS
-from memlab.events.timewords import TimeWindow, resolve_time
+from memlab.events.timewords import EventAnchor, TimeWindow, event_anchor, resolve_time
 from memlab.facts.decide import decide
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.labelled import LabelledExtractor
@@ -102,6 +102,7 @@ __all__ = [
     "EmbeddingEndpointError",
     "ErasureReport",
     "Event",
+    "EventAnchor",
     "EventMemory",
     "Explain",
     "ExtensionError",
@@ -139,6 +140,7 @@ __all__ = [
     "default_embedder",
     "default_registry",
     "embed_queries",
+    "event_anchor",
     "fact_id",
     "find_secrets",
     "forget_event",

@@ -41,8 +41,7 @@ def _raw(latencies: dict[str, list[float]], bucket: str = "1%") -> pd.DataFrame:
 def test_auto_latency_is_judged_by_the_interval_of_its_p95_ratio():
     import numpy as np
 
-    from memlab.lab.bench.search import summarize_search
-
+    summarize_search = bench.summarize_search
     rng = np.random.default_rng(0)
     base = rng.lognormal(1.0, 0.3, 100)
     # same queries, auto 5% slower with noise of its own: the point p95 ratio may land either side of 1.2 in a
