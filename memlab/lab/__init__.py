@@ -64,6 +64,7 @@ from memlab.lab.uncertainty import (
 from memlab.lab.viewer import question_hits, viewer_systems, write_html
 
 if TYPE_CHECKING:
+    from memlab.lab.answerability import calibration as answerability_calibration
     from memlab.lab.answerability import evaluate as evaluate_answerability
     from memlab.lab.answerability import fit as fit_answerability
     from memlab.lab.answerability import question_table as answerability_table
@@ -75,7 +76,7 @@ _CUTOFF = ("cutoff_grid", "drift", "labelled_distances", "recommend")
 
 # Answerability (memlab.lab.answerability) needs scikit-learn too: same lazy loading.
 _ANSWERABILITY = {"fit_answerability": "fit", "evaluate_answerability": "evaluate",
-                  "answerability_table": "question_table"}  # fmt: skip
+                  "answerability_table": "question_table", "answerability_calibration": "calibration"}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -111,6 +112,7 @@ __all__ = [
     "RunFolder",
     "System",
     "UserHistory",
+    "answerability_calibration",
     "answerability_table",
     "bench",
     "bootstrap_ci",

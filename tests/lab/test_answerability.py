@@ -58,6 +58,18 @@ def test_fit_picks_a_threshold_under_the_false_memory_rule_and_transfers(tmp_pat
     assert again.probability(hits, 100) > again.probability(far, 100)
 
 
+def test_calibration_reads_probabilities_against_outcomes():
+    rng = np.random.default_rng(0)
+    p = rng.random(20_000)
+    honest = rng.random(20_000) < p  # p(answerable) = p exactly
+    assert lab.answerability_calibration(honest, p)["calibration_error"] < 0.02
+    overconfident = rng.random(20_000) < 0.5  # a coin, however sure the model says it is
+    worse = lab.answerability_calibration(overconfident, p)
+    assert worse["calibration_error"] == pytest.approx(0.25, abs=0.02) and worse["brier"] > 0.3
+    fitted = lab.fit_answerability(_table(300, 0), source="train")
+    assert 0.0 <= fitted.cv["calibration_error"] < 0.2 and 0.0 <= fitted.cv["brier"] < 0.25
+
+
 def test_a_bad_artefact_is_refused_with_the_fix(tmp_path):
     with pytest.raises(memlab.ConfigError, match="does not exist; run `memlab eval`"):
         memlab.AnswerabilityGate.load(tmp_path / "missing.json")

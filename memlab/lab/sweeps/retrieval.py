@@ -151,13 +151,13 @@ def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.Da
     k = folder.k
     if dataset == train:
         fitted.gate.save(folder.path / "answerability.json")
-        gate = {"roc_auc": fitted.cv["roc_auc"], "false_memory_rate": fitted.cv["false_memory_rate"],
-                "recall_kept": fitted.cv["recall_kept"]}  # fmt: skip
+        gate = {m: fitted.cv[m] for m in ("roc_auc", "false_memory_rate", "recall_kept", "brier",
+                                          "calibration_error")}  # fmt: skip
         boosting = {"roc_auc": fitted.cv["boosting_roc_auc"]}
     else:
         table = _table(folder, dataset, system)
         found = answerability.evaluate(fitted, table)
-        gate = {m: found[m] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
+        gate = {m: found[m] for m in ("roc_auc", "false_memory_rate", "recall_kept", "brier", "calibration_error")}
         boosting = {m: found[f"boosting_{m}"] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
     run = folder.runs(dataset)[system].frame
     cut = answerability.cut_rates(run, folder.questions(dataset), k, cutoff)
@@ -243,7 +243,9 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
         wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
         parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
                   "questions; gate and boosting read the hits' distances, gaps, full-text ranks and coverage and "
-                  "the memory size; distance-cut is one max_distance; thresholds picked on the train data set):", "",
+                  "the memory size; distance-cut is one max_distance; thresholds picked on the train data set; "
+                  "brier and calibration_error (expected, 10 bins) say how far the gate's p(answerable) reads as a "
+                  "probability, 0 = calibrated):", "",
                   markdown_table(wide)]  # fmt: skip
     return "\n".join(parts)
 
