@@ -175,9 +175,9 @@ class SearchSettings:
     `time` uses the moment a question is asked (`search(..., asked_at=)`): time phrases in the query ("last
     month", "in May", "two weeks ago") become a window on the memory's time; an event the question names
     ("before I moved") is found in the user's memory and its time bounds the window. `boost` fuses a third list
-    (candidates inside the window, or newest first for "currently"/"latest" questions) weighted
-    `time_weight`; `filter` keeps only candidates inside the window (all of them if none is). `off` ignores
-    time.
+    of the candidates inside the window, weighted `time_weight`; for "currently"/"latest" questions it orders
+    the top k newest first (same weight) without pulling in others, so the older of two conflicting memories
+    stays. `filter` keeps only candidates inside the window (all of them if none is). `off` ignores time.
 
     `query_rendering="first_person"` puts a question asked about "the user" (as an agent's memory tool call
     is) in the first person the memory was written in, before it is embedded and searched.

@@ -56,17 +56,23 @@ def in_window(hit: Hit, window: Window) -> bool:
     return not (window.end is not None and hit.timestamp >= window.end)
 
 
-def apply_time(hits: list[Hit], window: Window | None, how: str, weight: float, rrf_k: int) -> list[Hit]:
+def apply_time(
+    hits: list[Hit], window: Window | None, how: str, weight: float, rrf_k: int, top_k: int | None = None
+) -> list[Hit]:
     """Re-rank fused candidates by the question's time: `filter` keeps the ones inside the window (all, if
-    none is), `boost` fuses a list of the in-window ones (or, for a recency question, all of them newest
-    first) with `weight`. No window, or `how == "off"`, leaves the order alone."""
+    none is), `boost` fuses a list of the in-window ones with `weight`. A recency question ("currently",
+    "latest") names no window: `boost` fuses a newest-first list within the first `top_k` only, so the newer of
+    two conflicting memories ranks first and the older one stays (pulling new candidates in from further down
+    would push it out; the reader needs both to see what changed). No window, or `how == "off"`, leaves the
+    order alone."""
     if window is None or how == "off" or not hits:
         return hits
     if window.kind == "recency":
         if how == "filter":
             return hits  # "currently" names no window to filter by; newer-first is a boost
-        newest = sorted(hits, key=lambda h: h.timestamp.timestamp() if h.timestamp else float("-inf"), reverse=True)
-        return fuse([(hits, 1.0), (newest, weight)], rrf_k)
+        head, rest = (hits[:top_k], hits[top_k:]) if top_k is not None else (hits, [])
+        newest = sorted(head, key=lambda h: h.timestamp.timestamp() if h.timestamp else float("-inf"), reverse=True)
+        return fuse([(head, 1.0), (newest, weight)], rrf_k) + rest
     inside = [h for h in hits if in_window(h, window)]
     if how == "filter":
         return inside or hits

@@ -745,7 +745,7 @@ class EventMemory:
         window = None
         if settings.time != "off" and asked_at is not None:
             window = self._time_window(app_name, user_id, query, asked_at, settings.strategy)
-        ranked = apply_time(ranked, window, settings.time, settings.time_weight, settings.rrf_k)
+        ranked = apply_time(ranked, window, settings.time, settings.time_weight, settings.rrf_k, settings.top_k)
         ranked = cap_per_session(ranked, settings.per_session, settings.top_k)
         if settings.max_distance is None:
             return Hits(ranked, plan=plan, window=window)

@@ -120,6 +120,8 @@ def test_fusion_and_time_handling_are_pure_rank_arithmetic():
     assert [h.unit_id for h in apply_time([a, b, c], nowhere, "filter", 1.0, 60)] == ["a", "b", "c"]
     latest = _Window(None, None, "recency")
     assert next(h.unit_id for h in apply_time([a, b, c], latest, "boost", 2.0, 60)) == "c"
+    # within the top 2 only: the newer of the two ranks first, the newest candidate beyond does not push in
+    assert [h.unit_id for h in apply_time([a, b, c], latest, "boost", 2.0, 60, top_k=2)] == ["b", "a", "c"]
     assert apply_time([a, b, c], None, "boost", 1.0, 60) == [a, b, c]
 
 
