@@ -19,7 +19,8 @@ COLUMN_NOTES = (
     "kept events overlapping by 1; `pg-exact`, `planner`, `auto` name the search strategy; `hnsw-ef40-relaxed` is "
     "HNSW with ef_search 40 and relaxed-order iterative scans (`-off`: none); `faiss-exact-*` is the exact "
     "reference; `facts-*` the fact layer by extractor. Retrieval-sweep names read `<rendering>[+facts:<extractor>]"
-    "/<mode>[/time-<how>][/q-<query rendering>]`, e.g. `speaker_date/hybrid`; `@cut<d>` is a distance cut-off d."
+    "/<mode>[/time-<how>][/q-<query rendering>][/cap-<N>]`, e.g. `speaker_date/hybrid`; `@cut<d>` is a distance "
+    "cut-off d."
 )
 
 

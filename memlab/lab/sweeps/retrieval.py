@@ -226,8 +226,9 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
         return None
     metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "context_chars", "empty_rate"]
     table = pivot_scores(scores, wanted, metrics)
-    parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]`; "
-             "`q-first_person` puts a question about \"the user\" in the memory's first person; the baseline is "
+    parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]"
+             "[/cap-<N>]`; `q-first_person` puts a question about \"the user\" in the memory's first person; `cap-N` "
+             "keeps at most N hits of one conversation in the top k; the baseline is "
              f"`{BASELINE}` (plain vector search on the raw text).", "", markdown_table(table)]  # fmt: skip
     summary = gains(scores, k)
     if len(summary):
