@@ -60,6 +60,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GATE_COUNT_LIMIT = 1_000_000  # the gate reads log(memory size): counting further changes nothing it can see
+# `auto` reads a user's unit count and tenant index (one round trip) to pick a strategy; it keeps what it read
+# this long, so a burst of searches pays that trip once. Writes and deletes through this EventMemory drop it at
+# once; another process's writes are seen within this many seconds (a stale count only picks a slower or
+# faster plan for that while, never other users' rows or wrong ones).
+STRATEGY_FACTS_SECONDS = 5.0
+_STRATEGY_FACTS_MAX = 10_000  # users remembered at most; beyond that the memory starts again
 DUPLICATE_ID = "duplicate_id"  # an event id seen earlier in the same session: stored once, the repeat counted
 SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID)  # every reason an event can be counted as skipped
 MAX_ID_BYTES = 256  # app, user, session and event ids (UTF-8): the unique key must fit a btree entry
@@ -253,6 +259,7 @@ class EventMemory:
         self.timestamps = timestamps or TimestampWindow()  # the event times accepted on ingest
         self.model = store.register_model(embedder.model_id, embedder.dimension)
         self.index_name = store.ensure_vector_index(self.model.model_id, self.layer)
+        self._strategy_facts: dict[tuple[str, str], tuple[float, sqlu.ScopeFacts]] = {}
 
     def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
         if not app_name or not user_id:
@@ -555,6 +562,7 @@ class EventMemory:
         written = {(self.model.model_id, text_key(u.embed_text)) for _, u in todo}
         unused = {(self.model.model_id, text_key(t)) for t in embedded} - written
         self._forget_cached(unused | (replaced.text_keys - written))
+        self._strategy_facts.clear()
         return report
 
     # -- erasure --------------------------------------------------------------------------------------
@@ -575,6 +583,7 @@ class EventMemory:
 
     def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str) -> DeletionReport:
         """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
+        self._strategy_facts.clear()
         cache_entries = self._forget_cached(deleted.text_keys)
         forget_transient()
         vacuumed: tuple[str, ...] = ()
@@ -644,6 +653,7 @@ class EventMemory:
         finally:
             self.store.ensure_vector_index(self.model.model_id, self.layer)
             self.store.analyze()
+        self._strategy_facts.clear()
         return added
 
     def _check_unit(self, app_name: str, user_id: str, unit: Unit) -> None:
@@ -811,7 +821,7 @@ class EventMemory:
             return settings, False
         explicit = settings.exact_below is not None  # the caller's own threshold is taken as given
         exact_below = settings.exact_below if explicit else policy.exact_below
-        facts = sqlu.scope_facts(conn, scope)
+        facts = self._facts_for_strategy(conn, scope)
         units = facts.units
         if units <= exact_below:
             return replace(settings, strategy="exact"), False
@@ -828,6 +838,18 @@ class EventMemory:
         return replace(settings, strategy="hnsw", ef_search=max(policy.ef_search, settings.top_k),
                        iterative_scan=policy.iterative_scan, max_scan_tuples=budget), False  # fmt: skip
 
+    def _facts_for_strategy(self, conn, scope: sqlu.Scope) -> sqlu.ScopeFacts:
+        """The user's count and tenant index as `auto` last read them, if less than STRATEGY_FACTS_SECONDS ago."""
+        key, now = (scope.app_name, scope.user_id), time.monotonic()
+        kept = self._strategy_facts.get(key)
+        if kept is not None and now - kept[0] < STRATEGY_FACTS_SECONDS:
+            return kept[1]
+        facts = sqlu.scope_facts(conn, scope)
+        if len(self._strategy_facts) >= _STRATEGY_FACTS_MAX:
+            self._strategy_facts.clear()
+        self._strategy_facts[key] = (now, facts)
+        return facts
+
     def maintain(self, app_name: str | None = None) -> list[str]:
         """Build a per-tenant partial HNSW index for every user of this layer and model (of one app, or all)
         holding at least the policy's `tenant_index_above` units, so `auto` serves them from a graph dense in
@@ -842,6 +864,7 @@ class EventMemory:
                 if sqlu.index_exists(conn, name):
                     continue
             created.append(self.store.create_tenant_index(self.model.model_id, self.layer, app, user))
+        self._strategy_facts.clear()
         return created
 
     def explain(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Explain:

@@ -88,3 +88,20 @@ def test_auto_reads_its_policy_without_a_second_connection(scratch_store, embedd
     with memlab.open_store(dsn=scratch_store.dsn, pool_size=1, timeout=3) as one:  # its policy is not read yet
         hits = memlab.EventMemory(one, embedder).search(app_name, "u", "When does the apollo project meet?")
     assert hits.plan == "exact" and len(hits) == 10
+
+
+def test_auto_reads_a_users_count_once_per_burst_and_again_after_its_own_writes(scratch_store, embedder, app_name):
+    """auto keeps the count it read for a few seconds (a burst of searches pays one round trip); a write or
+    delete through the same EventMemory is seen at once."""
+    mem = memlab.EventMemory(scratch_store, embedder)
+    _load(mem, app_name, "grow", 4, sessions=1)
+    forced = memlab.SearchSettings(exact_below=5)  # exact up to 5 units, the shared index above
+    query = "When does the borealis project meet?"
+    assert mem.search(app_name, "grow", query, forced).plan == "exact"
+    mem.add_session(make_session(app_name, "grow", "grow-more", TEXTS[10:16]))
+    assert mem.search(app_name, "grow", query, forced).plan == "hnsw", "its own write drops what auto kept"
+    mem.forget_session(app_name, "grow", "grow-more")
+    assert mem.search(app_name, "grow", query, forced).plan == "exact", "so does its own delete"
+    other = memlab.EventMemory(scratch_store, embedder)  # another process's write is seen within seconds
+    other.add_session(make_session(app_name, "grow", "grow-elsewhere", TEXTS[20:26]))
+    assert memlab.EventMemory(scratch_store, embedder).search(app_name, "grow", query, forced).plan == "hnsw"
