@@ -99,7 +99,8 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "`p95_ratio_low`..`p95_ratio_high`: the 95% bootstrap interval of auto's p95 over best_fixed's, "
             "resampling the queries both ran; `latency_verdict`: `met` (all of it within 1.2), `missed` (all of it "
             "beyond), `within noise` (this run cannot tell). auto takes turns with the fixed strategies query by "
-            "query.", "",
+            "query, and both are timed through `EventMemory.search_vector`, as a caller pays them (`partial`, which "
+            "no public setting selects, runs its SQL directly).", "",
             markdown_table(tables["auto"]), "",
         ]  # fmt: skip
     if "search" in tables:

@@ -194,17 +194,20 @@ def _recall(found: list, truth: list) -> float:
 
 
 def _search(store: Store, memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k: int):
-    """(hits, latency ms, plan) of one search of `tenant` under `strategy`."""
+    """(hits, latency ms, plan) of one search of `tenant` under `strategy`, timed as a caller pays it: through
+    `EventMemory.search_vector`, the same path for `auto` and the fixed strategies it is judged against. Only
+    `partial` (a per-tenant index searched with literal SQL, which no public setting selects) runs its SQL
+    directly."""
     settings = settings_for(strategy, k)
-    if strategy == "auto":
+    if strategy != "partial":
         started = time.perf_counter()
         hits = memory.search_vector(APP, tenant, vector, settings)
-        return list(hits), (time.perf_counter() - started) * 1000, hits.plan
+        return list(hits), (time.perf_counter() - started) * 1000, hits.plan if strategy == "auto" else None
     scope = memory.scope(APP, tenant)
     started = time.perf_counter()
     with store.transaction() as conn:
         sqlu.apply_settings(conn, settings)
-        hits = sqlu.run_search(conn, scope, vector, settings, literal=strategy == "partial")
+        hits = sqlu.run_search(conn, scope, vector, settings, literal=True)
     return hits, (time.perf_counter() - started) * 1000, None
 
 
