@@ -701,8 +701,8 @@ class EventMemory:
         hits = self._search(app_name, user_id, query, settings, asked_at)
         if gate is None or not hits:
             return hits
-        with self.store.connection() as conn:  # the kept count: no scan of the user's rows per gated search
-            size = min(sqlu.scope_facts(conn, self.scope(app_name, user_id)).units, GATE_COUNT_LIMIT)
+        with self.store.connection() as conn:  # the kept count, as auto last read it: no trip per gated search
+            size = min(self._scope_facts(conn, self.scope(app_name, user_id)).units, GATE_COUNT_LIMIT)
         if gate.answerable(hits, size):
             return hits
         return Hits([], plan=hits.plan, dropped_by_cutoff=hits.dropped_by_cutoff + len(hits), window=hits.window)
@@ -821,7 +821,7 @@ class EventMemory:
             return settings, False
         explicit = settings.exact_below is not None  # the caller's own threshold is taken as given
         exact_below = settings.exact_below if explicit else policy.exact_below
-        facts = self._facts_for_strategy(conn, scope)
+        facts = self._scope_facts(conn, scope)
         units = facts.units
         if units <= exact_below:
             return replace(settings, strategy="exact"), False
@@ -838,8 +838,9 @@ class EventMemory:
         return replace(settings, strategy="hnsw", ef_search=max(policy.ef_search, settings.top_k),
                        iterative_scan=policy.iterative_scan, max_scan_tuples=budget), False  # fmt: skip
 
-    def _facts_for_strategy(self, conn, scope: sqlu.Scope) -> sqlu.ScopeFacts:
-        """The user's count and tenant index as `auto` last read them, if less than STRATEGY_FACTS_SECONDS ago."""
+    def _scope_facts(self, conn, scope: sqlu.Scope) -> sqlu.ScopeFacts:
+        """The user's count and tenant index as last read (by auto or the gate), if less than
+        STRATEGY_FACTS_SECONDS ago; else read now."""
         key, now = (scope.app_name, scope.user_id), time.monotonic()
         kept = self._strategy_facts.get(key)
         if kept is not None and now - kept[0] < STRATEGY_FACTS_SECONDS:

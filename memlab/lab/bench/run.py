@@ -103,8 +103,10 @@ def auto_goal(summary: pd.DataFrame, raw: pd.DataFrame | None = None) -> pd.Data
     per-query latencies (`search_raw`), the p95 ratio gets a 95% bootstrap interval over the queries (paired:
     both strategies ran the same queries) and a verdict: the latency goal counts as met unless the whole
     interval is beyond it. Without them the point ratio decides."""
+    keys = ["rows_total", "corpus", "bucket"]
+    cells = dict(iter(raw.groupby(keys, sort=False))) if raw is not None else {}
     out = []
-    for (rows, corpus, bucket), grp in summary.groupby(["rows_total", "corpus", "bucket"], sort=False):
+    for (rows, corpus, bucket), grp in summary.groupby(keys, sort=False):
         auto = grp[grp.strategy == "auto"]
         fixed = grp[grp.strategy.isin(FIXED)]
         if auto.empty or fixed.empty:
@@ -114,8 +116,8 @@ def auto_goal(summary: pd.DataFrame, raw: pd.DataFrame | None = None) -> pd.Data
         a = auto.iloc[0]
         ratio = float(a.latency_ms_p95 / best.latency_ms_p95) if best.latency_ms_p95 else float("nan")
         low = high = ratio
-        if raw is not None:
-            cell = raw[(raw.rows_total == rows) & (raw.corpus == corpus) & (raw.bucket == bucket)]
+        cell = cells.get((rows, corpus, bucket))
+        if cell is not None:
             mine = cell[cell.strategy == "auto"].sort_values("query").latency_ms.to_numpy()
             theirs = cell[cell.strategy == best.strategy].sort_values("query").latency_ms.to_numpy()
             if len(mine) == len(theirs) > 1:
