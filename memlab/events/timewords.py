@@ -50,8 +50,6 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from memlab.errors import ConfigError
 
-_UTC = UTC
-
 __all__ = ["KINDS", "EventAnchor", "TimeWindow", "event_anchor", "resolve_time"]
 
 KINDS = ("window", "before", "after", "recency")
@@ -604,7 +602,7 @@ def event_anchor(question: str) -> EventAnchor | None:
     for m in _ANCHOR.finditer(question):
         event = m.group("e").strip()
         probe = f"{m.group('c')} {event}"
-        if resolve_time(probe, datetime(2000, 1, 1, tzinfo=_UTC)) is not None:
+        if resolve_time(probe, datetime(2000, 1, 1, tzinfo=UTC)) is not None:
             continue  # a date ("before the summer", "after the 3rd of May"): not an event
         if len(event.split()) < 2 or _VAGUE.search(event):
             continue

@@ -4,12 +4,11 @@ from memlab.lab.synth import generate
 labelled = generate(seed=0)  # 64 users of 5 to 2,000 events, with paraphrased, typed questions
 """
 
-from memlab.lab.synth.generator import NO_ANSWER, NO_ANSWER_TYPES, QTYPES, answer_parts, generate, mentions
+from memlab.lab.synth.generator import NO_ANSWER, QTYPES, answer_parts, generate, mentions
 from memlab.lab.synth.io import explain_questions, read_json, sample_transcript, write_json
 
 __all__ = [
     "NO_ANSWER",
-    "NO_ANSWER_TYPES",
     "QTYPES",
     "answer_parts",
     "explain_questions",

@@ -51,7 +51,6 @@ FACTS: tuple[FactSpec, ...] = tuple(
 )
 TOPICS: dict[str, Topic] = {t.name: t for name in ("chatter_life", "chatter_work") for t in topics(name)}
 QTYPES = ("single_fact", "knowledge_update", "multi_session", "temporal", "no_answer", "near_miss")
-NO_ANSWER_TYPES = ("no_answer", "near_miss")  # the question types memory cannot answer
 NO_ANSWER = "not in memory"  # the `answer` of every no_answer question
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 MIN_TURNS, MAX_TURNS = 4, 20
