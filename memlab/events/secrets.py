@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from pathlib import Path
 
 SCAN_FAILED = "Scan failed (treated as a secret)"
@@ -75,13 +76,79 @@ KEYWORD_WORDS = ("key", "pass", "pwd", "secret", "contrase")
 _KEYWORD_GATE = re.compile("|".join(KEYWORD_WORDS))
 
 
-def _ds_findings(line: str) -> Iterator[str]:
-    """detect-secrets' plugins on one line, with the heuristic filters its `scan_line` applies by default. Only
-    pure functions are called: nothing here reads or writes detect-secrets' global settings."""
+class Exact:
+    """A gate of words searched as written, for case-sensitive patterns (see _DS_GATES)."""
+
+    def __init__(self, *words: str) -> None:
+        self.words = words
+
+    def search(self, text: str) -> bool:
+        return any(word in text for word in self.words)
+
+
+def fold(text: str) -> str:
+    """`text` as the gates search it: every character re.IGNORECASE equates with an ASCII letter becomes that
+    letter (casefold maps ſ to s and the Kelvin sign to k; only the dotless ı is left, and is mapped here), so
+    a gate word is found wherever a case-insensitive pattern could match."""
+    return text.casefold().replace("ı", "i")
+
+
+# One gate per detect-secrets plugin, by class. A tuple lists words one of which every match of the plugin's
+# patterns holds once case-folded; a str is a regex every folded match holds; Exact(...) lists words a match holds
+# as written (for the plugins whose patterns are case-sensitive). A plugin whose gate the text lacks is not run on
+# any of its lines; tests draw texts from each plugin's own patterns and check its gate holds on them.
+_DS_GATES: dict[str, tuple[str, ...] | str | Exact] = {
+    "ArtifactoryDetector": Exact("AKC", "AP"),
+    "AWSKeyDetector": ("a3t", "abia", "acca", "akia", "asia", "aws"),
+    "AzureStorageKeyDetector": ("accountkey=",),
+    "BasicAuthDetector": ("://",),
+    "CloudantDetector": r"cl(?:ou)?(?:dant)?[_-]?(?:api)?(?:key|pw|pass|token)|\.cloudant\.com",
+    "DiscordBotTokenDetector": r"\.[a-z\d_-]{6}\.",
+    "GitHubTokenDetector": Exact("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "GitLabTokenDetector": Exact("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-",
+                                 "glptt-", "glagent-", "gloas-"),
+    "IbmCloudIamDetector": ("key", "pwd", "pass", "token"),
+    "IbmCosHmacDetector": ("secret",),
+    "JwtTokenDetector": Exact("eyJ"),
+    "KeywordDetector": KEYWORD_WORDS,
+    "MailchimpDetector": Exact("-us"),
+    "NpmDetector": Exact(":_authToken="),
+    "OpenAIDetector": Exact("T3BlbkFJ"),
+    "PrivateKeyDetector": Exact("PRIVATE KEY", "PuTTY-User-Key-File-2"),
+    "PypiTokenDetector": Exact("pypi-AgE"),
+    "SendGridDetector": Exact("SG."),
+    "SlackDetector": ("xox", "hooks.slack.com"),
+    "SoftlayerDetector": r"s(?:oftlayer|l)[_-]?(?:api)?[_-]?(?:key|pwd|pass|token)|softlayer",
+    "SquareOAuthDetector": Exact("sq0csp-"),
+    "StripeDetector": Exact("k_live_"),
+    "TelegramBotTokenDetector": r"\d{8}:",
+    "TwilioKeyDetector": Exact("AC", "SK"),
+}  # fmt: skip
+
+
+@cache
+def ds_gate(plugin_name: str) -> re.Pattern | _Words | Exact:
+    """The gate of one detect-secrets plugin (see _DS_GATES)."""
+    needs = _DS_GATES[plugin_name]
+    if isinstance(needs, str):
+        return re.compile(needs)
+    return needs if isinstance(needs, Exact) else _Words(needs)
+
+
+def gate_holds(gate: re.Pattern | _Words | Exact, text: str, folded: str | None = None) -> bool:
+    """Whether `gate` lets `text` through (`folded` is fold(text), when the caller has it already)."""
+    if isinstance(gate, Exact):
+        return gate.search(text)
+    return bool(gate.search(fold(text) if folded is None else folded))
+
+
+def _ds_findings(line: str, plugins: tuple = ()) -> Iterator[str]:
+    """detect-secrets' `plugins` (default: all) on one line, with the heuristic filters its `scan_line` applies by
+    default. Only pure functions are called: nothing here reads or writes detect-secrets' global settings."""
     from detect_secrets.filters import heuristic as h
 
-    keyword_free = _KEYWORD_GATE.search(line.casefold()) is None
-    for plugin in _ds_plugins():
+    keyword_free = _KEYWORD_GATE.search(fold(line)) is None
+    for plugin in plugins or _ds_plugins():
         if keyword_free and type(plugin).__name__ == "KeywordDetector":
             continue  # its patterns all name one of these words; checking for them first saves most of its cost
         for secret in plugin.analyze_string(line):
@@ -276,17 +343,27 @@ _B64_40 = r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/])"
 
 def _d(
     kind: str, *parts: str, check: Check | None = None, flags: int = 0, needs: tuple[str, ...] | str | None = None
-) -> tuple[str, re.Pattern, Check | None, re.Pattern | None]:
+) -> tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None]:
     """A detector: its kind, the pattern (its parts joined as alternatives), an optional check of a match, and
     an optional gate: `needs` lists words one of which every match contains (or a regex every match contains),
     searched in the case-folded text first. The gate only saves time (the full pattern is costly on long turns);
     it must never be narrower than the pattern, and the labelled corpus in fixtures/secrets checks it is not."""
-    gate = None
+    gate: re.Pattern | _Words | None = None
     if isinstance(needs, str):
         gate = re.compile(needs)
     elif needs:
-        gate = re.compile("|".join(re.escape(n) for n in needs))
+        gate = _Words(needs)
     return kind, re.compile("|".join(parts), flags), check, gate
+
+
+@dataclass(frozen=True)
+class _Words:
+    """A gate of plain words: substring tests are several times cheaper than a regex of alternatives."""
+
+    words: tuple[str, ...]
+
+    def search(self, folded: str) -> bool:
+        return any(word in folded for word in self.words)
 
 
 def _not_placeholder(match: re.Match) -> bool:
@@ -313,65 +390,79 @@ def _seed_words(match: re.Match) -> bool:
 
 
 # Prefixed formats need no context; bare values (hex, base64, digits) need a word next to them.
-_DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
+_DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None]] = [
     # cloud
-    _d("AWS access key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    _d("AWS access key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", needs=("akia", "asia", "abia", "acca")),
     _d("AWS secret key", rf"\baws.{{0,25}}?secret.{{0,30}}?{_B64_40}", rf"\bsecret\s*access\s*key\b.{{0,30}}?{_B64_40}",
-       flags=I),
-    _d("Azure key", r"\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/=]{20,}", flags=I),
+       flags=I, needs=("secret",)),
+    _d("Azure key", r"\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/=]{20,}", flags=I,
+       needs=("accountkey", "sharedaccesskey")),
     _d("Azure SAS", r"\bSharedAccessSignature\s+\S*sig=", r"[?&]sig=[A-Za-z0-9%+/=]{20,}",
        r"\bsig=[A-Za-z0-9%+/]{30,}", needs=("sig=",)),
-    _d("Azure client secret", r"(?<![\w~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~])"),
-    _d("GCP service account key", r"\bprivate_key_id[\"']?\s*(?:[:=]|is)?\s*[\"']?[0-9a-f]{40}\b", flags=I),
-    _d("Google OAuth", r"\bya29\.[A-Za-z0-9_-]{20,}", r"\b1//0[A-Za-z0-9_-]{30,}", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
-    _d("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    _d("Azure client secret", r"(?<![\w~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~])", needs=("q~",)),
+    _d("GCP service account key", r"\bprivate_key_id[\"']?\s*(?:[:=]|is)?\s*[\"']?[0-9a-f]{40}\b", flags=I,
+       needs=("private_key_id",)),
+    _d("Google OAuth", r"\bya29\.[A-Za-z0-9_-]{20,}", r"\b1//0[A-Za-z0-9_-]{30,}", r"\bGOCSPX-[A-Za-z0-9_-]{20,}",
+       needs=("ya29.", "1//0", "gocspx-")),
+    _d("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b", needs=("aiza",)),
     _d("Cloud platform token", r"\bdo[por]_v1_[0-9a-f]{64}\b", r"\bHRKU-[A-Za-z0-9_-]{20,}",
        r"\bfo1_[A-Za-z0-9_-]{20,}", r"\bnfp_[A-Za-z0-9]{30,}", r"\bsbp_[0-9a-f]{40}\b",
-       r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+       r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+       needs=("_v1_", "hrku-", "fo1_", "nfp_", "sbp_", ".atlasv1.")),
     # version control, registries, CI, secret stores
-    _d("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}", r"\bgithub_pat_[A-Za-z0-9_]{40,}"),
-    _d("GitLab token", r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_-]{20,}"),
-    _d("npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    _d("PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    _d("Docker token", r"\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"),
-    _d("CI token", r"\bCCIPAT_[A-Za-z0-9]{20,}_[0-9a-f]{40}\b", r"\bbkua_[0-9a-f]{40}\b"),
-    _d("Vault token", r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}"),
+    _d("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}", r"\bgithub_pat_[A-Za-z0-9_]{40,}",
+       needs=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _d("GitLab token", r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_-]{20,}", needs=r"gl[a-z]+-"),
+    _d("npm token", r"\bnpm_[A-Za-z0-9]{36}\b", needs=("npm_",)),
+    _d("PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", needs=("pypi-age",)),
+    _d("Docker token", r"\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}", needs=("dckr_",)),
+    _d("CI token", r"\bCCIPAT_[A-Za-z0-9]{20,}_[0-9a-f]{40}\b", r"\bbkua_[0-9a-f]{40}\b",
+       needs=("ccipat_", "bkua_")),
+    _d("Vault token", r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}", needs=("hvs.", "hvb.", "hvr.")),
     # payment
-    _d("Stripe key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}", r"\bwhsec_[A-Za-z0-9+/=]{24,}"),
+    _d("Stripe key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}", r"\bwhsec_[A-Za-z0-9+/=]{24,}",
+       needs=("_live_", "_test_", "whsec_")),
     _d("Square/Braintree token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,}", r"\bEAAA[A-Za-z0-9_-]{60,}",
-       r"\baccess_token\$production\$[a-z0-9]{16}\$[0-9a-f]{32}"),
-    _d("Shopify token", r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"),
+       r"\baccess_token\$production\$[a-z0-9]{16}\$[0-9a-f]{32}", needs=("sq0", "eaaa", "access_token$production$")),
+    _d("Shopify token", r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b", needs=("shp",)),
     _d("Payment card", r"(?<![\w-])(?<!\d{4}[ -])(?:\d[ -]?){12,18}\d(?![\w-]|[ -]\d{4}\b)", check=_card,
        needs=r"\d[ -]?\d"),
-    _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=_iban, flags=I),
+    _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=_iban, flags=I,
+       needs=r"\d\d"),
     # chat, mail, AI and other SaaS
     _d("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}",
        r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+", needs=("xox", "xapp-", "hooks.slack.com")),
-    _d("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}"),
-    _d("Discord bot token", r"\b[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,}"),
-    _d("SendGrid key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
-    _d("Mailgun key", r"\bkey-[0-9a-f]{32}\b", r"\b[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}\b"),
+    _d("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}", needs=("discord",)),
+    _d("Discord bot token", r"\b[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,}",
+       needs=r"\.[a-z\d_-]{6}\."),
+    _d("SendGrid key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b", needs=("sg.",)),
+    _d("Mailgun key", r"\bkey-[0-9a-f]{32}\b", r"\b[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}\b",
+       needs=("-",)),
     _d("AI API key", r"\bsk-(?:proj-|ant-(?:api|admin)\d\d-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
        r"\bhf_[A-Za-z]{30,}\b", r"\bgsk_[A-Za-z0-9]{40,}", r"\bxai-[A-Za-z0-9]{40,}", r"\bpplx-[A-Za-z0-9]{40,}",
-       r"\br8_[A-Za-z0-9]{30,}"),
+       r"\br8_[A-Za-z0-9]{30,}", needs=("sk-", "hf_", "gsk_", "xai-", "pplx-", "r8_")),
     _d("SaaS token", r"\bATATT3[A-Za-z0-9_=-]{50,}", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b",
        r"\blin_(?:api|oauth)_[A-Za-z0-9]{32,}", r"\bgl(?:sa|c)_[A-Za-z0-9_+/=]{32,}", r"\bsecret_[A-Za-z0-9]{43}\b",
        r"\bntn_[A-Za-z0-9]{40,}", r"\bsntr[ysu]_[A-Za-z0-9_=+/-]{30,}", r"\bNRAK-[A-Z0-9]{27}\b",
        r"\bdapi[0-9a-f]{32}\b",
        r"\bfigd_[A-Za-z0-9_-]{30,}", r"\bpul-[0-9a-f]{40}\b", r"\bpscale_(?:tkn|pw)_[A-Za-z0-9_-]{30,}",
        r"\bdp\.(?:st|ct|sa|scim)\.[A-Za-z0-9_.-]{30,}", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",
-       r"\bCFPAT-[A-Za-z0-9_-]{40,}"),
-    _d("Datadog key", r"\b(?:datadog|dd)\b.{0,40}?\b(?:[0-9a-f]{32}|[0-9a-f]{40})\b", flags=I),
+       r"\bCFPAT-[A-Za-z0-9_-]{40,}",
+       needs=("atatt3", "pmak-", "lin_", "glsa_", "glc_", "secret_", "ntn_", "sntr", "nrak-", "dapi", "figd_", "pul-",
+              "pscale_", "dp.", "age-secret-key-1", "cfpat-")),
+    _d("Datadog key", r"\b(?:datadog|dd)\b.{0,40}?\b(?:[0-9a-f]{32}|[0-9a-f]{40})\b", flags=I,
+       needs=("datadog", "dd")),
     # a prefix, an underscore and a long body of mixed case and digits: the shape of most newer API tokens
     _d("Prefixed API token",
        r"\b[A-Za-z][A-Za-z0-9]{1,9}_(?:[A-Za-z0-9]{2,8}_)?(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)"
-       r"[A-Za-z0-9]{30,}\b"),
+       r"[A-Za-z0-9]{30,}\b", needs=("_",)),
     # private keys, URLs, headers, cookies, config
     _d("Private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", r"\bPuTTY-User-Key-File-\d",
        needs=("private key", "putty-user-key-file")),
     _d("Private key body", r"(?:^|\n)[ \t]*(?:[A-Za-z0-9+/]{40,120}[ \t]*\r?\n[ \t]*){2,}[A-Za-z0-9+/]*={0,2}",
-       check=_pem_body),
-    _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}"),
+       check=_pem_body, needs=r"[a-z0-9+/]{40}"),
+    _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}",
+       needs=("mii", "b3blbnnzac1rzxktdje")),
     _d("URL credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*(?:@[^\s/:@]+)?:(?P<v>[^\s/@]{3,})@[\w.-]+",
        check=_url_password, flags=I, needs=("://",)),
     _d("Auth header",
@@ -384,7 +475,7 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
     _d("Session cookie", r"\b(?:set-)?cookie\s*:\s*[\w.-]+=[^\s;]{16,}",
        r"\b(?:[\w.]{0,30}?sess(?:ion)?(?:id)?|[\w.]{0,30}?sid|jsessionid|phpsessid|auth_token|remember_token|access_token"
        r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I, needs=("cookie", "sess", "sid", "token")),
-    _d("JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}"),
+    _d("JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}", needs=("eyj",)),
     _d("Config secret",
        r"(?P<name>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|app_?key"
        r"|private_?key|auth_?token|credentials?|client_?secret|secret_?key)\d*)[\"']?[ \t]*(?P<op>=|:)[ \t]*[\"']?"
@@ -444,9 +535,9 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | None]] = [
 
 
 def _own_findings(text: str) -> Iterator[str]:
-    low = text.casefold()  # casefold: what re.IGNORECASE equates (ſ and s, K and k) the gates see alike
+    low = fold(text)
     for kind, pattern, check, gate in _DETECTORS:
-        if gate is not None and gate.search(low) is None:
+        if gate is not None and not gate.search(low):
             continue
         if any(check is None or check(match) for match in pattern.finditer(text)):
             yield kind
@@ -457,9 +548,12 @@ def find_secrets(text: str) -> list[str]:
     scanning raises, the answer is `[SCAN_FAILED]`, so the text is treated as a secret and never stored."""
     try:
         kinds = set(_own_findings(text))
-        for line in text.splitlines():
-            if line.strip():
-                kinds.update(_ds_findings(line))
+        folded = fold(text)
+        plugins = tuple(p for p in _ds_plugins() if gate_holds(ds_gate(type(p).__name__), text, folded))
+        if plugins:
+            for line in text.splitlines():
+                if line.strip():
+                    kinds.update(_ds_findings(line, plugins))
         return sorted(kinds)
     except Exception:  # fail closed, whatever went wrong
         return [SCAN_FAILED]

@@ -320,3 +320,22 @@ def test_ingest_with_progress_shows_one_display_and_stores_everything(store, emb
     text = shown.out + shown.err
     assert "embed (" in text and "write (" in text, "embed and write are two tasks of one display"
     assert "Batches" not in text and "Loading weights" not in text, "no third-party progress bar"
+
+
+def test_sessions_are_batched_in_order_with_small_batches_at_both_ends(app_name):
+    """The model waits for the first batch's secret scan and the last batch's write waits for nothing else, so
+    those batches are small (about 1/8 of batch_units); the others fill up to batch_units, every session whole
+    and in its order."""
+    from memlab.events.memory import FIRST_BATCH_SHARE, batch_sessions
+
+    sessions = [make_session(app_name, "u", f"s{i}", DEPLOY[: 1 + i % 3]) for i in range(80)]
+    batches = batch_sessions(sessions, 32)
+    assert [s for b in batches for s in b] == sessions
+    sizes = [sum(len(s.events) for s in b) for b in batches]
+    small = 32 // FIRST_BATCH_SHARE
+    assert small <= sizes[0] < small + 3
+    assert sizes[-1] < small + 3, sizes
+    assert max(sizes) < 32 + 3 and sizes.count(max(sizes)) >= len(sizes) // 2, sizes
+    assert sizes[-4:] == sorted(sizes[-4:], reverse=True), "the last stretch shrinks towards the end"
+    assert batch_sessions(sessions[:1], 1024) == [sessions[:1]]
+    assert batch_sessions([], 1024) == [[]]

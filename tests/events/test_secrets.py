@@ -172,7 +172,7 @@ def test_a_detector_gate_is_never_narrower_than_its_pattern(detector):
     @given(st.from_regex(pattern))
     def holds(text: str) -> None:
         if pattern.search(text):
-            assert gate.search(text.casefold()), (kind, text)
+            assert gate.search(secrets.fold(text)), (kind, text)
 
     holds()
 
@@ -183,3 +183,61 @@ def test_the_gate_check_catches_a_narrow_gate():
     kind, pattern, check, _ = next(d for d in secrets._DETECTORS if d[0] == "PIN")
     with pytest.raises(AssertionError):
         test_a_detector_gate_is_never_narrower_than_its_pattern((kind, pattern, check, re.compile("pin")))
+
+
+def test_fold_maps_every_character_ignorecase_equates_with_an_ascii_letter():
+    """The gates search `fold(text)`: a character a case-insensitive pattern matches as an ASCII letter (the
+    long s, the Kelvin sign, the dotless i) must fold to that letter, or a gate could skip a real match."""
+    import re
+    import sys
+
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    for cp in range(128, sys.maxunicode + 1):
+        ch = chr(cp)
+        if letter.fullmatch(ch):
+            equal = [a for a in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(a, ch, re.IGNORECASE)]
+            assert equal and all(a in secrets.fold(ch) for a in equal), hex(cp)
+
+
+def test_a_pin_written_with_a_dotless_i_is_still_caught():
+    assert "PIN" in find_secrets("my pin is 4821")
+    assert "PIN" in find_secrets("my pın is 4821")
+
+
+def _ds_patterns():
+    return [(type(p).__name__, p, r) for p in secrets._ds_plugins() for r in getattr(p, "denylist", ())]
+
+
+@pytest.mark.parametrize("plugin_pattern", _ds_patterns(), ids=lambda t: f"{t[0]}:{t[2].pattern[:12]}")
+def test_a_detect_secrets_plugin_gate_is_never_narrower_than_its_patterns(plugin_pattern):
+    """A plugin is run on a text's lines only when its gate holds on the text: every line a pattern of the
+    plugin finds a secret in (drawn from the pattern itself) must hold the gate's words once folded."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    name, plugin, pattern = plugin_pattern
+    gate = secrets.ds_gate(name)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(st.from_regex(pattern))
+    def holds(text: str) -> None:
+        for line in text.splitlines() or [text]:
+            if list(plugin.analyze_string(line)):
+                assert secrets.gate_holds(gate, line), (name, line)
+
+    holds()
+
+
+def test_every_detect_secrets_plugin_has_a_gate():
+    assert {type(p).__name__ for p in secrets._ds_plugins()} == set(secrets._DS_GATES)
+
+
+def test_the_plugin_gate_check_catches_a_narrow_gate(monkeypatch):
+    name, plugin, pattern = next(t for t in _ds_patterns() if t[0] == "StripeDetector")
+    monkeypatch.setitem(secrets._DS_GATES, name, secrets.Exact("sk_live_"))  # misses rk_live_ keys
+    secrets.ds_gate.cache_clear()
+    try:
+        with pytest.raises(AssertionError):
+            test_a_detect_secrets_plugin_gate_is_never_narrower_than_its_patterns((name, plugin, pattern))
+    finally:
+        secrets.ds_gate.cache_clear()
