@@ -568,6 +568,11 @@ def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
         # With sorting priced out, the only way to produce rows in distance order is the HNSW index, even
         # for a tiny user where the planner would rather read the scope index and sort.
         conn.execute("SELECT set_config('enable_sort', 'off', true)")
+    elif settings.strategy == "exact":
+        # An exact search reads the user's rows through the scope index. Left alone, the planner reads the
+        # whole table once a user holds a tenth of it: in a 10,000-row table the 1,000-row user's exact search
+        # cost 8.3 ms at p95 against 3.4 ms for the same user in a 100,000-row table (memlab bench).
+        conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
 
 
 def search_params(scope: Scope, vector: np.ndarray, top_k: int) -> dict:

@@ -125,6 +125,7 @@ def test_strategies_take_the_plan_they_promise(scratch_store, embedder, app_name
     exact = mem.explain(app_name, "u1", "payments region", memlab.SearchSettings(strategy="exact"))
     assert hnsw.uses_hnsw and mem.index_name in hnsw.plan and "actual time" in hnsw.plan
     assert not exact.uses_hnsw and mem.index_name not in exact.plan
+    assert exact.access_path != "seq_scan", "exact reads the user's rows through an index, never the whole table"
     planner = mem.search(app_name, "u1", "payments region", memlab.SearchSettings(strategy="planner"))
     assert planner.plan in {"hnsw", "scope_index", "primary_key", "seq_scan"}
     exact_hits = mem.search(app_name, "u1", "payments region", memlab.SearchSettings(strategy="exact"))
