@@ -339,4 +339,5 @@ def test_sessions_are_batched_in_order_with_small_batches_at_both_ends(app_name)
     assert max(sizes) < 32 + 3 and sizes.count(max(sizes)) >= len(sizes) // 2, sizes
     assert sizes[-4:] == sorted(sizes[-4:], reverse=True), "the last stretch shrinks towards the end"
     assert batch_sessions(sessions[:1], 1024) == [sessions[:1]]
+    assert batch_sessions(sessions, 1024) == [sessions], "a job of one batch stays whole"
     assert batch_sessions([], 1024) == [[]]
