@@ -580,7 +580,7 @@ class EventMemory:
         written = {(self.model.model_id, text_key(u.embed_text)) for _, u in todo}
         unused = {(self.model.model_id, text_key(t)) for t in embedded} - written
         self._forget_cached(unused | (replaced.text_keys - written))
-        self._strategy_facts.clear()
+        self._changed()
         return report
 
     # -- erasure --------------------------------------------------------------------------------------
@@ -601,7 +601,7 @@ class EventMemory:
 
     def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str) -> DeletionReport:
         """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
-        self._strategy_facts.clear()
+        self._changed()
         cache_entries = self._forget_cached(deleted.text_keys)
         forget_transient()
         vacuumed: tuple[str, ...] = ()
@@ -671,7 +671,7 @@ class EventMemory:
         finally:
             self.store.ensure_vector_index(self.model.model_id, self.layer)
             self.store.analyze()
-        self._strategy_facts.clear()
+        self._changed()
         return added
 
     def _check_unit(self, app_name: str, user_id: str, unit: Unit) -> None:
@@ -856,6 +856,11 @@ class EventMemory:
         return replace(settings, strategy="hnsw", ef_search=max(policy.ef_search, settings.top_k),
                        iterative_scan=policy.iterative_scan, max_scan_tuples=budget), False  # fmt: skip
 
+    def _changed(self) -> None:
+        """Every path that writes, erases or (re)indexes this memory's rows calls this: the users' counts and
+        tenant indexes kept for `auto` and the gate (see _scope_facts) may be stale."""
+        self._strategy_facts.clear()
+
     def _scope_facts(self, conn, scope: sqlu.Scope) -> sqlu.ScopeFacts:
         """The user's count and tenant index as last read (by auto or the gate), if less than
         STRATEGY_FACTS_SECONDS ago; else read now."""
@@ -883,7 +888,7 @@ class EventMemory:
                 if sqlu.index_exists(conn, name):
                     continue
             created.append(self.store.create_tenant_index(self.model.model_id, self.layer, app, user))
-        self._strategy_facts.clear()
+        self._changed()
         return created
 
     def explain(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Explain:
