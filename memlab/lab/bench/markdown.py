@@ -67,7 +67,7 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "ratio. Seconds per stage: `filter` includes the secret scan; `embed` is the model inside the ingest; "
             "`write` is the COPY with every index's upkeep, of which `index upkeep` is the HNSW index's (the same "
             "writes into a layer without it, subtracted). Stages overlap when the job spans several batches.", "",
-            *[f"- `{name}`: {INGEST_SETS.get(name, name)}" for name in ingest["set"]], "",
+            *[f"- `{name}`: {INGEST_SETS.get(name, name)}" for name in dict.fromkeys(ingest["set"])], "",
             markdown_table(sets), "",
             "With the model on every core, whatever else ingest costs in CPU (the secret scan, PostgreSQL's COPY "
             "and HNSW inserts) is time taken from the model: on long turns a few per cent of the model's cost per "
