@@ -167,7 +167,7 @@ def test_a_detector_gate_is_never_narrower_than_its_pattern(detector):
 
     kind, pattern, _, gate = detector
 
-    # 25 texts per detector (53 detectors) in CI: the from_regex draws cost most of this file's time. Run once at
+    # 25 texts per detector (52 detectors) in CI: the from_regex draws cost most of this file's time. Run once at
     # 300 per detector (and 400 per detect-secrets pattern), every gate held.
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(st.from_regex(pattern))
