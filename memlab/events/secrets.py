@@ -76,14 +76,21 @@ KEYWORD_WORDS = ("key", "pass", "pwd", "secret", "contrase")
 _KEYWORD_GATE = re.compile("|".join(KEYWORD_WORDS))
 
 
-class Exact:
-    """A gate of words searched as written, for case-sensitive patterns (see _DS_GATES)."""
+@dataclass(frozen=True)
+class _Words:
+    """A gate of plain words (substring tests are several times cheaper than a regex of alternatives), searched
+    in fold(text), or in the text as written when the patterns it guards are case-sensitive."""
 
-    def __init__(self, *words: str) -> None:
-        self.words = words
+    words: tuple[str, ...]
+    as_written: bool = False
 
     def search(self, text: str) -> bool:
         return any(word in text for word in self.words)
+
+
+def exact_words(*words: str) -> _Words:
+    """A gate of words a match holds as written (see _DS_GATES)."""
+    return _Words(words, as_written=True)
 
 
 def fold(text: str) -> str:
@@ -94,50 +101,50 @@ def fold(text: str) -> str:
 
 
 # One gate per detect-secrets plugin, by class. A tuple lists words one of which every match of the plugin's
-# patterns holds once case-folded; a str is a regex every folded match holds; Exact(...) lists words a match holds
+# patterns holds once case-folded; a str is a regex every folded match holds; exact_words(...) lists words a match holds
 # as written (for the plugins whose patterns are case-sensitive). A plugin whose gate the text lacks is not run on
 # any of its lines; tests draw texts from each plugin's own patterns and check its gate holds on them.
-_DS_GATES: dict[str, tuple[str, ...] | str | Exact] = {
-    "ArtifactoryDetector": Exact("AKC", "AP"),
+_DS_GATES: dict[str, tuple[str, ...] | str | _Words] = {
+    "ArtifactoryDetector": exact_words("AKC", "AP"),
     "AWSKeyDetector": ("a3t", "abia", "acca", "akia", "asia", "aws"),
     "AzureStorageKeyDetector": ("accountkey=",),
     "BasicAuthDetector": ("://",),
     "CloudantDetector": r"cl(?:ou)?(?:dant)?[_-]?(?:api)?(?:key|pw|pass|token)|\.cloudant\.com",
     "DiscordBotTokenDetector": r"\.[a-z\d_-]{6}\.",
-    "GitHubTokenDetector": Exact("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    "GitLabTokenDetector": Exact("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-",
+    "GitHubTokenDetector": exact_words("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "GitLabTokenDetector": exact_words("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-",
                                  "glptt-", "glagent-", "gloas-"),
     "IbmCloudIamDetector": ("key", "pwd", "pass", "token"),
     "IbmCosHmacDetector": ("secret",),
-    "JwtTokenDetector": Exact("eyJ"),
+    "JwtTokenDetector": exact_words("eyJ"),
     "KeywordDetector": KEYWORD_WORDS,
-    "MailchimpDetector": Exact("-us"),
-    "NpmDetector": Exact(":_authToken="),
-    "OpenAIDetector": Exact("T3BlbkFJ"),
-    "PrivateKeyDetector": Exact("PRIVATE KEY", "PuTTY-User-Key-File-2"),
-    "PypiTokenDetector": Exact("pypi-AgE"),
-    "SendGridDetector": Exact("SG."),
+    "MailchimpDetector": exact_words("-us"),
+    "NpmDetector": exact_words(":_authToken="),
+    "OpenAIDetector": exact_words("T3BlbkFJ"),
+    "PrivateKeyDetector": exact_words("PRIVATE KEY", "PuTTY-User-Key-File-2"),
+    "PypiTokenDetector": exact_words("pypi-AgE"),
+    "SendGridDetector": exact_words("SG."),
     "SlackDetector": ("xox", "hooks.slack.com"),
     "SoftlayerDetector": r"s(?:oftlayer|l)[_-]?(?:api)?[_-]?(?:key|pwd|pass|token)|softlayer",
-    "SquareOAuthDetector": Exact("sq0csp-"),
-    "StripeDetector": Exact("k_live_"),
+    "SquareOAuthDetector": exact_words("sq0csp-"),
+    "StripeDetector": exact_words("k_live_"),
     "TelegramBotTokenDetector": r"\d{8}:",
-    "TwilioKeyDetector": Exact("AC", "SK"),
+    "TwilioKeyDetector": exact_words("AC", "SK"),
 }  # fmt: skip
 
 
 @cache
-def ds_gate(plugin_name: str) -> re.Pattern | _Words | Exact:
+def ds_gate(plugin_name: str) -> re.Pattern | _Words:
     """The gate of one detect-secrets plugin (see _DS_GATES)."""
     needs = _DS_GATES[plugin_name]
     if isinstance(needs, str):
         return re.compile(needs)
-    return needs if isinstance(needs, Exact) else _Words(needs)
+    return needs if isinstance(needs, _Words) else _Words(needs)
 
 
-def gate_holds(gate: re.Pattern | _Words | Exact, text: str, folded: str | None = None) -> bool:
+def gate_holds(gate: re.Pattern | _Words, text: str, folded: str | None = None) -> bool:
     """Whether `gate` lets `text` through (`folded` is fold(text), when the caller has it already)."""
-    if isinstance(gate, Exact):
+    if isinstance(gate, _Words) and gate.as_written:
         return gate.search(text)
     return bool(gate.search(fold(text) if folded is None else folded))
 
@@ -356,16 +363,6 @@ def _d(
     return kind, re.compile("|".join(parts), flags), check, gate
 
 
-@dataclass(frozen=True)
-class _Words:
-    """A gate of plain words: substring tests are several times cheaper than a regex of alternatives."""
-
-    words: tuple[str, ...]
-
-    def search(self, folded: str) -> bool:
-        return any(word in folded for word in self.words)
-
-
 def _not_placeholder(match: re.Match) -> bool:
     return not _PLACEHOLDER.search(_value(match))
 
@@ -537,7 +534,7 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
 def _own_findings(text: str) -> Iterator[str]:
     low = fold(text)
     for kind, pattern, check, gate in _DETECTORS:
-        if gate is not None and not gate.search(low):
+        if gate is not None and not gate_holds(gate, text, low):
             continue
         if any(check is None or check(match) for match in pattern.finditer(text)):
             yield kind

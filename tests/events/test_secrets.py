@@ -235,7 +235,7 @@ def test_every_detect_secrets_plugin_has_a_gate():
 
 def test_the_plugin_gate_check_catches_a_narrow_gate(monkeypatch):
     name, plugin, pattern = next(t for t in _ds_patterns() if t[0] == "StripeDetector")
-    monkeypatch.setitem(secrets._DS_GATES, name, secrets.Exact("sk_live_"))  # misses rk_live_ keys
+    monkeypatch.setitem(secrets._DS_GATES, name, secrets.exact_words("sk_live_"))  # misses rk_live_ keys
     secrets.ds_gate.cache_clear()
     try:
         with pytest.raises(AssertionError):
