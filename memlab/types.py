@@ -185,7 +185,12 @@ class SearchSettings:
     `per_session` caps the hits one session may hold in the top k (None: no cap); the places it frees are
     filled from deeper candidates (`candidates` deep), and when there are not enough of those the capped hits
     come back, so a cap never returns fewer hits. Questions whose answer is spread over several conversations
-    ("how many times...", "what changed") otherwise get k turns of the one conversation nearest to them."""
+    ("how many times...", "what changed") otherwise get k turns of the one conversation nearest to them.
+
+    `prefer_author` ranks that author's units (e.g. "user") as if they were `author_margin` nearer to the query
+    in the vector list, in vector and hybrid modes; each hit keeps its true distance, which `max_distance` reads.
+    A user's own turns state the user's facts, while the assistant's replies around them are often longer and
+    closer to the question's topic. The default margin, 0.05, is the best of 0.03-0.10 on memlab-synth."""
 
     top_k: int = 10
     max_distance: float | None = None
@@ -203,11 +208,14 @@ class SearchSettings:
     time_weight: float = 1.0
     query_rendering: str = "as_is"
     per_session: int | None = None
+    prefer_author: str | None = None
+    author_margin: float = 0.05
 
     def fused(self, timed: bool) -> bool:
         """Whether this search needs the candidate lists (full-text, a time window, a per-session cap) rather
         than the plain vector top k; `timed`: the question's time is known."""
-        return self.mode != "vector" or (self.time != "off" and timed) or self.per_session is not None
+        return (self.mode != "vector" or (self.time != "off" and timed) or self.per_session is not None
+                or self.prefer_author is not None)  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -241,6 +249,11 @@ class SearchSettings:
                 raise ConfigError(f"SearchSettings.{name} must be a finite weight >= 0, got {getattr(self, name)}.")
         if self.per_session is not None and (isinstance(self.per_session, bool) or self.per_session < 1):
             raise ConfigError(f"SearchSettings.per_session must be None or >= 1, got {self.per_session!r}.")
+        if self.prefer_author is not None and (not isinstance(self.prefer_author, str) or not self.prefer_author):
+            raise ConfigError(f"SearchSettings.prefer_author must be None or an author's name such as 'user', got "
+                              f"{self.prefer_author!r}.")  # fmt: skip
+        if not 0.0 <= self.author_margin <= 2.0:
+            raise ConfigError(f"SearchSettings.author_margin is a cosine distance in [0, 2], got {self.author_margin}.")
         if self.max_distance is not None and not 0.0 <= self.max_distance <= 2.0:
             raise ConfigError(f"SearchSettings.max_distance is a cosine distance in [0, 2], got {self.max_distance}.")
 

@@ -40,6 +40,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/events/test_timewords.py", "memlab.events.timewords"): "unit test of the pure time-phrase resolver",
     ("tests/events/test_retrieval_modes.py", "memlab.events.renderings"): "unit test of the pure renderings",
     ("tests/events/test_retrieval_modes.py", "memlab.events.fusion"): "unit test of rank fusion and time re-ranking",
+    ("tests/lab/test_sweeps.py", "memlab.lab.sweeps.retrieval"): "unit test of the retrieval grid's system names "
+    "and their parse back to search settings",
     ("tests/events/test_event_memory.py", "memlab.events.memory"): "unit test of batch_sessions, the pure "
     "batching behind add_sessions",
     ("tests/events/test_event_memory.py", "memlab.lab.synthetic"): "background rows (internal Unit rows for "

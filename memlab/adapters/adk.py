@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -134,17 +135,15 @@ class EventMemoryService(_IngestingService):
         """`facts`: the fact memory fed from the same sessions, if any; deleting an event memory then also
         forgets the facts read from that event (and re-evaluates their keys). `gate`: an answerability gate
         (or the path of the `answerability.json` a retrieval sweep wrote): a query it judges unanswerable gets
-        no memories. Without explicit `settings`, a gate brings the search mode, time handling, query rendering
-        and per-session cap it was fitted with and replaces the default distance cut-off."""
+        no memories. Without explicit `settings`, a gate brings the search settings it was fitted with (mode, time
+        handling, query rendering, per-session cap, preferred author) and replaces the default distance cut-off."""
         self.memory = memory
         self.facts = facts
         self.gate = AnswerabilityGate.load(gate) if isinstance(gate, (str, Path)) else gate
         if settings is None and self.gate is not None:
-            fitted = self.gate.settings
-            settings = SearchSettings(top_k=max_results, mode=fitted.get("mode", "vector"),
-                                      time=fitted.get("time", "off"),
-                                      query_rendering=fitted.get("query_rendering", "as_is"),
-                                      per_session=fitted.get("per_session"))  # fmt: skip
+            fitted = {f.name: self.gate.settings[f.name] for f in fields(SearchSettings)
+                      if f.name in self.gate.settings and f.name not in ("top_k", "max_distance")}  # fmt: skip
+            settings = SearchSettings(top_k=max_results, **fitted)
         self.settings = settings or SearchSettings(top_k=max_results, max_distance=DEFAULT_MAX_DISTANCE)
         self.max_results = max_results
 

@@ -79,6 +79,14 @@ def apply_time(
     return fuse([(hits, 1.0), (inside, weight)], rrf_k)
 
 
+def prefer_author(hits: list[Hit], author: str | None, margin: float) -> list[Hit]:
+    """Vector hits re-ordered as if `author`'s were `margin` nearer (stable: ties keep their order); the hits
+    keep their true distances. No author leaves the order alone."""
+    if author is None:
+        return hits
+    return sorted(hits, key=lambda h: h.distance - (margin if h.author == author else 0.0))
+
+
 def cap_per_session(hits: list[Hit], cap: int | None, k: int) -> list[Hit]:
     """The first `k` hits in order, at most `cap` from one session; when fewer than `k` pass the cap, the
     skipped hits fill the rest in their order (a cap spreads the top k, it never shortens it)."""
@@ -97,4 +105,4 @@ def cap_per_session(hits: list[Hit], cap: int | None, k: int) -> list[Hit]:
     return kept + skipped[: k - len(kept)]
 
 
-__all__ = ["apply_time", "cap_per_session", "fuse", "hit_key", "in_window"]
+__all__ = ["apply_time", "cap_per_session", "fuse", "hit_key", "in_window", "prefer_author"]

@@ -35,7 +35,7 @@ from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transi
 from memlab.errors import ConfigError, DimensionError
 from memlab.events import filters
 from memlab.events.answerability import AnswerabilityGate
-from memlab.events.fusion import apply_time, cap_per_session, fuse
+from memlab.events.fusion import apply_time, cap_per_session, fuse, prefer_author
 from memlab.events.renderings import check_rendering, render_query, render_units, rendered_layer
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.storage import units as sqlu
@@ -748,8 +748,9 @@ class EventMemory:
         *,
         asked_at: datetime | None = None,
     ) -> Hits:
-        """Lexical, hybrid, time-aware or per-session-capped search with the query's text and its vector
-        already embedded: each list `settings.candidates` deep, fused by reciprocal rank, re-ranked by the
+        """Lexical, hybrid, time-aware, author-preferring or per-session-capped search with the query's text and
+        its vector already embedded: each list `settings.candidates` deep (the vector list ordered with the
+        preferred author's margin), fused by reciprocal rank, re-ranked by the
         question's time window, spread by the per-session cap, then cut to `top_k` and `max_distance`. The
         query text is used as given (`search` renders it first)."""
         problem = text_problem(query, "the query", empty_ok=True)
@@ -760,7 +761,8 @@ class EventMemory:
         plan = "lexical"
         if settings.mode in ("vector", "hybrid"):
             found = self.search_vector(app_name, user_id, vector, replace(settings, top_k=depth, max_distance=None))
-            lists.append((list(found), settings.vector_weight if settings.mode == "hybrid" else 1.0))
+            found_list = prefer_author(list(found), settings.prefer_author, settings.author_margin)
+            lists.append((found_list, settings.vector_weight if settings.mode == "hybrid" else 1.0))
             plan = found.plan if settings.mode == "vector" else f"{found.plan}+lexical"
         if settings.mode in ("lexical", "hybrid"):
             scope = self.scope(app_name, user_id)

@@ -184,13 +184,17 @@ def test_add_memory_and_metadata(store, embedder):
 
 def test_a_tuned_gate_file_reaches_the_agent(store, embedder, tmp_path):
     """The answerability artefact a retrieval sweep writes is loaded by path and applied to every search: an
-    unanswerable query gets no memories, and the gate's search mode (hybrid) is used."""
+    unanswerable query gets no memories, and the gate's search settings (hybrid, time boost, preferred author)
+    are used."""
     n = 8  # the gate's features (memlab.events.answerability.FEATURES)
     gate = memlab.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (n - 1), intercept=2.0, mean=(0.0,) * n,
-                                    scale=(1.0,) * n, threshold=0.5, settings={"mode": "hybrid", "time": "boost"})
+                                    scale=(1.0,) * n, threshold=0.5,
+                                    settings={"system": "text/hybrid/time-boost/author-user", "rendering": "text",
+                                              "mode": "hybrid", "time": "boost", "prefer_author": "user"})
     path = gate.save(tmp_path / "answerability.json")
     service = EventMemoryService(memlab.EventMemory(store, embedder), gate=str(path))
     assert service.settings.mode == "hybrid" and service.settings.max_distance is None
+    assert service.settings.prefer_author == "user" and service.settings.time == "boost"
     app = f"gate-{uuid.uuid4().hex[:8]}"
     entry_text = "The staging database is restored from backup every Sunday night."
     from google.adk.memory.memory_entry import MemoryEntry

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 import memlab
-from memlab.events.fusion import apply_time, cap_per_session, fuse
+from memlab.events.fusion import apply_time, cap_per_session, fuse, prefer_author
 from memlab.events.renderings import render_units, rendered_layer
 from memlab.events.units import chunk_units, event_units
 from tests.conftest import T0, make_session
@@ -152,6 +152,40 @@ def test_per_session_cap_reaches_the_second_conversation(store, embedder, app_na
     assert k >= 2, [h.session_id for h in every]  # the nearest conversation fills the first k places
     capped = mem.search(app_name, "u", question, memlab.SearchSettings(top_k=k, per_session=k - 1))
     assert [h.unit_id for h in capped] == [h.unit_id for h in every[: k - 1]] + [every[k].unit_id]
+
+
+def test_prefer_author_moves_that_authors_hits_by_the_margin_and_keeps_true_distances():
+    hits = [memlab.Hit(unit_id=u, text="", distance=d, author=a)
+            for u, d, a in [("m1", 0.30, "model"), ("u1", 0.33, "user"), ("m2", 0.36, "model"), ("u2", 0.45, "user")]]
+    ids = lambda found: [h.unit_id for h in found]  # noqa: E731
+    assert ids(prefer_author(hits, "user", 0.05)) == ["u1", "m1", "m2", "u2"]  # 0.28 < 0.30; 0.40 > 0.36
+    assert ids(prefer_author(hits, "user", 0.0)) == ids(hits) == ids(prefer_author(hits, None, 0.5))
+    assert ids(prefer_author(hits, "model", 0.2)) == ["m1", "m2", "u1", "u2"]
+    assert [h.distance for h in prefer_author(hits, "user", 0.05)] == [0.33, 0.30, 0.36, 0.45]
+    for bad in ({"prefer_author": ""}, {"prefer_author": 3}, {"author_margin": -0.1}, {"author_margin": 2.5}):
+        with pytest.raises(memlab.ConfigError, match=r"prefer_author|author_margin"):
+            memlab.SearchSettings(**bad)
+
+
+def test_prefer_author_on_the_store_ranks_the_users_turns_first_and_cuts_by_true_distance(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    mem.add_session(make_session(app_name, "u", "s1", TEXTS))  # user and model turns alternate
+    question = "Tell me about the dog, the phone plan and my sister."
+    plain = mem.search(app_name, "u", question, memlab.SearchSettings(top_k=6, strategy="exact"))
+    assert {h.author for h in plain[:3]} != {"user"}, "the check needs a model reply among the nearest three"
+    for mode, weight in (("vector", 1.0), ("hybrid", 0.0)):  # hybrid: the fused order is the vector list's
+        settings = memlab.SearchSettings(top_k=6, strategy="exact", mode=mode, lexical_weight=weight,
+                                         prefer_author="user", author_margin=2.0)  # fmt: skip
+        assert [h.author for h in mem.search(app_name, "u", question, settings)[:3]] == ["user"] * 3, mode
+    same = mem.search(app_name, "u", question, memlab.SearchSettings(top_k=6, strategy="exact", prefer_author="user",
+                                                                     author_margin=0.0))
+    assert [h.unit_id for h in same] == [h.unit_id for h in plain]
+    true = {h.unit_id: h.distance for h in plain}
+    cut = plain[2].distance
+    kept = mem.search(app_name, "u", question, memlab.SearchSettings(top_k=6, strategy="exact", prefer_author="user",
+                                                                     author_margin=2.0, max_distance=cut))
+    assert kept and all(h.distance == pytest.approx(true[h.unit_id]) and h.distance <= cut for h in kept)
+    assert kept.dropped_by_cutoff == 6 - len(kept)
 
 
 def test_time_aware_search_prefers_the_newer_of_two_conflicting_memories(store, embedder, app_name):

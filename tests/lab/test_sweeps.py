@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import memlab
 from memlab import lab
 from tests.conftest import EVENT_FIXTURES
 
@@ -25,7 +26,7 @@ def folder(tmp_path_factory, memlab_home, store):
         "options": {
             "granularity": {"chunks": [[4, 1]], "session": False, "extractors": ["rules"]},
             "retrieval": {"renderings": ["text", "speaker"], "fact_keys": ["rules"], "time": ["boost"],
-                          "per_session": [2], "answerability": {"train": "fixtures"}},
+                          "per_session": [2], "authors": ["user"], "answerability": {"train": "fixtures"}},
             "filtered": {"total_rows": 3000, "shares": [0.003, 0.1], "relations": ["on_topic"], "ef_search": [40],
                          "iterative": ["off", "relaxed_order"], "queries": 3, "datasets": ["fixtures"]},
         },
@@ -87,13 +88,29 @@ def test_retrieval_sweep_compares_renderings_modes_fact_keys_and_time(folder):
     assert by.loc["text/hybrid", "recall@10"] > 0 and by.loc["text/lexical", "empty_rate"] >= 0
     assert {"text/vector/cap-2", "speaker/hybrid/cap-2"} <= set(by.index)
     assert by.loc["text/vector/cap-2", "empty_rate"] == by.loc["text/vector", "empty_rate"], "a cap never shortens"
+    assert {"text/vector/author-user", "speaker/hybrid/author-user", "text/hybrid/cap-2/author-user"} <= set(by.index)
     report = (folder.path / "report.md").read_text()
     assert "Best configuration against the baseline" in report and "When to return nothing" in report
 
 
-def test_the_answerability_gate_is_fitted_reported_and_saved(folder):
-    import memlab
+def test_every_retrieval_system_name_parses_back_to_its_cell():
+    from memlab.lab.sweeps.retrieval import Cell, names
 
+    dataset = lab.load_fixtures(EVENT_FIXTURES)
+    options = {"per_session": [1, 3], "authors": ["user", "model"], "time": ["boost", "filter"]}
+    grid = names(dataset, options)
+    assert len(grid) == len(set(grid)) > 40
+    for name in grid:
+        cell = Cell.parse(name)
+        assert cell.name == name
+        settings = memlab.SearchSettings(**cell.search())
+        assert (settings.per_session, settings.prefer_author, settings.time) == (cell.per_session, cell.author,
+                                                                                  cell.time)  # fmt: skip
+    with pytest.raises(memlab.ConfigError, match="authors"):
+        names(dataset, {"authors": [""]})
+
+
+def test_the_answerability_gate_is_fitted_reported_and_saved(folder):
     rows = folder.scores[folder.scores.system.str.startswith("answerability:")]
     fixtures = rows[rows.dataset == "fixtures"].pivot_table(index="system", columns="metric", values="value")
     assert fixtures.loc["answerability:gate", "false_memory_rate"] <= 0.2, "the threshold keeps the rule (CV)"

@@ -7,12 +7,15 @@ Options (all optional): `renderings` ([text, speaker, speaker_date, context]), `
 hybrid]), `fact_keys` ([rules, labelled]: labelled only where the data set has gold candidates),
 `fact_rendering` (speaker_date), `time` ([boost, filter]), `time_rendering` (speaker_date), `query_renderings`
 ([first_person]: the question put in the memory's first person, on text and fact_rendering), `per_session` ([]:
-caps on the hits one session may hold in the top k, on every rendering with vector and hybrid search),
+caps on the hits one session may hold in the top k, on every rendering with vector and hybrid search), `authors`
+([]: authors whose units count as nearer, e.g. [user], on every rendering with vector and hybrid search, alone
+and under every cap),
 `granularity` (event), `strategy` (exact: retrieval quality is measured without index approximation), `answerability`
 ({train: <data set>, system: <name>}; see answerability.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -30,72 +33,100 @@ from memlab.types import SEARCH_MODES, SearchSettings
 BASELINE = "text/vector"  # plain vector search on the raw text: what every gain is measured against
 
 
-def system_name(
-    rendering: str,
-    mode: str,
-    fact_keys: str | None = None,
-    time: str = "off",
-    query: str = "as_is",
-    per_session: int | None = None,
-) -> str:
-    """`<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>][/cap-<per session>]`, e.g.
-    `speaker_date/hybrid/time-boost`, `text/vector/q-first_person` or `speaker/hybrid/cap-2`."""
-    name = rendering + (f"+facts:{fact_keys}" if fact_keys else "") + f"/{mode}"
-    name += f"/time-{time}" if time != "off" else ""
-    name += f"/q-{query}" if query != "as_is" else ""
-    return name + (f"/cap-{per_session}" if per_session is not None else "")
+@dataclass(frozen=True)
+class Cell:
+    """One configuration of the grid: what is embedded (rendering, fact keys) and how it is searched."""
+
+    rendering: str
+    mode: str
+    fact_keys: str | None = None
+    time: str = "off"
+    query: str = "as_is"
+    per_session: int | None = None
+    author: str | None = None
+
+    @property
+    def name(self) -> str:
+        """`<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>][/cap-<N>][/author-<who>]`,
+        e.g. `speaker_date/hybrid/time-boost`, `text/vector/q-first_person` or `speaker/hybrid/cap-2/author-user`."""
+        name = self.rendering + (f"+facts:{self.fact_keys}" if self.fact_keys else "") + f"/{self.mode}"
+        name += f"/time-{self.time}" if self.time != "off" else ""
+        name += f"/q-{self.query}" if self.query != "as_is" else ""
+        name += f"/cap-{self.per_session}" if self.per_session is not None else ""
+        return name + (f"/author-{self.author}" if self.author is not None else "")
+
+    @classmethod
+    def parse(cls, system: str) -> Cell:
+        """The cell a system name stands for (the inverse of `name`)."""
+        head, mode, *rest = system.split("/")
+        rendering, _, fact_keys = head.partition("+facts:")
+        tagged = {part.partition("-")[0]: part.partition("-")[2] for part in rest}
+        cap = tagged.get("cap")
+        return cls(rendering, mode, fact_keys or None, tagged.get("time", "off"), tagged.get("q", "as_is"),
+                   int(cap) if cap else None, tagged.get("author"))  # fmt: skip
+
+    def search(self) -> dict[str, Any]:
+        """The `SearchSettings` fields this cell sets (what a gate fitted on its hits carries to an agent)."""
+        return {"mode": self.mode, "time": self.time, "query_rendering": self.query, "per_session": self.per_session,
+                "prefer_author": self.author}  # fmt: skip
 
 
-Cell = tuple[str, str, str | None, str, str, int | None]  # rendering, mode, fact keys, time, query, per-session cap
+def system_name(rendering: str, mode: str, fact_keys: str | None = None, time: str = "off", query: str = "as_is",
+                per_session: int | None = None, author: str | None = None) -> str:  # fmt: skip
+    """The name of a retrieval system (see `Cell.name`)."""
+    return Cell(rendering, mode, fact_keys, time, query, per_session, author).name
+
+
+def _whole_numbers(values: list, option: str) -> list[int]:
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"retrieval sweep: {option} takes whole numbers >= 1, got {value!r}.")
+    return values
 
 
 def _grid(dataset: Dataset, options: dict[str, Any]) -> list[Cell]:
     renderings = list(options.get("renderings", RENDERINGS))
     modes = list(options.get("modes", SEARCH_MODES))
-    grid: list[Cell] = [(r, m, None, "off", "as_is", None) for r in renderings for m in modes]
+    ranked = [m for m in ("vector", "hybrid") if m in modes]  # the modes with a vector list
+    grid = [Cell(r, m) for r in renderings for m in modes]
     fact_rendering = options.get("fact_rendering", "speaker_date")
     has_gold = any(u.gold_candidates for u in dataset.users)
     for extractor in options.get("fact_keys", ["rules", "labelled"]):
         if extractor == "labelled" and not has_gold:
             continue  # nothing to replay: this data set has no gold candidates
-        grid += [(fact_rendering, m, extractor, "off", "as_is", None) for m in ("vector", "hybrid") if m in modes]
+        grid += [Cell(fact_rendering, m, extractor) for m in ranked]
     time_rendering = options.get("time_rendering", "speaker_date")
     timed_mode = "hybrid" if "hybrid" in modes else modes[0]
     for how in options.get("time", ["boost", "filter"]):
-        grid += [("text", "vector", None, how, "as_is", None), (time_rendering, timed_mode, None, how, "as_is", None)]
+        grid += [Cell("text", "vector", time=how), Cell(time_rendering, timed_mode, time=how)]
     for query in options.get("query_renderings", ["first_person"]):  # the question in the memory's person
-        grid += [(r, m, None, "off", query, None) for r in ("text", fact_rendering) if r in renderings
-                 for m in ("vector", "hybrid") if m in modes]  # fmt: skip
-    for cap in options.get("per_session", []):
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-            raise ConfigError(f"retrieval sweep: per_session takes whole numbers >= 1, got {cap!r}.")
-        grid += [(r, m, None, "off", "as_is", cap) for r in renderings for m in ("vector", "hybrid") if m in modes]
+        grid += [Cell(r, m, query=query) for r in ("text", fact_rendering) if r in renderings for m in ranked]
+    caps = _whole_numbers(list(options.get("per_session", [])), "per_session")
+    grid += [Cell(r, m, per_session=cap) for cap in caps for r in renderings for m in ranked]
+    for author in options.get("authors", []):  # each rendering and mode, alone and under every cap
+        if not isinstance(author, str) or not author:
+            raise ConfigError(f"retrieval sweep: authors takes author names such as 'user', got {author!r}.")
+        grid += [Cell(r, m, per_session=cap, author=author) for cap in [None, *caps] for r in renderings
+                 for m in ranked]  # fmt: skip
     return list(dict.fromkeys(grid))
 
 
 def names(dataset: Dataset, options: dict[str, Any]) -> list[str]:
-    return [system_name(*g) for g in _grid(dataset, options)]
+    return [cell.name for cell in _grid(dataset, options)]
 
 
 def systems(dataset: Dataset, options: dict[str, Any], context) -> list[EventSystem]:
     granularity = options.get("granularity", "event")
-    out = []
-    for rendering, mode, fact_keys, how, query, cap in _grid(dataset, options):
-        settings = SearchSettings(strategy=options.get("strategy", "exact"), mode=mode, time=how,
-                                  query_rendering=query, per_session=cap)  # fmt: skip
-        out.append(EventSystem(system_name(rendering, mode, fact_keys, how, query, cap), granularity,
-                               settings=settings, rendering=rendering, fact_keys=fact_keys))  # fmt: skip
-    return out
+    strategy = options.get("strategy", "exact")
+    return [EventSystem(cell.name, granularity, settings=SearchSettings(strategy=strategy, **cell.search()),
+                        rendering=cell.rendering, fact_keys=cell.fact_keys)
+            for cell in _grid(dataset, options)]  # fmt: skip
 
 
 def _settings_of(system: str) -> dict[str, Any]:
     """The search settings a retrieval system name stands for (what the gate expects its hits from)."""
-    rendering, mode, *rest = system.split("/")
-    time = next((r.removeprefix("time-") for r in rest if r.startswith("time-")), "off")
-    query = next((r.removeprefix("q-") for r in rest if r.startswith("q-")), "as_is")
-    cap = next((int(r.removeprefix("cap-")) for r in rest if r.startswith("cap-")), None)
-    return {"system": system, "rendering": rendering, "mode": mode, "time": time, "query_rendering": query,
-            "per_session": cap}  # fmt: skip
+    cell = Cell.parse(system)
+    return {"system": system, "rendering": cell.rendering, **cell.search()}
 
 
 def gate_system(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
@@ -227,8 +258,9 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
     metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "context_chars", "empty_rate"]
     table = pivot_scores(scores, wanted, metrics)
     parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]"
-             "[/cap-<N>]`; `q-first_person` puts a question about \"the user\" in the memory's first person; `cap-N` "
-             "keeps at most N hits of one conversation in the top k; the baseline is "
+             "[/cap-<N>][/author-<who>]`; `q-first_person` puts a question about \"the user\" in the memory's first "
+             "person; `cap-N` keeps at most N hits of one conversation in the top k; `author-user` ranks the user's "
+             "own turns as if 0.05 nearer in the vector list; the baseline is "
              f"`{BASELINE}` (plain vector search on the raw text).", "", markdown_table(table)]  # fmt: skip
     summary = gains(scores, k)
     if len(summary):
@@ -251,4 +283,4 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
     return "\n".join(parts)
 
 
-__all__ = ["BASELINE", "gains", "gate_system", "names", "scores", "section", "system_name", "systems"]
+__all__ = ["BASELINE", "Cell", "gains", "gate_system", "names", "scores", "section", "system_name", "systems"]
