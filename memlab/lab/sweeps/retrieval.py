@@ -71,12 +71,6 @@ class Cell:
                 "prefer_author": self.author}  # fmt: skip
 
 
-def system_name(rendering: str, mode: str, fact_keys: str | None = None, time: str = "off", query: str = "as_is",
-                per_session: int | None = None, author: str | None = None) -> str:  # fmt: skip
-    """The name of a retrieval system (see `Cell.name`)."""
-    return Cell(rendering, mode, fact_keys, time, query, per_session, author).name
-
-
 def _whole_numbers(values: list, option: str) -> list[int]:
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -283,4 +277,4 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
     return "\n".join(parts)
 
 
-__all__ = ["BASELINE", "Cell", "gains", "gate_system", "names", "scores", "section", "system_name", "systems"]
+__all__ = ["BASELINE", "Cell", "gains", "gate_system", "names", "scores", "section", "systems"]
