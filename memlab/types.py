@@ -190,7 +190,8 @@ class SearchSettings:
     `prefer_author` ranks that author's units (e.g. "user") as if they were `author_margin` nearer to the query
     in the vector list, in vector and hybrid modes; each hit keeps its true distance, which `max_distance` reads.
     A user's own turns state the user's facts, while the assistant's replies around them are often longer and
-    closer to the question's topic. The default margin, 0.05, is the best of 0.03-0.10 on memlab-synth."""
+    closer to the question's topic. The default margin, 0.05, was chosen on memlab-synth: over 3 seeds of 32 users,
+    margins of 0.03-0.07 gained about a point of recall@10 and 0.10 less."""
 
     top_k: int = 10
     max_distance: float | None = None
