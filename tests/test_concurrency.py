@@ -188,8 +188,8 @@ def test_eight_threads_and_two_processes_ingest_like_one_clean_ingest(store, emb
         assert ("diet", "pescatarian") not in now
 
 
-SETTINGS = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort", "plan_cache_mode",
-            "maintenance_work_mem")  # fmt: skip
+SETTINGS = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort", "enable_seqscan",
+            "plan_cache_mode", "maintenance_work_mem")  # fmt: skip
 
 
 def _settings(conn) -> dict[str, str | None]:

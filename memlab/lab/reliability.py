@@ -432,8 +432,8 @@ def _check_facts(family: Family, got: list[tuple], want: list[tuple], where: str
         family.problem("fact_mismatches", f"{where}: {row} differs from a clean ingest")
 
 
-SETTINGS_SEEN = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort", "plan_cache_mode",
-                 "maintenance_work_mem")  # fmt: skip
+SETTINGS_SEEN = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort", "enable_seqscan",
+                 "plan_cache_mode", "maintenance_work_mem")  # fmt: skip
 
 
 def _current_settings(conn) -> dict[str, str | None]:

@@ -555,24 +555,27 @@ def search_sql(
     return _search_statement(model, strategy, _literal_values(literal_scope, vector, top_k))
 
 
+# Planner settings one strategy needs, set with the index knobs for its transaction only.
+# - hnsw: with sorting priced out, the only way to produce rows in distance order is the HNSW index, even for a
+#   tiny user where the planner would rather read the scope index and sort.
+# - exact: the user's rows are read through the scope index. Left alone, the planner reads the whole table once a
+#   user holds a tenth of it: in a 10,000-row table the 1,000-row user's exact search cost 8.3 ms at p95 against
+#   3.4 ms for the same user in a 100,000-row table (memlab bench).
+STRATEGY_PLANNER_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "hnsw": (("enable_sort", "off"),),
+    "exact": (("enable_seqscan", "off"),),
+}
+
+
 def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
-    """SET LOCAL the index knobs for this transaction only (set_config(..., true) == SET LOCAL). Plans are
-    always custom plans, so the planner sees the bound model, layer, app and user and can prove the
-    partial-index predicates, whatever the server's plan_cache_mode."""
-    conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true), "
-        "set_config('hnsw.max_scan_tuples', %s, true), set_config('plan_cache_mode', 'force_custom_plan', true)",
-        [str(settings.ef_search), settings.iterative_scan, str(settings.max_scan_tuples)],
-    )
-    if settings.strategy == "hnsw":
-        # With sorting priced out, the only way to produce rows in distance order is the HNSW index, even
-        # for a tiny user where the planner would rather read the scope index and sort.
-        conn.execute("SELECT set_config('enable_sort', 'off', true)")
-    elif settings.strategy == "exact":
-        # An exact search reads the user's rows through the scope index. Left alone, the planner reads the
-        # whole table once a user holds a tenth of it: in a 10,000-row table the 1,000-row user's exact search
-        # cost 8.3 ms at p95 against 3.4 ms for the same user in a 100,000-row table (memlab bench).
-        conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
+    """SET LOCAL the index knobs (and the strategy's planner settings) for this transaction only, in one round
+    trip (set_config(..., true) == SET LOCAL). Plans are always custom plans, so the planner sees the bound
+    model, layer, app and user and can prove the partial-index predicates, whatever the server's
+    plan_cache_mode."""
+    knobs = [("hnsw.ef_search", str(settings.ef_search)), ("hnsw.iterative_scan", settings.iterative_scan),
+             ("hnsw.max_scan_tuples", str(settings.max_scan_tuples)), ("plan_cache_mode", "force_custom_plan"),
+             *STRATEGY_PLANNER_SETTINGS.get(settings.strategy, ())]  # fmt: skip
+    conn.execute("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in knobs), [v for kv in knobs for v in kv])
 
 
 def search_params(scope: Scope, vector: np.ndarray, top_k: int) -> dict:

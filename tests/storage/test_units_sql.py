@@ -230,6 +230,12 @@ def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
         ).fetchone()
     assert inside == ("123", "strict_order", "777", "off")
     assert after == ("40", "off", "on")
+    with store.connection() as conn, conn.transaction():  # exact reads the scope index; one round trip sets all
+        sqlu.apply_settings(conn, memlab.SearchSettings(strategy="exact"))
+        assert conn.execute("SELECT current_setting('enable_seqscan'), current_setting('enable_sort'), "
+                            "current_setting('plan_cache_mode')").fetchone() == ("off", "on", "force_custom_plan")
+    with store.connection() as conn:
+        assert conn.execute("SELECT current_setting('enable_seqscan')").fetchone()[0] == "on"
 
 
 def test_settings_roll_back_when_the_search_fails(store):
