@@ -40,6 +40,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/events/test_timewords.py", "memlab.events.timewords"): "unit test of the pure time-phrase resolver",
     ("tests/events/test_retrieval_modes.py", "memlab.events.renderings"): "unit test of the pure renderings",
     ("tests/events/test_retrieval_modes.py", "memlab.events.fusion"): "unit test of rank fusion and time re-ranking",
+    ("tests/facts/test_rule_gates.py", "memlab.facts.extractors"): "unit test of the rule extractor's gates "
+    "against its rules, with the gates on and off",
+    ("tests/facts/test_rule_gates.py", "memlab.facts.extractors.rule_gates"): "unit test of the pure gate derivation",
+    ("tests/facts/test_rule_gates.py", "memlab.events.secrets"): "the case folding the gates search",
     ("tests/lab/test_sweeps.py", "memlab.lab.sweeps.retrieval"): "unit test of the retrieval grid's system names "
     "and their parse back to search settings",
     ("tests/events/test_event_memory.py", "memlab.events.memory"): "unit test of batch_sessions, the pure "
