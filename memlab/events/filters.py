@@ -4,6 +4,9 @@ streaming fragments, tool plumbing, chatter too short to mean anything, and cred
 
 from __future__ import annotations
 
+import hashlib
+import threading
+
 from memlab.events.secrets import find_secrets
 from memlab.types import Event
 
@@ -16,6 +19,34 @@ DELETED = "deleted"  # deleted on purpose earlier (a tombstone): never ingested 
 SKIP_REASONS = (PARTIAL, FUNCTION_CALL, NO_TEXT, TOO_SHORT, SECRET, DELETED)
 DEFAULT_MIN_CHARS = 15
 
+# Texts already scanned and found clean, by a 128-bit digest (never the text, and never a text that held a
+# secret): the same turn ingested into another layer (a chunk size, a rendering) is not scanned again. Bounded;
+# cleared when full.
+_CLEAN: set[bytes] = set()
+_CLEAN_LOCK = threading.Lock()
+CLEAN_MEMO_SIZE = 65_536
+
+
+def forget_scans() -> None:
+    """Drop the memo of texts found clean (a benchmark that ingests the same texts again measures first scans)."""
+    with _CLEAN_LOCK:
+        _CLEAN.clear()
+
+
+def holds_secret(text: str) -> bool:
+    """Whether `text` holds a credential (`find_secrets`; a scan that fails counts as one). A text found clean
+    before, in this process, is not scanned again."""
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if key in _CLEAN:
+        return False
+    if find_secrets(text):
+        return True
+    with _CLEAN_LOCK:
+        if len(_CLEAN) >= CLEAN_MEMO_SIZE:
+            _CLEAN.clear()
+        _CLEAN.add(key)
+    return False
+
 
 def skip_reason(event: Event, *, min_chars: int = DEFAULT_MIN_CHARS, scan_secrets: bool = True) -> str | None:
     """Why `event` must not be stored, or None to keep it. Checks run cheapest first."""
@@ -26,6 +57,6 @@ def skip_reason(event: Event, *, min_chars: int = DEFAULT_MIN_CHARS, scan_secret
         return FUNCTION_CALL if (event.function_calls or event.function_responses) else NO_TEXT
     if len(text) < min_chars:
         return TOO_SHORT
-    if scan_secrets and find_secrets(text):
+    if scan_secrets and holds_secret(text):
         return SECRET
     return None

@@ -24,7 +24,7 @@ from urllib.parse import unquote
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
-from memlab.events.filters import find_secrets
+from memlab.events.filters import holds_secret
 from memlab.events.units import render_lines
 from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
@@ -139,7 +139,7 @@ class Provenance:
 
 def fact_events(session: Session) -> list[Event]:
     """Events a fact can come from: complete, with text, holding no credential."""
-    return [e for e in session.events if not e.partial and (e.text or "").strip() and not find_secrets(e.text or "")]
+    return [e for e in session.events if not e.partial and (e.text or "").strip() and not holds_secret(e.text or "")]
 
 
 def decayed(confidence: float, confirmed_at: datetime, half_life_days: float, now: datetime) -> float:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import CachedEmbedder, EmbeddingCache
+from memlab.events.filters import forget_scans
 from memlab.events.memory import EventMemory
 from memlab.lab.dataset import Dataset
 from memlab.storage.store import Store
@@ -127,6 +128,7 @@ def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: in
     trials = []
     for _ in range(max(1, rounds)):
         _forget(probe, sessions)
+        forget_scans()  # every round scans its texts for secrets, as a first ingest does
         cached = CachedEmbedder(model, EmbeddingCache(None))  # starts empty: the ingest embeds everything
         first = EventMemory(store, cached, layer=probe.layer)
         report, seconds = _timed(lambda first=first: first.add_sessions(sessions))
@@ -174,6 +176,7 @@ def measure_batch_sizes(
     out = []
     for size in sizes:
         _forget(probe, sessions)
+        forget_scans()
         report, seconds = _timed(lambda size=size: probe.add_sessions(sessions, batch_units=size))
         rate = len(texts) / seconds if seconds else float("nan")
         out.append({"batch_units": size, "texts": len(texts), "seconds": seconds, "texts_per_s": rate,

@@ -21,7 +21,12 @@ SIZE_LABELS = ["<=50", "51-500", "501-2000", ">2000"]
 
 
 def size_bucket(n: int | float) -> str:
-    return str(pd.cut([n], SIZE_BINS, labels=SIZE_LABELS, include_lowest=True)[0])
+    """The memory-size bucket of a user with `n` units (SIZE_LABELS; 'nan' outside the bins)."""
+    if n >= SIZE_BINS[0]:  # NaN fails every comparison
+        for upper, label in zip(SIZE_BINS[1:], SIZE_LABELS, strict=True):
+            if n <= upper:
+                return label
+    return "nan"
 
 
 def cut(run: pd.DataFrame, max_distance: float | None) -> pd.DataFrame:
@@ -58,22 +63,27 @@ def score(
         for qid, grp in exact[exact["rank"] > 0].groupby("question_id"):
             exact_ids[qid] = list(grp.sort_values("rank").unit_id)
     measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k]
+    columns = ["question_id", "rank", "unit_id", "event_ids", "chars", "latency_ms", "plan"]
     for system, sys_run in trimmed.groupby("system", sort=False):
         docs = []
         per_q = {}
-        uncut = run[(run.system == system) & (run["rank"] > 0)].sort_values("rank")
-        full_by_q = {qid: list(g.unit_id) for qid, g in uncut.groupby("question_id", sort=False)}
-        for qid, grp in sys_run.groupby("question_id", sort=False):
-            grp = grp.sort_values("rank")
-            hits = grp[grp["rank"] > 0]
-            events = events_in_rank_order(list(hits.event_ids))
+        uncut = run[(run.system == system) & (run["rank"] > 0)].sort_values("rank", kind="stable")
+        full_by_q: dict[str, list] = {}
+        for qid, unit in zip(uncut.question_id, uncut.unit_id, strict=True):
+            full_by_q.setdefault(qid, []).append(unit)
+        by_question: dict[str, list] = {qid: [] for qid in pd.unique(sys_run.question_id)}  # first-seen order
+        for row in sys_run.sort_values("rank", kind="stable")[columns].itertuples(index=False):
+            by_question[row.question_id].append(row)
+        for qid, rows_of_q in by_question.items():
+            hits = [r for r in rows_of_q if r.rank > 0]
+            events = events_in_rank_order([r.event_ids for r in hits])
             docs.extend(ir_measures.ScoredDoc(qid, e, float(len(events) - i)) for i, e in enumerate(events))
             per_q[qid] = {
                 "returned": len(hits),
                 "empty": len(hits) == 0,
-                "context_chars": int(hits.chars.sum()),
-                "latency_ms": float(grp.latency_ms.iloc[0]),
-                "plan": grp.plan.iloc[0],
+                "context_chars": int(sum(r.chars for r in hits)),
+                "latency_ms": float(rows_of_q[0].latency_ms),
+                "plan": rows_of_q[0].plan,
                 "recall_vs_exact": recall_vs_exact(full_by_q.get(qid, []), exact_ids.get(qid, []), k)
                 if exact is not None else np.nan,
             }  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -117,9 +118,28 @@ def test_scanning_fails_closed(monkeypatch):
         raise RuntimeError("dictionary changed size during iteration")
 
     monkeypatch.setattr(secrets, "_ds_plugins", broken)
-    text = "We deploy the payments service with Argo CD."
+    text = f"We deploy the payments service {uuid.uuid4().hex[:6]} with Argo CD."  # never scanned clean before
     assert find_secrets(text) == [secrets.SCAN_FAILED]
     assert skip_reason(memlab.Event("e", "user", datetime(2026, 1, 1, tzinfo=UTC), text)) == "secret"
+
+
+def test_a_text_found_clean_is_not_scanned_again_and_a_secret_always_is(monkeypatch):
+    from memlab.events import filters
+
+    scanned: list[str] = []
+
+    def counting(text: str) -> list[str]:
+        scanned.append(text)
+        return find_secrets(text)
+
+    monkeypatch.setattr(filters, "find_secrets", counting)
+    clean = f"We moved the staging cluster {uuid.uuid4().hex[:6]} to Frankfurt last week."
+    secret = f"my github token is ghp_{uuid.uuid4().hex}abcd for {uuid.uuid4().hex[:4]}"
+    for _ in range(3):
+        assert filters.holds_secret(clean) is False
+        assert filters.holds_secret(secret) is True
+    assert scanned.count(clean) == 1 and scanned.count(secret) == 3
+    assert clean.encode() not in b"".join(filters._CLEAN), "the memo keeps digests, not texts"
 
 
 def test_scanning_leaves_detect_secrets_settings_alone():

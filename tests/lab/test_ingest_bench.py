@@ -11,10 +11,16 @@ from memlab.lab.bench import BENCH_APP, STAGES, measure_ingest
 from tests.conftest import ROOT
 
 
-def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, embedder):
+def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, embedder, monkeypatch):
+    from memlab.events import filters
+
+    scanned: list[str] = []
+    real_scan = filters.find_secrets
+    monkeypatch.setattr(filters, "find_secrets", lambda text: scanned.append(text) or real_scan(text))
     model = getattr(embedder, "inner", embedder)
     labelled = load_fixtures(ROOT / "fixtures" / "events")
     bench = measure_ingest(store, model, labelled, rounds=2, threads=1)
+    assert max(scanned.count(t) for t in set(scanned)) >= 2, "each round scans its texts, as a first ingest does"
     assert bench.rounds == 2 and bench.model_threads == 1 and bench.texts > 100
     assert bench.sessions == len(list(labelled.sessions()))
     assert math.isfinite(bench.ratio) and 0 < bench.ratio < 2

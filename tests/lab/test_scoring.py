@@ -90,3 +90,12 @@ def test_run_roundtrip(tmp_path):
     path = lab.Run("d", "s", RUN).save(tmp_path)
     back = lab.Run.load(path).frame
     assert back.event_ids.tolist() == RUN.event_ids.tolist() and back.distance.tolist() == RUN.distance.tolist()
+
+
+def test_size_buckets_match_pandas_cut_at_every_boundary():
+    from memlab.lab.scoring import SIZE_BINS, SIZE_LABELS, size_bucket
+
+    for n in [0, 1, 49, 50, 51, 499, 500, 501, 1999, 2000, 2001, 10**6, 50.5, -1, float("nan")]:
+        expected = str(pd.cut([n], SIZE_BINS, labels=SIZE_LABELS, include_lowest=True)[0])
+        assert size_bucket(n) == expected, n
+    assert size_bucket(np.int64(600)) == "501-2000"
