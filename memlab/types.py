@@ -213,8 +213,8 @@ class SearchSettings:
     author_margin: float = 0.05
 
     def fused(self, timed: bool) -> bool:
-        """Whether this search needs the candidate lists (full-text, a time window, a per-session cap) rather
-        than the plain vector top k; `timed`: the question's time is known."""
+        """Whether this search needs the candidate lists (full-text, a time window, a per-session cap, a
+        preferred author) rather than the plain vector top k; `timed`: the question's time is known."""
         return (self.mode != "vector" or (self.time != "off" and timed) or self.per_session is not None
                 or self.prefer_author is not None)  # fmt: skip
 

@@ -33,10 +33,15 @@ def forget_scans() -> None:
         _CLEAN.clear()
 
 
+def scan_digest(text: str) -> bytes:
+    """The key a text found clean is remembered by."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def holds_secret(text: str) -> bool:
     """Whether `text` holds a credential (`find_secrets`; a scan that fails counts as one). A text found clean
-    before, in this process, is not scanned again."""
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    before, in this process, is not scanned again (erasure drops that memo)."""
+    key = scan_digest(text)
     if key in _CLEAN:
         return False
     if find_secrets(text):

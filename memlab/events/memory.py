@@ -604,6 +604,7 @@ class EventMemory:
         self._changed()
         cache_entries = self._forget_cached(deleted.text_keys)
         forget_transient()
+        filters.forget_scans()  # digests of the erased texts, among others: they only cost a scan again
         vacuumed: tuple[str, ...] = ()
         if vacuum:
             with self.store.connection() as conn:  # autocommit: VACUUM cannot run inside a transaction

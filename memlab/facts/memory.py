@@ -24,7 +24,7 @@ from urllib.parse import unquote
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
-from memlab.events.filters import holds_secret
+from memlab.events.filters import forget_scans, holds_secret
 from memlab.events.units import render_lines
 from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
@@ -495,6 +495,7 @@ class FactMemory:
         counts["memory_unit"] = deleted.units
         counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))
         forget_transient()
+        forget_scans()  # the digests of texts scanned clean, the erased ones among them
         return counts
 
 
