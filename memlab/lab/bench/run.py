@@ -52,7 +52,7 @@ class BenchSize:
 
 SIZES = {
     "ci": BenchSize("ci", rows=(2_000, 10_000), queries=20, real_texts=2_000, near_duplicate_rows=10_000,
-                    ingest_sets=("fixtures", "synth-short"), spare_core_sets=(),
+                    ingest_sets=("fixtures",), spare_core_sets=(),
                     bandwidth_mb=256, bulk_rows=2_000, build_rows=10_000,
                     background_tenants=40),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=100, real_texts=None,
