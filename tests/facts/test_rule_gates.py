@@ -43,12 +43,12 @@ def test_gates_find_words_that_overlap_or_prefix_each_other():
 
 
 def test_most_rules_have_a_gate():
-    gated = [r for r in rules._RULES if r.first_gate is not None]
+    gated = [r for r in rules._RULES if required_words(r.first) is not None]
     assert len(gated) >= 0.9 * len(rules._RULES)
 
 
 _GATED = [(pattern, gate) for r in rules._RULES
-          for pattern, gate in ((r.first, r.first_gate), (r.second, r.second_gate)) if gate is not None]  # fmt: skip
+          for pattern in (r.first, r.second) if (gate := required_words(pattern)) is not None]  # fmt: skip
 
 
 # 400 texts drawn from patterns picked at random (359 gated patterns) in CI; run once at 30 per pattern, every
@@ -78,7 +78,6 @@ def test_gates_change_no_extracted_fact_on_real_conversations(monkeypatch):
 
     gated = extract()
     everything = Gates([None] * len(rules._RULES))
-    monkeypatch.setattr(rules, "_USER_GATES", everything)
-    monkeypatch.setattr(rules, "_AGENT_GATES", everything)
+    monkeypatch.setattr(rules, "_gates", lambda: (everything, everything))
     assert extract() == gated
     assert sum(map(len, gated)) > 50, "the check needs facts to compare"

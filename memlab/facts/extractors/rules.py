@@ -10,6 +10,7 @@ live in `rules_patterns.py`; this module turns their matches into candidates.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import NamedTuple
 from memlab.events.secrets import fold
 from memlab.facts.extractors import rules_patterns as P
 from memlab.facts.extractors.base import basis_for
-from memlab.facts.extractors.rule_gates import Gates, Words, required_words
+from memlab.facts.extractors.rule_gates import Gates, required_words
 from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
 from memlab.types import Event
@@ -36,8 +37,6 @@ class _Rule:
     cue: bool  # only counts when the context talks about the topic (work, deliveries)
     first: re.Pattern[str]
     second: re.Pattern[str]
-    first_gate: Words | None = None  # words one of which every match holds (rule_gates): the regex runs only then
-    second_gate: Words | None = None
 
 
 def _compile_rules() -> list[_Rule]:
@@ -47,14 +46,18 @@ def _compile_rules() -> list[_Rule]:
             first, second = P.expand(template, "first"), P.expand(template, "second")
             negated, user_only, cue = ("n" in flags), ("u" in flags), ("c" in flags)
             compiled = re.compile(first, _FLAGS), re.compile(second, _FLAGS)
-            gates = required_words(compiled[0]), required_words(compiled[1])
-            rules.append(_Rule(family, predicate, negated, user_only, first != second, cue, *compiled, *gates))
+            rules.append(_Rule(family, predicate, negated, user_only, first != second, cue, *compiled))
     return rules
 
 
 _RULES = _compile_rules()
-_USER_GATES = Gates([r.first_gate for r in _RULES])  # which rules may match a user's sentence
-_AGENT_GATES = Gates([r.second_gate for r in _RULES])  # ... an agent's (second-person templates)
+
+
+@functools.cache
+def _gates() -> tuple[Gates, Gates]:
+    """Which rules may match a user's sentence, and an agent's (second-person templates): derived from the
+    rules' regexes on the first extraction, not at import (`import memlab` imports this module)."""
+    return Gates([required_words(r.first) for r in _RULES]), Gates([required_words(r.second) for r in _RULES])
 _NAME_WORD = re.compile(P.NAME)
 _SPLIT_LIST = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|\band\b|\bor\b|&)\s*", _FLAGS)
 _LEADING = re.compile(r"^(?:(?:the|a|an|my|our|your|some)\s+)+", _FLAGS)
@@ -459,7 +462,7 @@ class RuleExtractor:
         sentence = ctx.sentence
         inferring = not is_user and bool(P.INFERENCE.search(sentence))
         matches = []
-        for index in (_USER_GATES if is_user else _AGENT_GATES).candidates(fold(sentence)):
+        for index in _gates()[0 if is_user else 1].candidates(fold(sentence)):
             rule = _RULES[index]  # a rule whose gate words the sentence lacks cannot match: not even tried
             if not is_user and (rule.user_only or (not rule.personal and not inferring)):
                 continue  # agent text: second-person templates, or any template when it is inferring
