@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
+
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import CachedEmbedder, EmbeddingCache
 from memlab.events.filters import forget_scans
@@ -37,6 +39,7 @@ class IngestBench:
     write_without_index_seconds: float = float("nan")
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage of the first ingest
     rounds: int = 1  # first ingests measured; the one with the median ratio is reported
+    round_ratios: tuple[float, ...] = ()  # every round's ratio, sorted: their spread is this machine's noise
     model_threads: int = 0  # CPU threads the model ran on (torch's intra-op pool), raw encode and ingest alike
 
     @property
@@ -55,8 +58,17 @@ class IngestBench:
         """Write time the HNSW index added: the write stage with the index minus the same write without it."""
         return self.stages.get("write", float("nan")) - self.write_without_index_seconds
 
+    @property
+    def ratio_quartiles(self) -> tuple[float, float]:
+        """The first and third quartile of the rounds' ratios (both the ratio itself with one round)."""
+        if not self.round_ratios:
+            return (self.ratio, self.ratio)
+        q1, q3 = np.percentile(self.round_ratios, [25, 75])
+        return (float(q1), float(q3))
+
     def as_dict(self) -> dict:
-        out = {k: v for k, v in asdict(self).items() if k != "stages"}
+        out = {k: v for k, v in asdict(self).items() if k not in ("stages", "round_ratios")}
+        out["ratio_q1"], out["ratio_q3"] = self.ratio_quartiles
         out.update({f"{stage}_seconds": self.stages.get(stage, 0.0) for stage in STAGES})
         return {**out, "ratio": self.ratio, "reingest_share": self.reingest_share,
                 "index_upkeep_seconds": self.index_upkeep_seconds}  # fmt: skip
@@ -162,6 +174,7 @@ def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: in
         write_without_index_seconds=without_index.timings.get("write", float("nan")),
         stages={stage: float(report.timings.get(stage, 0.0)) for stage in STAGES},
         rounds=len(trials),
+        round_ratios=tuple(float(t[0]) for t in trials),
     )
 
 

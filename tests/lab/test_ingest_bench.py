@@ -24,11 +24,15 @@ def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, em
     assert bench.rounds == 2 and bench.model_threads == 1 and bench.texts > 100
     assert bench.sessions == len(list(labelled.sessions()))
     assert math.isfinite(bench.ratio) and 0 < bench.ratio < 2
+    assert len(bench.round_ratios) == 2 and list(bench.round_ratios) == sorted(bench.round_ratios)
+    assert any(math.isclose(bench.ratio, r, rel_tol=1e-6) for r in bench.round_ratios), "the median round's"
+    q1, q3 = bench.ratio_quartiles
+    assert bench.round_ratios[0] <= q1 <= q3 <= bench.round_ratios[-1]
     assert bench.reingest_embedded == 0, "a re-ingest of the stored corpus embeds nothing"
     assert 0 < bench.reingest_share < 1
     assert set(bench.stages) == set(STAGES) and bench.stages["embed"] > 0 and bench.stages["write"] > 0
     row = bench.as_dict()
-    assert {"ratio", "reingest_share", "index_upkeep_seconds", "embed_seconds"} <= row.keys()
+    assert {"ratio", "ratio_q1", "ratio_q3", "reingest_share", "index_upkeep_seconds", "embed_seconds"} <= row.keys()
     with store.connection() as conn:
         left = conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s", [BENCH_APP]).fetchone()[0]
     assert left == 0, "the bench's throw-away users are erased"

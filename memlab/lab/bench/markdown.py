@@ -34,7 +34,9 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         f"- **Ingest** (`{ingest['set'].iloc[0] if not ingest.empty else '?'}`): {_f(_get(r, 'ingest.ratio'))} x the "
         "model's raw encode rate on the same "
         f"{int(_get(r, 'ingest.texts')):,} texts ({_f(_get(r, 'ingest.texts_per_s'))} vs "
-        f"{_f(_get(r, 'ingest.raw_encode_texts_per_s'))} texts/s); re-ingest of the stored corpus took "
+        f"{_f(_get(r, 'ingest.raw_encode_texts_per_s'))} texts/s; the median of {int(_get(r, 'ingest.rounds'))} "
+        f"rounds, the middle half of them {_f(_get(r, 'ingest.ratio_q1'))}..{_f(_get(r, 'ingest.ratio_q3'))}); "
+        "re-ingest of the stored corpus took "
         f"{_f(100 * _get(r, 'ingest.reingest_share'))}% of the first ingest's time and embedded "
         f"{int(_get(r, 'ingest.reingest_embedded'))} texts. By ingest set: "
         + ", ".join(f"`{row['set']}` {_f(row['ratio'])} ({int(row['model_threads'])} model threads)"
@@ -57,6 +59,7 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "set": row["set"], "model threads": int(row.model_threads), "texts": int(row.texts),
             "sessions": int(row.sessions), "rounds": int(row.rounds),
             "raw encode texts/s": row.raw_encode_per_s, "ingest texts/s": row.ingest_texts_per_s, "ratio": row.ratio,
+            "ratio q1..q3": f"{_f(row.ratio_q1)}..{_f(row.ratio_q3)}",
             **{f"{s} s": row[f"{s}_seconds"] for s in ("filter", "lookup", "embed", "write")},
             "index upkeep s": row.index_upkeep_seconds, "re-ingest share": row.reingest_share,
         } for _, row in ingest.iterrows()])  # fmt: skip
@@ -64,7 +67,8 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "## Ingest", "",
             "The ingest rate against the model's raw encode rate on the same distinct texts, measured side by side "
             "(the raw encodes just before and after each ingest); with several rounds, the round with the median "
-            "ratio. Seconds per stage: `filter` includes the secret scan; `embed` is the model inside the ingest; "
+            "ratio, and the first to third quartile of the rounds' ratios (`ratio q1..q3`: this machine's noise). "
+            "Seconds per stage: `filter` includes the secret scan; `embed` is the model inside the ingest; "
             "`write` is the COPY with every index's upkeep, of which `index upkeep` is the HNSW index's (the same "
             "writes into a layer without it, subtracted). Stages overlap when the job spans several batches.", "",
             *[f"- `{name}`: {INGEST_SETS.get(name, name)}" for name in dict.fromkeys(ingest["set"])], "",
