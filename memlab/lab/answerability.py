@@ -154,9 +154,12 @@ def distance_cut(run: pd.DataFrame, questions, k: int, target: float = TARGET) -
     return float(round(ok.max_distance.max(), 3)) if len(ok) else None
 
 
-def cut_rates(run: pd.DataFrame, questions, k: int, cutoff: float | None) -> dict[str, float]:
-    """False-memory rate, recall kept and ROC AUC of the first hit's distance as an answerability score."""
-    full = score(run, questions, k=k)
+def cut_rates(
+    run: pd.DataFrame, questions, k: int, cutoff: float | None, *, full: pd.DataFrame | None = None
+) -> dict[str, float]:
+    """False-memory rate, recall kept and ROC AUC of the first hit's distance as an answerability score.
+    `full` is the run's scores without a cut-off (`score(run, questions, k=k)`), if the caller has them."""
+    full = score(run, questions, k=k) if full is None else full
     cut = score(run, questions, k=k, max_distance=cutoff) if cutoff is not None else full
     ans, no = cut[cut.answerable], cut[~cut.answerable]
     base = float(full[full.answerable].recall.sum())
@@ -181,8 +184,9 @@ def curve(run: pd.DataFrame, questions, table: pd.DataFrame, gate: Answerability
     for t in np.linspace(0.0, 1.0, 41):
         fm, kept = gated_rates(p, float(t), y, recall)
         rows.append({"method": "gate", "setting": round(float(t), 3), "false_memory_rate": fm, "recall_kept": kept})
+    full = score(run, questions, k=k)  # the uncut scores every cut-off is measured against, scored once
     for c in np.arange(0.2, 1.31, 0.05):
-        r = cut_rates(run, questions, k, float(c))
+        r = cut_rates(run, questions, k, float(c), full=full)
         rows.append({"method": "distance-cut", "setting": round(float(c), 3),
                      "false_memory_rate": r["false_memory_rate"], "recall_kept": r["recall_kept"]})  # fmt: skip
     return pd.DataFrame(rows)

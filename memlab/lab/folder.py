@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -60,9 +62,13 @@ def save_table(folder: Path, sweep: str, dataset: str, frame: pd.DataFrame) -> P
     return path
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class RunFolder:
     path: Path
+    _memos: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)  # a str from a notebook or the shell works too
@@ -90,12 +96,16 @@ class RunFolder:
     def runs(self, dataset: str) -> dict[str, Run]:
         return {r.system: r for r in self.all_runs if r.dataset == dataset}
 
+    def memo(self, name: str, key: Hashable, compute: Callable[[], T]) -> T:
+        """A result derived from this folder's data, computed once per (name, key) and kept with the folder:
+        the report's sections and the sweeps ask for the same derived tables repeatedly."""
+        if (name, key) not in self._memos:
+            self._memos[(name, key)] = compute()
+        return self._memos[(name, key)]
+
     def questions(self, dataset: str) -> list[Question]:
         """The data set's labelled questions (read once per folder: scorers and sections ask repeatedly)."""
-        cache = self.__dict__.setdefault("_questions", {})
-        if dataset not in cache:
-            cache[dataset] = self._read_questions(dataset)
-        return cache[dataset]
+        return self.memo("questions", dataset, lambda: self._read_questions(dataset))
 
     def _read_questions(self, dataset: str) -> list[Question]:
         frame = pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.questions.parquet")

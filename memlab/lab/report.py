@@ -119,10 +119,7 @@ def against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.Data
     """Every main system's recall@k against plain vector search on the same questions: change, its 95% CI, the
     paired test's p-value, Holm's adjustment over the systems compared, and `real` (adjusted p < 0.05). Computed
     once per data set and folder (the headline and the data set's section both read it)."""
-    cache = folder.__dict__.setdefault("_against_reference", {})
-    if (dataset, k) not in cache:
-        cache[(dataset, k)] = _against_reference(folder, dataset, k)
-    return cache[(dataset, k)]
+    return folder.memo("against_reference", (dataset, k), lambda: _against_reference(folder, dataset, k))
 
 
 def _against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.DataFrame]:

@@ -133,6 +133,16 @@ def test_labels_are_scored_as_written(user_run):
     assert mine.loc["recall@10", "questions"] == 6 and mine.loc["correct_empty_rate", "questions"] == 2
 
 
+def test_a_folder_derives_each_result_once_and_per_key(user_run):
+    folder = lab.RunFolder(user_run)
+    calls: list[str] = []
+    assert folder.memo("t", "a", lambda: calls.append("a") or 1) == 1
+    assert folder.memo("t", "a", lambda: calls.append("again") or 2) == 1, "kept, not computed again"
+    assert folder.memo("t", "b", lambda: calls.append("b") or 3) == 3 and calls == ["a", "b"]
+    assert folder.questions("mine") is folder.questions("mine"), "the labels are read once per folder"
+    assert lab.RunFolder(user_run).memo("t", "a", lambda: 4) == 4, "memos belong to one folder object"
+
+
 def test_report_is_rebuilt_from_the_saved_runs_alone(user_run, tmp_path):
     """Scores and the report come from the folder: a copy scored again gives the same numbers."""
     import shutil

@@ -145,19 +145,19 @@ def _table(folder: RunFolder, dataset: str, system: str) -> pd.DataFrame:
 def _trained(folder: RunFolder, train: str, system: str):
     """(fitted gate, distance cut-off, hit table) from the train data set, computed once per run folder and
     shared by every data set the gate is tested on; None when the train set has no no-answer question."""
-    cache = folder.__dict__.setdefault("_answerability", {})
-    if (train, system) not in cache:
-        table = _table(folder, train, system)
-        if table.answerable.all() or not table.answerable.any():
-            cache[(train, system)] = None
-        else:
-            run, questions = folder.runs(train)[system].frame, folder.questions(train)
-            cache[(train, system)] = (
-                answerability.fit(table, settings=_settings_of(system), source=train),
-                answerability.distance_cut(run, questions, folder.k),
-                answerability.hit_table(run, questions, folder.k),
-            )
-    return cache[(train, system)]
+    return folder.memo("answerability", (train, system), lambda: _train(folder, train, system))
+
+
+def _train(folder: RunFolder, train: str, system: str):
+    table = _table(folder, train, system)
+    if table.answerable.all() or not table.answerable.any():
+        return None
+    run, questions = folder.runs(train)[system].frame, folder.questions(train)
+    return (
+        answerability.fit(table, settings=_settings_of(system), source=train),
+        answerability.distance_cut(run, questions, folder.k),
+        answerability.hit_table(run, questions, folder.k),
+    )
 
 
 def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
