@@ -38,7 +38,6 @@ class IngestBench:
     reingest_embedded: int = 0
     write_without_index_seconds: float = float("nan")
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage of the first ingest
-    rounds: int = 1  # first ingests measured; the one with the median ratio is reported
     round_ratios: tuple[float, ...] = ()  # every round's ratio, sorted: their spread is this machine's noise
     model_threads: int = 0  # CPU threads the model ran on (torch's intra-op pool), raw encode and ingest alike
 
@@ -59,6 +58,11 @@ class IngestBench:
         return self.stages.get("write", float("nan")) - self.write_without_index_seconds
 
     @property
+    def rounds(self) -> int:
+        """First ingests measured; the one with the median ratio is reported."""
+        return max(1, len(self.round_ratios))
+
+    @property
     def ratio_quartiles(self) -> tuple[float, float]:
         """The first and third quartile of the rounds' ratios (both the ratio itself with one round)."""
         if not self.round_ratios:
@@ -68,6 +72,7 @@ class IngestBench:
 
     def as_dict(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if k not in ("stages", "round_ratios")}
+        out["rounds"] = self.rounds
         out["ratio_q1"], out["ratio_q3"] = self.ratio_quartiles
         out.update({f"{stage}_seconds": self.stages.get(stage, 0.0) for stage in STAGES})
         return {**out, "ratio": self.ratio, "reingest_share": self.reingest_share,
@@ -173,7 +178,6 @@ def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: in
         reingest_embedded=reingest_embedded,
         write_without_index_seconds=without_index.timings.get("write", float("nan")),
         stages={stage: float(report.timings.get(stage, 0.0)) for stage in STAGES},
-        rounds=len(trials),
         round_ratios=tuple(float(t[0]) for t in trials),
     )
 

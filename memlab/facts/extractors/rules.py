@@ -58,6 +58,8 @@ def _gates() -> tuple[Gates, Gates]:
     """Which rules may match a user's sentence, and an agent's (second-person templates): derived from the
     rules' regexes on the first extraction, not at import (`import memlab` imports this module)."""
     return Gates([required_words(r.first) for r in _RULES]), Gates([required_words(r.second) for r in _RULES])
+
+
 _NAME_WORD = re.compile(P.NAME)
 _SPLIT_LIST = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|\band\b|\bor\b|&)\s*", _FLAGS)
 _LEADING = re.compile(r"^(?:(?:the|a|an|my|our|your|some)\s+)+", _FLAGS)

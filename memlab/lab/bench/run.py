@@ -214,13 +214,14 @@ def run_bench(
     for position, (name, threads) in enumerate(runs):
         sessions, rounds = ingest_set(name)
         ingest = measure_ingest(store, model, sessions, rounds=rounds, threads=threads)
-        rows.append({"set": name, **ingest.as_dict()})
+        row = ingest.as_dict()
+        rows.append({"set": name, **row})
         key = f"ingest.{name}" + (".spare_core" if threads is not None else "")
         keys = [key] + (["ingest"] if position == 0 else [])
         for key in keys:
             results.update({
-                f"{key}.ratio": ingest.ratio, f"{key}.ratio_q1": ingest.ratio_quartiles[0],
-                f"{key}.ratio_q3": ingest.ratio_quartiles[1], f"{key}.texts": ingest.texts,
+                f"{key}.ratio": ingest.ratio, f"{key}.ratio_q1": row["ratio_q1"], f"{key}.ratio_q3": row["ratio_q3"],
+                f"{key}.texts": ingest.texts,
                 f"{key}.texts_per_s": ingest.ingest_texts_per_s,
                 f"{key}.raw_encode_texts_per_s": ingest.raw_encode_per_s,
                 f"{key}.units_per_s": ingest.ingest_units_per_s, f"{key}.seconds": ingest.ingest_seconds,
