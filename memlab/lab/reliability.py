@@ -45,7 +45,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ from psycopg import sql
 
 import memlab
 from memlab.events import secrets as secret_scan
+from memlab.lab.probes.family import Family
 
 # -- sizes ------------------------------------------------------------------------------------------------------
 
@@ -83,37 +84,6 @@ SIZES: dict[str, Size] = {
                  ("app", "App", "app ", "ap_", "app%"), 8, 2, 6, 6, 60, 8, 6),
 }  # fmt: skip
 SECRET_GOALS = {"held_out_caught": (">=", 0.95), "ordinary_flagged": ("<=", 0.10)}
-
-
-@dataclass
-class Family:
-    """One family's figures; `must_be_zero` and `goals` name the figures that decide the verdict."""
-
-    name: str
-    figures: dict[str, Any] = field(default_factory=dict)
-    must_be_zero: list[str] = field(default_factory=list)
-    goals: dict[str, tuple[str, float]] = field(default_factory=dict)
-    found: list[str] = field(default_factory=list)  # what broke, precisely (first few)
-    notes: list[str] = field(default_factory=list)
-    known_issues: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def add(self, name: str, value: int = 1) -> None:
-        self.figures[name] = self.figures.get(name, 0) + value
-
-    def problem(self, figure: str, detail: str) -> None:
-        self.add(figure)
-        if len(self.found) < 20:
-            self.found.append(f"{figure}: {detail}")
-
-    def failures(self) -> list[str]:
-        out = [f"{self.name}.{k} = {self.figures.get(k, 0)} (must be 0)" for k in self.must_be_zero
-               if self.figures.get(k, 0)]  # fmt: skip
-        for key, (op, bound) in self.goals.items():
-            value = self.figures.get(key)
-            if value is None or not (value >= bound if op == ">=" else value <= bound):
-                out.append(f"{self.name}.{key} = {value} (goal {op} {bound})")
-        return out
 
 
 def _embedder() -> memlab.Embedder:
