@@ -57,6 +57,7 @@ from memlab.facts.render import (
     render_fact,
 )
 from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
+from memlab.redact import install_log_redaction as _install_log_redaction
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
@@ -77,6 +78,8 @@ from memlab.types import (
 )
 
 __version__ = "0.1.0"
+
+_install_log_redaction()  # every memlab log record passes the redactor (memlab.redact), lazily made loggers too
 
 __all__ = [
     "DEFAULT_MODEL_ID",

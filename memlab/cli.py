@@ -27,8 +27,11 @@ Command = TypeVar("Command", bound=Callable[..., object])
 
 
 def fail(message: object) -> NoReturn:
-    """A user error: one line on the terminal (never wrapped, no traceback) and exit code 2."""
-    text = " ".join(str(message).split())
+    """A user error: one line on the terminal (never wrapped, no traceback) and exit code 2. The line passes the
+    redactor every memlab message passes (an error may echo a DSN password or an Authorization header)."""
+    from memlab.redact import redact
+
+    text = " ".join(redact(message).split())
     console.print(f"[red]error:[/] {text}", soft_wrap=True, markup=True, highlight=False)
     raise typer.Exit(2)
 

@@ -35,8 +35,10 @@ def configured_dsn(dsn: str | None = None) -> str | None:
         psycopg.conninfo.conninfo_to_dict(value)
     except psycopg.ProgrammingError as exc:
         source = "the dsn given" if dsn is not None else DSN_ENV
-        # The value is not repeated: a connection string may hold a password.
-        problem = str(exc).replace(value, "<dsn>").splitlines()[0]
+        # The value is not repeated, and the parser's complaint may quote any part of it (the password token).
+        from memlab.redact import dsn_secrets, redact
+
+        problem = redact(str(exc).replace(value, "<dsn>").splitlines()[0], known=dsn_secrets(value))
         raise ConfigError(
             f"{source} is not a PostgreSQL connection string ({problem}); use a URL such as "
             "postgresql://user:password@host:5432/dbname or key=value pairs such as 'host=localhost dbname=memlab', "

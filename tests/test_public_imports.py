@@ -77,6 +77,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_scaling_sql.py", "memlab.storage"): "runs docs/scaling.md's SQL beside the unit table's",
     ("tests/storage/test_scaling_sql.py", "memlab.storage.schema"): "creates a partitioned copy of the unit table",
     ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",
+    ("tests/test_leaks.py", "memlab.redact"): "unit test of the one redactor behind errors, logs and run folders",
     ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
 }
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import ConfigError, DimensionError, EmbeddingEndpointError
+from memlab.redact import redact
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_DELAY = 8.0  # seconds; bounds a server's Retry-After so a call never hangs for minutes
@@ -220,7 +221,7 @@ class OpenAICompatibleEmbedder:
             try:
                 return json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                text = raw[:DETAIL_CHARS].decode("utf-8", "replace")
+                text = _redact(raw.decode("utf-8", "replace"), key)[:DETAIL_CHARS]
                 raise EmbeddingEndpointError(
                     f"{self.url} did not answer with JSON ({exc}); is base_url the API root (…/v1)? Reply: {text!r}"
                 ) from None
@@ -257,9 +258,10 @@ def _check_int(name: str, value: object, *, minimum: int) -> None:
 
 
 def _redact(text: str, key: str) -> str:
-    """Servers sometimes echo the key they refused; never let it reach an error message."""
-    return text.replace(key, "***") if key else text
+    """Servers sometimes echo the key they refused (or the whole Authorization header, or anything else): the
+    text passes memlab's redactor, which also knows the key sent, before it is cut to length."""
+    return redact(text, [key] if key else [])
 
 
 def _clip(value: object) -> str:
-    return repr(value)[:DETAIL_CHARS]
+    return redact(repr(value))[:DETAIL_CHARS]

@@ -17,7 +17,6 @@ entries of the texts it deletes, and with `vacuum=True` VACUUMs the touched tabl
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import Counter
@@ -38,6 +37,7 @@ from memlab.events.answerability import AnswerabilityGate
 from memlab.events.fusion import apply_time, cap_per_session, fuse, prefer_author
 from memlab.events.renderings import check_rendering, render_query, render_units, rendered_layer
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
+from memlab.redact import get_logger
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import (
@@ -57,7 +57,7 @@ from memlab.types import (
 if TYPE_CHECKING:
     from memlab.facts.extractors.base import Extractor
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)  # redacts secrets in its records (memlab.redact)
 
 GATE_COUNT_LIMIT = 1_000_000  # the gate reads log(memory size): counting further changes nothing it can see
 # `auto` reads a user's unit count and tenant index (one round trip) to pick a strategy; it keeps what it read

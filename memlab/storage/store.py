@@ -25,6 +25,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
+from memlab.redact import dsn_secrets, redact
 from memlab.storage import policy
 from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
@@ -290,7 +291,15 @@ class Store:
             self._suspect = False
         old.close(timeout=1.0)  # connections still checked out elsewhere are closed when returned
 
+    def _safe(self, message: str) -> str:
+        """An error message through memlab's redactor, which also knows this DSN's password: a server's or
+        libpq's complaint may quote any part of the DSN."""
+        return redact(message, known=dsn_secrets(self.dsn))
+
     def _cannot_connect(self, exc: BaseException | None) -> str:
+        return self._safe(self._cannot_connect_text(exc))
+
+    def _cannot_connect_text(self, exc: BaseException | None) -> str:
         detail = _first_line(exc) if exc is not None else "no connection"
         if self.home is not None:
             pgdata = self.home / "pgdata"
@@ -306,6 +315,9 @@ class Store:
         )
 
     def _lost_message(self, exc: BaseException) -> str:
+        return self._safe(self._lost_text(exc))
+
+    def _lost_text(self, exc: BaseException) -> str:
         if self.home is not None:
             return (
                 f"The connection to the embedded PostgreSQL in {self.home / 'pgdata'} was lost during this call: "
@@ -494,10 +506,10 @@ def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store
         with psycopg.connect(store.dsn, autocommit=True, connect_timeout=_connect_timeout(store.timeout)) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     except psycopg.Error as exc:
-        raise DatabaseUnavailableError(
+        raise DatabaseUnavailableError(store._safe(
             f"Cannot create a scratch database for this run on {_redact(store.dsn)}: {str(exc).strip()}. "
             "Fix: grant CREATEDB to this role, or use the embedded PostgreSQL (unset MEMLAB_DSN)."
-        ) from exc
+        )) from exc
     scratch = None
     try:
         scratch = Store(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 
@@ -16,6 +17,7 @@ from memlab.errors import ConfigError, MemlabError
 from memlab.facts.extractors.base import basis_for
 from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
+from memlab.redact import redact
 from memlab.types import Event
 
 FACTS_SCHEMA = {
@@ -58,7 +60,11 @@ Answer with JSON only: {{"facts": [...]}}."""
 
 
 class ExtractionError(MemlabError):
-    """The endpoint failed or its reply could not be parsed."""
+    """The endpoint failed or its reply could not be parsed. The message passes memlab's redactor: a server may
+    echo the Authorization header, a reply may quote anything."""
+
+    def __init__(self, message: object, known: Sequence[str] = ()) -> None:
+        super().__init__(redact(message, known))
 
 
 class LlmExtractor:
@@ -79,6 +85,12 @@ class LlmExtractor:
         self.base_url = (base_url or os.environ.get("MEMLAB_LLM_BASE_URL") or "").rstrip("/")
         self.model = model or os.environ.get("MEMLAB_LLM_MODEL") or ""
         self.api_key = api_key or os.environ.get("MEMLAB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
+        if urllib.parse.urlsplit(self.base_url).username is not None or "@" in urllib.parse.urlsplit(
+                self.base_url).netloc:  # fmt: skip
+            raise ConfigError(
+                "the LLM base URL must not hold a user:password@ part (it would end up in messages and logs): give "
+                "the key as api_key= or in MEMLAB_LLM_API_KEY / OPENAI_API_KEY."
+            )
         if not self.base_url or not self.model:
             raise ConfigError(
                 "LlmExtractor needs a base URL and a model: pass base_url=/model= (memlab eval --llm-base-url "
@@ -118,14 +130,16 @@ class LlmExtractor:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.loads(response.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
-            raise ExtractionError(f"{self.base_url}: HTTP {exc.code} from the chat endpoint: {detail}") from exc
+            detail = redact(exc.read().decode("utf-8", "replace"), [self.api_key])[:300]  # redacted, then cut
+            raise ExtractionError(f"{self.base_url}: HTTP {exc.code} from the chat endpoint: {detail}",
+                                  [self.api_key]) from exc
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             raise ExtractionError(
-                f"{self.base_url}: cannot reach the chat endpoint ({exc}). Start the server or fix --llm-base-url."
-            ) from exc
+                f"{self.base_url}: cannot reach the chat endpoint ({exc}). Start the server or fix --llm-base-url.",
+                [self.api_key]) from exc
         except json.JSONDecodeError as exc:
-            raise ExtractionError(f"{self.base_url}: the endpoint did not answer with JSON ({exc}).") from exc
+            raise ExtractionError(f"{self.base_url}: the endpoint did not answer with JSON ({exc}).",
+                                  [self.api_key]) from exc
 
     def extract(
         self,
@@ -139,7 +153,9 @@ class LlmExtractor:
         try:
             content = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
-            raise ExtractionError(f"{self.base_url}: reply has no choices[0].message.content: {reply!r:.300}") from exc
+            raise ExtractionError(f"{self.base_url}: reply has no choices[0].message.content: "
+                                  f"{redact(repr(reply), [self.api_key])[:300]}",
+                                  [self.api_key]) from exc
         return parse_facts(content, events, session_id, source=self.base_url)
 
 
@@ -151,17 +167,19 @@ def parse_facts(content: str, events: Sequence[Event], session_id: str, *, sourc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ExtractionError(f"{source}: the model's reply is not valid JSON ({exc.msg}): {text[:200]!r}") from exc
+        raise ExtractionError(f"{source}: the model's reply is not valid JSON ({exc.msg}): {redact(text)[:200]!r}"
+                              ) from exc
     facts = data.get("facts") if isinstance(data, dict) else None
     if not isinstance(facts, list):
-        raise ExtractionError(f"{source}: the reply has no 'facts' list: {text[:200]!r}")
+        raise ExtractionError(f"{source}: the reply has no 'facts' list: {redact(text)[:200]!r}")
     by_id = {e.id: e for e in events}
     out = []
     for i, item in enumerate(facts):
         if not isinstance(item, dict) or not all(
             isinstance(item.get(k), str) for k in ("subject", "predicate", "value", "quote")
         ):
-            raise ExtractionError(f"{source}: facts[{i}] lacks string subject/predicate/value/quote: {item!r:.200}")
+            raise ExtractionError(f"{source}: facts[{i}] lacks string subject/predicate/value/quote: "
+                                  f"{redact(repr(item))[:200]}")
         event = by_id.get(str(item.get("event_id", ""))) or next(
             (e for e in events if item["quote"] and item["quote"] in (e.text or "")), None
         )

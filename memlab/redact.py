@@ -1,0 +1,220 @@
+"""One redactor for every message memlab shows or writes: error messages, log records, the CLI's error line, and
+(through `memlab.lab`) every file of a run folder.
+
+Errors echo what they were given: a malformed DSN's parser quotes the password token, a server that refuses a key
+may echo the Authorization header, a URL may carry user:password@. Each of those places used to hide its own
+secret its own way and missed the others; here one function hides them all:
+
+- secrets the caller knows (the DSN's password, the API key sent), in their raw, percent- and JSON-encoded forms;
+- passwords in URLs (scheme://user:PASSWORD@host), in key=value and "key": "value" forms (password, pwd,
+  token, api_key, secret ...), and in Authorization / Bearer / api-key headers;
+- anything else the secret filter (`memlab.events.secrets.find_secrets`, the same filter events pass through)
+  flags: the smallest flagged part is replaced, and a text it cannot narrow down is withheld whole.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import urllib.parse
+from collections.abc import Iterable
+
+HIDDEN = "***"
+REDACTED = "[redacted]"
+WITHHELD = "[withheld: looks like a credential]"
+MIN_KNOWN = 4  # shorter "secrets" would blank ordinary letters; the patterns below still catch them in context
+_MAX_NARROW_TOKENS = 400  # a flagged line with more words than this is withheld rather than narrowed word by word
+
+# Values that are placeholders in memlab's own guidance ("postgresql://user:password@host"), not secrets.
+_PLACEHOLDERS = frozenset({"", "password", "passwd", "secret", "token", "***", "xxx", "...", "<password>",
+                           "<secret>", "<token>", "<key>", "key", "your-key", "[redacted]"})  # fmt: skip
+
+_SCHEME_PASSWORD = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^\s:/@?#\"'<>]*:)(?P<v>[^\s\"'<>]*)(?=@)", re.I)
+_KEYS = (r"pgpassword|password|passwd|passphrase|pwd|secret|client[_-]?secret|(?:access|refresh|auth|id|api)[_-]?token"
+         r"|token|api[_-]?key|apikey|x-api-key|private[_-]?key|sslpassword")  # fmt: skip
+# key=value ends at a space (libpq, query strings); "key: value" in text runs to the end of its clause, so a
+# passphrase of several words is hidden whole
+_QUOTED = r"'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?"
+_KEY_EQUALS = re.compile(rf"(?P<head>(?<![\w-])[\"']?(?:{_KEYS})[\"']?\s*=\s*)(?P<v>{_QUOTED}|[^\s\"'&,;}}\]]+)", re.I)
+_KEY_COLON = re.compile(rf"(?P<head>(?<![\w-])[\"']?(?:{_KEYS})[\"']?[ \t]*:[ \t]*)"
+                        rf"(?P<v>{_QUOTED}|[^\s\"'&,;}}\]][^\n\"'&,;}}\]]*)", re.I)  # fmt: skip
+_AUTH_HEADER = re.compile(
+    r"(?P<head>(?<![\w-])[\"']?(?:proxy-)?authorization[\"']?\s*(?:=|:)\s*[\"']?(?:(?:bearer|basic|token|digest|"
+    r"apikey|key|sso-key)\s+)?)(?P<v>[^\s\"',;}\]]+)", re.I)  # fmt: skip
+_BEARER = re.compile(r"(?P<head>\b(?P<scheme>bearer|basic)\s+)(?P<v>[A-Za-z0-9._~+/=-]{8,})", re.I)
+
+
+def dsn_secrets(dsn: str | None) -> list[str]:
+    """The passwords a PostgreSQL DSN holds (URL userinfo, ?password=, password=...), read leniently so a DSN
+    the parser refuses still gives them up: its error message may quote them."""
+    if not dsn:
+        return []
+    found: list[str] = []
+    text = str(dsn)
+    scheme = re.match(r"\s*[a-z][a-z0-9+.-]*://", text, re.I)
+    if scheme:
+        rest = text[scheme.end():]
+        authority = rest.rsplit("@", 1)[0] if "@" in rest else ""
+        if ":" in authority:
+            found.append(authority.split(":", 1)[1])
+        found += [m.group(1) for m in re.finditer(r"[?&](?:ssl)?password=([^&#]*)", rest, re.I)]
+    for m in re.finditer(r"(?<![\w-])(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)", text, re.I):
+        value = m.group(1)
+        found.append(value)
+        if value.startswith("'"):
+            found.append(value.strip("'").replace("\\'", "'").replace("\\\\", "\\"))
+    return [v for v in dict.fromkeys(found) if v]
+
+
+def _forms(secret: str) -> list[str]:
+    """A secret as it may be echoed: raw, percent-decoded and -encoded, JSON- and repr-escaped; and each long run
+    of letters and digits in it, which survives any other encoding."""
+    forms = {secret, urllib.parse.unquote(secret), urllib.parse.quote(secret, safe=""), urllib.parse.quote(secret),
+             urllib.parse.quote_plus(secret), json.dumps(secret)[1:-1], repr(secret)[1:-1],
+             *re.findall(r"[^\W_]{6,}", secret)}  # fmt: skip
+    return sorted((f for f in forms if len(f) >= MIN_KNOWN), key=len, reverse=True)
+
+
+def _hide_known(text: str, known: Iterable[str]) -> str:
+    for secret in sorted({f for k in known if k for f in _forms(str(k))}, key=len, reverse=True):
+        text = text.replace(secret, HIDDEN)
+    return text
+
+
+def _credential_after_scheme(match: re.Match) -> bool:
+    """`Bearer X` / `Basic X` in running text: X is a token (digits or symbols in it) or base64 of user:password,
+    not a word ("Basic authentication", "Bearer tokens")."""
+    value = match.group("v")
+    if match.group("scheme").lower() == "basic":
+        try:
+            return ":" in base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return False
+    return bool(re.search(r"[\d._~+/=-]", value)) or not value.isalpha() or value[1:] != value[1:].lower()
+
+
+def _hide(match: re.Match) -> str:
+    value = match.group("v")
+    if "scheme" in match.groupdict() and match.group("scheme") and not _credential_after_scheme(match):
+        return match.group(0)
+    quote = value[0] if value[:1] in "'\"" else ""
+    bare = value.strip("'\"")
+    if bare.lower() in _PLACEHOLDERS or bare.startswith(("<", "$", "%(")) or not bare:
+        return match.group(0)
+    return f"{match.group('head')}{quote}{HIDDEN}{quote if value.endswith(quote) and len(value) > 1 else ''}"
+
+
+def redact_patterns(text: str, known: Iterable[str] = ()) -> str:
+    """Known secrets and secrets in their usual wrappings (URL userinfo, key=value, auth headers) hidden; cheap
+    (no secret filter)."""
+    text = _hide_known(text, known)
+    for pattern in (_SCHEME_PASSWORD, _AUTH_HEADER, _BEARER, _KEY_EQUALS, _KEY_COLON):
+        text = pattern.sub(_hide, text)
+    return text
+
+
+def _flagged(text: str) -> bool:
+    from memlab.events.secrets import find_secrets  # lazily: the memory package imports this module early
+
+    return bool(find_secrets(text))
+
+
+def _narrow(line: str) -> str:
+    """`line` (flagged) with its credential replaced: first every word that is a credential by itself; then, for
+    one that is a credential only in context ("my password is correct horse battery staple"), the shortest tail
+    of the line whose removal clears it (a secret follows the word that introduces it); else WITHHELD."""
+    parts = re.split(r"(\s+)", line)
+    if len(parts) // 2 + 1 > _MAX_NARROW_TOKENS:
+        return WITHHELD
+    for i in range(0, len(parts), 2):
+        if parts[i] and _flagged(parts[i]):
+            parts[i] = REDACTED
+    if not _flagged("".join(parts)):
+        return "".join(parts)
+    for i in range(len(parts) - 1 - (len(parts) - 1) % 2, 0, -2):
+        head = "".join(parts[:i])
+        if parts[i] and not _flagged(head):
+            return f"{head}{REDACTED}"
+    return WITHHELD
+
+
+def redact_flagged(text: str) -> str:
+    """`text` as the secret filter lets it pass: flagged lines narrowed to the flagged words; withheld whole when
+    even that still trips the filter (a secret spread over lines)."""
+    if not text or not _flagged(text):
+        return text
+    lines = [_narrow(line) if _flagged(line) else line for line in text.split("\n")]
+    joined = "\n".join(lines)
+    return WITHHELD if _flagged(joined) else joined
+
+
+def redact(text: object, known: Iterable[str] = ()) -> str:
+    """`text` (any object, as str) fit to show, log or write: known secrets, URL/DSN passwords, auth headers and
+    whatever the secret filter flags are hidden."""
+    return redact_flagged(redact_patterns(str(text), known))
+
+
+def redact_error(exc: BaseException, known: Iterable[str] = ()) -> str:
+    """An exception's message, redacted (its type name when it has none)."""
+    return redact(str(exc) or type(exc).__name__, known)
+
+
+# -- logging -----------------------------------------------------------------------------------------------------
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record's message (arguments merged in) through `redact` before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record: leave it to logging's own error path
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            if redact(str(exc)) != str(exc):  # the traceback would print the secret: keep the type only
+                record.msg = f"{clean} ({type(exc).__name__}: {redact(str(exc))})"
+                record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def get_logger(name: str) -> logging.Logger:
+    """memlab's loggers, each with the redacting filter (a logger's filters see only its own records, so the
+    filter goes on every memlab logger, not only on the "memlab" parent)."""
+    logger = logging.getLogger(name)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger
+
+
+def install_log_redaction() -> None:
+    """Redact every record of a memlab logger, including loggers a module makes later with plain
+    `logging.getLogger`: the filter goes on the memlab loggers that exist now, and the log-record factory (the
+    one in place, chained) runs it on any record whose logger name starts with "memlab". Idempotent."""
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and _is_memlab(name):
+            get_logger(name)
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "memlab_redacts", False):
+        return
+
+    def factory(*args, **kwargs) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if _is_memlab(record.name):
+            _FILTER.filter(record)
+        return record
+
+    factory.memlab_redacts = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
+def _is_memlab(name: str) -> bool:
+    return name == "memlab" or name.startswith("memlab.")

@@ -1,0 +1,183 @@
+"""Secrets never reach an error message, a log line or the CLI's error line (issue 22, items 13 and 14).
+
+Every path that echoes what it was given is tried with a marker secret: a DSN the parser refuses (it quotes the
+password token), a DSN whose server is unreachable, an endpoint that answers 401 (or 200) and echoes the
+Authorization header back, a base_url carrying user:password@, a log record holding a DSN. The endpoints are
+tiny HTTP servers on 127.0.0.1 started by the test."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import pkgutil
+import threading
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from typer.testing import CliRunner
+
+import memlab
+import memlab.redact as redaction
+from memlab.cli import app
+
+MARK = "Zq7MarkerSecret"  # part of every planted secret: it must appear nowhere
+
+MALFORMED_DSNS = [
+    f"postgresql://u:Pa%ZZw0rd{MARK}@localhost/db",  # invalid percent-encoding: the parser quotes the token
+    f"postgresql://u:pa ss{MARK}@localhost/db",  # a space: "unexpected spaces found in ..."
+    f"postgresql://u:{MARK}@[::1/db",  # an unclosed IPv6 host: the parser quotes the whole URI
+    f"postgres://u:{MARK}%G1@h:5432/db?sslmode=require",
+    f"host=localhost password='{MARK} dbname=x",  # an unterminated quote
+    f"host=localhost password={MARK}%ZZ dbname=a b",  # a word without '='
+]
+
+
+@pytest.mark.parametrize("dsn", MALFORMED_DSNS)
+def test_a_malformed_dsn_is_refused_without_its_password(dsn, monkeypatch):
+    with pytest.raises(memlab.ConfigError) as err:
+        memlab.configured_dsn(dsn)
+    assert MARK not in str(err.value) and "connection string" in str(err.value)
+    monkeypatch.setenv("MEMLAB_DSN", dsn)
+    with pytest.raises(memlab.ConfigError) as err:
+        memlab.configured_dsn()
+    assert MARK not in str(err.value)
+
+
+def test_the_cli_error_line_holds_no_dsn_password(tmp_path):
+    runner = CliRunner()
+    for dsn in MALFORMED_DSNS[:3]:
+        result = runner.invoke(app, ["eval", "--suite", "fixtures", "--dsn", dsn, "--out", str(tmp_path / "x")])
+        assert result.exit_code == 2, result.output
+        assert MARK not in result.output and "error:" in result.output
+
+
+def test_an_unreachable_dsn_with_a_password_is_named_without_it(monkeypatch):
+    dsn = f"postgresql://memlab:{MARK}@127.0.0.1:1/memlab"
+    with pytest.raises(memlab.DatabaseUnavailableError) as err:
+        memlab.open_store(dsn, timeout=1)
+    assert MARK not in str(err.value) and "127.0.0.1" in str(err.value)
+    assert MARK not in str(err.value.__cause__ or "")
+    monkeypatch.setenv("MEMLAB_DB_TIMEOUT", "1")
+    result = CliRunner().invoke(app, ["bench", "--dsn", dsn])
+    assert result.exit_code == 2 and MARK not in result.output and "127.0.0.1" in result.output, result.output
+
+
+class EchoServer:
+    """An OpenAI-compatible endpoint that answers `status` and echoes the request's headers in its body."""
+
+    def __init__(self, status: int) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.dumps({"echo": self.headers.get("Authorization"), "error": "invalid key",
+                                   "headers": dict(self.headers)}).encode()  # fmt: skip
+                self.send_response(outer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.status = status
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(params=[401, 200], ids=["401", "200-without-the-expected-reply"])
+def echo(request):
+    server = EchoServer(request.param)
+    yield server
+    server.server.shutdown()
+
+
+def test_the_llm_extractor_never_echoes_the_authorization_header(echo):
+    key = f"sk-test-{MARK}-0123456789abcdef"
+    extractor = memlab.LlmExtractor(base_url=echo.url, model="m", api_key=key)
+    event = memlab.Event(id="e1", author="user", text="I live in Lisbon.", timestamp=datetime(2026, 3, 1, tzinfo=UTC))
+    with pytest.raises(memlab.ExtractionError) as err:
+        extractor.extract([event], session_id="s", registry=memlab.default_registry())
+    assert MARK not in str(err.value) and echo.url in str(err.value)
+
+
+def test_the_embedder_never_echoes_the_authorization_header(echo, monkeypatch):
+    monkeypatch.setenv("LEAK_TEST_KEY", f"sk-test-{MARK}-0123456789abcdef")
+    embedder = memlab.OpenAICompatibleEmbedder(echo.url, "m", api_key_env="LEAK_TEST_KEY", retries=0)
+    with pytest.raises(memlab.EmbeddingEndpointError) as err:
+        embedder.embed_query("hello")
+    assert MARK not in str(err.value) and echo.url in str(err.value)
+
+
+def test_a_base_url_with_a_password_is_refused_without_echoing_it():
+    url = f"http://user:{MARK}@127.0.0.1:1/v1"
+    with pytest.raises(memlab.ConfigError) as err:
+        memlab.LlmExtractor(base_url=url, model="m")
+    assert MARK not in str(err.value)
+    with pytest.raises(memlab.ConfigError) as err:
+        memlab.OpenAICompatibleEmbedder(url, "m")
+    assert MARK not in str(err.value)
+
+
+def test_an_unreachable_llm_endpoint_with_a_key_in_its_query_is_named_without_it():
+    extractor = memlab.LlmExtractor(base_url=f"http://127.0.0.1:1/v1?api_key={MARK}", model="m", timeout=2)
+    with pytest.raises(memlab.ExtractionError) as err:
+        extractor._post({})
+    assert MARK not in str(err.value) and "127.0.0.1" in str(err.value)
+
+
+def test_every_memlab_logger_redacts(caplog):
+    for module in pkgutil.walk_packages(memlab.__path__, "memlab."):
+        if not module.name.startswith(("memlab.lab.", "memlab.cli")):
+            importlib.import_module(module.name)
+    names = [n for n, lg in logging.Logger.manager.loggerDict.items()
+             if isinstance(lg, logging.Logger) and (n == "memlab" or n.startswith("memlab."))]  # fmt: skip
+    assert names, "memlab has loggers"
+    for name in names:
+        logger = logging.getLogger(name)
+        with caplog.at_level(logging.WARNING, logger=name):
+            logger.warning("cannot reach %s with header %s", f"postgresql://u:{MARK}@h/db",
+                           {"Authorization": f"Bearer {MARK}xyz"})  # fmt: skip
+        assert MARK not in caplog.text, f"logger {name} let a secret through"
+        caplog.clear()
+
+
+@pytest.mark.parametrize("text", [
+    f"postgresql://alice:{MARK}@db.example.com:5432/app",
+    f"host=db password={MARK} dbname=app",
+    f"host=db password='{MARK} x' dbname=app",
+    f"?sslmode=require&password={MARK}",
+    f"Authorization: Bearer {MARK}",
+    f"{{'Authorization': 'Basic {MARK}'}}",
+    f'{{"headers": {{"authorization": "Token {MARK}"}}}}',
+    f"x-api-key: {MARK}",
+    f'{{"api_key": "{MARK}"}}',
+    f"the wifi password: correct horse {MARK} staple",
+    f"my token is ghp_{MARK}aaaaaaaaaaaaaaaaaaaaaaa",
+])  # fmt: skip
+def test_the_redactor_hides_each_form(text):
+    assert MARK not in redaction.redact(text)
+
+
+def test_the_redactor_hides_known_secrets_in_every_encoding():
+    secret = f"p@ss {MARK}/é"
+    echoed = f"raw {secret} url {secret.replace(' ', '%20')} json {json.dumps(secret)} repr {secret!r}"
+    import urllib.parse
+
+    echoed += f" quoted {urllib.parse.quote(secret, safe='')} plus {urllib.parse.quote_plus(secret)}"
+    assert MARK not in redaction.redact(echoed, known=[secret])
+
+
+@pytest.mark.parametrize("text", [
+    "use a URL such as postgresql://user:password@host:5432/dbname",
+    "HTTP Basic authentication failed for user bob",
+    "recall@10 0.531 on 2,000 questions; trace 4bf92f3577b34da6a3ce929d0e0e4736",
+    "password authentication failed for user \"memlab\"",
+])  # fmt: skip
+def test_the_redactor_leaves_ordinary_messages_alone(text):
+    assert redaction.redact(text) == text
