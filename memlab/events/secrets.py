@@ -4,7 +4,8 @@ Two sources of findings. detect-secrets' shape plugins, built once and called di
 process-wide settings that `transient_settings` swaps on every call, which raced under threads (exceptions, and
 scans that silently found nothing in a known key). And memlab's own detectors for what those plugins miss in
 conversation: newer token formats, URL credentials, auth headers, config assignments, passwords and passphrases in
-prose, one-time and recovery codes, card numbers (Luhn) and IBANs (mod 97).
+prose (in English and the other common European languages: memlab.events.secret_shapes), base64 values that decode
+to a private key or a Basic `user:password`, one-time and recovery codes, card numbers (Luhn) and IBANs (mod 97).
 
 Scanning fails closed: if anything goes wrong while scanning, the text is reported as holding a secret, so it is
 never stored silently. `secret_filter_rates` measures the filter on fixtures/secrets (caught share of credentials,
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+
+from memlab.events import secret_shapes as shapes
 
 SCAN_FAILED = "Scan failed (treated as a secret)"
 I = re.IGNORECASE  # noqa: E741
@@ -311,7 +314,31 @@ def _config_value(match: re.Match) -> bool:
         return False  # "authentication: Requiring" is prose; "password: hunter2", DB_PASSWORD=postgres are not
     if re.search(r"PASS|PWD|SECRET|CREDENTIAL|AUTH", name.upper()):
         return len(value) >= 4 and (len(value) >= 8 or any(not c.isalpha() for c in value))
+    if _UUID.fullmatch(value):  # a uuid is an id, unless the name says key or token (HEROKU_API_KEY=<uuid>)
+        return _NOT_SECRET_NAME.search(name) is None
     return _token_like(value)
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Names holding KEY or TOKEN whose values are ids, not credentials.
+_NOT_SECRET_NAME = re.compile(
+    r"idempoten|cache|partition|sort_?key|primary|foreign|routing|object_?key|dedup|public|publishable|key_?ids?\b"
+    r"|row_?key|shard|hash_?key|lookup|site_?key|key_?name|key_?path|key_?file|s3_?key|bucket|request|trace",
+    I,
+)
+_ID_WORDS = re.compile(
+    r"\b(?:ids?|uuid|identifier|idempoten\w*|request|trace|correlation|span|tenant|project|org(?:anization)?|account"
+    r"|user|customer|order|device|instance|public|publishable|name)\b",
+    I,
+)
+
+
+def _env_secret(match: re.Match) -> bool:
+    """NAME_KEY / NAME_TOKEN / NAME_SECRET = an opaque value or a uuid, unless the name is an id's."""
+    value = _value(match)
+    if _PLACEHOLDER.search(value) or _NOT_SECRET_NAME.search(match.group("name")):
+        return False
+    return bool(_UUID.fullmatch(value)) or _token_like(value)
 
 
 def _url_password(match: re.Match) -> bool:
@@ -320,18 +347,48 @@ def _url_password(match: re.Match) -> bool:
 
 
 _LOGIN_WORDS = re.compile(
-    r"\b(?:log ?in(?:to)?|logon|sign ?in|creds?|credentials|user(?:name)?|account|admin|root|console|portal|ssh)\b", I
+    r"\b(?:log ?in(?:to)?|logon|sign ?in|creds?|credentials|user(?:name)?|account|admin|root|console|portal|ssh"
+    r"|identifiant|utilisateur|compte|connexion|(?:be)?nutzer(?:name)?|konto|anmeld\w*|zugang\w*|usuario|cuenta"
+    r"|acceso|utente|accesso|credenziali|utilizador|usuário|conta|gebruiker(?:snaam)?|inloggen|inlog)\b",
+    I,
 )
 
 
 def _login_pair(match: re.Match) -> bool:
     """user / password or user:password, in a sentence about logging in."""
     near = match.string[max(0, match.start() - 80) : match.end()]
+    if _DIGEST_NAME.match(match.group(0)):
+        return False  # SHA256:<base64> is a key's fingerprint, public by design
     return _strong_password(_value(match)) and bool(_LOGIN_WORDS.search(near))
 
 
+_DIGEST_NAME = re.compile(r"(?:sha-?\d*|md5|blake2\w*|sm3)[ \t]*[:/]", I)
+
+
 def _context_token(match: re.Match) -> bool:
-    return _token_like(_value(match))
+    """An opaque value next to a word naming a key; a uuid only when named a key or token directly ("my heroku api
+    key is <uuid>"), not an id of something ("api key id: <uuid>", "the request token for trace <uuid>")."""
+    value = _value(match)
+    if _PUBLIC.search(match.string[max(0, match.start() - 12) : match.start("v")]):
+        return False  # a public key is shared on purpose
+    if _UUID.fullmatch(value):
+        return _ID_WORDS.search(match.string[match.start() : match.start("v")]) is None
+    return _token_like(value)
+
+
+_PUBLIC = re.compile(r"\b(?:public|pub|publishable)\b", I)
+
+
+def _key_body(match: re.Match) -> bool:
+    return shapes.key_body(match.group(0))
+
+
+def _basic_base64(match: re.Match) -> bool:
+    return shapes.basic_credential(match.group("v"))
+
+
+def _words_passphrase(match: re.Match) -> bool:
+    return shapes.word_passphrase(match.group("v"))
 
 
 def _pem_body(match: re.Match) -> bool:
@@ -460,6 +517,11 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
        check=_pem_body, needs=r"[a-z0-9+/]{40}"),
     _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}",
        needs=("mii", "b3blbnnzac1rzxktdje")),
+    # any base64 run that decodes to a private key (EC, RSA, DSA, PKCS#8, OpenSSH), armor or not
+    _d("Private key body", r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40,}", check=_key_body, needs=r"[a-z0-9+/]{40}"),
+    _d("Basic credentials in base64",
+       r"(?<![\w+/-])(?P<v>(?=[A-Za-z0-9+/]*[A-Z0-9])[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=-])", check=_basic_base64,
+       needs=r"[a-z0-9+/]{8}"),
     _d("URL credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*(?:@[^\s/:@]+)?:(?P<v>[^\s/@]{3,})@[\w.-]+",
        check=_url_password, flags=I, needs=("://",)),
     _d("Auth header",
@@ -478,6 +540,10 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
        r"|private_?key|auth_?token|credentials?|client_?secret|secret_?key)\d*)[\"']?[ \t]*(?P<op>=|:)[ \t]*[\"']?"
        r"(?P<v>[^\s\"',;]+)", check=_config_value, flags=I,
        needs=("pass", "pwd", "secret", "token", "key", "credential")),
+    _d("Config secret",
+       r"(?P<name>\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_?(?:KEY|TOKEN|SECRET|PASS(?:WORD)?|PWD|AUTH)(?:_[A-Z0-9]+)*)"
+       r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?(?P<v>[^\s\"',;]+)", check=_env_secret,
+       needs=("key", "token", "secret", "pass", "pwd", "auth")),
     _d("Password on a command line",
        r"(?:--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)[= ]"
        r"|\bmysql(?:dump|admin)?\b[^\n]*?\s-p|\bsshpass\s+-p\s*|\bredis-cli\b[^\n]*?\s-a\s+"
@@ -517,6 +583,28 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
     _d("Passphrase in prose",
        r"\b(?:pass(?:word|phrase)|unlock phrase)\b[^\"'\n]{0,30}?\b(?:is|:|=)\s*[\"'][^\"'\n]{8,}[\"']", flags=I,
        needs=_PW_NEEDS),
+    # the same in other languages: "das Passwort lautet ...", "mi contraseña es ...", "X est mon mot de passe"
+    _d("Credential in prose",
+       rf"{shapes.FOREIGN_PW_WORD}\w{{0,3}}"
+       rf"(?:[ \t]+{shapes.FOREIGN_FOR}(?:[ \t]+{shapes.FOREIGN_THE})?[ \t]+[\w.@-]+(?:[ \t]+[\w.@-]+)?)?"
+       rf"(?P<sep>[ \t]*(?::|=|-|\b{shapes.FOREIGN_IS}\b)(?:[ \t]*:)?[ \t]*|[ \t]+)"
+       r"[\"'`«]?(?P<v>\S+)", check=_prose_password, flags=I, needs=shapes.FOREIGN_PW_NEEDS),
+    _d("Credential in prose",  # the English word, with a copula or a preposition of another language
+       rf"\bpassword\w{{0,3}}(?:[ \t]+{shapes.FOREIGN_FOR}(?:[ \t]+{shapes.FOREIGN_THE})?[ \t]+[\w.@-]+)?"
+       rf"(?P<sep>[ \t]+{shapes.FOREIGN_IS_STRICT}[ \t]+)[\"'`«]?(?P<v>\S+)", check=_prose_password, flags=I,
+       needs=("password",)),
+    _d("Credential in prose",
+       r"(?<!\S)[\"'`«]?(?P<v>[^\s\"'`»]{6,64})[\"'`»]?[ \t]+"
+       rf"{shapes.FOREIGN_IS}[ \t]+(?:[\w'-]+[ \t]+){{0,2}}(?:{shapes.FOREIGN_PW_WORD}|password)",
+       check=_prose_password, flags=I, needs=shapes.FOREIGN_PW_NEEDS),
+    # a passphrase of plain words, in any of those languages: "my password is correct horse battery staple"
+    _d("Passphrase in prose",
+       rf"(?:\b(?:pass(?:word|wd|phrase)|pwd|pw|unlock phrase)|{shapes.FOREIGN_PW_WORD}\w{{0,3}})"
+       rf"(?:[ \t]+(?:for|of|to|on|{shapes.FOREIGN_FOR})[ \t]+(?:(?:the|my|our|your|{shapes.FOREIGN_THE})[ \t]+)?"
+       r"[\w.@-]+(?:[ \t]+[\w.@-]+)?)?"
+       rf"[ \t]*(?::|=|\b(?:is|was|{shapes.FOREIGN_IS})\b)[ \t]*(?::[ \t]*)?[\"'`«]?"
+       r"(?P<v>[^\W\d_]{2,}(?:[ \t]+[^\W\d_]{2,}){2,7})(?=[\"'`»]?[ \t]*(?:$|[\n.,;!?:)]|-[ \t]))",
+       check=_words_passphrase, flags=I, needs=_PW_NEEDS + shapes.FOREIGN_PW_NEEDS),
     _d("Login and password", r"(?<![\w/:])[\w.@+-]{2,40}(?:[ \t]+/[ \t]+|:)(?P<v>[^\s/]{6,64})", check=_login_pair,
        needs=(":", "/")),
     _d("PIN", r"\b(?:pin(?: code| number)?|passcode)\s*(?:is|:|=)\s*\d{4,8}\b", flags=I, needs=("pin", "passcode")),
