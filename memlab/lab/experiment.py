@@ -24,6 +24,7 @@ from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder, save_labels
 from memlab.lab.loaders import load_dataset
+from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.runs import Run, collect
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
 from memlab.lab.sweeps import SweepContext, sweep_module
@@ -62,7 +63,7 @@ def peak_memory_mb() -> float:
 
 
 def _write_manifest(out: Path, manifest: dict) -> None:
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
 
 
 def make_embedders(specs: list[dict[str, Any]], *, home: str | Path | None = None
@@ -253,13 +254,13 @@ def score_folder(out: Path) -> pd.DataFrame:
         per_question.append(qs)
     scores = pd.concat(long_frames, ignore_index=True) if long_frames else pd.DataFrame(columns=SCORE_COLUMNS)
     scores = scores[SCORE_COLUMNS]
-    scores.to_csv(out / "scores.csv", index=False)
-    scores.to_parquet(out / "scores.parquet", index=False)
+    write_csv(scores, out / "scores.csv")
+    write_parquet(scores, out / "scores.parquet")
     qs_all = pd.concat([q for q in per_question if len(q)], ignore_index=True) if any(len(q) for q in per_question) \
         else pd.DataFrame()  # fmt: skip
     if len(qs_all):
-        qs_all.to_parquet(out / "question_scores.parquet", index=False)
-    (out / "metrics.json").write_text(json.dumps(flat_metrics(scores), indent=2, sort_keys=True) + "\n")
+        write_parquet(qs_all, out / "question_scores.parquet")
+    write_json(out / "metrics.json", flat_metrics(scores), indent=2, sort_keys=True)
     return scores
 
 

@@ -23,6 +23,7 @@ from typing import TypeVar
 import pandas as pd
 
 from memlab.lab.dataset import Dataset, Question
+from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.redact)
 from memlab.lab.runs import Run, load_runs, slug
 
 TEXT_KEPT = 600  # characters of each event kept in the run folder, for the per-question viewer
@@ -47,19 +48,17 @@ def save_labels(folder: Path, dataset: Dataset) -> None:
         [{"id": q.id, "app_name": q.app_name, "user_id": q.user_id, "text": q.text, "relevant": list(q.relevant),
           "asked_at": q.asked_at.isoformat() if q.asked_at else None, "qtype": q.qtype, "fact_key": q.fact_key,
           "relevant_sessions": list(q.relevant_sessions), "answer": q.answer} for q in dataset.questions]
-    ).to_parquet(labels / f"{slug(dataset.name)}.questions.parquet", index=False)  # fmt: skip
+    ).pipe(write_parquet, labels / f"{slug(dataset.name)}.questions.parquet")  # fmt: skip
     pd.DataFrame(
         [(s.app_name, s.user_id, s.id, e.id, e.author, _shown(e.text)) for s in dataset.sessions() for e in s.events],
         columns=["app_name", "user_id", "session_id", "event_id", "author", "text"],
-    ).to_parquet(labels / f"{slug(dataset.name)}.events.parquet", index=False)  # fmt: skip
+    ).pipe(write_parquet, labels / f"{slug(dataset.name)}.events.parquet")  # fmt: skip
     (labels / f"{slug(dataset.name)}.name").write_text(dataset.name)
 
 
 def save_table(folder: Path, sweep: str, dataset: str, frame: pd.DataFrame) -> Path:
     path = folder / "tables" / f"{sweep}__{slug(dataset)}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(path, index=False)
-    return path
+    return write_parquet(frame, path)
 
 
 T = TypeVar("T")

@@ -290,8 +290,9 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
                   f"tolerance, {noise} more dropped beyond tolerance but not significantly (paired test on the "
                   f"questions, Holm-corrected; `p_adjusted`), {new} are new (not in the baseline).", "",
                   markdown_table(changed) if len(changed) else "", ""]
-    path = folder.path / "report.md"
-    path.write_text("\n".join(parts))
+    from memlab.lab.redacted import write_text
+
+    path = write_text(folder.path / "report.md", "\n".join(parts))  # through the redactor
     from memlab.lab.viewer import write_html
 
     if gate is not None:

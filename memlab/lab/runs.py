@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.lab.dataset import Question
+from memlab.lab.redacted import write_parquet
 from memlab.types import Hit
 
 RUN_COLUMNS = [
@@ -75,9 +76,7 @@ class Run:
 
     def save(self, folder: str | Path) -> Path:
         path = self.path_in(Path(folder))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.to_dataframe().to_parquet(path, index=False)
-        return path
+        return write_parquet(self.to_dataframe(), path)  # through the redactor, like every run-folder file
 
     @classmethod
     def load(cls, path: str | Path) -> Run:
@@ -95,10 +94,7 @@ def load_runs(folder: str | Path) -> list[Run]:
 
 def save_run(run: pd.DataFrame, path: str | Path) -> Path:
     """Save a bare run frame (one system) as parquet."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    run.to_parquet(path, index=False)
-    return path
+    return write_parquet(run, Path(path))
 
 
 def load_run(path: str | Path) -> pd.DataFrame:

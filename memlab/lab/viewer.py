@@ -132,12 +132,30 @@ def page_data(folder: RunFolder, headline: list[str], tables: list[tuple[str, pd
     return data
 
 
+# Inside <script>, the HTML tokenizer looks for "</script", and "<!--" followed by "<script" switches it into a
+# state where even "</script>" no longer ends the element (a blank page). JSON may spell any character as \uXXXX,
+# so no "<" (nor ">", "&", or the line separators old JavaScript engines refuse) is left in the embedded data.
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(data: object) -> str:
+    """`data` as JSON that is inert inside an HTML <script> element whatever its strings hold (and parses back
+    to the same value)."""
+    text = json.dumps(data, separators=(",", ":"))
+    return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_ESCAPES[m.group(0)], text)
+
+
 def write_html(folder: str | Path | RunFolder, headline: list[str],
                tables: list[tuple[str, pd.DataFrame]]) -> Path:  # fmt: skip
-    """report.html: one self-contained page (data and plots inline, no network) drawn by TEMPLATE's script."""
+    """report.html: one self-contained page (data and plots inline, no network) drawn by TEMPLATE's script. Its
+    data passes the run folder's redactor (`memlab.lab.redacted`) and is escaped for the script element."""
+    from memlab.lab.redacted import clean
+
     folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
-    data = json.dumps(page_data(folder, headline, tables), separators=(",", ":")).replace("</", "<\\/")
-    page = TEMPLATE.read_text().replace("/*MEMLAB_DATA*/null", data)
+    data = page_data(folder, headline, tables)
+    plots = data.pop("plots")  # generated images, not text: nothing to redact
+    data = {**clean(data), "plots": [{**p, "title": clean(p["title"])} for p in plots]}
+    page = TEMPLATE.read_text().replace("/*MEMLAB_DATA*/null", script_json(data))
     path = folder.path / "report.html"
-    path.write_text(page)
+    path.write_text(page, encoding="utf-8")
     return path

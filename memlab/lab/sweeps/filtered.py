@@ -20,6 +20,7 @@ from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.redacted import write_csv
 from memlab.lab.synthetic import background_rows, jitter
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
@@ -234,7 +235,7 @@ def section(folder, dataset: str, options: dict) -> str | None:
     plots.recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
                          order="ef_search", k=folder.k)  # fmt: skip
     fs[["size_bucket", "config", "recall", "returned", "empty_rate", "short_rate", "latency_ms_p50", "latency_ms_p95",
-        "predicted_recall"]].to_csv(folder.path / f"filtered__{stem}.csv", index=False)
+        "predicted_recall"]].pipe(write_csv, folder.path / f"filtered__{stem}.csv")
     smallest = fs[fs.share == fs.share.min()]
     headline = smallest[smallest.config.str.contains("ef=40 ") | (smallest.config == "exact")]
     total = int(frame.total_rows.iloc[0]) if "total_rows" in frame else 0

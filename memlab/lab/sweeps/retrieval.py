@@ -26,6 +26,7 @@ from memlab.events.renderings import RENDERINGS
 from memlab.lab import answerability, plots
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
+from memlab.lab.redacted import write_csv
 from memlab.lab.report import breakdown, markdown_table, pivot_scores
 from memlab.lab.systems import EventSystem
 from memlab.types import SEARCH_MODES, SearchSettings
@@ -213,7 +214,7 @@ def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
     run = folder.runs(dataset)[system].frame
     frame = answerability.curve(run, folder.questions(dataset), _table(folder, dataset, system), gate, folder.k)
     frame = frame.assign(dataset=dataset)
-    frame.to_csv(folder.path / f"answerability_curve__{dataset}.csv".replace("/", "_"), index=False)
+    write_csv(frame, folder.path / f"answerability_curve__{dataset}.csv".replace("/", "_"))
     png = folder.path / f"answerability__{dataset}.png".replace("/", "_")
     plots.answerability_curves(frame, png, k=folder.k)
     return png
