@@ -1,0 +1,87 @@
+"""Lexical search (and hybrid, which runs it) must cost rows linear in the user's units (issue 22 #4): it was
+quadratic, a nested loop joining every hit to every score once the planner underestimated a user's hits.
+Counted from EXPLAIN ANALYZE, never timed: a user of 4x the units may make the plan handle at most 6x the rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlab.events.memory import EventMemory
+from memlab.lab.probes import lexical as probe
+from memlab.storage import units as sqlu
+from memlab.types import SearchSettings
+
+N = 400
+
+
+@pytest.fixture(params=["stale", "fresh"])
+def grown(request, scratch_store, embedder) -> tuple[EventMemory, str]:
+    """Users of N and 4N units. `stale`: the statistics were taken while the app held one small user and the two
+    came after (as ingest adds them: no ANALYZE; autovacuum is off for the table of this scratch database, so
+    they stay stale while the test reads them). `fresh`: analyzed after both were loaded."""
+    state = request.param
+    with scratch_store.connection() as conn:
+        conn.execute("ALTER TABLE memory_unit SET (autovacuum_enabled = false)")
+    memory = EventMemory(scratch_store, embedder, layer="lexical-scaling")
+    probe.add_user(memory, "app", "seed", probe.cheap_texts(20, seed=9), analyze=True)
+    probe.add_user(memory, "app", "small", probe.cheap_texts(N, seed=1), analyze=False, seed=1)
+    probe.add_user(memory, "app", "big", probe.cheap_texts(4 * N, seed=2), analyze=state == "fresh", seed=2)
+    return memory, state
+
+
+def test_lexical_plan_rows_grow_linearly_with_the_users_units(grown):
+    memory, state = grown
+    quadratic = []
+    for query in probe.QUERIES:
+        small, big, ratio = probe.growth(memory, "app", "small", "big", query)
+        assert small.rows > N, "the plan should at least read the small user's units"
+        if ratio >= probe.GROWTH_LIMIT:
+            quadratic.append(f"{query!r}: {small.rows:,.0f} plan rows at {N} units, {big.rows:,.0f} at {4 * N} "
+                             f"({ratio:.1f}x; removed by join filters {big.removed_by_join_filter:,.0f})")
+    assert not quadratic, f"{state} statistics: {quadratic}"
+
+
+def test_no_join_filter_grows_with_hits_times_hits(grown):
+    """The signature of the old plan: rows removed by join filters about (hits)^2 and loops as many as hits;
+    linear work removes at most a few rows per query word and unit."""
+    memory, state = grown
+    for query in probe.QUERIES:
+        rows = probe.lexical_plan_rows(memory, "app", "big", query)
+        assert rows.removed_by_join_filter <= 2 * 4 * N, (state, query, rows)
+
+
+def test_lexical_and_hybrid_search_of_the_grown_user_find_the_words(grown):
+    """The rewritten statement still ranks by the words asked."""
+    memory, _ = grown
+    hits = memory.search("app", "big", "w2500 w7", SearchSettings(mode="lexical", top_k=5))
+    assert hits and all({"w2500", "w7"} & set(h.text.split()) for h in hits)
+    hybrid = memory.search("app", "big", "w2500 w7", SearchSettings(mode="hybrid", top_k=5))
+    assert {h.unit_id for h in hits} & {h.unit_id for h in hybrid}
+
+
+def test_plan_rows_counts_loops_and_filters():
+    plan = [{"Plan": {"Actual Rows": 2, "Actual Loops": 1, "Plans": [
+        {"Actual Rows": 3.0, "Actual Loops": 10, "Rows Removed by Join Filter": 7},
+        {"Actual Rows": 1, "Actual Loops": 1, "Rows Removed by Filter": 5},
+    ]}}]  # fmt: skip
+    rows = probe.plan_rows(plan)
+    assert rows.rows == 2 + (3 + 7) * 10 + (1 + 5)
+    assert rows.removed_by_join_filter == 70 and rows.max_loops == 10
+
+
+def test_lexical_family_finds_no_quadratic_plan(scratch_store, embedder, tmp_path):
+    family = probe.lexical_family(scratch_store, embedder, tmp_path)
+    assert family.figures["quadratic_plans"] == 0, family.found
+    assert family.figures["plans_checked"] == 2 * 2 * len(probe.QUERIES)
+    assert family.figures["users"] == 4 and 0 < family.figures["max_growth"] < probe.GROWTH_LIMIT
+    assert family.figures[f"rows_per_unit.stale.{probe.SIZES[1]}"] > 1
+    assert not family.failures()
+
+
+def test_statement_reads_the_table_only_scoped_by_app_and_user():
+    """Every read of the unit table in the statement (statistics, hits, the rows returned) filters by app and
+    user in SQL."""
+    reads = sqlu._LEXICAL.count("FROM {table}") + sqlu._LEXICAL.count("JOIN {table}")
+    assert reads == 3
+    assert sqlu._LEXICAL.count("app_name = %(app)s AND") == reads
+    assert sqlu._LEXICAL.count("user_id = %(user)s") == reads
