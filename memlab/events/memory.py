@@ -12,7 +12,9 @@ by default). A malformed session is refused whole with an `InputError` naming th
 nothing half-written is left behind; `add_sessions` records it in `IngestReport.failed` and writes the others.
 
 Erasure (`forget_user`, `forget_session`, `delete_memory`, `purge_before`) also removes the embedding-cache
-entries of the texts it deletes, and with `vacuum=True` VACUUMs the touched tables afterwards.
+entries of the texts it deletes, and with `vacuum=True` VACUUMs the touched tables afterwards. An erasure wins
+against an add in flight (`memlab.events.write_guard`): the write checks tombstones and erasure markers again
+inside its transaction, so nothing erased is stored afterwards.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from memlab.events.answerability import AnswerabilityGate
 from memlab.events.fusion import apply_time, cap_per_session, fuse, prefer_author
 from memlab.events.renderings import check_rendering, render_query, render_units, rendered_layer
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
+from memlab.events.write_guard import ERASED_DURING_INGEST, erasing, plan_generation, recheck, still_stored
 from memlab.redact import get_logger
+from memlab.storage import erasures
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import (
@@ -67,7 +71,7 @@ GATE_COUNT_LIMIT = 1_000_000  # the gate reads log(memory size): counting furthe
 STRATEGY_FACTS_SECONDS = 5.0
 _STRATEGY_FACTS_MAX = 10_000  # users remembered at most; beyond that the memory starts again
 DUPLICATE_ID = "duplicate_id"  # an event id seen earlier in the same session: stored once, the repeat counted
-SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID)  # every reason an event can be counted as skipped
+SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID, ERASED_DURING_INGEST)  # every reason an event is skipped
 MAX_ID_BYTES = 256  # app, user, session and event ids (UTF-8): the unique key must fit a btree entry
 # What PostgreSQL (or psycopg) says about data it cannot take: the session is at fault, not the server.
 _REFUSED = (psycopg.DataError, psycopg.errors.ProgramLimitExceeded)
@@ -179,6 +183,7 @@ class _Plan:
     report: IngestReport
     sessions: list[tuple[sqlu.Scope, Session, list[Unit]]] = field(default_factory=list)
     texts: set[str] = field(default_factory=set)
+    generation: int | None = None  # erasures marked after it are left out at write time (write_guard)
 
 
 @dataclass
@@ -434,7 +439,7 @@ class EventMemory:
         report = IngestReport()
         for session in batch:
             try:
-                report.merge(self._ingest([session]))
+                report.merge(self._ingest([session], plan.generation))
             except _REFUSED as exc:
                 self._failed(report, session, exc)
         return report
@@ -446,23 +451,27 @@ class EventMemory:
         log.warning("add_sessions left out session %r: %s", failure.session_id, failure.reason)
         report.failed.append(failure)
 
-    def _ingest(self, sessions: list[Session]) -> IngestReport:
+    def _ingest(self, sessions: list[Session], generation: int | None = None) -> IngestReport:
         """Filter, unit, embed and write sessions: the three stages of `add_sessions`, one after the other."""
-        plan = self._prepare(sessions)
+        plan = self._prepare(sessions, generation=generation)
         return self._write(plan, self._embed_plan(plan))
 
-    def _prepare(self, sessions: list[Session], stop: threading.Event | None = None) -> _Plan:
+    def _prepare(
+        self, sessions: list[Session], stop: threading.Event | None = None, *, generation: int | None = None
+    ) -> _Plan:
         """Filter the sessions' events and build their units; look up (without locking) which are stored.
 
         Events already stored in this layer are not filtered again (a re-ingest costs lookups, not secret
         scans): an event is stored only after it passed the filters, and its identity never changes. The
-        lookups cost three round trips per batch, whatever its number of sessions."""
+        lookups cost four round trips per batch, whatever its number of sessions. The plan's erasure generation
+        (`write_guard`) is drawn first, or kept from an earlier plan of the same sessions (`generation`)."""
         if stop is not None and stop.is_set():
             raise IngestAborted("an earlier batch failed")
         plan = _Plan(IngestReport())
         started = time.perf_counter()
         keys = {(s.app_name, s.user_id, s.id): [e.id for e in s.events] for s in sessions}
         with self.store.connection() as conn:
+            plan.generation = generation if generation is not None else plan_generation(conn, sessions)
             deleted = sqlu.tombstoned_of(conn, keys)
             # In the event layer a unit's id is its event's id: the stored units name the events already kept.
             known = (
@@ -527,7 +536,8 @@ class EventMemory:
         return _Vectors(dict(zip(texts, vectors, strict=True)), time.perf_counter() - started)
 
     def _write(self, plan: _Plan, vectors: _Vectors) -> IngestReport:
-        """Lock each session's key (sorted, so two writers never deadlock), leave out units stored meanwhile,
+        """Lock each session's key (sorted, so two writers never deadlock), leave out units erased since the plan
+        (`write_guard.recheck`: a delete that ran while the add embedded wins) and units stored meanwhile,
         replace chunks that grew, and COPY the rest in one transaction."""
         report = plan.report
         report.timings["embed"] += vectors.seconds
@@ -538,6 +548,8 @@ class EventMemory:
         started = time.perf_counter()
         try:
             with self.store.transaction() as conn:
+                plan.sessions, erased = recheck(conn, plan.sessions, self.model.model_id, plan.generation)
+                report.skipped.update(erased)
                 sqlu.lock_keys(
                     conn,
                     (("units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id)
@@ -558,6 +570,7 @@ class EventMemory:
                 report.replaced = replaced.units
                 if not todo:
                     report.timings["write"] += time.perf_counter() - started
+                    self._forget_cached({(self.model.model_id, text_key(t)) for t in embedded})  # stored nowhere
                     return report
                 missing = sorted({u.embed_text for _, u in todo} - vectors.by_text.keys())
                 if missing:  # stored when we looked, deleted by another writer since: embed them now (rare)
@@ -625,8 +638,9 @@ class EventMemory:
         """Delete one memory (a unit id or an event id) in every layer and model; re-ingesting it later is
         refused. An event id names an event in one session: pass `session_id` to delete only that session's
         event, else the id is deleted (and refused later) in every session of the user. The cached vectors of
-        the deleted texts are dropped; `vacuum=True` (or "full") VACUUMs the tables afterwards. Returns units
-        deleted."""
+        the deleted texts are dropped; `vacuum=True` (or "full") VACUUMs the tables afterwards. An add of the
+        memory in flight (embedding when this runs) leaves it out and counts it in `skipped["deleted"]`: a
+        deleted memory never comes back. Returns units deleted."""
         self.scope(app_name, user_id)
         self._check_vacuum(vacuum)
         for name, value in (("memory_id", memory_id), ("session_id", session_id)):
@@ -634,6 +648,7 @@ class EventMemory:
             if problem:
                 raise InputError(problem, app_name=app_name, user_id=user_id, session_id=session_id)
         with self.store.transaction() as conn:
+            erasing(conn, app_name, user_id)  # its tombstones stop adds in flight (write_guard.recheck)
             deleted = sqlu.delete_memory(conn, app_name, user_id, memory_id, session_id)
         return self._finish_erasure(deleted, vacuum).units
 
@@ -642,13 +657,17 @@ class EventMemory:
     ) -> DeletionReport:
         """Delete every unit of one session stored with this memory's model (all layers), the session's
         tombstones once no unit of it is left in any model, and the cached vectors of the deleted texts;
-        `vacuum=True` (or "full") VACUUMs the tables afterwards."""
+        `vacuum=True` (or "full") VACUUMs the tables afterwards. An add of the session planned before this call
+        (embedding when it runs) writes nothing of it (`skipped["erased_during_ingest"]`); one that starts
+        after it stores the session again."""
         self.scope(app_name, user_id)
         self._check_vacuum(vacuum)
         problem = text_problem(session_id, "session_id")
         if problem:
             raise InputError(problem, app_name=app_name, user_id=user_id, session_id=session_id)
         with self.store.transaction() as conn:
+            marker = erasures.units_session(app_name, user_id, session_id, self.model.model_id)
+            erasing(conn, app_name, user_id, [marker])  # an add of the session in flight writes nothing of it
             deleted = sqlu.erase_session(conn, app_name, user_id, session_id, self.model.model_id)
         return self._finish_erasure(deleted, vacuum)
 
@@ -917,10 +936,13 @@ class EventMemory:
         indexes, and the cached vectors of the deleted texts. `vacuum=True` then runs VACUUM (ANALYZE) on the
         unit and tombstone tables (outside any transaction) and compacts the cache file; `vacuum="full"` runs
         VACUUM FULL, which rewrites the tables under an exclusive lock so no deleted byte stays in their files.
-        Returns units deleted."""
+        Once it returns, no unit of an add planned before it is stored: such an add (embedding meanwhile)
+        writes nothing of the user and counts those events in `skipped["erased_during_ingest"]`; an add that
+        starts after it stores the user afresh. Returns units deleted."""
         self.scope(app_name, user_id)
         self._check_vacuum(vacuum)
         with self.store.transaction() as conn:
+            erasing(conn, app_name, user_id, [erasures.units_user(app_name, user_id)])
             deleted = sqlu.erase_user(conn, app_name, user_id)
         return self._finish_erasure(deleted, vacuum).units
 
@@ -941,7 +963,8 @@ class EventMemory:
     ) -> MigrationReport:
         """Re-embed every unit stored under `old_model` with `new_embedder`, from the stored rendered text, and
         write the new rows beside the old ones (same ids, new model id). Resumable: rows already migrated
-        are skipped. Reads flip by opening an EventMemory with the new embedder; then `store.drop_model(old)`."""
+        are skipped, and so are units erased while their batch was being embedded. Reads flip by opening an
+    EventMemory with the new embedder; then `store.drop_model(old)`."""
         return migrate_embeddings(self.store, old_model, new_embedder, batch_size=batch_size, progress=progress)
 
 
@@ -975,7 +998,8 @@ def migrate_embeddings(
         vectors = new_embedder.embed_documents([r[9] if r[9] is not None else r[8] for r in batch])
         check_vectors(vectors, len(batch), new.dimension, new.model_id)
         with store.transaction() as conn:
-            added += sqlu.copy_rows(conn, [(*r, new.model_id, v) for r, v in zip(batch, vectors, strict=True)])
+            rows_of = {id(r): (*r, new.model_id, v) for r, v in zip(batch, vectors, strict=True)}
+            added += sqlu.copy_rows(conn, [rows_of[id(r)] for r in still_stored(conn, batch, old.model_id)])
     scope = set(layers) if layers is not None else set(store.vector_indexes(old.model_id))
     for layer in sorted({r[3] for r in rows} | scope):
         store.ensure_vector_index(new.model_id, layer)

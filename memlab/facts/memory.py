@@ -26,12 +26,14 @@ from memlab.embedding.cache import caches_of, embed_query_transient, embed_trans
 from memlab.errors import ConfigError
 from memlab.events.filters import forget_scans, holds_secret
 from memlab.events.units import render_lines
+from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
+from memlab.facts import write_guard as fact_guard
 from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.render import preload_text, render_fact
 from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensitivity
-from memlab.storage import facts_sql
+from memlab.storage import erasures, facts_sql
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
 from memlab.storage.units import erase_user as erase_units_of_user
@@ -232,6 +234,7 @@ class FactMemory:
         app = session.app_name
         report = FactIngestReport()
         with self.store.connection() as conn:
+            generation = fact_guard.plan_generation(conn, app, user)  # erasures after it win (write_guard)
             mark = facts_sql.get_watermark(conn, app, user, session.id)
             keys = sorted({f.key for _, f in facts_sql.user_rows(conn, app, [user], statuses=["current"])})
         fresh = [e for e in fact_events(session) if mark is None or e.timestamp > mark]
@@ -249,14 +252,23 @@ class FactMemory:
                                     "a domain session only yields '<kind>:<id>' facts")  # fmt: skip
             accepted = [c for c in accepted if not USER_SUBJECT.fullmatch(c.subject)]
         report.accepted = list(accepted)
-        self._write(app, user, accepted, report, session_id=session.id, mark=max(e.timestamp for e in fresh))
+        self._write(app, user, accepted, report, session_id=session.id, mark=max(e.timestamp for e in fresh),
+                    generation=generation)
         return report
 
     def _write(self, app: str, user: str, accepted: list[Candidate], report: FactIngestReport, *,
-               session_id: str | None = None, mark: datetime | None = None) -> None:  # fmt: skip
+               session_id: str | None = None, mark: datetime | None = None,
+               generation: int | None = None) -> None:  # fmt: skip
         """Consolidate accepted candidates in one transaction; with `session_id`, under the session's lock and
-        watermark (moved to `mark`)."""
+        watermark (moved to `mark`). What was erased since the plan's `generation` is left out (and the
+        user forgotten meanwhile gets nothing written at all): see `memlab.facts.write_guard`."""
         with self.store.transaction() as conn:
+            gone, kept = fact_guard.recheck(conn, app, user, session_id, accepted, generation)
+            if len(kept) < len(accepted):
+                report.dropped[ERASED_DURING_INGEST] += len(accepted) - len(kept)
+            if gone:
+                return
+            accepted = kept
             if session_id is not None:
                 facts_sql.lock_fact_key(conn, app, user, "session", session_id)
                 last = facts_sql.get_watermark(conn, app, user, session_id)  # another writer may have moved it
@@ -411,6 +423,7 @@ class FactMemory:
         """Forget one value of a key (row and observations) and re-resolve the values left (a value the
         deleted one had replaced is current again); returns rows deleted."""
         with self.store.transaction() as conn:
+            erasing(conn, app_name, user_id, [erasures.facts_value(app_name, user_id, subject, predicate, value)])
             facts_sql.lock_fact_key(conn, app_name, user_id, subject, predicate)
             deleted = facts_sql.delete_value(conn, app_name, user_id, subject, predicate, value)
             rows = facts_sql.key_rows(conn, app_name, user_id, subject, predicate)
@@ -442,7 +455,10 @@ class FactMemory:
 
     def _forget(self, app: str, user: str, event_ids: list[str] | None, session_id: str | None) -> FactForgetReport:
         report = FactForgetReport()
+        marks = ([erasures.facts_session(app, user, session_id)] if event_ids is None and session_id is not None
+                 else [erasures.facts_event(app, user, session_id, e) for e in event_ids or ()])  # fmt: skip
         with self.store.transaction() as conn:
+            erasing(conn, app, user, marks)  # an add extracting these events meanwhile leaves them out
             if session_id is not None:
                 facts_sql.lock_fact_key(conn, app, user, "session", session_id)
             keys = sorted(facts_sql.observation_keys(conn, app, user, event_ids=event_ids, session_id=session_id))
@@ -488,8 +504,13 @@ class FactMemory:
 
     def forget_user(self, app_name: str, user_id: str) -> dict[str, int]:
         """Delete the user's facts, history, watermarks, stored units (every layer and model) and the cached
-        vectors of those units' texts; counts per table (and `cache_entries`)."""
+        vectors of those units' texts; counts per table (and `cache_entries`). Once it returns, an add of the
+        user planned before it (extracting or embedding meanwhile) writes nothing of the user: it counts the
+        candidates in `dropped["erased_during_ingest"]`."""
         with self.store.transaction() as conn:
+            # an add of the user in flight (either memory) writes nothing of the user afterwards
+            erasing(conn, app_name, user_id, [erasures.facts_user(app_name, user_id),
+                                              erasures.units_user(app_name, user_id)])  # fmt: skip
             counts = facts_sql.forget_user(conn, app_name, user_id)
             deleted = erase_units_of_user(conn, app_name, user_id)
         counts["memory_unit"] = deleted.units

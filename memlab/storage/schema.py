@@ -2,8 +2,8 @@
 tombstones, plus the names every module shares.
 
 The memory-unit table itself (its DDL, its indexes and every statement on it) lives in
-`memlab.storage.units`. `Store` creates the three in dependency order: `MODELS_DDL`, the unit table,
-`TOMBSTONE_DDL`.
+`memlab.storage.units`. `Store` creates them in dependency order: `MODELS_DDL`, the unit table,
+`TOMBSTONE_DDL`, `ERASURE_DDL` (the markers of `memlab.storage.erasures`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,18 @@ BEGIN
                        'ADD PRIMARY KEY (app_name, user_id, event_id, session_id)', pk);
     END IF;
 END $$;
+"""
+
+# Erasure markers (see memlab.storage.erasures): a digest of what was erased and the generation it was erased at.
+ERASURE_DDL = """
+CREATE SEQUENCE IF NOT EXISTS memlab_erasure_generation;
+CREATE TABLE IF NOT EXISTS memlab_erasure (
+    scope_key   text        NOT NULL,
+    generation  bigint      NOT NULL,
+    erased_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (scope_key, generation)
+);
+CREATE INDEX IF NOT EXISTS memlab_erasure_at ON memlab_erasure (erased_at);
 """
 
 

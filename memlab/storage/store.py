@@ -29,7 +29,7 @@ from memlab.redact import dsn_secrets, redact
 from memlab.storage import policy
 from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
-from memlab.storage.schema import MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
+from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
 from memlab.types import AutoPolicy
 
 MIN_VECTOR_VERSION = (0, 8, 0)
@@ -164,6 +164,7 @@ class Store:
                     sqlu.create_table(conn)
                     sqlu.create_counts(conn)
                     conn.execute(TOMBSTONE_DDL)
+                    conn.execute(ERASURE_DDL)
                     policy.create_settings(conn)
             except psycopg.Error as exc:
                 if not (conn.broken or conn.closed):

@@ -1,0 +1,101 @@
+"""Event memory's side of `memlab.storage.erasures`: what an erasure takes and marks, and what a write checks
+again inside its transaction, so a memory erased while an add of it was embedding is never stored.
+
+Contract (README, "Erasure"): once `delete_memory`, `forget_session` or `forget_user` returns, no unit it
+erased, and no unit of an add planned before it, is stored or found afterwards; the add reports the units it
+left out under `skipped["deleted"]` (a tombstone) or `skipped["erased_during_ingest"]` (a forgotten session
+or user). An add planned after the erasure stores the session again (only `delete_memory` is a tombstone).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import psycopg
+
+from memlab.events.filters import DELETED
+from memlab.events.units import Unit
+from memlab.storage import erasures
+from memlab.storage import units as sqlu
+from memlab.types import Session
+
+ERASED_DURING_INGEST = "erased_during_ingest"  # the user or session was forgotten while the add was in flight
+
+Planned = list[tuple[sqlu.Scope, Session, list[Unit]]]
+
+
+def erasing(conn: psycopg.Connection, app_name: str, user_id: str, names: Iterable[erasures.Name] = ()) -> None:
+    """Start an erasure of one user's memory in the caller's transaction: take the user's guard exclusively
+    (writes of the user wait, and later writes see what it erased) and mark `names` for adds in flight."""
+    erasures.guard(conn, [(app_name, user_id)], exclusive=True)
+    names = list(names)
+    if names:
+        erasures.record(conn, names)
+
+
+def plan_generation(conn: psycopg.Connection, sessions: Iterable[Session]) -> int:
+    """The generation an add's plan of these sessions starts at (see `erasures.plan_generation`)."""
+    return erasures.plan_generation(conn, {(s.app_name, s.user_id) for s in sessions})
+
+
+def recheck(
+    conn: psycopg.Connection, planned: Planned, model_id: str, generation: int | None
+) -> tuple[Planned, Counter[str]]:
+    """Take the planned users' shared guard in the caller's (write) transaction, then leave out what was erased
+    since the plan: every unit of a session or user forgotten after `generation`, and every unit holding an
+    event (or named by an id) tombstoned meanwhile. Returns the units left and the events left out, by reason."""
+    skipped: Counter[str] = Counter()
+    erasures.guard(conn, {(scope.app_name, scope.user_id) for scope, _, _ in planned}, exclusive=False)
+    if not planned:
+        return planned, skipped
+    gone: set[sqlu.SessionKey] = set()
+    if generation is not None:
+        names = {_key(scope, session): (
+            erasures.units_user(scope.app_name, scope.user_id),
+            erasures.units_session(scope.app_name, scope.user_id, session.id, model_id),
+        ) for scope, session, _ in planned}  # fmt: skip
+        marked = erasures.erased_after(conn, {n for pair in names.values() for n in pair}, generation)
+        gone = {key for key, pair in names.items() if marked.intersection(pair)}
+    wanted = {key: [*_events(units), *(u.unit_id for u in units)]
+              for key, units in ((_key(scope, session), units) for scope, session, units in planned)
+              if key not in gone}  # fmt: skip
+    stones = sqlu.tombstoned_of(conn, wanted)
+    left: Planned = []
+    for scope, session, units in planned:
+        key = _key(scope, session)
+        if key in gone:
+            skipped[ERASED_DURING_INGEST] += len(_events(units))
+            continue
+        dead = {name for (*where, name) in stones if tuple(where) == key}
+        if dead:
+            skipped[DELETED] += len(dead)
+            units = [u for u in units if u.unit_id not in dead and not dead.intersection(u.event_ids)]
+        if units:
+            left.append((scope, session, units))
+    return left, skipped
+
+
+def _key(scope: sqlu.Scope, session: Session) -> sqlu.SessionKey:
+    return (scope.app_name, scope.user_id, session.id)
+
+
+def _events(units: list[Unit]) -> list[str]:
+    """The distinct event ids of units, in order."""
+    return list(dict.fromkeys(e for u in units for e in u.event_ids))
+
+
+def still_stored(conn: psycopg.Connection, rows: list[tuple], model_id: str) -> list[tuple]:
+    """The rows of a migration batch (`units_to_migrate` order: app, user, session, layer, unit id, ...) whose
+    source unit under `model_id` is still stored, read under the users' shared guard in the caller's (write)
+    transaction: a unit erased while the batch was being embedded is not copied back under the new model."""
+    erasures.guard(conn, {(r[0], r[1]) for r in rows}, exclusive=False)
+    kept: list[tuple] = []
+    for layer in sorted({r[3] for r in rows}):
+        wanted: dict[sqlu.SessionKey, list[str]] = {}
+        for r in rows:
+            if r[3] == layer:
+                wanted.setdefault((r[0], r[1], r[2]), []).append(r[4])
+        found = sqlu.existing_units_of(conn, layer, model_id, wanted)
+        kept += [r for r in rows if r[3] == layer and r[4] in found.get((r[0], r[1], r[2]), {})]
+    return kept
