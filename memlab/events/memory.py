@@ -38,6 +38,7 @@ from memlab.events import filters
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.fusion import apply_time, cap_per_session, fuse, prefer_author
 from memlab.events.renderings import check_rendering, render_query, render_units, rendered_layer
+from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing, plan_generation, recheck, still_stored
 from memlab.redact import get_logger
@@ -304,16 +305,21 @@ class EventMemory:
     ) -> tuple[list[Event], Counter[str]]:
         """The events worth remembering, and how many were skipped for which reason. An event whose id was
         already kept earlier in the session is skipped as `duplicate_id` (the first one is stored). Events
-        whose ids are in `known` (already stored, so already filtered once) skip the filters."""
+        whose ids are in `known` (already stored, so already filtered once) skip the filters. Events that form
+        a secret only together (a private key's BEGIN line, body and END line in three events) are skipped as
+        `secret` too (memlab.events.split_secrets)."""
         kept: list[Event] = []
         seen: set[str] = set()
         skipped: Counter[str] = Counter()
-        for event in session.events:
+        split = split_secret_events([e.text or "" for e in session.events]) if self.scan_secrets else set()
+        for at, event in enumerate(session.events):
             reason = (
                 None
                 if event.id in known and event.id not in seen
                 else filters.skip_reason(event, min_chars=self.min_chars, scan_secrets=self.scan_secrets)
             )
+            if reason is None and at in split and event.id not in known:
+                reason = filters.SECRET
             if reason is None and event.id in seen:
                 reason = DUPLICATE_ID
             if reason is None:

@@ -25,6 +25,7 @@ from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
 from memlab.events.filters import forget_scans, holds_secret
+from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
 from memlab.facts import write_guard as fact_guard
@@ -61,6 +62,7 @@ class FactIngestReport:
     ignored: int = 0
     duplicates: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)  # events left out before extraction: `secret`
     actions: list[tuple[str, str, str, str]] = field(default_factory=list)  # (subject, predicate, value, action)
     accepted: list[Candidate] = field(default_factory=list)  # candidates that passed the checks, normalised
     notes: list[str] = field(default_factory=list)  # why each dropped candidate was dropped, with the fix
@@ -140,8 +142,11 @@ class Provenance:
 
 
 def fact_events(session: Session) -> list[Event]:
-    """Events a fact can come from: complete, with text, holding no credential."""
-    return [e for e in session.events if not e.partial and (e.text or "").strip() and not holds_secret(e.text or "")]
+    """Events a fact can come from: complete, with text, holding no credential, alone or together with the
+    events next to it (a private key pasted over three events: memlab.events.split_secrets)."""
+    split = split_secret_events([e.text or "" for e in session.events])
+    texts = [(at, e) for at, e in enumerate(session.events) if not e.partial and (e.text or "").strip()]
+    return [e for at, e in texts if at not in split and not holds_secret(e.text or "")]
 
 
 def decayed(confidence: float, confirmed_at: datetime, half_life_days: float, now: datetime) -> float:
@@ -238,6 +243,10 @@ class FactMemory:
             mark = facts_sql.get_watermark(conn, app, user, session.id)
             keys = sorted({f.key for _, f in facts_sql.user_rows(conn, app, [user], statuses=["current"])})
         fresh = [e for e in fact_events(session) if mark is None or e.timestamp > mark]
+        texts = [e for e in session.events if not e.partial and (e.text or "").strip()]
+        secrets = sum(mark is None or e.timestamp > mark for e in texts) - len(fresh)
+        if secrets:
+            report.skipped["secret"] = secrets
         report.events = len(fresh)
         if not fresh:
             return report

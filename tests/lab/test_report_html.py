@@ -84,3 +84,37 @@ def test_tables_sort_and_plots_are_inline(page):
     assert first != again or first[0] == first[1], "a second click reverses the order"
     sources = page.locator("#plots img")
     assert all(sources.nth(i).get_attribute("src").startswith("data:image/png") for i in range(sources.count()))
+
+
+@pytest.fixture(scope="module")
+def hostile_page(tmp_path_factory, memlab_home, store):
+    """report.html of a run whose events, questions and answers hold `<!--<script>`, `</script>` and friends."""
+    from playwright.sync_api import sync_playwright
+
+    from memlab.lab.probes.leaks import hostile_run
+
+    run = hostile_run(tmp_path_factory.mktemp("hostile"))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto((run / "report.html").as_uri())
+        yield page
+        browser.close()
+
+
+def test_hostile_text_is_shown_literally_and_the_page_still_works(hostile_page):
+    from memlab.lab.probes.leaks import HOSTILE
+
+    page = hostile_page
+    assert page.evaluate("typeof DATA === 'object' && DATA !== null"), "the data script ran"
+    page.select_option("#f-dataset", "hostile")
+    listed = page.locator("#questions div")
+    assert listed.count() == 2, "both questions are listed (the page is not blank)"
+    page.fill("#f-search", "q-hostile")
+    listed.first.click()
+    assert page.locator("#question-text").inner_text() == "What is my notes file called, <!--<script> or </script>?"
+    assert "</SCRIPT <!-- -->" in page.locator("#detail").inner_text(), "the answer is shown as written"
+    shown = page.locator('#detail .system-hits[data-system="pg-exact"] td.text')
+    texts = " ".join(shown.nth(i).text_content() for i in range(shown.count()))
+    assert sum(h in texts for h in HOSTILE) >= 4, texts  # the hits (k = 5) show the hostile texts literally
+    assert page.locator("#detail script").count() == 0 and page.locator("#detail b", has_text="bold").count() == 0
