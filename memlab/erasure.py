@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.facts.memory import FactForgetReport, FactMemory
+from memlab.storage.disk_erasure import check_level
 from memlab.types import DeletionReport
 
 
@@ -33,9 +34,12 @@ def forget_session(
     app_name: str, user_id: str, session_id: str, *, events: EventMemory | None = None,
     facts: FactMemory | None = None, vacuum: bool | str = False,
 ) -> ErasureReport:  # fmt: skip
-    """Forget one session everywhere it is remembered; `vacuum=True` VACUUMs the event tables afterwards."""
+    """Forget one session everywhere it is remembered; `vacuum` is the erasure level (False, True, "full",
+    "wal": see memlab.storage.disk_erasure), run once after both memories deleted (it covers both's tables)."""
     _check(events, facts)
-    fact_report = facts.forget_session(app_name, user_id, session_id) if facts is not None else None
+    check_level(vacuum)
+    fact_vacuum = vacuum if events is None else False
+    fact_report = facts.forget_session(app_name, user_id, session_id, vacuum=fact_vacuum) if facts else None
     event_report = events.forget_session(app_name, user_id, session_id, vacuum=vacuum) if events is not None else None
     return ErasureReport(event_report, fact_report)
 
@@ -44,9 +48,13 @@ def forget_event(
     app_name: str, user_id: str, event_id: str, *, session_id: str | None = None,
     events: EventMemory | None = None, facts: FactMemory | None = None, vacuum: bool | str = False,
 ) -> ErasureReport:  # fmt: skip
-    """Forget one event (in `session_id` only, if given): its units and the facts read from it."""
+    """Forget one event (in `session_id` only, if given): its units and the facts read from it; `vacuum` as in
+    `forget_session`."""
     _check(events, facts)
-    fact_report = facts.forget_events(app_name, user_id, [event_id], session_id=session_id) if facts else None
+    check_level(vacuum)
+    fact_vacuum = vacuum if events is None else False
+    fact_report = (facts.forget_events(app_name, user_id, [event_id], session_id=session_id, vacuum=fact_vacuum)
+                   if facts else None)  # fmt: skip
     event_report = (events.delete_memory(app_name, user_id, event_id, session_id=session_id, vacuum=vacuum)
                     if events is not None else None)  # fmt: skip
     return ErasureReport(event_report, fact_report)

@@ -63,20 +63,28 @@ def apply_time(
     none is), `boost` fuses a list of the in-window ones with `weight`. A recency question ("currently",
     "latest") names no window: `boost` fuses a newest-first list within the first `top_k` only, so the newer of
     two conflicting memories ranks first and the older one stays (pulling new candidates in from further down
-    would push it out; the reader needs both to see what changed). No window, or `how == "off"`, leaves the
-    order alone."""
+    would push it out; the reader needs both to see what changed); equal fused scores go to the newer memory.
+    No window, or `how == "off"`, leaves the order alone."""
     if window is None or how == "off" or not hits:
         return hits
     if window.kind == "recency":
         if how == "filter":
             return hits  # "currently" names no window to filter by; newer-first is a boost
         head, rest = (hits[:top_k], hits[top_k:]) if top_k is not None else (hits, [])
-        newest = sorted(head, key=lambda h: h.timestamp.timestamp() if h.timestamp else float("-inf"), reverse=True)
-        return fuse([(head, 1.0), (newest, weight)], rrf_k) + rest
+        newest = sorted(head, key=_newness, reverse=True)
+        # Equal fused scores go to the newer memory: with the same weight, two neighbours (the older one a place
+        # nearer the question) tie exactly, and "currently" asks for the newer. sorted() is stable otherwise.
+        fused = fuse([(head, 1.0), (newest, weight)], rrf_k)
+        return sorted(fused, key=lambda h: (-(h.score or 0.0), -_newness(h))) + rest
     inside = [h for h in hits if in_window(h, window)]
     if how == "filter":
         return inside or hits
     return fuse([(hits, 1.0), (inside, weight)], rrf_k)
+
+
+def _newness(hit: Hit) -> float:
+    """A hit's time as a number to sort by (a hit without a time is the oldest)."""
+    return hit.timestamp.timestamp() if hit.timestamp else float("-inf")
 
 
 def prefer_author(hits: list[Hit], author: str | None, margin: float) -> list[Hit]:

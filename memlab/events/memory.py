@@ -42,7 +42,7 @@ from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing, plan_generation, recheck, still_stored
 from memlab.redact import get_logger
-from memlab.storage import erasures
+from memlab.storage import disk_erasure, erasures
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import (
@@ -615,8 +615,7 @@ class EventMemory:
 
     @staticmethod
     def _check_vacuum(vacuum: bool | str) -> None:
-        if vacuum not in (False, True, "full"):
-            raise ConfigError(f"vacuum must be False, True or 'full', got {vacuum!r}.")
+        disk_erasure.check_level(vacuum)
 
     def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str) -> DeletionReport:
         """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
@@ -626,8 +625,7 @@ class EventMemory:
         filters.forget_scans()  # digests of the erased texts, among others: they only cost a scan again
         vacuumed: tuple[str, ...] = ()
         if vacuum:
-            with self.store.connection() as conn:  # autocommit: VACUUM cannot run inside a transaction
-                vacuumed = sqlu.vacuum(conn, full=vacuum == "full")
+            vacuumed = disk_erasure.after_erasure(self.store, vacuum)  # every table holding users' rows
             for cache in self.caches():
                 cache.vacuum()
         return DeletionReport(

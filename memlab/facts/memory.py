@@ -35,6 +35,7 @@ from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.render import preload_text, render_fact
 from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensitivity
 from memlab.storage import erasures, facts_sql
+from memlab.storage.disk_erasure import after_erasure, check_level
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
 from memlab.storage.units import erase_user as erase_units_of_user
@@ -123,6 +124,7 @@ class FactForgetReport:
     removed: list[tuple[str, str, str, str]] = field(default_factory=list)  # (subject, predicate, value, status)
     restored: list[tuple[str, str, str]] = field(default_factory=list)  # (subject, predicate, value)
     changed: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # (s, p, value, before, after)
+    vacuumed: tuple[str, ...] = ()  # what the `vacuum=` level vacuumed afterwards (memlab.storage.disk_erasure)
 
 
 @dataclass(frozen=True)
@@ -428,9 +430,12 @@ class FactMemory:
             for o in obs
         ]  # fmt: skip
 
-    def delete_fact(self, app_name: str, user_id: str, subject: str, predicate: str, value: str) -> int:
+    def delete_fact(
+        self, app_name: str, user_id: str, subject: str, predicate: str, value: str, *, vacuum: bool | str = False
+    ) -> int:
         """Forget one value of a key (row and observations) and re-resolve the values left (a value the
-        deleted one had replaced is current again); returns rows deleted."""
+        deleted one had replaced is current again); returns rows deleted. `vacuum` as in `forget_user`."""
+        check_level(vacuum)
         with self.store.transaction() as conn:
             erasing(conn, app_name, user_id, [erasures.facts_value(app_name, user_id, subject, predicate, value)])
             facts_sql.lock_fact_key(conn, app_name, user_id, subject, predicate)
@@ -442,27 +447,46 @@ class FactMemory:
                          for r in resolve(rows, cardinality)]  # fmt: skip
                 facts_sql.write_rows(conn, app_name, user_id, rows, after)
         forget_transient()
+        self._vacuum(vacuum)
         return deleted
+
+    def _vacuum(self, vacuum: bool | str) -> tuple[str, ...]:
+        """After an erasure committed: the level's VACUUM of every table holding users' rows (both memories'
+        tables: see memlab.storage.disk_erasure) and, from True on, the embedding caches' files compacted."""
+        done = after_erasure(self.store, vacuum)
+        if vacuum:
+            for cache in caches_of(self.embedder):
+                cache.vacuum()
+        return done
 
     # -- erasure of evidence ----------------------------------------------------------------------------
     def forget_events(
-        self, app_name: str, user_id: str, event_ids: Iterable[str], *, session_id: str | None = None
-    ) -> FactForgetReport:
+        self, app_name: str, user_id: str, event_ids: Iterable[str], *, session_id: str | None = None,
+        vacuum: bool | str = False,
+    ) -> FactForgetReport:  # fmt: skip
         """Remove every observation read from these events (of `session_id` only, if given) and re-derive
         each key they touched from the observations left: a value with no evidence left is deleted, one the
         removed evidence had superseded or retracted is current again if nothing else replaced it. The
-        session's watermark stays, so re-adding the same session does not bring the facts back."""
+        session's watermark stays, so re-adding the same session does not bring the facts back. `vacuum` as
+        in `forget_user`."""
+        check_level(vacuum)
         ids = sorted({event_ids} if isinstance(event_ids, str) else set(event_ids))
         if not ids:
-            return FactForgetReport()
-        return self._forget(app_name, user_id, ids, session_id)
+            return FactForgetReport(vacuumed=self._vacuum(vacuum))
+        return self._forget(app_name, user_id, ids, session_id, vacuum)
 
-    def forget_session(self, app_name: str, user_id: str, session_id: str) -> FactForgetReport:
+    def forget_session(
+        self, app_name: str, user_id: str, session_id: str, *, vacuum: bool | str = False
+    ) -> FactForgetReport:
         """`forget_events` for every event of one session: all facts the session produced go, the keys it
-        touched are re-derived from the rest of the history. The watermark stays (re-adding it is a no-op)."""
-        return self._forget(app_name, user_id, None, session_id)
+        touched are re-derived from the rest of the history. The watermark stays (re-adding it is a no-op).
+        `vacuum` as in `forget_user`."""
+        check_level(vacuum)
+        return self._forget(app_name, user_id, None, session_id, vacuum)
 
-    def _forget(self, app: str, user: str, event_ids: list[str] | None, session_id: str | None) -> FactForgetReport:
+    def _forget(
+        self, app: str, user: str, event_ids: list[str] | None, session_id: str | None, vacuum: bool | str = False
+    ) -> FactForgetReport:
         report = FactForgetReport()
         marks = ([erasures.facts_session(app, user, session_id)] if event_ids is None and session_id is not None
                  else [erasures.facts_event(app, user, session_id, e) for e in event_ids or ()])  # fmt: skip
@@ -482,6 +506,7 @@ class FactMemory:
             for subject, predicate in touched:
                 self._rederive(conn, app, user, subject, predicate, report)
         forget_transient()
+        report.vacuumed = self._vacuum(vacuum)
         return report
 
     def _rederive(self, conn, app: str, user: str, subject: str, predicate: str, report: FactForgetReport) -> None:
@@ -511,11 +536,17 @@ class FactMemory:
                 if r.status == "current":
                     report.restored.append((subject, predicate, r.value))
 
-    def forget_user(self, app_name: str, user_id: str) -> dict[str, int]:
+    def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> dict[str, int]:
         """Delete the user's facts, history, watermarks, stored units (every layer and model) and the cached
         vectors of those units' texts; counts per table (and `cache_entries`). Once it returns, an add of the
         user planned before it (extracting or embedding meanwhile) writes nothing of the user: it counts the
-        candidates in `dropped["erased_during_ingest"]`."""
+        candidates in `dropped["erased_during_ingest"]`.
+
+        `vacuum` is the erasure level, as in `EventMemory.forget_user`: False (rows deleted, bytes stay on disk),
+        True (VACUUM ANALYZE; statistics no longer sample the erased values), "full" (VACUUM FULL: no table or
+        index file holds the bytes), "wal" (also `purge_wal`); `counts["vacuumed"]` (with a level) counts the
+        tables vacuumed."""
+        check_level(vacuum)
         with self.store.transaction() as conn:
             # an add of the user in flight (either memory) writes nothing of the user afterwards
             erasing(conn, app_name, user_id, [erasures.facts_user(app_name, user_id),
@@ -526,6 +557,8 @@ class FactMemory:
         counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))
         forget_transient()
         forget_scans()  # the digests of texts scanned clean, the erased ones among them
+        if vacuum:
+            counts["vacuumed"] = len(self._vacuum(vacuum))
         return counts
 
 
