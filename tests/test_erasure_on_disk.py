@@ -114,9 +114,9 @@ def test_forget_with_vacuum_wal_leaves_no_file_of_the_data_folder_holding_the_te
     again = purge_wal(store)
     assert again.complete and again.rounds >= 1 and again.segments_before >= 1
     with store.connection() as conn:
-        assert not conn.execute(
-            "SELECT setting FROM pg_file_settings WHERE name = 'wal_recycle'"
-        ).fetchall(), "the purge restores the configuration (no wal_recycle line left in postgresql.auto.conf)"
+        assert not conn.execute("SELECT setting FROM pg_file_settings WHERE name = 'wal_recycle'").fetchall(), (
+            "the purge restores the configuration (no wal_recycle line left in postgresql.auto.conf)"
+        )
 
 
 def test_every_table_with_a_user_id_column_is_vacuumed(private, embedder):
