@@ -57,6 +57,7 @@ from memlab.facts.render import (
     render_fact,
 )
 from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
+from memlab.inputs import InputLimits
 from memlab.redact import install_log_redaction as _install_log_redaction
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
@@ -123,6 +124,7 @@ __all__ = [
     "Hits",
     "IngestReport",
     "InputError",
+    "InputLimits",
     "LabelledExtractor",
     "LlmExtractor",
     "MemlabError",

@@ -5,6 +5,7 @@ They are frozen dataclasses so they can be hashed, compared in tests and passed 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,12 +23,15 @@ TimeHandling = Literal["off", "filter", "boost"]
 TIME_HANDLING: tuple[str, ...] = ("off", "filter", "boost")
 EARLIEST_TIMESTAMP = datetime(1970, 1, 1, tzinfo=UTC)
 DEFAULT_AHEAD = timedelta(days=1)
+HNSW_MAX_EF_SEARCH = 1000  # pgvector's ceiling of hnsw.ef_search: an HNSW walk returns at most this many rows
+MAX_INT4 = 2**31 - 1  # PostgreSQL's integer settings (hnsw.max_scan_tuples) and the LIMITs memlab sends
 
 
-class InputError(ConfigError):
+class InputError(ConfigError, ValueError):
     """A session, event or argument that cannot be stored or searched as given (a NUL character, a lone
-    surrogate, a non-string id, an implausible timestamp, ...). The message names the app, user, session and
-    event it is about; the same names are attributes, so a caller can route the failure."""
+    surrogate, a non-string id, an implausible timestamp, a text over its limit, ...). The message names the
+    app, user, session and event it is about; the same names are attributes, so a caller can route the failure.
+    It is a ValueError too, so code that caught ValueError for a malformed id keeps working."""
 
     def __init__(
         self,
@@ -55,7 +59,8 @@ class TimestampWindow:
     A timestamp outside it is a broken clock or a unit mix-up (seconds read as milliseconds); stored, it would
     sort before or after everything the user said. Far outside it is worse: a time after 9999-12-31 in UTC
     (year 9999 in a negative UTC offset) is stored by PostgreSQL but cannot be read back into Python, so every
-    later search of the user fails. Pass another window to `EventMemory(timestamps=...)` to replay old data."""
+    later search of the user fails. Pass another window to `EventMemory(timestamps=...)` or
+    `FactMemory(timestamps=...)` to replay old data."""
 
     earliest: datetime = EARLIEST_TIMESTAMP
     ahead: timedelta = DEFAULT_AHEAD
@@ -79,8 +84,8 @@ class TimestampWindow:
         if timestamp < earliest or timestamp > latest:
             return (
                 f"timestamp {timestamp.isoformat()} is outside the accepted window {earliest.isoformat()} .. "
-                f"{latest.isoformat()} (now + {self.ahead}); fix the event's clock, or widen "
-                "EventMemory(timestamps=TimestampWindow(earliest=..., ahead=...))."
+                f"{latest.isoformat()} (now + {self.ahead}); fix the event's clock, or widen the memory's window: "
+                "EventMemory(timestamps=TimestampWindow(earliest=..., ahead=...)) or FactMemory(timestamps=...)."
             )
         return None
 
@@ -219,44 +224,55 @@ class SearchSettings:
                 or self.prefer_author is not None)  # fmt: skip
 
     def __post_init__(self) -> None:
-        if self.top_k < 1:
-            raise ConfigError(f"SearchSettings.top_k must be >= 1, got {self.top_k}.")
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"SearchSettings.strategy {self.strategy!r} is unknown; use one of {STRATEGIES}.")
-        if self.iterative_scan not in ITERATIVE_SCANS:
-            raise ConfigError(
-                f"SearchSettings.iterative_scan {self.iterative_scan!r} is unknown; use one of {ITERATIVE_SCANS}."
-            )
-        if not 1 <= self.ef_search <= 1000:
-            raise ConfigError(f"SearchSettings.ef_search must be in 1..1000 (pgvector's range), got {self.ef_search}.")
-        if self.exact_below is not None and self.exact_below < 0:
-            raise ConfigError(f"SearchSettings.exact_below must be >= 0, got {self.exact_below}.")
-        if self.max_scan_tuples < 1:
-            raise ConfigError(f"SearchSettings.max_scan_tuples must be >= 1, got {self.max_scan_tuples}.")
-        if self.query_rendering not in ("as_is", "first_person"):
-            raise ConfigError(f"SearchSettings.query_rendering {self.query_rendering!r} is unknown; use 'as_is' or "
-                              "'first_person'.")  # fmt: skip
-        if self.mode not in SEARCH_MODES:
-            raise ConfigError(f"SearchSettings.mode {self.mode!r} is unknown; use one of {SEARCH_MODES}.")
-        if self.time not in TIME_HANDLING:
-            raise ConfigError(f"SearchSettings.time {self.time!r} is unknown; use one of {TIME_HANDLING}.")
-        if self.rrf_k < 0 or self.candidates < 1:
-            raise ConfigError(
-                f"SearchSettings needs rrf_k >= 0 and candidates >= 1, got rrf_k={self.rrf_k}, "
-                f"candidates={self.candidates}."
-            )
+        for name, allowed in (("strategy", STRATEGIES), ("iterative_scan", ITERATIVE_SCANS), ("mode", SEARCH_MODES),
+                              ("time", TIME_HANDLING), ("query_rendering", ("as_is", "first_person"))):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise ConfigError(f"SearchSettings.{name} {value!r} is unknown; use one of {allowed}.")
+        exact = self.strategy == "exact"
+        walk = (f"with strategy={self.strategy!r} a search may walk an HNSW index, which returns at most ef_search "
+                f"rows, and pgvector caps ef_search at {HNSW_MAX_EF_SEARCH}; for more rows use strategy='exact'")
+        deepest = MAX_INT4 if exact else HNSW_MAX_EF_SEARCH
+        setting = "SearchSettings."
+        check_number(self.top_k, setting + "top_k", low=1, high=deepest, integer=True, why="" if exact else walk)
+        check_number(self.candidates, setting + "candidates", low=1, high=deepest, integer=True,
+                     why="each candidate list is this deep" + ("" if exact else f"; {walk}"))
+        check_number(self.ef_search, setting + "ef_search", low=1, high=HNSW_MAX_EF_SEARCH, integer=True,
+                     why="pgvector's range of hnsw.ef_search")
+        check_number(self.max_scan_tuples, setting + "max_scan_tuples", low=1, high=MAX_INT4, integer=True,
+                     why="pgvector's range of hnsw.max_scan_tuples")
+        if self.exact_below is not None:
+            check_number(self.exact_below, setting + "exact_below", low=0, high=2**63 - 1, integer=True,
+                         why="a unit count (None: the store's calibrated policy)")
+        check_number(self.rrf_k, setting + "rrf_k", low=0, high=1_000_000, integer=True,
+                     why="reciprocal rank fusion's constant (60 is usual)")
+        if self.per_session is not None:
+            check_number(self.per_session, setting + "per_session", low=1, high=MAX_INT4, integer=True,
+                         why="hits one session may hold (None: no cap)")
         for name in ("vector_weight", "lexical_weight", "time_weight"):
-            if not 0.0 <= getattr(self, name) < float("inf"):
-                raise ConfigError(f"SearchSettings.{name} must be a finite weight >= 0, got {getattr(self, name)}.")
-        if self.per_session is not None and (isinstance(self.per_session, bool) or self.per_session < 1):
-            raise ConfigError(f"SearchSettings.per_session must be None or >= 1, got {self.per_session!r}.")
+            check_number(getattr(self, name), setting + name, low=0.0, high=1e6, integer=False, why="a fusion weight")
+        check_number(self.author_margin, setting + "author_margin", low=0.0, high=2.0, integer=False,
+                     why="a cosine distance")
+        if self.max_distance is not None:
+            check_number(self.max_distance, setting + "max_distance", low=0.0, high=2.0, integer=False,
+                         why="a cosine distance (None keeps every hit)")
         if self.prefer_author is not None and (not isinstance(self.prefer_author, str) or not self.prefer_author):
             raise ConfigError(f"SearchSettings.prefer_author must be None or an author's name such as 'user', got "
                               f"{self.prefer_author!r}.")  # fmt: skip
-        if not 0.0 <= self.author_margin <= 2.0:
-            raise ConfigError(f"SearchSettings.author_margin is a cosine distance in [0, 2], got {self.author_margin}.")
-        if self.max_distance is not None and not 0.0 <= self.max_distance <= 2.0:
-            raise ConfigError(f"SearchSettings.max_distance is a cosine distance in [0, 2], got {self.max_distance}.")
+
+
+def check_number(value: object, what: str, *, low: float, high: float, integer: bool, why: str = "") -> None:
+    """Refuse (ConfigError naming `what`, the value, the allowed range and `why`) a number that is not an int
+    (or, unless `integer`, a finite float) in low..high. Bools, strings and NaN are refused: a setting read from
+    text ('1e9') must be converted by its reader, not compared here."""
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    finite = ok and (integer or math.isfinite(value))  # type: ignore[arg-type]
+    if not finite or isinstance(value, bool) or not low <= value <= high:  # type: ignore[operator]
+        kind = "an integer" if integer else "a finite number"
+        bounds = f"{low:,}..{high:,}" if integer else f"{low:g}..{high:g}"
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
+        because = f" ({why})." if why else "."
+        raise ConfigError(f"{what}={shown} is refused: it must be {kind} in {bounds}{because}")
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_scaling_sql.py", "memlab.storage.schema"): "creates a partitioned copy of the unit table",
     ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",
     ("tests/test_leaks.py", "memlab.redact"): "unit test of the one redactor behind errors, logs and run folders",
+    ("tests/lab/test_probe_inputs.py", "memlab.lab.probes.inputs"): "runs the input-checks reliability family "
+    "directly",
     ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
 }
 

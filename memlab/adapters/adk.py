@@ -9,7 +9,11 @@ Returned memory text is data inside someone else's framing (ADK wraps it in `<PA
 text and authors go through `neutralize_fences`, so a stored `</PAST_CONVERSATIONS>` or `SYSTEM:` line cannot
 close the fence or forge a turn; fact lines are safe by construction (`render_fact`). Fact memory ids are
 `fact_id`s, percent-encoded, so they round-trip for any user id. A session of the reserved user `_domain` is
-refused by `FactMemoryService` (ConfigError): app-wide facts are written with `FactMemory.add_domain_*`."""
+refused by `FactMemoryService` (ConfigError): app-wide facts are written with `FactMemory.add_domain_*`.
+
+Input goes through the memories' own checks (`memlab.inputs`): ids, texts, lengths and timestamps a memory
+would refuse raise `InputError` here too, and an ADK timestamp Python cannot turn into a time (1e20, NaN, a
+malformed ISO string) raises `InputError` naming it instead of a ValueError or OverflowError."""
 
 from __future__ import annotations
 
@@ -34,7 +38,8 @@ from memlab.events.memory import EventMemory
 from memlab.facts.memory import FactMemory, parse_fact_id
 from memlab.facts.render import neutralize_fences
 from memlab.facts.types import DOMAIN_USER
-from memlab.types import Event, FunctionCall, FunctionResponse, SearchSettings, Session
+from memlab.inputs import check_ids, check_text
+from memlab.types import Event, FunctionCall, FunctionResponse, InputError, SearchSettings, Session
 
 # A recall-leaning cut-off for preloading with all-MiniLM-L6-v2, read off the cut-off sweep on memlab-synth
 # (ci suite, 2026-11-29): at 0.75 recall@10 is 0.54 of the 0.77 reachable, 11% of answerable questions get
@@ -61,12 +66,31 @@ def event_from_adk(event) -> Event:
     return Event(
         id=event.id or hashlib.sha1(f"{event.invocation_id}{event.timestamp}".encode()).hexdigest()[:16],
         author=event.author or "user",
-        timestamp=datetime.fromtimestamp(float(event.timestamp), UTC),
+        timestamp=_posix_time(event.timestamp, event.id),
         text="\n".join(texts) if texts else None,
         function_calls=calls,
         function_responses=responses,
         partial=bool(event.partial),
     )
+
+
+def _posix_time(value: object, event_id: object) -> datetime:
+    """An ADK event's timestamp (seconds since the epoch) as an aware datetime, or InputError."""
+    try:
+        return datetime.fromtimestamp(float(value), UTC)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError) as exc:
+        raise InputError(f"timestamp {value!r} of an ADK event is not a time in seconds since 1970 that Python can "
+                         f"read ({exc}); fix the event's clock", event_id=event_id) from None  # fmt: skip
+
+
+def _iso_time(value: str, entry_id: object) -> datetime:
+    """A MemoryEntry's ISO timestamp as an aware datetime (UTC when it has no offset), or InputError."""
+    try:
+        when = datetime.fromisoformat(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"timestamp {value!r} of a MemoryEntry is not an ISO 8601 time ({exc})",
+                         event_id=entry_id) from None  # fmt: skip
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def session_from_adk(session) -> Session:
@@ -78,8 +102,7 @@ def _entries_session(app_name: str, user_id: str, memories: Sequence[MemoryEntry
     events = []
     for entry in memories:
         text = "\n".join(p.text for p in (entry.content.parts or []) if p.text)
-        when = datetime.fromisoformat(entry.timestamp) if entry.timestamp else datetime.now(UTC)
-        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+        when = _iso_time(entry.timestamp, entry.id) if entry.timestamp else datetime.now(UTC)
         ident = entry.id or hashlib.sha1(f"{user_id}|{text}".encode()).hexdigest()[:16]
         events.append(Event(id=ident, author=entry.author or "user", timestamp=when, text=text))
     return Session(app_name, user_id, DIRECT_SESSION, events)
@@ -197,12 +220,18 @@ class FactMemoryService(_IngestingService):
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         if not memory_id:
             return
-        owner, subject, predicate, value = parse_fact_id(memory_id)
+        check_ids(app_name, user_id)
+        where = {"app_name": app_name, "user_id": user_id}
+        check_text(memory_id, "the memory id", **where)
+        try:
+            owner, subject, predicate, value = parse_fact_id(memory_id)
+        except ValueError as exc:  # InputError is a ValueError too: callers catching ValueError keep working
+            raise InputError(str(exc), **where) from None
         if owner == DOMAIN_USER and user_id != DOMAIN_USER:
-            raise ValueError(f"memory id {memory_id!r} is an app-wide fact, not one of user {user_id!r}; delete it "
-                             f"with FactMemory.delete_fact(app, {DOMAIN_USER!r}, ...)")  # fmt: skip
+            raise InputError(f"memory id {memory_id!r} is an app-wide fact, not one of user {user_id!r}; delete it "
+                             f"with FactMemory.delete_fact(app, {DOMAIN_USER!r}, ...)", **where)  # fmt: skip
         if owner != user_id:
-            raise ValueError(f"memory id {memory_id!r} is not a fact id of user {user_id!r}")
+            raise InputError(f"memory id {memory_id!r} is not a fact id of user {user_id!r}", **where)
         await asyncio.to_thread(self.facts.delete_fact, app_name, user_id, subject, predicate, value)
 
 

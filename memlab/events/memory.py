@@ -5,11 +5,14 @@ Identity: an event is (app, user, session, event id). ADK event ids are unique w
 user's sessions, so the same id in two sessions is two memories (both stored); the same id twice within one
 session is stored once and the repeat is counted as skipped (`duplicate_id`).
 
-Input is checked before anything is embedded or written (`check_session`): ids must be non-empty strings of
-at most `MAX_ID_BYTES` UTF-8 bytes, no text may hold a NUL character or a lone surrogate (PostgreSQL cannot
-store either), timestamps must be timezone-aware and inside the memory's `TimestampWindow` (1970 .. now + 1 day
-by default). A malformed session is refused whole with an `InputError` naming the session and event, so
-nothing half-written is left behind; `add_sessions` records it in `IngestReport.failed` and writes the others.
+Input is checked before anything is embedded or written, by the checks fact memory and the ADK services share
+(`memlab.inputs`): ids must be non-empty strings of at most `MAX_ID_BYTES` UTF-8 bytes, no text may hold a NUL
+character or a lone surrogate (PostgreSQL cannot store either), a unit's text (an event's, or a chunk's joined
+turns) may have at most `InputLimits.text_bytes` (1,000,000 by default) and a query `query_bytes`, timestamps
+must be timezone-aware and inside the memory's `TimestampWindow` (1970 .. now + 1 day by default). A malformed
+session is refused whole with an `InputError` naming the session, event and limit, so nothing half-written is
+left behind; `add_sessions` records it in `IngestReport.failed` and writes the others. Every read and erasure
+checks its ids the same way.
 
 Erasure (`forget_user`, `forget_session`, `delete_memory`, `purge_before`) also removes the embedding-cache
 entries of the texts it deletes, and with `vacuum=True` VACUUMs the touched tables afterwards. An erasure wins
@@ -41,6 +44,16 @@ from memlab.events.renderings import check_rendering, render_query, render_units
 from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import Unit, chunk_units, event_units, layer_name
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing, plan_generation, recheck, still_stored
+from memlab.inputs import (
+    DEFAULT_LIMITS,
+    MAX_ID_BYTES,
+    InputLimits,
+    check_ids,
+    check_session,
+    check_text,
+    text_problem,
+    timestamp_problem,
+)
 from memlab.redact import get_logger
 from memlab.storage import disk_erasure, erasures
 from memlab.storage import units as sqlu
@@ -73,65 +86,8 @@ STRATEGY_FACTS_SECONDS = 5.0
 _STRATEGY_FACTS_MAX = 10_000  # users remembered at most; beyond that the memory starts again
 DUPLICATE_ID = "duplicate_id"  # an event id seen earlier in the same session: stored once, the repeat counted
 SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID, ERASED_DURING_INGEST)  # every reason an event is skipped
-MAX_ID_BYTES = 256  # app, user, session and event ids (UTF-8): the unique key must fit a btree entry
 # What PostgreSQL (or psycopg) says about data it cannot take: the session is at fault, not the server.
 _REFUSED = (psycopg.DataError, psycopg.errors.ProgramLimitExceeded)
-
-
-def text_problem(value: object, what: str, *, max_bytes: int | None = None, empty_ok: bool = False) -> str | None:
-    """Why `value` cannot be stored as the text `what`, or None."""
-    if not isinstance(value, str):
-        return f"{what} {value!r} is a {type(value).__name__}, not a string"
-    if not value and not empty_ok:
-        return f"{what} is empty"
-    if "\x00" in value:
-        return f"{what} holds a NUL character (\\x00), which PostgreSQL text cannot store; strip it first"
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        return (
-            f"{what} holds a lone surrogate ({value[exc.start]!r} at position {exc.start}), which is not valid "
-            "Unicode text; decode the source with errors='replace' first"
-        )
-    if max_bytes is not None and size > max_bytes:
-        return f"{what} is {size} bytes long in UTF-8; ids may have at most {max_bytes}"
-    return None
-
-
-def check_session(session: Session, timestamps: TimestampWindow, *, now: datetime | None = None) -> None:
-    """Raise `InputError` (naming the session and event) unless every id, text and timestamp of the session
-    can be stored as given."""
-    ids = {
-        "app": getattr(session, "app_name", None),
-        "user": getattr(session, "user_id", None),
-        "session": getattr(session, "id", None),
-    }
-    where = {"app_name": ids["app"], "user_id": ids["user"], "session_id": ids["session"]}
-    if not isinstance(session, Session):
-        raise InputError(f"expected a memlab.Session, got {type(session).__name__}", **where)
-    for name, value in ids.items():
-        problem = text_problem(value, f"the {name} id", max_bytes=MAX_ID_BYTES)
-        if problem:
-            raise InputError(problem, **where)
-    now = now or datetime.now(UTC)
-    for position, event in enumerate(session.events):
-        event_id = getattr(event, "id", None)
-        if not isinstance(event, Event):
-            raise InputError(f"event #{position} is a {type(event).__name__}, not a memlab.Event", **where)
-        problem = (
-            text_problem(event_id, "the event id", max_bytes=MAX_ID_BYTES)
-            or text_problem(event.author, "the author", empty_ok=True)
-            or (None if event.text is None else text_problem(event.text, "the text", empty_ok=True))
-            or _timestamp_problem(event.timestamp, timestamps, now)
-        )
-        if problem:
-            raise InputError(problem, **where, event_id=event_id if isinstance(event_id, str) else repr(event_id))
-
-
-def _timestamp_problem(timestamp: object, timestamps: TimestampWindow, now: datetime) -> str | None:
-    if not isinstance(timestamp, datetime) or timestamp.utcoffset() is None:
-        return f"timestamp {timestamp!r} is not a timezone-aware datetime"
-    return timestamps.problem(timestamp, now)
 
 
 @dataclass(frozen=True)
@@ -268,6 +224,7 @@ class EventMemory:
         timestamps: TimestampWindow | None = None,
         rendering: str = "text",
         fact_keys: Extractor | None = None,
+        limits: InputLimits | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -286,17 +243,15 @@ class EventMemory:
         if timestamps is not None and not isinstance(timestamps, TimestampWindow):
             raise ConfigError(f"timestamps must be a memlab.TimestampWindow, got {type(timestamps).__name__}.")
         self.timestamps = timestamps or TimestampWindow()  # the event times accepted on ingest
+        if limits is not None and not isinstance(limits, InputLimits):
+            raise ConfigError(f"limits must be a memlab.inputs.InputLimits, got {type(limits).__name__}.")
+        self.limits = limits or DEFAULT_LIMITS  # the longest texts and queries accepted
         self.model = store.register_model(embedder.model_id, embedder.dimension)
         self.index_name = store.ensure_vector_index(self.model.model_id, self.layer)
         self._strategy_facts: dict[tuple[str, str], tuple[float, sqlu.ScopeFacts]] = {}
 
     def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
-        if not app_name or not user_id:
-            raise ConfigError("app_name and user_id are required: memory is always scoped to one user of one app.")
-        for name, value in (("app_name", app_name), ("user_id", user_id)):
-            problem = text_problem(value, name)
-            if problem:
-                raise InputError(problem, app_name=app_name, user_id=user_id)
+        check_ids(app_name, user_id)  # memory is always scoped to one user of one app
         return sqlu.Scope(app_name, user_id, self.layer, self.model)
 
     # -- ingest ---------------------------------------------------------------------------------------
@@ -352,8 +307,28 @@ class EventMemory:
         return found
 
     def check(self, session: Session) -> None:
-        """Raise `InputError` (naming the session and event) if the session cannot be stored as given."""
-        check_session(session, self.timestamps)
+        """Raise `InputError` (naming the session and event) if the session cannot be stored as given, before
+        anything is embedded: a chunk (or a rendering) longer than `limits.text_bytes` too, though each of its
+        events fits."""
+        check_session(session, self.timestamps, limits=self.limits)
+        limit = self.limits.text_bytes
+        # Cheap bound first: a unit holds at most the whole session's turns (plus a rendering's few words each).
+        if sum(len((e.text or "").encode()) + len(e.author.encode()) + 64 for e in session.events) <= limit:
+            return
+        if self.granularity == "event" and self.rendering == "text" and self.fact_keys is None:
+            return  # a unit is its event's text, checked above
+        kept, _ = self.kept_events(session)
+        units = event_units(session, kept) if self.granularity == "event" else chunk_units(
+            session, kept, self.chunk_size, self.chunk_overlap)  # fmt: skip
+        if self.rendering != "text":
+            units = render_units(self.rendering, units, kept, None, chunk=self.granularity != "event")
+        for unit in units:
+            what = "the chunk's joined text" if self.granularity != "event" else "the rendered text"
+            problem = text_problem(unit.embed_text, what, empty_ok=True, max_bytes=limit,
+                                   limit_name="InputLimits(text_bytes=...)")  # fmt: skip
+            if problem:
+                raise InputError(problem, app_name=session.app_name, user_id=session.user_id, session_id=session.id,
+                                 event_id=unit.event_ids[0] if unit.event_ids else None)  # fmt: skip
 
     def add_session(self, session: Session) -> IngestReport:
         """Store the session's kept events (or chunks). Safe to call any number of times, from any thread:
@@ -645,12 +620,8 @@ class EventMemory:
         the deleted texts are dropped; `vacuum=True` (or "full") VACUUMs the tables afterwards. An add of the
         memory in flight (embedding when this runs) leaves it out and counts it in `skipped["deleted"]`: a
         deleted memory never comes back. Returns units deleted."""
-        self.scope(app_name, user_id)
+        check_ids(app_name, user_id, memory_id=memory_id, optional={"session_id": session_id})
         self._check_vacuum(vacuum)
-        for name, value in (("memory_id", memory_id), ("session_id", session_id)):
-            problem = None if value is None and name == "session_id" else text_problem(value, name)
-            if problem:
-                raise InputError(problem, app_name=app_name, user_id=user_id, session_id=session_id)
         with self.store.transaction() as conn:
             erasing(conn, app_name, user_id)  # its tombstones stop adds in flight (write_guard.recheck)
             deleted = sqlu.delete_memory(conn, app_name, user_id, memory_id, session_id)
@@ -664,11 +635,8 @@ class EventMemory:
         `vacuum=True` (or "full") VACUUMs the tables afterwards. An add of the session planned before this call
         (embedding when it runs) writes nothing of it (`skipped["erased_during_ingest"]`); one that starts
         after it stores the session again."""
-        self.scope(app_name, user_id)
+        check_ids(app_name, user_id, session_id=session_id)
         self._check_vacuum(vacuum)
-        problem = text_problem(session_id, "session_id")
-        if problem:
-            raise InputError(problem, app_name=app_name, user_id=user_id, session_id=session_id)
         with self.store.transaction() as conn:
             marker = erasures.units_session(app_name, user_id, session_id, self.model.model_id)
             erasing(conn, app_name, user_id, [marker])  # an add of the session in flight writes nothing of it
@@ -711,7 +679,9 @@ class EventMemory:
             )
             or (None if unit.author is None else text_problem(unit.author, "the author", empty_ok=True))
             or text_problem(unit.body, "the body", empty_ok=True)
-            or _timestamp_problem(unit.occurred_at, self.timestamps, datetime.now(UTC))
+            or text_problem(unit.embed_text, "the unit's text", empty_ok=True, max_bytes=self.limits.text_bytes,
+                            limit_name="InputLimits(text_bytes=...)")
+            or timestamp_problem(unit.occurred_at, self.timestamps, datetime.now(UTC))
         )
         if problem:
             raise InputError(problem, **where)
@@ -777,9 +747,7 @@ class EventMemory:
         preferred author's margin), fused by reciprocal rank, re-ranked by the
         question's time window, spread by the per-session cap, then cut to `top_k` and `max_distance`. The
         query text is used as given (`search` renders it first)."""
-        problem = text_problem(query, "the query", empty_ok=True)
-        if problem:
-            raise InputError(problem, app_name=app_name, user_id=user_id)
+        self._check_query(app_name, user_id, query)
         depth = max(settings.candidates, settings.top_k)
         lists: list[tuple[list, float]] = []
         plan = "lexical"
@@ -822,10 +790,12 @@ class EventMemory:
             return None
         return anchor.window(found[0].timestamp)
 
+    def _check_query(self, app_name: str, user_id: str, query: object) -> None:
+        check_text(query, "the query", empty_ok=True, max_bytes=self.limits.query_bytes,
+                   limit_name="InputLimits(query_bytes=...)", app_name=app_name, user_id=user_id)  # fmt: skip
+
     def _embed_query(self, app_name: str, user_id: str, query: str) -> np.ndarray:
-        problem = text_problem(query, "the query", empty_ok=True)
-        if problem:
-            raise InputError(problem, app_name=app_name, user_id=user_id)
+        self._check_query(app_name, user_id, query)
         return embed_query_transient(self.embedder, query)
 
     def search_vector(
@@ -904,6 +874,8 @@ class EventMemory:
         """Build a per-tenant partial HNSW index for every user of this layer and model (of one app, or all)
         holding at least the policy's `tenant_index_above` units, so `auto` serves them from a graph dense in
         their own rows. Run it after large loads (or on a schedule); returns the indexes created."""
+        if app_name is not None:
+            check_text(app_name, "the app id", max_bytes=MAX_ID_BYTES, app_name=app_name)
         policy = self.store.auto_policy()
         with self.store.connection() as conn:
             users = sqlu.large_scopes(conn, self.layer, self.model.model_id, policy.tenant_index_above, app_name)
@@ -957,6 +929,9 @@ class EventMemory:
         cached vectors of their texts; returns units deleted."""
         if not isinstance(cutoff, datetime) or cutoff.tzinfo is None:
             raise ConfigError("purge_before needs a timezone-aware cutoff datetime.")
+        for name, value in (("app", app_name), ("user", user_id)):
+            if value is not None:
+                check_text(value, f"the {name} id", max_bytes=MAX_ID_BYTES, app_name=app_name, user_id=user_id)
         self._check_vacuum(vacuum)
         with self.store.transaction() as conn:
             deleted = sqlu.erase_before(conn, cutoff, app_name, user_id)

@@ -7,7 +7,13 @@ then consolidates each with `decide()` in one transaction that locks the keys it
 App-wide facts live under the reserved user `_domain` and are written only through `add_domain_fact` and
 `add_domain_session`: ingesting a session whose user id is `_domain` is refused, so an end user (an ADK session
 id is enough) can never plant facts into every user's block. `forget_events` and `forget_session` remove the
-observations of events and re-derive the keys they touched from the evidence that is left."""
+observations of events and re-derive the keys they touched from the evidence that is left.
+
+Input is checked as event memory checks it, by the same code (`memlab.inputs`): ids, texts, timestamps (the
+memory's `TimestampWindow`) and lengths (`InputLimits`) are refused with an `InputError` before anything is
+extracted or written, on every write, read and erasure; a candidate whose subject or value cannot be stored is
+dropped and counted (`unstorable`). A fact stated at a time Python cannot read back would otherwise make every
+later read of the user, and through `_domain` of every user of the app, fail."""
 
 from __future__ import annotations
 
@@ -34,12 +40,24 @@ from memlab.facts.extractors.base import Extractor
 from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.render import preload_text, render_fact
 from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensitivity
+from memlab.inputs import (
+    DEFAULT_LIMITS,
+    MAX_ID_BYTES,
+    InputLimits,
+    check_datetime,
+    check_ids,
+    check_number,
+    check_session,
+    check_text,
+    text_problem,
+    timestamp_problem,
+)
 from memlab.storage import erasures, facts_sql
 from memlab.storage.disk_erasure import after_erasure, check_level
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
 from memlab.storage.units import erase_user as erase_units_of_user
-from memlab.types import Event, Session
+from memlab.types import Event, InputError, Session, TimestampWindow
 
 SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?|[a-z][a-z_]*:[\w.-]+")
 USER_SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?")
@@ -167,7 +185,17 @@ class FactMemory:
         extractor: Extractor | None = None,
         *,
         registry: PredicateRegistry | None = None,
+        timestamps: TimestampWindow | None = None,
+        limits: InputLimits | None = None,
     ) -> None:
+        """`timestamps`: the times a fact may be stated at (1970 .. now + 1 day by default; widen it to replay
+        old data); `limits`: the longest texts, queries and values accepted (see `memlab.inputs.InputLimits`)."""
+        if timestamps is not None and not isinstance(timestamps, TimestampWindow):
+            raise ConfigError(f"timestamps must be a memlab.TimestampWindow, got {type(timestamps).__name__}.")
+        if limits is not None and not isinstance(limits, InputLimits):
+            raise ConfigError(f"limits must be a memlab.inputs.InputLimits, got {type(limits).__name__}.")
+        self.timestamps = timestamps or TimestampWindow()
+        self.limits = limits or DEFAULT_LIMITS
         self.store = store
         self.embedder = embedder
         if extractor is None:
@@ -184,7 +212,9 @@ class FactMemory:
     def add_session(self, session: Session) -> FactIngestReport:
         """Extract and consolidate the session's events newer than its watermark. Re-adding a session
         never reinforces anything twice. A session of the reserved user `_domain` is refused (ConfigError):
-        app-wide facts are written with `add_domain_session` or `add_domain_fact`."""
+        app-wide facts are written with `add_domain_session` or `add_domain_fact`. A session that cannot be
+        stored as given (see `memlab.inputs`) raises `InputError` and nothing of it is written."""
+        check_session(session, self.timestamps, limits=self.limits)
         if session.user_id == DOMAIN_USER:
             raise ConfigError(
                 f"user id {DOMAIN_USER!r} is reserved for app-wide facts shared by every user of app "
@@ -199,6 +229,7 @@ class FactMemory:
         the app under their own heading. Candidates about the user (`user`, `user.<relation>`) are dropped:
         a domain fact is about teams, services, products (`<kind>:<id>`), never about whoever reads it.
         Never call this with sessions whose content end users control."""
+        check_session(session, self.timestamps, limits=self.limits)
         return self._ingest(session, DOMAIN_USER)
 
     def add_domain_fact(
@@ -214,7 +245,23 @@ class FactMemory:
     ) -> FactIngestReport:
         """Write one app-wide fact (`team:payments deploy_tool = Argo CD`) under the reserved user `_domain`,
         consolidated like any stated fact (a later value supersedes, `negated=True` retracts). `subject` must be
-        `<kind>:<id>` and `predicate` registered (ConfigError otherwise); `at` defaults to now."""
+        `<kind>:<id>` and `predicate` registered (ConfigError otherwise); `at` defaults to now and must be inside
+        the memory's `TimestampWindow`; texts are checked as any input (InputError)."""
+        check_ids(app_name, DOMAIN_USER)
+        where = {"app_name": app_name, "user_id": DOMAIN_USER}
+        check_text(subject, "the subject", max_bytes=MAX_ID_BYTES, **where)
+        check_text(predicate, "the predicate", max_bytes=MAX_ID_BYTES, **where)
+        self._check_value(value, **where)
+        if quote is not None:
+            check_text(quote, "the quote", max_bytes=self.limits.text_bytes, limit_name="InputLimits(text_bytes=...)",
+                       **where)  # fmt: skip
+        if not isinstance(negated, bool):
+            raise InputError(f"negated={negated!r} must be True or False", **where)
+        if at is not None:
+            check_datetime(at, "at", **where)
+            problem = timestamp_problem(at, self.timestamps)
+            if problem:
+                raise InputError(f"at={at.isoformat()}: {problem}", **where)
         if not self.registry.knows(predicate):
             raise ConfigError(
                 f"unknown predicate {predicate!r} (nearest registered: {self.registry.nearest(predicate)!r})"
@@ -236,6 +283,10 @@ class FactMemory:
         report = FactIngestReport(events=1, candidates=1, accepted=[cand])
         self._write(app_name, DOMAIN_USER, [cand], report)
         return report
+
+    def _check_value(self, value: object, **where: object) -> None:
+        check_text(value, "the value", max_bytes=self.limits.fact_value_bytes,
+                   limit_name="InputLimits(fact_value_bytes=...)", **where)  # fmt: skip
 
     def _ingest(self, session: Session, user: str) -> FactIngestReport:
         app = session.app_name
@@ -309,6 +360,11 @@ class FactMemory:
             elif not c.quote or c.quote not in transcript:
                 report.dropped["quote_not_in_transcript"] += 1
                 report.notes.append(f"quote {c.quote[:60]!r} for {c.predicate} is not in the transcript")
+            elif unstorable := (text_problem(c.subject, "the subject", max_bytes=MAX_ID_BYTES)
+                                or text_problem(c.value, "the value", max_bytes=self.limits.fact_value_bytes,
+                                                limit_name="InputLimits(fact_value_bytes=...)")):  # fmt: skip
+                report.dropped["unstorable"] += 1
+                report.notes.append(f"{c.predicate}: {unstorable}")
             elif not str(c.value).strip():
                 report.dropped["empty_value"] += 1
             else:
@@ -352,11 +408,13 @@ class FactMemory:
     # -- reading --------------------------------------------------------------------------------------
     def current(self, app_name: str, user_id: str) -> list[Fact]:
         """Every current fact of the user (all sensitivities, any confidence)."""
+        check_ids(app_name, user_id)
         with self.store.connection() as conn:
             return [f for _, f in facts_sql.user_rows(conn, app_name, [user_id], statuses=["current"])]
 
     def rows(self, app_name: str, user_id: str) -> list[Fact]:
         """Current and history rows."""
+        check_ids(app_name, user_id)
         with self.store.connection() as conn:
             return [f for _, f in facts_sql.user_rows(conn, app_name, [user_id])]
 
@@ -377,9 +435,7 @@ class FactMemory:
         Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
         `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
         served."""
-        unknown = set(allow) - {"personal", "health"}
-        if unknown:
-            raise ConfigError(f"allow may hold 'personal' and 'health', got {sorted(unknown)}")
+        self._check_search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
         now = now or datetime.now(UTC)
         users = [user_id, DOMAIN_USER] if include_domain and user_id != DOMAIN_USER else [user_id]
         with self.store.connection() as conn:
@@ -410,6 +466,27 @@ class FactMemory:
         hits.sort(key=lambda h: (round(h.distance, 6), -h.fact.confirmed_at.timestamp()))
         return hits[:limit]
 
+    def _check_search(self, app_name: object, user_id: object, query: object, allow: object, threshold: object,
+                      limit: object, now: object, include_domain: object) -> None:  # fmt: skip
+        """`search`'s arguments, each refused with a memlab error naming it before any SQL runs."""
+        check_ids(app_name, user_id)
+        where = {"app_name": app_name, "user_id": user_id}
+        check_text(query, "the query", empty_ok=True, max_bytes=self.limits.query_bytes,
+                   limit_name="InputLimits(query_bytes=...)", **where)  # fmt: skip
+        if isinstance(allow, str) or not all(isinstance(a, str) for a in allow):  # type: ignore[attr-defined]
+            raise InputError(f"allow={allow!r} must be a sequence of sensitivities, e.g. ('personal', 'health')",
+                             **where)  # fmt: skip
+        unknown = set(allow) - {"personal", "health"}  # type: ignore[call-overload]
+        if unknown:
+            raise ConfigError(f"allow may hold 'personal' and 'health', got {sorted(unknown)}")
+        check_number(threshold, "FactMemory.search threshold", low=0.0, high=1.0, integer=False,
+                     why="a decayed confidence")
+        check_number(limit, "FactMemory.search limit", low=1, high=2**31 - 1, integer=True, why="facts served at most")
+        if now is not None:
+            check_datetime(now, "now", **where)
+        if not isinstance(include_domain, bool):
+            raise InputError(f"include_domain={include_domain!r} must be True or False", **where)
+
     def preload_block(self, app_name: str, user_id: str, query: str, **kwargs) -> str:
         """The text to put before a model request, fenced by `PRELOAD_OPEN` / `PRELOAD_CLOSE`: facts about
         the user under a heading saying they are data, not instructions, then app-wide facts under their own
@@ -421,6 +498,7 @@ class FactMemory:
 
     def why(self, app_name: str, user_id: str, subject: str, predicate: str) -> list[Provenance]:
         """The provenance trail of one key: every observation, oldest first, with its value's status now."""
+        self._check_key(app_name, user_id, subject, predicate)
         with self.store.connection() as conn:
             status = {f.value: f.status for f in facts_sql.key_rows(conn, app_name, user_id, subject, predicate)}
             obs = facts_sql.observations(conn, app_name, user_id, subject, predicate)
@@ -435,6 +513,8 @@ class FactMemory:
     ) -> int:
         """Forget one value of a key (row and observations) and re-resolve the values left (a value the
         deleted one had replaced is current again); returns rows deleted. `vacuum` as in `forget_user`."""
+        self._check_key(app_name, user_id, subject, predicate)
+        check_text(value, "the value", empty_ok=True, app_name=app_name, user_id=user_id)
         check_level(vacuum)
         with self.store.transaction() as conn:
             erasing(conn, app_name, user_id, [erasures.facts_value(app_name, user_id, subject, predicate, value)])
@@ -459,6 +539,12 @@ class FactMemory:
                 cache.vacuum()
         return done
 
+    @staticmethod
+    def _check_key(app_name: object, user_id: object, subject: object, predicate: object) -> None:
+        check_ids(app_name, user_id)
+        for what, text in (("the subject", subject), ("the predicate", predicate)):
+            check_text(text, what, app_name=app_name, user_id=user_id)
+
     # -- erasure of evidence ----------------------------------------------------------------------------
     def forget_events(
         self, app_name: str, user_id: str, event_ids: Iterable[str], *, session_id: str | None = None,
@@ -469,8 +555,11 @@ class FactMemory:
         removed evidence had superseded or retracted is current again if nothing else replaced it. The
         session's watermark stays, so re-adding the same session does not bring the facts back. `vacuum` as
         in `forget_user`."""
+        check_ids(app_name, user_id, optional={"session_id": session_id})
         check_level(vacuum)
         ids = sorted({event_ids} if isinstance(event_ids, str) else set(event_ids))
+        for event_id in ids:
+            check_text(event_id, "an event id", max_bytes=MAX_ID_BYTES, app_name=app_name, user_id=user_id)
         if not ids:
             return FactForgetReport(vacuumed=self._vacuum(vacuum))
         return self._forget(app_name, user_id, ids, session_id, vacuum)
@@ -481,6 +570,7 @@ class FactMemory:
         """`forget_events` for every event of one session: all facts the session produced go, the keys it
         touched are re-derived from the rest of the history. The watermark stays (re-adding it is a no-op).
         `vacuum` as in `forget_user`."""
+        check_ids(app_name, user_id, session_id=session_id)
         check_level(vacuum)
         return self._forget(app_name, user_id, None, session_id, vacuum)
 
@@ -546,6 +636,7 @@ class FactMemory:
         True (VACUUM ANALYZE; statistics no longer sample the erased values), "full" (VACUUM FULL: no table or
         index file holds the bytes), "wal" (also `purge_wal`); `counts["vacuumed"]` (with a level) counts the
         tables vacuumed."""
+        check_ids(app_name, user_id)
         check_level(vacuum)
         with self.store.transaction() as conn:
             # an add of the user in flight (either memory) writes nothing of the user afterwards
