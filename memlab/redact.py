@@ -77,7 +77,8 @@ def _forms(secret: str) -> list[str]:
     return sorted((f for f in forms if len(f) >= MIN_KNOWN), key=len, reverse=True)
 
 
-def _hide_known(text: str, known: Iterable[str]) -> str:
+def hide_known(text: str, known: Iterable[str]) -> str:
+    """`text` with the known secrets (in every form `_forms` lists) replaced; nothing else changed."""
     for secret in sorted({f for k in known if k for f in _forms(str(k))}, key=len, reverse=True):
         text = text.replace(secret, HIDDEN)
     return text
@@ -109,7 +110,7 @@ def _hide(match: re.Match) -> str:
 def redact_patterns(text: str, known: Iterable[str] = ()) -> str:
     """Known secrets and secrets in their usual wrappings (URL userinfo, key=value, auth headers) hidden; cheap
     (no secret filter)."""
-    text = _hide_known(text, known)
+    text = hide_known(text, known)
     for pattern in (_SCHEME_PASSWORD, _AUTH_HEADER, _BEARER, _KEY_EQUALS, _KEY_COLON):
         text = pattern.sub(_hide, text)
     return text

@@ -206,3 +206,24 @@ def test_notebooks_render_to_html_for_a_run(tmp_path, store, memlab_home):
     seconds = lab.render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": None}, folder=folder)
     html = (tmp_path / "html" / "01_quickstart.html").read_text()
     assert set(seconds) == {"01_quickstart"} and "<html" in html.lower() and "Traceback" not in html
+
+
+def test_a_dsn_password_never_reaches_the_rendered_html(tmp_path, memlab_home):
+    """`memlab eval --notebooks --dsn postgresql://u:PASSWORD@...`: the notebook gets the DSN (through its
+    kernel's environment, not a cell) and no page shows the password, not even a cell that prints it."""
+    from memlab import lab
+
+    mark = "Zq7NotebookMarker"
+    dsn = f"postgresql://memlab:{mark}@127.0.0.1:1/memlab"
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("DSN = None\nMEMLAB_HOME = None", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("print('got the dsn:', DSN is not None and DSN.startswith('postgresql://'))"),
+        nbformat.v4.new_code_cell("print(DSN)\nDSN"),
+    ])  # fmt: skip
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    nbformat.write(nb, folder / "leak.ipynb")
+    lab.render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": dsn}, folder=folder)
+    html = (tmp_path / "html" / "leak.html").read_text()
+    assert "got the dsn: True" in html
+    assert mark not in html and "***" in html

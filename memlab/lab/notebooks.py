@@ -48,14 +48,18 @@ def parameter_names(cell) -> list[str]:
     return names
 
 
-def with_parameters(nb, overrides: dict[str, object]):
-    """Insert an `injected-parameters` cell after the parameters cell (only known names are accepted)."""
+def with_parameters(nb, overrides: dict[str, object], *, from_env: dict[str, str] | None = None):
+    """Insert an `injected-parameters` cell after the parameters cell (only known names are accepted).
+    `from_env` maps a parameter to the environment variable the kernel reads it from: a secret's value (a DSN's
+    password) is then never written into the notebook, so no rendered page shows it."""
     nbformat = _nbformat()
     cell = parameters_cell(nb)
-    unknown = sorted(set(overrides) - set(parameter_names(cell)))
+    from_env = from_env or {}
+    unknown = sorted((set(overrides) | set(from_env)) - set(parameter_names(cell)))
     if unknown:
         raise ConfigError(f"not parameters of this notebook: {unknown}")
-    source = "\n".join(f"{name} = {value!r}" for name, value in overrides.items())
+    source = "\n".join([*(f"{name} = {value!r}" for name, value in overrides.items()),
+                        *(f"{name} = __import__('os').environ[{var!r}]" for name, var in from_env.items())])
     nb.cells.insert(
         nb.cells.index(cell) + 1, nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
     )
@@ -90,8 +94,54 @@ def execute(nb, kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) 
     return time.perf_counter() - started
 
 
+def secret_parameters(overrides: dict[str, object]) -> dict[str, str]:
+    """The overrides the redactor would change (a DSN with a password, a key): passed through the kernel's
+    environment, never written into a cell."""
+    from memlab.redact import redact
+
+    return {k: v for k, v in overrides.items() if isinstance(v, str) and redact(v) != v}
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def redact_outputs(nb, secrets: list[str]) -> None:
+    """Every output of the executed notebook (printed text, values, HTML, tracebacks) through the redactor, which
+    also knows the secret parameters; cell sources have the secrets' literal values replaced."""
+    from memlab.redact import hide_known, redact
+
+    def clean(text):
+        return [clean(t) for t in text] if isinstance(text, list) else redact(text, secrets)
+
+    for cell in nb.cells:
+        cell.source = hide_known(cell.source, secrets)
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                output["text"] = clean(output["text"])
+            for mime in [m for m in output.get("data", {}) if m.startswith("text/") or m.endswith("json")]:
+                if isinstance(output["data"][mime], str | list):
+                    output["data"][mime] = clean(output["data"][mime])
+            if output.get("output_type") == "error":
+                output["evalue"] = clean(output.get("evalue", ""))
+                output["traceback"] = clean(output.get("traceback", []))
+
+
 def render_notebooks(out: Path, overrides: dict[str, object], *, folder: Path = NOTEBOOKS) -> dict[str, float]:
-    """Execute every notebook of `folder` with `overrides` and write `<out>/<name>.html`; seconds per notebook."""
+    """Execute every notebook of `folder` with `overrides` and write `<out>/<name>.html`; seconds per notebook.
+    A parameter holding a secret (`secret_parameters`) reaches the kernel through its environment, and every
+    output passes the redactor, so the pages in a run folder hold no password."""
+    from memlab.redact import dsn_secrets, hide_known
     nbformat = _nbformat()
     try:
         from nbconvert import HTMLExporter
@@ -99,12 +149,20 @@ def render_notebooks(out: Path, overrides: dict[str, object], *, folder: Path = 
         raise ConfigError("rendering notebooks to HTML needs nbconvert: pip install 'memlab[lab]'") from exc
     out.mkdir(parents=True, exist_ok=True)
     timings = {}
-    with this_interpreter_kernel() as kernel:
+    secrets = secret_parameters(overrides)
+    env = {f"MEMLAB_NB_{name}": value for name, value in secrets.items()}
+    known = [*secrets.values(), *(p for v in secrets.values() for p in dsn_secrets(v))]  # a password echoed alone
+    with this_interpreter_kernel() as kernel, _environ(env):
         for path in sorted(folder.glob("*.ipynb")):
             nb = nbformat.read(path, as_version=4)
             known = set(parameter_names(parameters_cell(nb)))
-            with_parameters(nb, {k: v for k, v in overrides.items() if k in known})
-            timings[path.stem] = execute(nb, kernel, cwd=folder)
+            with_parameters(nb, {k: v for k, v in overrides.items() if k in known and k not in secrets},
+                            from_env={k: f"MEMLAB_NB_{k}" for k in secrets if k in known})  # fmt: skip
+            try:
+                timings[path.stem] = execute(nb, kernel, cwd=folder)
+            finally:
+                redact_outputs(nb, known)
             html, _ = HTMLExporter().from_notebook_node(nb)
+            html = hide_known(html, known)
             (out / f"{path.stem}.html").write_text(html, encoding="utf-8")
     return timings
