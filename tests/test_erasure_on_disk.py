@@ -15,6 +15,7 @@ from memlab.lab.probes.erasure_disk import (
     holders,
     outside_wal,
     private_server,
+    recycle_ahead,
 )
 from memlab.storage.disk_erasure import USER_TABLES, purge_wal
 
@@ -119,6 +120,24 @@ def test_forget_with_vacuum_wal_leaves_no_file_of_the_data_folder_holding_the_te
         )
 
 
+def test_purge_wal_also_clears_a_segment_recycled_ahead_of_the_current_one(private, embedder):
+    """A checkpoint renames old segments to future names with their bytes; switching into one overwrites only
+    its first pages. A purge that stops once the old names are gone leaves those."""
+    store, pgdata = private
+    p = Planted(store, embedder, "disk-recycled")
+    checkpoint(store)
+    current = recycle_ahead(store)
+    p.facts.forget_user(p.app, p.user)
+    p.events.forget_user(p.app, p.user, vacuum="full")
+    checkpoint(store)
+    wal = holders(pgdata, p.needles)
+    assert wal and all(f.startswith("pg_wal/") for f in wal)
+    assert [f for f in wal if f.rsplit("/", 1)[1] > current], f"a recycled segment ahead of {current}: {wal}"
+    purge = purge_wal(store)
+    assert purge.complete and purge.rounds >= 2
+    assert holders(pgdata, p.needles) == []
+
+
 def test_every_table_with_a_user_id_column_is_vacuumed(private, embedder):
     store, _ = private
     Planted(store, embedder, "disk-tables")
@@ -134,4 +153,5 @@ def test_erasure_disk_family_finds_no_marker_after_full_and_purge(embedder, tmp_
     family = erasure_disk_family(None, embedder, tmp_path)
     assert family.failures() == [], family.found
     assert family.figures["files_holding_marker_before"] >= 4 and family.figures["files_searched"] > 100
-    assert family.figures["files_after_plain_forget"] > 0 and family.figures["wal_purge_rounds"] >= 1
+    assert family.figures["files_after_plain_forget"] > 0 and family.figures["wal_purge_rounds"] >= 2
+    assert family.figures["wal_files_ahead_after_full"] >= 1, "the purge had a recycled segment to clear"

@@ -135,6 +135,21 @@ def checkpoint(store: memlab.Store) -> None:
         conn.execute("CHECKPOINT")  # every dirty page written to its file
 
 
+def recycle_ahead(store: memlab.Store, rows: int = 400_000) -> str:
+    """Write tens of MB of other WAL and checkpoint twice, so the segments written before are recycled: renamed
+    to names ahead of the current segment, bytes intact. Returns the current segment's name."""
+    with store.connection() as conn:
+        conn.execute(
+            "CREATE TABLE erasure_disk_filler AS SELECT g, md5(g::text) || md5((g + 1)::text) AS t "
+            "FROM generate_series(1, %s) AS g",
+            [rows],
+        )
+        conn.execute("CHECKPOINT")
+        conn.execute("DROP TABLE erasure_disk_filler")
+        conn.execute("CHECKPOINT")
+        return conn.execute("SELECT pg_walfile_name(pg_current_wal_lsn())").fetchone()[0]
+
+
 def holders(pgdata: Path, needles: list[bytes]) -> list[str]:
     return sorted({f for n in needles for f in files_holding(pgdata, n)})
 
@@ -158,6 +173,7 @@ def erasure_disk_family(store: memlab.Store, embedder: memlab.Embedder, workdir:
         planted.forget(False)
         checkpoint(private)
         family.figures["files_after_plain_forget"] = len(outside_wal(holders(pgdata, planted.needles)))
+        current = recycle_ahead(private)  # the marker's segment now waits, recycled, ahead of the current one
         planted.forget("full")
         checkpoint(private)
         after = holders(pgdata, planted.needles)
@@ -165,6 +181,8 @@ def erasure_disk_family(store: memlab.Store, embedder: memlab.Embedder, workdir:
         for name in outside_wal(after):
             family.problem("marker_files_after_full", f"{name} still holds the marker after vacuum='full'")
         family.figures["wal_files_after_full"] = len(after) - len(outside_wal(after))
+        family.figures["wal_files_ahead_after_full"] = sum(1 for f in after if f.startswith("pg_wal/")
+                                                           and Path(f).name > current)  # fmt: skip
         purge = purge_wal(private)
         family.figures["wal_purge_rounds"] = purge.rounds
         for name in holders(pgdata, planted.needles):
