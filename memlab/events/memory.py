@@ -15,7 +15,7 @@ left behind; `add_sessions` records it in `IngestReport.failed` and writes the o
 checks its ids the same way.
 
 Erasure (`forget_user`, `forget_session`, `delete_memory`, `purge_before`) also removes the embedding-cache
-entries of the texts it deletes, and with `vacuum=True` VACUUMs the touched tables afterwards. An erasure wins
+entries of the texts it deletes, and with `vacuum=` VACUUMs (levels: memlab.storage.disk_erasure). An erasure wins
 against an add in flight (`memlab.events.write_guard`): the write checks tombstones and erasure markers again
 inside its transaction, so nothing erased is stored afterwards.
 """
@@ -909,9 +909,10 @@ class EventMemory:
     # -- deletion, retention, migration ---------------------------------------------------------------
     def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> int:
         """Delete every stored unit of the user (all layers and models), the user's tombstones and per-tenant
-        indexes, and the cached vectors of the deleted texts. `vacuum=True` then runs VACUUM (ANALYZE) on the
-        unit and tombstone tables (outside any transaction) and compacts the cache file; `vacuum="full"` runs
-        VACUUM FULL, which rewrites the tables under an exclusive lock so no deleted byte stays in their files.
+        indexes, and the cached vectors of the deleted texts. `vacuum` is the erasure level, run afterwards on
+        every table holding users' rows (both memories': see memlab.storage.disk_erasure): True runs VACUUM
+        (ANALYZE) and compacts the cache file, its bytes may stay on disk; "full" runs VACUUM FULL (exclusive
+        locks) so no table or index file holds the deleted bytes; "wal" also purges them from the WAL.
         Once it returns, no unit of an add planned before it is stored: such an add (embedding meanwhile)
         writes nothing of the user and counts those events in `skipped["erased_during_ingest"]`; an add that
         starts after it stores the user afresh. Returns units deleted."""
