@@ -28,6 +28,8 @@ _ARMOR = re.compile(r"-{3,}\s*(?P<end>BEGIN|END)\s+(?:[A-Z0-9]+\s+)*PRIVATE\s+KE
 _PUTTY = re.compile(r"^\s*Private-Lines:\s*\d+", re.I | re.M)
 _B64_LINE = re.compile(r"\s*[A-Za-z0-9+/]{16,}={0,2}\s*")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+_B64_TAIL = re.compile(r"\s*=?[A-Za-z0-9+/]{2,}={0,2}\s*")  # a body's short last line, or PGP's =checksum
+_ARMOR_HEADER = re.compile(r"\s*(?:Version|Comment|Proc-Type|DEK-Info|Hash|Charset|MessageID):\s.*", re.I)
 _CUE = re.compile(
     rf"(?P<w>\b(?:pass(?:word|wd|phrase|code)?|pwd|pw|pin|api[ _-]?key|key|token|secret)|{shapes.FOREIGN_PW_WORD})"
     rf"\w{{0,3}}(?:[ \t]+(?:for|of|to|on|at|in|{shapes.FOREIGN_FOR})(?:[ \t]+[\w.@-]+){{1,3}})?"
@@ -42,6 +44,16 @@ def _b64_line(line: str) -> bool:
         return any(c.isdigit() or c in "+/" for c in line)
     run = _B64_RUN.search(line)
     return run is not None and any(c.isdigit() for c in run.group(0)) and not run.group(0).isdigit()
+
+
+def _tail_line(line: str) -> bool:
+    """A short base64 line as a key body ends (at least a digit, + / = or both cases: not a plain word)."""
+    if not _B64_TAIL.fullmatch(line):
+        return False
+    core = line.strip()
+    if any(c.isdigit() or c in "+/=" for c in core):
+        return True
+    return any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)  # "gEdZq", not "Thanks" or "OK"
 
 
 def _pem_shape(lines: list[str]) -> bool:
@@ -71,7 +83,7 @@ def split_secret_events(texts: Sequence[str]) -> set[int]:
             if _ARMOR.search(lines[m][1]):
                 found.add(lines[m][0])  # the matching END (or BEGIN)
                 break
-            if _b64_line(lines[m][1]):
+            if _b64_line(lines[m][1]) or _tail_line(lines[m][1]) or _ARMOR_HEADER.fullmatch(lines[m][1]):
                 found.add(lines[m][0])
     return found | _body_runs(lines) | _answers(texts)
 
@@ -84,7 +96,7 @@ def _body_runs(lines: list[tuple[int, str]]) -> set[int]:
     for event, line in [*lines, (-1, "end")]:
         if not line.strip() and event >= 0:
             continue
-        if event >= 0 and _B64_LINE.fullmatch(line):
+        if event >= 0 and (_B64_LINE.fullmatch(line) or (run and len(run[-1][1].strip()) >= 40 and _tail_line(line))):
             run.append((event, line))
             continue
         events = {e for e, _ in run}
