@@ -59,6 +59,7 @@ from memlab.facts.render import (
 from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
 from memlab.inputs import InputLimits
 from memlab.redact import install_log_redaction as _install_log_redaction
+from memlab.redact import redact as redact_secrets
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
@@ -158,6 +159,7 @@ __all__ = [
     "packaged_minilm_path",
     "parse_fact_id",
     "prepare_mpnet",
+    "redact_secrets",
     "render_fact",
     "resolve_time",
     "scratch_store",

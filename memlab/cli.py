@@ -29,9 +29,9 @@ Command = TypeVar("Command", bound=Callable[..., object])
 def fail(message: object) -> NoReturn:
     """A user error: one line on the terminal (never wrapped, no traceback) and exit code 2. The line passes the
     redactor every memlab message passes (an error may echo a DSN password or an Authorization header)."""
-    from memlab.redact import redact
+    from memlab import redact_secrets
 
-    text = " ".join(redact(message).split())
+    text = " ".join(redact_secrets(message).split())
     console.print(f"[red]error:[/] {text}", soft_wrap=True, markup=True, highlight=False)
     raise typer.Exit(2)
 

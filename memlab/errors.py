@@ -4,7 +4,14 @@ from __future__ import annotations
 
 
 class MemlabError(Exception):
-    """Base class: catch this to handle any memlab failure."""
+    """Base class: catch this to handle any memlab failure. Its message passes memlab's one redactor
+    (`memlab.redact`): a raise site may quote a DSN, a URL, a server's reply or a user's text, and no password,
+    key or token in them goes further (into a log, a traceback, the CLI's error line)."""
+
+    def __init__(self, *args: object) -> None:
+        from memlab.redact import redact  # lazily: the redactor's secret filter loads on first use
+
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(MemlabError):

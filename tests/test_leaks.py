@@ -181,3 +181,19 @@ def test_the_redactor_hides_known_secrets_in_every_encoding():
 ])  # fmt: skip
 def test_the_redactor_leaves_ordinary_messages_alone(text):
     assert redaction.redact(text) == text
+
+
+def test_an_unreachable_embedder_with_a_key_in_its_query_is_named_without_it():
+    embedder = memlab.OpenAICompatibleEmbedder(f"http://127.0.0.1:1/v1?api_key={MARK}", "m", retries=0, timeout=2)
+    with pytest.raises(memlab.EmbeddingEndpointError) as err:
+        embedder.embed_query("hello")
+    assert MARK not in str(err.value) and "127.0.0.1" in str(err.value)
+
+
+@pytest.mark.parametrize("error", [memlab.MemlabError, memlab.ConfigError, memlab.DatabaseUnavailableError,
+                                   memlab.EmbeddingEndpointError, memlab.ExtractionError])  # fmt: skip
+def test_every_memlab_error_message_passes_the_redactor(error):
+    """Whatever a raise site quotes (a DSN, a URL, a reply), the message a caller or a traceback shows is clean."""
+    exc = error(f"cannot use postgresql://u:{MARK}@db/x; server said {{'Authorization': 'Bearer {MARK}1'}}")
+    assert MARK not in str(exc) and "postgresql://u:***@db/x" in str(exc)
+    assert MARK not in str(memlab.InputError(f"my password: {MARK}", app_name="a", user_id="u"))
