@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memlab.errors import ConfigError
-from memlab.types import Event, InputError, Session, TimestampWindow, check_number
+from memlab.types import Event, InputError, SearchSettings, Session, TimestampWindow, check_number
 
 MAX_ID_BYTES = 256  # app, user, session and event ids (UTF-8): the unique keys must fit a btree entry
 MAX_UNIT_ID_BYTES = 2 * MAX_ID_BYTES  # a unit id names a chunk: its session id, layer and position
@@ -43,6 +43,7 @@ __all__ = [
     "check_ids",
     "check_number",
     "check_session",
+    "check_settings",
     "check_text",
     "text_problem",
     "timestamp_problem",
@@ -190,3 +191,13 @@ def check_session(session: object, timestamps: TimestampWindow, *, limits: Input
         if problem:
             shown = _printable({"event_id": event_id if isinstance(event_id, str) else repr(event_id)})
             raise InputError(problem, **where, **shown)
+
+
+def check_settings(settings: object) -> SearchSettings:
+    """`settings` if it is a SearchSettings (None: the defaults), else ConfigError (a dict is not read)."""
+    if settings is None:
+        return SearchSettings()
+    if not isinstance(settings, SearchSettings):
+        raise ConfigError(f"settings must be a memlab.SearchSettings (or None for the defaults), got "
+                          f"{type(settings).__name__}; build one: SearchSettings(top_k=..., ...).")  # fmt: skip
+    return settings

@@ -224,6 +224,15 @@ def test_settings_that_passed_construction_search_without_a_raw_error(event_memo
         assert len(event_memory.search(app_name, "u1", "payments", settings)) == 30
 
 
+def test_settings_of_the_wrong_type_get_a_memlab_error(event_memory, app_name):
+    vector = np.zeros(event_memory.model.dimension, dtype=np.float32)
+    for call in (lambda: event_memory.search(app_name, "u1", "payments", {"top_k": 3}),
+                 lambda: event_memory.search_vector(app_name, "u1", vector, {"top_k": 3}),
+                 lambda: event_memory.explain(app_name, "u1", "payments", "exact")):  # fmt: skip
+        with pytest.raises(memlab.ConfigError, match=r"must be a memlab\.SearchSettings"):
+            call()
+
+
 # -- event memory: every entry point checks ids ------------------------------------------------------------------
 
 

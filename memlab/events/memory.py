@@ -50,6 +50,7 @@ from memlab.inputs import (
     InputLimits,
     check_ids,
     check_session,
+    check_settings,
     check_text,
     text_problem,
     timestamp_problem,
@@ -243,6 +244,9 @@ class EventMemory:
         if timestamps is not None and not isinstance(timestamps, TimestampWindow):
             raise ConfigError(f"timestamps must be a memlab.TimestampWindow, got {type(timestamps).__name__}.")
         self.timestamps = timestamps or TimestampWindow()  # the event times accepted on ingest
+        if limits is not None and not isinstance(limits, InputLimits):
+            raise ConfigError(f"limits must be a memlab.inputs.InputLimits, got {type(limits).__name__}.")
+        self.limits = limits or DEFAULT_LIMITS  # the longest texts and queries accepted
         if limits is not None and not isinstance(limits, InputLimits):
             raise ConfigError(f"limits must be a memlab.inputs.InputLimits, got {type(limits).__name__}.")
         self.limits = limits or DEFAULT_LIMITS  # the longest texts and queries accepted
@@ -722,7 +726,7 @@ class EventMemory:
     def _search(
         self, app_name: str, user_id: str, query: str, settings: SearchSettings | None, asked_at: datetime | None
     ) -> Hits:
-        settings = settings or SearchSettings()
+        settings = check_settings(settings)
         self.scope(app_name, user_id)
         if asked_at is not None and (not isinstance(asked_at, datetime) or asked_at.tzinfo is None):
             raise ConfigError(f"asked_at must be a timezone-aware datetime, got {asked_at!r}.")
@@ -794,6 +798,10 @@ class EventMemory:
         check_text(query, "the query", empty_ok=True, max_bytes=self.limits.query_bytes,
                    limit_name="InputLimits(query_bytes=...)", app_name=app_name, user_id=user_id)  # fmt: skip
 
+    def _check_query(self, app_name: str, user_id: str, query: object) -> None:
+        check_text(query, "the query", empty_ok=True, max_bytes=self.limits.query_bytes,
+                   limit_name="InputLimits(query_bytes=...)", app_name=app_name, user_id=user_id)  # fmt: skip
+
     def _embed_query(self, app_name: str, user_id: str, query: str) -> np.ndarray:
         self._check_query(app_name, user_id, query)
         return embed_query_transient(self.embedder, query)
@@ -802,7 +810,7 @@ class EventMemory:
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
     ) -> Hits:
         """`search` with a query vector already embedded (sweeps embed each question once)."""
-        settings = settings or SearchSettings()
+        settings = check_settings(settings)
         scope = self.scope(app_name, user_id)
         vector = np.asarray(vector, dtype=np.float32)
         check_vectors(vector.reshape(1, -1), 1, self.model.dimension, self.model.model_id)
@@ -876,6 +884,8 @@ class EventMemory:
         their own rows. Run it after large loads (or on a schedule); returns the indexes created."""
         if app_name is not None:
             check_text(app_name, "the app id", max_bytes=MAX_ID_BYTES, app_name=app_name)
+        if app_name is not None:
+            check_text(app_name, "the app id", max_bytes=MAX_ID_BYTES, app_name=app_name)
         policy = self.store.auto_policy()
         with self.store.connection() as conn:
             users = sqlu.large_scopes(conn, self.layer, self.model.model_id, policy.tenant_index_above, app_name)
@@ -891,7 +901,7 @@ class EventMemory:
 
     def explain(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Explain:
         """Run the search under EXPLAIN (ANALYZE, BUFFERS) with the same settings and report the plan."""
-        settings = settings or SearchSettings()
+        settings = check_settings(settings)
         scope = self.scope(app_name, user_id)
         vector = self._embed_query(app_name, user_id, query)
         policy = self._policy_for(settings)
@@ -930,6 +940,9 @@ class EventMemory:
         cached vectors of their texts; returns units deleted."""
         if not isinstance(cutoff, datetime) or cutoff.tzinfo is None:
             raise ConfigError("purge_before needs a timezone-aware cutoff datetime.")
+        for name, value in (("app", app_name), ("user", user_id)):
+            if value is not None:
+                check_text(value, f"the {name} id", max_bytes=MAX_ID_BYTES, app_name=app_name, user_id=user_id)
         for name, value in (("app", app_name), ("user", user_id)):
             if value is not None:
                 check_text(value, f"the {name} id", max_bytes=MAX_ID_BYTES, app_name=app_name, user_id=user_id)

@@ -28,7 +28,7 @@ FAR_WEST = datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-5)))  
 TIMES = {"year 10000 in UTC (9999 at UTC-5)": FAR_WEST, "year 9999": datetime(9999, 1, 1, tzinfo=UTC),
          "year 2999": datetime(2999, 1, 1, tzinfo=UTC), "1969": datetime(1969, 7, 20, tzinfo=UTC),
          "naive": datetime(2026, 1, 1)}  # fmt: skip
-IDS = {"NUL": "u\x00x", "lone surrogate": "u\ud800x", "300 bytes": "u" * 300, "int": 5, "empty": ""}
+IDS = {"NUL": "u\x00x", "lone surrogate": "u\ud800x", "600 bytes": "u" * 600, "int": 5, "empty": ""}
 HUGE = "lorem ipsum dolor sit amet " * 200_000  # 5.4 MB
 
 
@@ -69,8 +69,9 @@ def inputs_family(store: memlab.Store, embedder: memlab.Embedder, workdir: Path)
     for name, user, call in cases:
         ended, detail = _run(call)
         family.add("cases")
-        family.add({"memlab error": "memlab_errors", "counted skip": "counted_skips"}.get(ended, "other_endings"))
-        if ended not in ("memlab error", "counted skip"):
+        if ended in ("memlab error", "counted skip"):
+            family.add("memlab_errors" if ended == "memlab error" else "counted_skips")
+        else:
             family.problem("other_endings", f"{name}: {ended} ({detail})")
         if isinstance(user, str) and user.startswith("case-"):
             stored = mem.count(APP, user) + chunks.count(APP, user) + len(facts.rows(APP, user))
@@ -192,6 +193,8 @@ def _memory_cases(mem: memlab.EventMemory, chunks: memlab.EventMemory, facts: me
     for label, kwargs in settings.items():
         cases.append((f"SearchSettings {label}", NEIGHBOUR,
                       lambda kw=kwargs: mem.search(APP, NEIGHBOUR, "payments", memlab.SearchSettings(**kw))))
+    cases.append(("search settings given as a dict", NEIGHBOUR, lambda: mem.search(APP, NEIGHBOUR, "payments",
+                                                                                 {"top_k": 3})))  # type: ignore[arg-type]
     return cases
 
 
