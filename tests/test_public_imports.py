@@ -78,6 +78,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_scaling_sql.py", "memlab.storage.schema"): "creates a partitioned copy of the unit table",
     ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",
     ("tests/test_leaks.py", "memlab.redact"): "unit test of the one redactor behind errors, logs and run folders",
+    ("tests/lab/test_leaks_run_folder.py", "memlab.lab.probes.leaks"): "runs the leaks family and its hostile run",
+    ("tests/lab/test_leaks_run_folder.py", "memlab.lab.viewer"): "unit test of the script-data escaping",
+    ("tests/lab/test_report_html.py", "memlab.lab.probes.leaks"): "the hostile run whose page the browser opens",
     ("tests/lab/test_probe_inputs.py", "memlab.lab.probes.inputs"): "runs the input-checks reliability family "
     "directly",
     ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
