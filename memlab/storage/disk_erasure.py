@@ -78,6 +78,13 @@ def _is_superuser(conn: psycopg.Connection) -> bool:
     return conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]
 
 
+def _may_rewrite_statistics(conn: psycopg.Connection) -> bool:
+    """VACUUM FULL of pg_statistic needs the MAINTAIN privilege on it (PostgreSQL 17+), else a superuser."""
+    if conn.info.server_version >= 170000:
+        return conn.execute("SELECT has_table_privilege('pg_catalog.pg_statistic', 'MAINTAIN')").fetchone()[0]
+    return _is_superuser(conn)
+
+
 def clear_stale_statistics(conn: psycopg.Connection, tables: tuple[str, ...]) -> tuple[str, ...]:
     """Clear the column statistics of each empty table: ANALYZE leaves an empty table's old sample in place,
     and `pg_stats` would go on showing the erased values. Returns the tables cleared."""
@@ -116,7 +123,7 @@ def vacuum_tables(conn: psycopg.Connection, level: bool | str) -> tuple[str, ...
     clear_stale_statistics(conn, tables)
     if not full:
         return tables
-    if not conn.execute("SELECT has_table_privilege('pg_catalog.pg_statistic', 'MAINTAIN')").fetchone()[0]:
+    if not _may_rewrite_statistics(conn):
         log.warning("pg_statistic not rewritten (needs a superuser or pg_maintain): its dead rows may still hold "
                     "sampled values of the erased rows")  # fmt: skip
         return tables
