@@ -5,6 +5,9 @@ sample the erased values), "full" (no table or index file holds them), "wal" / `
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 import memlab
@@ -136,6 +139,25 @@ def test_purge_wal_also_clears_a_segment_recycled_ahead_of_the_current_one(priva
     purge = purge_wal(store)
     assert purge.complete and purge.rounds >= 2
     assert holders(pgdata, p.needles) == []
+
+
+def test_delete_memory_and_purge_before_with_full_remove_exactly_their_texts(private, embedder):
+    store, pgdata = private
+    tag = uuid.uuid4().hex[:10]
+    gone, kept = f"zqgone{tag}7", f"zqkept{tag}7"
+    events = memlab.EventMemory(store, embedder)
+    start = datetime.now(UTC) - timedelta(days=3)
+    texts = [f"The {gone} migration finished on Tuesday night.", f"The {kept} rollout starts next Thursday."]
+    session = memlab.Session("disk-delete", "u", f"s{tag}", [
+        memlab.Event(f"e{i}", "user", start + timedelta(hours=i), t) for i, t in enumerate(texts)])  # fmt: skip
+    assert events.add_session(session).added == 2
+    assert events.delete_memory("disk-delete", "u", "e0", session_id=session.id, vacuum="full") == 1
+    checkpoint(store)
+    assert outside_wal(holders(pgdata, [gone.encode()])) == []
+    assert outside_wal(holders(pgdata, [kept.encode()])), "the user's other memory stays (and the search finds it)"
+    assert events.purge_before(datetime.now(UTC), app_name="disk-delete", vacuum="full") == 1
+    checkpoint(store)
+    assert outside_wal(holders(pgdata, [kept.encode()])) == []
 
 
 def test_every_table_with_a_user_id_column_is_vacuumed(private, embedder):
