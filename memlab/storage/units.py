@@ -631,11 +631,11 @@ def run_search(
 # holds weighs as a word one unit holds: "called" or "many" must not outweigh the name that was found.
 # Every hit carries its cosine distance too, so `max_distance` means the same in every mode.
 # Cost is linear in the user's units whatever the planner's estimates: one scan for the user's statistics, one for
-# the hits (materialized), then each hit's query lexemes only (`ts_filter` of the lexemes `setweight` marked: no
-# unnest of whole texts), grouped once per unit. No join pairs two row sets that grow with the user: the ranked
-# rows carry `every_word` themselves, and the idf row set holds one row per query word. (The old form joined the
-# hits back to their scores; on a user with stale statistics the planner estimated a handful of hits and chose a
-# nested loop, hits x hits: 14 s at 8,000 units.)
+# the hits (materialized; each hit's lexemes are read once, into `marked`: the query's lexemes get weight A, so
+# `ts_filter` keeps just them, with no unnest of whole texts), grouped once per unit. No join pairs two row sets
+# that grow with the user: the ranked rows carry `every_word` themselves, and idf holds one row per query word.
+# (The old form joined the hits back to their scores; on a user with stale statistics the planner estimated a
+# handful of hits and chose a nested loop, hits x hits: 14 s at 8,000 units.)
 _SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
 _M_SCOPE = "m.app_name = %(app)s AND m.user_id = %(user)s AND m.embed_model = %(model)s AND m.layer = %(layer)s"
 _LEXICAL = (
@@ -646,10 +646,11 @@ _LEXICAL = (
     "  ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | '), '')) AS anyq FROM q),"
     " stats AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(avg(length(lexemes)), 1)::float8 AS avgdl"
     "  FROM {table} WHERE " + _SCOPE + "),"
-    " hit AS MATERIALIZED (SELECT m.session_id, m.unit_id, length(m.lexemes)::float8 AS dl,"
-    "  (m.lexemes @@ qq.web AND numnode(qq.web) > 0) AS every_word,"
-    "  ts_filter(setweight(m.lexemes, 'A', qq.terms), '{{a}}') AS found"
-    "  FROM {table} m, qq WHERE " + _M_SCOPE + " AND m.lexemes @@ qq.anyq),"
+    " hit AS MATERIALIZED (SELECT m.session_id, m.unit_id, length(x.marked)::float8 AS dl,"
+    "  (x.marked @@ qq.web AND numnode(qq.web) > 0) AS every_word, ts_filter(x.marked, '{{a}}') AS found"
+    "  FROM {table} m CROSS JOIN qq"
+    "  CROSS JOIN LATERAL (SELECT setweight(m.lexemes, 'A', qq.terms) AS marked OFFSET 0) AS x"
+    "  WHERE " + _M_SCOPE + " AND m.lexemes @@ qq.anyq),"
     " tf AS MATERIALIZED (SELECT h.session_id, h.unit_id, h.every_word, h.dl, u.lexeme,"
     "  greatest(cardinality(u.positions), 1)::float8 AS tf FROM hit h, unnest(h.found) AS u),"
     " df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),"

@@ -36,8 +36,10 @@ def test_lexical_plan_rows_grow_linearly_with_the_users_units(grown):
         small, big, ratio = probe.growth(memory, "app", "small", "big", query)
         assert small.rows > N, "the plan should at least read the small user's units"
         if ratio >= probe.GROWTH_LIMIT:
-            quadratic.append(f"{query!r}: {small.rows:,.0f} plan rows at {N} units, {big.rows:,.0f} at {4 * N} "
-                             f"({ratio:.1f}x; removed by join filters {big.removed_by_join_filter:,.0f})")
+            quadratic.append(
+                f"{query!r}: {small.rows:,.0f} plan rows at {N} units, {big.rows:,.0f} at {4 * N} "
+                f"({ratio:.1f}x; removed by join filters {big.removed_by_join_filter:,.0f})"
+            )
     assert not quadratic, f"{state} statistics: {quadratic}"
 
 

@@ -1,6 +1,7 @@
 """memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
-on corpora that look like real memory, the scaling curve, FAISS against the memory bandwidth, bulk writes and
-HNSW builds. `run_bench` runs them all (what `memlab bench` calls); the parts are public for notebooks."""
+on corpora that look like real memory, the scaling curve, lexical and hybrid search against vector per user size,
+FAISS against the memory bandwidth, bulk writes and HNSW builds. `run_bench` runs them all (what `memlab bench`
+calls); the parts are public for notebooks."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from memlab.lab.bench.corpora import (
     real_texts,
 )
 from memlab.lab.bench.hardware import faiss_scan, memory_bandwidth
+from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
 from memlab.lab.bench.run import (
     INGEST_SETS,
     SIZES,
@@ -47,6 +49,7 @@ __all__ = [
     "hnsw_build",
     "ingest_set",
     "latency_verdict",
+    "lexical_bench",
     "matched_vectors",
     "measure_batch_sizes",
     "measure_ingest",
@@ -59,5 +62,6 @@ __all__ = [
     "run_bench",
     "scaling_curve",
     "search_bench",
+    "summarize_lexical",
     "summarize_search",
 ]

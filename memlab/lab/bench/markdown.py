@@ -130,6 +130,8 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "grow with other users' data.", "",
             markdown_table(pivot.reset_index()), "",
         ]  # fmt: skip
+    if "lexical" in tables and not tables["lexical"].empty:
+        lines += lexical_section(tables["lexical"])
     for name, title, note in (
         ("bulk_write", "Bulk writes", "Rows/s of binary COPY vs executemany, into a layer without and with its "
          "HNSW index."),
@@ -143,3 +145,18 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
     lines += ["## Time per step", "", markdown_table(pd.DataFrame(
         [{"step": k, "seconds": v} for k, v in meta["seconds_by_step"].items()])), ""]  # fmt: skip
     return "\n".join(lines)
+
+
+def lexical_section(table: pd.DataFrame) -> list[str]:
+    """bench.md's lexical part: the per-user-size table of `memlab.lab.bench.lexical.summarize_lexical`."""
+    return [
+        "## Lexical and hybrid search per user size", "",
+        "One user per size holding real turns; every question searched in each mode (k=10, modes taking turns "
+        "query by query), its vector embedded beforehand (the same cost for every mode). Latency in ms as a "
+        "caller pays it: `vector` through `search_vector` (auto; users above the policy's threshold have their "
+        "own index, as `EventMemory.maintain` builds), `lexical` and `hybrid` through `search_fused`. "
+        "`*_vs_vector_p95`: p95 over vector's p95 in the same run. `lexical_plan_rows_per_unit`: rows the "
+        "lexical statement's plan handled (EXPLAIN ANALYZE, one question) per unit of the user: flat when "
+        "its cost is linear in the user's units.", "",
+        markdown_table(table), "",
+    ]  # fmt: skip

@@ -23,6 +23,7 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.bench import bulk, corpora, hardware, search
+from memlab.lab.bench import lexical as lexical_bench
 from memlab.lab.experiment import peak_memory_mb
 from memlab.lab.ingest_bench import STAGES, measure_batch_sizes, measure_ingest
 from memlab.lab.uncertainty import quantile_ratio_ci
@@ -48,17 +49,19 @@ class BenchSize:
     bulk_rows: int
     build_rows: int
     background_tenants: int
+    lexical_units: tuple[int, ...] = (1_000, 4_000)  # one user per size: lexical and hybrid vs vector search
 
 
 SIZES = {
     "ci": BenchSize("ci", rows=(2_000, 10_000), queries=20, real_texts=2_000, near_duplicate_rows=10_000,
                     ingest_sets=("fixtures",), spare_core_sets=(),
                     bandwidth_mb=256, bulk_rows=2_000, build_rows=10_000,
-                    background_tenants=40),
+                    background_tenants=40, lexical_units=(1_000, 4_000)),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=100, real_texts=None,
                       near_duplicate_rows=100_000, ingest_sets=("longmemeval-s", "synth-short", "fixtures"),
                       spare_core_sets=("synth-short", "fixtures"), bandwidth_mb=1024, bulk_rows=20_000,
-                      build_rows=100_000, background_tenants=400),
+                      build_rows=100_000, background_tenants=400,
+                      lexical_units=(1_000, 2_000, 4_000, 8_000, 16_000, 50_000)),
 }  # fmt: skip
 
 
@@ -287,6 +290,14 @@ def run_bench(
     curve = search.scaling_curve(frame)
     tables["scaling"] = curve
     results.update(flat("scaling", curve, ["corpus", "strategy", "rows_total"], ["latency_ms_p50", "latency_ms_p95"]))
+
+    # 4b. Lexical and hybrid search against vector search, one user per size (real turns as text).
+    texts = corpora.real_texts(spec.real_texts)
+    lexical = lexical_bench.lexical_bench(store, embedder, texts, real_corpus, corpora.real_questions(spec.queries),
+                                          questions, sizes=spec.lexical_units, progress=progress)  # fmt: skip
+    tables["lexical"] = lexical_bench.summarize_lexical(lexical)
+    results.update(flat("lexical", tables["lexical"], ["units"], lexical_bench.SUMMARY_FIGURES))
+    step("lexical and hybrid search")
 
     # 5. FAISS exact against the bandwidth bound, over the largest real table.
     scan = hardware.faiss_scan(real_corpus, questions, bandwidth=bandwidth)
