@@ -120,8 +120,11 @@ def eval_command(
     experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or "ci", set_)
     memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    default_out = experiment.resolved.get("out") or Path("reports") / f"{experiment.name}-{stamp}"
-    run_dir = Path(out or default_out)
+    run_dir = Path(out or experiment.resolved.get("out") or lab.default_run_folder(experiment, stamp))
+    lab.outputs.claim_folder(run_dir)  # only a new, empty or memlab run folder: never the user's own files
+    publish = out is None and not experiment.resolved.get("out")
+    if publish:
+        lab.outputs.claim_folder(Path("reports/latest"), flag="reports/latest")
     if lab.is_finished(run_dir) and not force:
         console.print(f"{run_dir} already holds a finished run; pass --force to run it again.")
         return
@@ -136,7 +139,7 @@ def eval_command(
         seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab.memlab_home()), "DSN": dsn,
                                                                 "OUT_DIR": str(run_dir / "notebooks")})
         console.print(f"[bold]notebooks[/] rendered to {run_dir / 'notebooks'}: {seconds}")
-    if out is None and not experiment.resolved.get("out"):
+    if publish:
         lab.publish_latest(run_dir, Path("reports/latest"))
     console.print(f"[green]wrote[/] {run_dir}/report.md in {time.perf_counter() - started:.0f} s")
 
@@ -173,13 +176,15 @@ def report_command(
 ) -> None:
     """Compare a run with the baseline; exit 1 when a metric dropped beyond its tolerance and, where the metric
     averages questions, the drop is significant (paired test on the questions, Holm-corrected)."""
-    from memlab.lab import gate_table, load_rules, markdown_table, regressions
+    from memlab.lab import gate_table, load_rules, markdown_table, outputs, regressions
 
+    folder = run if run.is_dir() else run.parent
+    if outputs.folder_kind(folder) != outputs.RUN:  # in someone's folder: never over their own gate.md
+        outputs.claim_file(folder / "gate.md", outputs.is_gate_file, flag="--run", what="gate report")
     table = gate_table(baseline, run, load_rules(tolerances) if tolerances else load_rules())
     bad = regressions(table)
     changed = table[table.verdict != "ok"]
     console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))
-    folder = run if run.is_dir() else run.parent
     (folder / "gate.md").write_text(
         "# Against the baseline\n\n"
         + (markdown_table(changed) if len(changed) else "No change beyond tolerance.")
@@ -198,8 +203,12 @@ def baseline_command(
     out: Path = typer.Option(Path("reports/baseline.json"), help="Where the baseline is written (commit it)."),
 ) -> None:
     """Make a run's metrics the new baseline (review the diff before committing it)."""
-    from memlab.lab import write_baseline
+    from memlab.lab import outputs, write_baseline
 
+    outputs.claim_file(out, outputs.is_baseline_file, flag="--out", what="baseline")
+    questions = out.with_name(out.stem + ".questions.parquet")  # written beside it
+    if questions.exists() and not out.exists():
+        outputs.claim_file(questions, lambda _: False, flag="--out", what="baseline's question scores")
     metrics = write_baseline(run, out)
     console.print(f"[green]wrote[/] {out} ({len(metrics)} metrics)")
 
@@ -220,7 +229,11 @@ def reliability_command(
     logging.basicConfig(level=logging.WARNING)
     if size not in ("ci", "full"):
         fail(f"--size must be ci or full, got {size!r}")
-    result = lab.run_reliability(out, size=size, dsn=dsn, log=console.print)
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out}: this is a file, not a folder; each run goes to a new folder inside --out.")
+    run_id = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{size}"
+    lab.outputs.claim_folder(out / run_id, lab.outputs.RELIABILITY)
+    result = lab.run_reliability(out, size=size, dsn=dsn, run_id=run_id, log=console.print)
     table = Table(title=f"reliability ({size})")
     for col in ("figure", "value", "must be"):
         table.add_column(col)
@@ -253,6 +266,10 @@ def bench_command(
     from memlab.lab import bench
 
     memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
+    if out is not None:
+        from memlab.lab import outputs
+
+        outputs.claim_folder(out, outputs.BENCH)
     folder = bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
                              log=console.print)  # fmt: skip
     results = json.loads((folder / "bench.json").read_text())["results"]

@@ -10,10 +10,11 @@ The memory library (memlab) never imports this package; the CLI, the notebooks a
 
 from typing import TYPE_CHECKING, Any
 
-from memlab.lab import bench, plots
+from memlab.lab import bench, outputs, plots
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.experiment import (
+    default_run_folder,
     headline,
     is_finished,
     publish_latest,
@@ -121,6 +122,7 @@ __all__ = [
     "collect",
     "compare",
     "cutoff_grid",
+    "default_run_folder",
     "drift",
     "evaluate_answerability",
     "fit_answerability",
@@ -150,6 +152,7 @@ __all__ = [
     "markdown_table",
     "metric_key",
     "metrics_experiment",
+    "outputs",
     "paired_differences",
     "paired_p",
     "parse_config",

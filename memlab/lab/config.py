@@ -7,13 +7,22 @@ index: `k=5`, `datasets.0.limit=3`, `options.cutoff.target=0.1`). Values are rea
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from memlab.errors import ConfigError
+from memlab.lab.config_checks import (
+    check_dataset_values,
+    check_distinct_files,
+    check_distinct_runs,
+    check_option_values,
+    check_system_values,
+    check_top_values,
+)
+from memlab.lab.yaml_bounds import load_yaml_file, load_yaml_text
 
 SUITES_DIR = Path(__file__).with_name("suites")
 TOP_KEYS = {"name", "description", "k", "out", "embedders", "datasets", "systems", "sweeps", "options", "llm"}
@@ -38,6 +47,17 @@ class ExperimentConfig:
         return self.resolved["k"]
 
 
+@contextmanager
+def _as_config_error(where: str) -> Iterator[None]:
+    """A value a check did not foresee still ends as one line naming the entry, not a traceback."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
+        raise ConfigError(f"{where}: invalid value ({type(exc).__name__}: {exc})") from None
+
+
 def suite_names() -> list[str]:
     return sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
 
@@ -54,10 +74,7 @@ def set_value(config: dict[str, Any], assignment: str) -> None:
     if "=" not in assignment:
         raise ConfigError(f"--set {assignment!r}: write key=value, e.g. --set k=5 or --set datasets.0.limit=3")
     key, _, text = assignment.partition("=")
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({exc})") from None
+    value = load_yaml_text(text, f"--set {key.strip()}")
     parts = key.strip().split(".")
     node: Any = config
     for i, part in enumerate(parts):
@@ -98,8 +115,10 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
     if not isinstance(data["datasets"], list):
         raise ConfigError(f"{source}: `datasets` must be a list of {{name, format, path}} entries")
     names = [d.get("name") if isinstance(d, dict) else None for d in data["datasets"]]
-    if len(set(names)) != len(names) or None in names:
-        raise ConfigError(f"{source}: every data set needs a distinct `name`; got {names}")
+    check_distinct_files("data sets", names, source)  # each becomes labels/<name>.*, runs/<name>__*, tables/*
+    for i, entry in enumerate(data["datasets"]):
+        check_dataset_values(entry, i, source)
+    check_top_values(data, source)
     k = data.get("k", 10)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
         raise ConfigError(f"{source}: k must be a whole number in 1..1000, got {k!r}")
@@ -120,10 +139,13 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
                           f"{sorted(options) if isinstance(options, dict) else options!r}")  # fmt: skip
     from memlab.lab.sweeps import sweep_module
 
+    check_option_values(options, source)
+    check_distinct_files("embedders", [e["name"] for e in embedders], source)  # a models sweep names systems so
     for sweep, settings in options.items():  # a sweep that checks its settings does so now, before any work
         check = getattr(sweep_module(sweep), "check_options", None)
         if check is not None:
-            check(settings or {}, source)
+            with _as_config_error(f"{source}: options.{sweep}"):
+                check(settings or {}, source)
     resolved = {
         "name": str(data.get("name") or Path(source).stem or "experiment"),
         "description": data.get("description", ""),
@@ -139,12 +161,13 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
     # fail now, before a database is opened, on a bad system entry
     from memlab.lab.systems import system_from_config
 
-    seen = set()
-    for entry in systems:
-        system = system_from_config(entry)
-        if system.name in seen:
-            raise ConfigError(f"{source}: two systems are named {system.name!r}")
-        seen.add(system.name)
+    for i, entry in enumerate(systems):
+        check_system_values(entry, i, source)
+    check_distinct_files("systems", [s.get("name") for s in systems], source)  # each becomes runs/*__<name>
+    check_distinct_runs(names, [s["name"] for s in systems], source)
+    for i, entry in enumerate(systems):
+        with _as_config_error(f"{source}: systems[{i}]"):
+            system = system_from_config(entry)
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
@@ -152,14 +175,10 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
-    """Read and check an experiment config file; relative paths in it start from the file's folder."""
+    """Read and check an experiment config file (bounded: size, aliases, nesting); relative paths in it start
+    from the file's folder."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    raw = load_yaml_file(path)
     return parse_config(raw, source=str(path), base_dirs=[path.resolve().parent, Path.cwd()], overrides=overrides)
 
 

@@ -24,8 +24,9 @@ from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder, save_labels
 from memlab.lab.loaders import load_dataset
+from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
-from memlab.lab.runs import Run, collect
+from memlab.lab.runs import Run, collect, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
 from memlab.lab.sweeps import SweepContext, sweep_module
 from memlab.lab.systems import CutoffSystem, Env, FaissExactSystem, system_from_config
@@ -167,6 +168,7 @@ def run_experiment(
     from memlab.storage.store import scratch_store
 
     started = time.perf_counter()
+    out = claim_folder(out)  # a folder memlab did not make is refused before anything is read or written
     cfg = config.resolved
     datasets = [load_dataset(spec, config.base_dirs) for spec in cfg["datasets"]]
     out.mkdir(parents=True, exist_ok=True)
@@ -176,6 +178,7 @@ def run_experiment(
                                                           "question_scores.parquet", "report.md")]):
         stale.unlink(missing_ok=True)
     manifest: dict[str, Any] = {
+        **mark(RUN),
         "status": "running",
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
@@ -279,12 +282,15 @@ def is_finished(out: Path) -> bool:
 
 
 def publish_latest(run_dir: Path, latest: Path) -> None:
-    """Copy a finished run to reports/latest (a copy, not a link, so it survives moving the folder)."""
-    import shutil
+    """Copy a finished run to reports/latest (a copy, not a link, so it survives moving the folder); the old
+    copy is replaced only if it is a memlab run folder."""
+    replace_folder(Path(run_dir), Path(latest))
 
-    if latest.exists():
-        shutil.rmtree(latest)
-    shutil.copytree(run_dir, latest)
+
+def default_run_folder(config: ExperimentConfig, stamp: str, root: Path = Path("reports")) -> Path:
+    """Where a run goes when no folder is given: `reports/<name>-<time>`, the name slugged to one folder name
+    (config checks already refuse names that are paths; the slug keeps spaces and odd characters out too)."""
+    return Path(root) / f"{slug(config.name)}-{slug(stamp)}"
 
 
 def headline(out: Path) -> pd.DataFrame:

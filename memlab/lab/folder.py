@@ -44,6 +44,7 @@ def save_labels(folder: Path, dataset: Dataset) -> None:
     inspected (report.html) without the source data."""
     labels = folder / "labels"
     labels.mkdir(parents=True, exist_ok=True)
+    _check_labels_free(labels, dataset.name)
     pd.DataFrame(
         [{"id": q.id, "app_name": q.app_name, "user_id": q.user_id, "text": q.text, "relevant": list(q.relevant),
           "asked_at": q.asked_at.isoformat() if q.asked_at else None, "qtype": q.qtype, "fact_key": q.fact_key,
@@ -54,6 +55,16 @@ def save_labels(folder: Path, dataset: Dataset) -> None:
         columns=["app_name", "user_id", "session_id", "event_id", "author", "text"],
     ).pipe(write_parquet, labels / f"{slug(dataset.name)}.events.parquet")  # fmt: skip
     (labels / f"{slug(dataset.name)}.name").write_text(dataset.name)
+
+
+def _check_labels_free(labels: Path, name: str) -> None:
+    """Two data sets whose names slug alike would share labels/, runs/ and tables/ files: refuse the second."""
+    from memlab.errors import ConfigError
+
+    marker = labels / f"{slug(name)}.name"
+    if marker.exists() and marker.read_text() != name:
+        raise ConfigError(f"data sets {marker.read_text()!r} and {name!r} share the file name {slug(name)!r}; "
+                          "rename one")  # fmt: skip
 
 
 def save_table(folder: Path, sweep: str, dataset: str, frame: pd.DataFrame) -> Path:

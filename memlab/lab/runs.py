@@ -75,7 +75,17 @@ class Run:
         return Path(folder) / "runs" / f"{slug(self.dataset)}__{slug(self.system)}.parquet"
 
     def save(self, folder: str | Path) -> Path:
+        """Write the run; a file of another data set or system with the same file name is never replaced (two
+        names that slug alike are a config error, also caught here for the systems sweeps add)."""
         path = self.path_in(Path(folder))
+        if path.exists():
+            before = pd.read_parquet(path, columns=["dataset", "system"]).head(1)
+            if len(before) and (str(before.dataset.iloc[0]), str(before.system.iloc[0])) != (self.dataset, self.system):
+                from memlab.errors import ConfigError
+
+                raise ConfigError(f"data set {self.dataset!r} x system {self.system!r} and data set "
+                                  f"{before.dataset.iloc[0]!r} x system {before.system.iloc[0]!r} share the file "
+                                  f"{path.name}; rename one")  # fmt: skip
         return write_parquet(self.to_dataframe(), path)  # through the redactor, like every run-folder file
 
     @classmethod

@@ -199,7 +199,9 @@ def section(folder, dataset: str, options: dict) -> str | None:
     questions = folder.questions(dataset)
     dist = pd.concat([labelled_distances(runs[p].frame, questions, k=k).assign(system=p) for p in table.system
                       if p in runs], ignore_index=True)  # fmt: skip
-    stem = dataset.replace("/", "_")
+    from memlab.lab.runs import slug
+
+    stem = slug(dataset)  # the file name every output of this data set uses (distinct names, distinct files)
     plots.distance_histograms(dist, folder.path / f"distances__{stem}.png")
     plots.cutoff_curves(grid, folder.path / f"cutoffs__{stem}.png",
                         dict(zip(table.system, table.recommended_max_distance, strict=True)), k=k)  # fmt: skip

@@ -231,7 +231,9 @@ def section(folder, dataset: str, options: dict) -> str | None:
     if frame is None:
         return "Skipped: the data set has fewer than 5 distinct texts or no questions."
     fs = summarize_filtered(frame)
-    stem = dataset.replace("/", "_")
+    from memlab.lab.runs import slug
+
+    stem = slug(dataset)  # the file name every output of this data set uses (distinct names, distinct files)
     plots.recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
                          order="ef_search", k=folder.k)  # fmt: skip
     fs[["size_bucket", "config", "recall", "returned", "empty_rate", "short_rate", "latency_ms_p50", "latency_ms_p95",

@@ -47,7 +47,9 @@ def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | N
     metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "empty_rate", "recall_vs_exact",
                "context_chars", "correct_empty_rate"]  # fmt: skip
     table = pivot_scores(scores, wanted, metrics)
-    png = folder.path / f"granularity__{dataset}.png".replace("/", "_")
+    from memlab.lab.runs import slug
+
+    png = folder.path / f"granularity__{slug(dataset)}.png"
     plots.granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png, k=k)
     parts = [markdown_table(table), "", f"![granularity]({png.name})"]
     for group, label in (("qtype", "question type"), ("size", "memory size (events)")):

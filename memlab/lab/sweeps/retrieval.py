@@ -214,8 +214,10 @@ def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
     run = folder.runs(dataset)[system].frame
     frame = answerability.curve(run, folder.questions(dataset), _table(folder, dataset, system), gate, folder.k)
     frame = frame.assign(dataset=dataset)
-    write_csv(frame, folder.path / f"answerability_curve__{dataset}.csv".replace("/", "_"))
-    png = folder.path / f"answerability__{dataset}.png".replace("/", "_")
+    from memlab.lab.runs import slug
+
+    write_csv(frame, folder.path / f"answerability_curve__{slug(dataset)}.csv")
+    png = folder.path / f"answerability__{slug(dataset)}.png"
     plots.answerability_curves(frame, png, k=folder.k)
     return png
 

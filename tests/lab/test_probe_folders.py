@@ -1,0 +1,16 @@
+"""The folders family of `memlab check reliability` run on its own: every must-be-zero figure is zero, and each
+kind of case was checked (so the zeros mean something)."""
+
+from __future__ import annotations
+
+from memlab.lab.probes.folders import MUST_BE_ZERO, folders_family
+
+
+def test_folders_family_finds_nothing_and_checks_every_kind(store, embedder, tmp_path):
+    family = folders_family(store, embedder, tmp_path)
+    assert not family.failures(), family.found
+    assert {k: family.figures[k] for k in MUST_BE_ZERO} == dict.fromkeys(MUST_BE_ZERO, 0)
+    for cases in ("folders_checked", "memlab_folders_checked", "collision_cases", "distinct_name_cases",
+                  "bomb_configs", "ordinary_anchor_cases", "escape_names", "bad_values"):
+        assert family.figures.get(cases, 0) > 0, cases
+    assert family.figures["folders_checked"] >= 30 and family.figures["bomb_configs"] >= 7
