@@ -149,12 +149,12 @@ def write_html(folder: str | Path | RunFolder, headline: list[str],
                tables: list[tuple[str, pd.DataFrame]]) -> Path:  # fmt: skip
     """report.html: one self-contained page (data and plots inline, no network) drawn by TEMPLATE's script. Its
     data passes the run folder's redactor (`memlab.lab.redacted`) and is escaped for the script element."""
-    from memlab.lab.redacted import clean
+    from memlab.lab.redacted import clean, clean_deep
 
     folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
     data = page_data(folder, headline, tables)
     plots = data.pop("plots")  # generated images, not text: nothing to redact
-    data = {**clean(data), "plots": [{**p, "title": clean(p["title"])} for p in plots]}
+    data = {**clean_deep(data), "plots": [{**p, "title": clean(p["title"])} for p in plots]}
     page = TEMPLATE.read_text().replace("/*MEMLAB_DATA*/null", script_json(data))
     path = folder.path / "report.html"
     path.write_text(page, encoding="utf-8")

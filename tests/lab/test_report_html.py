@@ -24,15 +24,21 @@ def report_run(request) -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(report_run):
+def browser():
+    """One headless chromium for the module (Playwright's sync API allows one running instance per thread)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        page = browser.new_page()
-        page.goto((report_run / "report.html").as_uri())
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(report_run, browser):
+    page = browser.new_page()
+    page.goto((report_run / "report.html").as_uri())
+    return page
 
 
 def test_the_page_filters_to_one_question_and_shows_each_systems_hits(page, report_run):
@@ -87,19 +93,14 @@ def test_tables_sort_and_plots_are_inline(page):
 
 
 @pytest.fixture(scope="module")
-def hostile_page(tmp_path_factory, memlab_home, store):
+def hostile_page(tmp_path_factory, memlab_home, store, browser):
     """report.html of a run whose events, questions and answers hold `<!--<script>`, `</script>` and friends."""
-    from playwright.sync_api import sync_playwright
-
     from memlab.lab.probes.leaks import hostile_run
 
     run = hostile_run(tmp_path_factory.mktemp("hostile"))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        page = browser.new_page()
-        page.goto((run / "report.html").as_uri())
-        yield page
-        browser.close()
+    page = browser.new_page()
+    page.goto((run / "report.html").as_uri())
+    return page
 
 
 def test_hostile_text_is_shown_literally_and_the_page_still_works(hostile_page):
