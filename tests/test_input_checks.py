@@ -177,6 +177,15 @@ def test_a_chunk_over_the_limit_is_refused_though_each_event_fits(store, embedde
     assert mem.add_session(make_session(app_name, "u1", "s2", texts[:2])).added == 1
 
 
+def test_a_rendering_over_the_limit_is_refused_though_each_event_fits(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder, rendering="context", limits=InputLimits(text_bytes=2_000))
+    texts = [f"turn {i} " + "payments deploy notes " * 60 for i in range(2)]  # ~1,300 bytes each
+    with pytest.raises(memlab.InputError, match=r"rendered text .*2,000 bytes"):
+        mem.add_session(make_session(app_name, "u1", "s1", texts))
+    assert mem.count(app_name, "u1") == 0
+    assert mem.add_session(make_session(app_name, "u1", "s2", texts[:1])).added == 1
+
+
 def test_the_limits_are_configurable_within_what_postgresql_can_index():
     assert InputLimits().text_bytes == 1_000_000 and InputLimits().query_bytes == 65_536
     assert InputLimits(text_bytes=10).text_bytes == 10
