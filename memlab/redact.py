@@ -34,12 +34,14 @@ _PLACEHOLDERS = frozenset({"", "password", "passwd", "secret", "token", "***", "
 _SCHEME_PASSWORD = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^\s:/@?#\"'<>]*:)(?P<v>[^\s\"'<>]*)(?=@)", re.I)
 _KEYS = (r"pgpassword|password|passwd|passphrase|pwd|secret|client[_-]?secret|(?:access|refresh|auth|id|api)[_-]?token"
          r"|token|api[_-]?key|apikey|x-api-key|private[_-]?key|sslpassword")  # fmt: skip
-# key=value ends at a space (libpq, query strings); "key: value" in text runs to the end of its clause, so a
-# passphrase of several words is hidden whole
+# key=value (libpq, query strings, env): the value up to a space, whatever it is. "key: value" also reads as
+# prose ("passphrase: use four random words"), so an unquoted value there (up to the end of its clause, so a
+# passphrase goes whole) is hidden when a word of it looks like a token (digits, symbols or inner capitals); a
+# passphrase of plain words is the secret filter's to find.
 _QUOTED = r"'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?"
 _KEY_EQUALS = re.compile(rf"(?P<head>(?<![\w-])[\"']?(?:{_KEYS})[\"']?\s*=\s*)(?P<v>{_QUOTED}|[^\s\"'&,;}}\]]+)", re.I)
 _KEY_COLON = re.compile(rf"(?P<head>(?<![\w-])[\"']?(?:{_KEYS})[\"']?[ \t]*:[ \t]*)"
-                        rf"(?P<v>{_QUOTED}|[^\s\"'&,;}}\]][^\n\"'&,;}}\]]*)", re.I)  # fmt: skip
+                        rf"(?P<v>{_QUOTED}|(?P<bare>[^\s\"'&,;}}\]][^\n\"'&,;}}\]]*))", re.I)  # fmt: skip
 _AUTH_HEADER = re.compile(
     r"(?P<head>(?<![\w-])[\"']?(?:proxy-)?authorization[\"']?\s*(?:=|:)\s*[\"']?(?:(?:bearer|basic|token|digest|"
     r"apikey|key|sso-key)\s+)?)(?P<v>[^\s\"',;}\]]+)", re.I)  # fmt: skip
@@ -96,13 +98,19 @@ def _credential_after_scheme(match: re.Match) -> bool:
     return bool(re.search(r"[\d._~+/=-]", value)) or not value.isalpha() or value[1:] != value[1:].lower()
 
 
+def _token_like(word: str) -> bool:
+    return bool(re.search(r"\d|[^\w\s]", word)) or word[1:] != word[1:].lower() or len(word) >= 24
+
+
 def _hide(match: re.Match) -> str:
     value = match.group("v")
+    if match.groupdict().get("bare") and not any(_token_like(w.rstrip(".!?:")) for w in value.split()):
+        return match.group(0)
     if "scheme" in match.groupdict() and match.group("scheme") and not _credential_after_scheme(match):
         return match.group(0)
     quote = value[0] if value[:1] in "'\"" else ""
     bare = value.strip("'\"")
-    if bare.lower() in _PLACEHOLDERS or bare.startswith(("<", "$", "%(")) or not bare:
+    if bare.lower() in _PLACEHOLDERS or bare.startswith(("<", "$", "%(")) or re.fullmatch(r"[*x•.#_-]+", bare, re.I):
         return match.group(0)
     return f"{match.group('head')}{quote}{HIDDEN}{quote if value.endswith(quote) and len(value) > 1 else ''}"
 
@@ -141,11 +149,48 @@ def _narrow(line: str) -> str:
     return WITHHELD
 
 
+def _value_spans(text: str) -> list[tuple[int, int]]:
+    """Where memlab's own detectors see the credential itself (their `v` group: the password after "my password
+    is", the words of a passphrase), so exactly that is replaced. The detectors are the secret filter's
+    internals: if their layout changes this finds nothing and word-by-word narrowing does the work."""
+    try:
+        from memlab.events import secrets
+
+        folded = secrets.fold(text)
+        spans = []
+        for _kind, pattern, check, gate in secrets._DETECTORS:
+            if gate is not None and not secrets.gate_holds(gate, text, folded):
+                continue
+            spans += [m.span("v") if "v" in pattern.groupindex else m.span() for m in pattern.finditer(text)
+                      if check is None or check(m)]  # fmt: skip
+        return spans
+    except Exception:  # a changed internal layout only costs precision
+        return []
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
+        text = f"{text[:start]}{REDACTED}{text[end:]}"
+    return text
+
+
 def redact_flagged(text: str) -> str:
-    """`text` as the secret filter lets it pass: flagged lines narrowed to the flagged words; withheld whole when
-    even that still trips the filter (a secret spread over lines)."""
+    """`text` as the secret filter lets it pass: first the values the filter's own detectors point at are
+    replaced; lines still flagged are narrowed word by word; withheld whole when even that still trips the
+    filter (a secret spread over lines)."""
     if not text or not _flagged(text):
         return text
+    spans = _value_spans(text)
+    if spans:
+        text = _replace_spans(text, spans)
+        if not _flagged(text):
+            return text
     lines = [_narrow(line) if _flagged(line) else line for line in text.split("\n")]
     joined = "\n".join(lines)
     return WITHHELD if _flagged(joined) else joined

@@ -69,3 +69,36 @@ def test_the_leaks_family_finds_nothing(tmp_path, scratch_store, embedder):
     assert family.failures() == [], family.found
     assert family.figures["files_checked"] >= 8 and family.figures["error_paths_checked"] >= 12
     assert family.figures["hostile_texts_shown"] == len(HOSTILE)
+
+
+def _corpus() -> tuple[list[str], list[str]]:
+    import yaml
+
+    from tests.conftest import ROOT
+
+    folder = ROOT / "fixtures" / "secrets"
+    credentials = [c["text"] for c in yaml.safe_load((folder / "credentials.yaml").read_text())["credentials"]]
+    ordinary = [o["text"] for o in yaml.safe_load((folder / "ordinary.yaml").read_text())["ordinary"]]
+    return credentials, ordinary
+
+
+def test_every_credential_the_filter_knows_leaves_a_run_folder_cell_clean():
+    """Each credential of fixtures/secrets as a question, an answer and an id: after the run-folder redactor no
+    cell trips the secret filter, batched scanning agrees with scanning each text alone, and ordinary technical
+    text the filter passes is kept exactly."""
+    import memlab
+    from memlab.lab.redacted import clean_frame, clean_str
+
+    credentials, ordinary = _corpus()
+    caught = [c for c in credentials if memlab.find_secrets(c)]
+    assert len(caught) >= 0.8 * len(credentials)
+    texts = caught + ordinary
+    frame = pd.DataFrame({"text": texts, "answer": texts[::-1], "ids": [[t.replace(" ", "_")] for t in texts]})
+    out = clean_frame(frame)
+    for column in ("text", "answer"):
+        flagged = [v for v in out[column] if memlab.find_secrets(v)]
+        assert flagged == [], flagged[:3]
+    assert [v for ids in out["ids"] for v in ids if memlab.find_secrets(v)] == []
+    assert list(out["text"]) == [clean_str(t) for t in texts], "a batch scan settles each text as it would alone"
+    passed = [o for o in ordinary if not memlab.find_secrets(o)]
+    assert [clean_str(o) for o in passed] == passed, "ordinary text is not touched"
