@@ -5,8 +5,9 @@ breaks (`<!--<script>`, `</script>`, ...). Then every write path runs: a tiny ru
 functions, and every error path. Every file written is byte-searched for the marker, and so is every error
 message and log line; report.html's embedded data must hold no `<` at all (the script-data state).
 
-`secrets_in_run_folder`, `secrets_in_errors` and `unescaped_script_data` must be zero; `files_checked`,
-`error_paths_checked` and `hostile_texts_shown` say how much was looked at."""
+`secrets_in_run_folder`, `secrets_in_errors`, `unescaped_script_data` and `error_paths_not_reached` (an error
+path that raised nothing, so its check meant nothing) must be zero; `files_checked`, `error_paths_checked` and
+`hostile_texts_shown` say how much was looked at."""
 
 from __future__ import annotations
 
@@ -178,6 +179,20 @@ def _embed(url: str, key: str) -> object:
         os.environ.pop("MEMLAB_LEAKS_PROBE_KEY", None)
 
 
+def _cli_lines(workdir: Path) -> list[str]:
+    """The CLI's error output for malformed and unreachable DSNs holding the marker (typer's test runner)."""
+    from typer.testing import CliRunner
+
+    from memlab.cli import app
+
+    runner = CliRunner()
+    calls = [["eval", "--suite", "fixtures", "--dsn", d, "--out", str(workdir / "cli-run")] for d in MALFORMED_DSNS[:2]]
+    calls.append(["bench", "--dsn", f"postgresql://u:{MARK}@127.0.0.1:1/db", "--out", str(workdir / "cli-bench")])
+    results = [runner.invoke(app, args, env={"MEMLAB_DB_TIMEOUT": "1"}) for args in calls]
+    return [r.output if r.exit_code == 2 and "error:" in r.output else f"<no error line, exit {r.exit_code}>"
+            for r in results]  # fmt: skip
+
+
 def _log_lines() -> list[str]:
     """What memlab's loggers print for records holding a DSN and an Authorization header."""
     lines: list[str] = []
@@ -201,7 +216,8 @@ def _log_lines() -> list[str]:
 
 def leaks_family(store: memlab.Store, embedder: memlab.Embedder, workdir: Path) -> Family:
     """Plant credentials and hostile text, run the write and error paths, byte-search what came out."""
-    fam = Family("leaks", must_be_zero=["secrets_in_run_folder", "secrets_in_errors", "unescaped_script_data"])
+    fam = Family("leaks", must_be_zero=["secrets_in_run_folder", "secrets_in_errors", "unescaped_script_data",
+                                        "error_paths_not_reached"])  # fmt: skip
     started = time.perf_counter()
     run = hostile_run(Path(workdir) / "leaks", dsn=store.dsn)
     files = [p for p in run.rglob("*") if p.is_file()]
@@ -218,13 +234,16 @@ def leaks_family(store: memlab.Store, embedder: memlab.Embedder, workdir: Path) 
             fam.add("error_paths_checked")
             try:
                 call()
-                fam.problem("secrets_in_errors", f"{name}: no error raised")
+                fam.problem("error_paths_not_reached", f"{name}: no error raised")
             except memlab.MemlabError as exc:
                 if MARK in str(exc) or MARK in str(exc.__cause__ or ""):
                     fam.problem("secrets_in_errors", f"{name}: {re.sub(MARK, '<MARK>', str(exc))[:160]}")
-    for line in _log_lines():
-        fam.add("error_paths_checked")
-        if MARK in line:
-            fam.problem("secrets_in_errors", f"log line: {line.replace(MARK, '<MARK>')[:160]}")
+    for where, lines in (("log line", _log_lines()), ("CLI output", _cli_lines(Path(workdir) / "leaks"))):
+        for line in lines:
+            fam.add("error_paths_checked")
+            if line.startswith("<no error line"):
+                fam.problem("error_paths_not_reached", f"{where}: {line}")
+            elif MARK in line:
+                fam.problem("secrets_in_errors", f"{where}: {line.replace(MARK, '<MARK>')[:160]}")
     fam.seconds = time.perf_counter() - started
     return fam
