@@ -55,7 +55,13 @@ from psycopg import sql
 
 import memlab
 from memlab.events import secrets as secret_scan
+from memlab.lab.probes.erasure_disk import erasure_disk_family
 from memlab.lab.probes.family import Family
+from memlab.lab.probes.inputs import inputs_family
+from memlab.lab.probes.leaks import leaks_family
+from memlab.lab.probes.lexical import lexical_family
+from memlab.lab.probes.races import races_family
+from memlab.lab.probes.split_secrets import split_secrets_family
 
 # -- sizes ------------------------------------------------------------------------------------------------------
 
@@ -964,6 +970,10 @@ def bad_inputs_family(db: memlab.Store, embedder: memlab.Embedder) -> Family:
     return family
 
 
+SECOND_PROBE: tuple[Callable[[memlab.Store, memlab.Embedder, Path], Family], ...] = (
+    inputs_family, races_family, lexical_family, leaks_family, split_secrets_family, erasure_disk_family,
+)
+
 # -- the run ----------------------------------------------------------------------------------------------------
 
 
@@ -999,6 +1009,10 @@ def run_reliability(
             ("secrets", lambda: _in_scratch(store, lambda db: secrets_family(db, embedder))),
             ("bad_inputs", lambda: _in_scratch(store, lambda db: bad_inputs_family(db, embedder))),
         ]  # fmt: skip
+        # The second hostile probe's classes (memlab/lab/probes/), each on its own scratch database.
+        for probe in SECOND_PROBE:
+            plan.append((probe.__name__.removesuffix("_family"),
+                         lambda probe=probe: _in_scratch(store, lambda db: probe(db, embedder, Path(work)))))
         for name, run in plan:
             say(f"reliability: {name} ...")
             t0 = time.perf_counter()

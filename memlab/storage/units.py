@@ -1120,3 +1120,12 @@ def large_scopes(
         [layer, model_id, app_name, app_name, at_least],
     ).fetchall()
     return [(a, u) for a, u in rows]
+
+
+def user_rows(conn: psycopg.Connection, app_name: str, user_id: str) -> list[tuple[str, str | None, list[str]]]:
+    """(body, rendered, event ids) of every unit of one user in every layer and model: what the reliability
+    probes search byte by byte for what must not have been stored."""
+    query = sql.SQL("SELECT body, rendered, event_ids FROM {} WHERE app_name = %s AND user_id = %s").format(
+        sql.Identifier(UNITS_TABLE)
+    )
+    return [(r[0], r[1], list(r[2])) for r in conn.execute(query, [app_name, user_id]).fetchall()]

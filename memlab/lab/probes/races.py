@@ -20,6 +20,7 @@ from typing import Any
 
 import memlab
 from memlab.lab.probes.family import Family
+from memlab.storage import units as sqlu
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ROUNDS = 1  # each race this many times (the gate makes every run the same interleaving)
@@ -102,9 +103,7 @@ def session(app: str, user: str, sid: str, texts: list[str], start: datetime = T
 
 def _units(store: memlab.Store, app: str, user: str) -> list[list[str]]:
     with store.connection() as conn:
-        rows = conn.execute("SELECT event_ids FROM memory_unit WHERE app_name = %s AND user_id = %s",
-                            [app, user]).fetchall()  # fmt: skip
-    return [list(r[0]) for r in rows]
+        return [event_ids for _, _, event_ids in sqlu.user_rows(conn, app, user)]
 
 
 def _event_races(family: Family, store: memlab.Store, embedder: memlab.Embedder, app: str) -> None:
