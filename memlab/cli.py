@@ -203,13 +203,9 @@ def baseline_command(
     out: Path = typer.Option(Path("reports/baseline.json"), help="Where the baseline is written (commit it)."),
 ) -> None:
     """Make a run's metrics the new baseline (review the diff before committing it)."""
-    from memlab.lab import outputs, write_baseline
+    from memlab.lab import write_baseline
 
-    outputs.claim_file(out, outputs.is_baseline_file, flag="--out", what="baseline")
-    questions = out.with_name(out.stem + ".questions.parquet")  # written beside it
-    if questions.exists() and not out.exists():
-        outputs.claim_file(questions, lambda _: False, flag="--out", what="baseline's question scores")
-    metrics = write_baseline(run, out)
+    metrics = write_baseline(run, out)  # refuses to overwrite a file that is not a baseline memlab wrote
     console.print(f"[green]wrote[/] {out} ({len(metrics)} metrics)")
 
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from memlab.errors import ConfigError
 from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences
@@ -26,12 +25,19 @@ class Rule:
 
 
 def load_rules(path: str | Path = DEFAULT_TOLERANCES) -> list[Rule]:
-    data = yaml.safe_load(Path(path).read_text())
+    from memlab.lab.yaml_bounds import load_yaml_file
+
+    data = load_yaml_file(path)  # bounded like a config: a tolerances file is the user's too
+    if not isinstance(data, dict | None):
+        raise ConfigError(f"{path}: a tolerances file is a mapping with `rules:`")
     rules = []
-    for i, raw in enumerate((data or {}).get("rules", [])):
-        if raw.get("direction") not in ("higher", "lower", "ignore"):
+    for i, raw in enumerate((data or {}).get("rules") or []):
+        if not isinstance(raw, dict) or raw.get("direction") not in ("higher", "lower", "ignore"):
             raise ConfigError(f"{path}: rules[{i}].direction must be higher, lower or ignore")
-        rules.append(Rule(str(raw["match"]), raw["direction"], float(raw.get("abs", 0.0))))
+        try:
+            rules.append(Rule(str(raw["match"]), raw["direction"], float(raw.get("abs", 0.0))))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"{path}: rules[{i}] needs `match` (a glob) and a numeric `abs`") from None
     if not rules:
         raise ConfigError(f"{path}: no rules")
     return rules
@@ -113,6 +119,11 @@ def load_questions(path: str | Path, *, baseline: bool = False) -> pd.DataFrame 
 def write_baseline(run: str | Path, out: str | Path) -> dict[str, float]:
     """Make a run's metrics a baseline file that records the experiment they come from, with the run's
     per-question scores beside it (`<name>.questions.parquet`, what the gate's paired tests compare with)."""
+    from memlab.lab.outputs import claim_file, is_baseline_file
+
+    claim_file(out, is_baseline_file, flag="--out", what="baseline")  # never over a file memlab did not write
+    if not Path(out).exists():  # a new baseline: its question scores beside it must be new too
+        claim_file(questions_path(out, baseline=True), lambda _: False, flag="--out", what="baseline's scores")
     metrics = load_metrics(run)
     payload = {"experiment": metrics_experiment(run), "metrics": dict(sorted(metrics.items()))}
     Path(out).write_text(json.dumps(payload, indent=2) + "\n")

@@ -9,6 +9,7 @@ anchors) make sure a zero is not bought by refusing everything."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -68,6 +69,7 @@ def _folder_safety(family: Family, store: memlab.Store, workdir: Path) -> None:
     ours = workdir / "memlab-run"  # a folder memlab made: the positive control
     ours.mkdir(parents=True)
     (ours / "manifest.json").write_text(json.dumps({**outputs.mark(outputs.RUN), "status": "complete"}))
+    (ours / "metrics.json").write_text(json.dumps({"ex/a/recall@10": 0.5}))
     for writer, write in writers.items():
         for folder in _user_folders(workdir / writer.replace(" ", "-")):
             before = _snapshot(folder)
@@ -81,18 +83,20 @@ def _folder_safety(family: Family, store: memlab.Store, workdir: Path) -> None:
                 continue
             if _snapshot(folder) != before:
                 family.problem("user_files_lost", f"{writer} changed files of {folder.name}")
-    files = {"--out baseline": ("b.json", b'{"my": "settings"}', outputs.is_baseline_file),
-             "gate.md": ("gate.md", b"my notes\n", outputs.is_gate_file)}
-    for flag, (name, data, ours_check) in files.items():
+    files = {"write_baseline": ("b.json", b'{"my": "settings"}', lambda p: lab.write_baseline(ours, p)),
+             "write_baseline (scores)": ("c.questions.parquet", b"PAR1 mine", lambda p: lab.write_baseline(
+                 ours, p.with_name("c.json"))),
+             "gate.md": ("gate.md", b"my notes\n", lambda p: outputs.claim_file(p, outputs.is_gate_file, flag="--run",
+                                                                                 what="gate report"))}  # fmt: skip
+    for writer, (name, data, write) in files.items():
         path = workdir / "files" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         family.add("folders_checked")
-        try:
-            outputs.claim_file(path, ours_check, flag=flag, what=name)
-            family.problem("user_files_lost", f"{flag}: a user's {name} would be overwritten")
-        except ConfigError:
-            pass
+        with contextlib.suppress(ConfigError):  # refused: the point
+            write(path)
+        if path.read_bytes() != data:
+            family.problem("user_files_lost", f"{writer}: a user's {name} was overwritten")
     for folder in (ours, workdir / "new-folder", workdir / "empty-folder"):
         if folder.name == "empty-folder":
             folder.mkdir()
