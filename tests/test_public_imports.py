@@ -87,6 +87,22 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_probe_inputs.py", "memlab.lab.probes.inputs"): "runs the input-checks reliability family "
     "directly",
     ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
+    ("tests/events/test_secret_kinds.py", "memlab.events"): "unit test of the decoded-shape detectors "
+    "(secret_shapes) behind the secret filter",
+    ("tests/lab/test_bench_lexical.py", "memlab.lab.bench"): "runs the lexical bench section on small users",
+    ("tests/lab/test_bench_lexical.py", "memlab.lab.bench.markdown"): "renders the lexical section of bench.md",
+    ("tests/lab/test_bench_lexical.py", "memlab.lab.probes.lexical"): "the probe's cheap texts and vectors",
+    ("tests/lab/test_leaks_run_folder.py", "memlab.lab.redacted"): "unit test of the run folder's redacting writers",
+    ("tests/lab/test_probe_folders.py", "memlab.lab.probes.folders"): "runs the folder-safety family directly",
+    ("tests/lab/test_races_family.py", "memlab.lab.probes.races"): "runs the erasure-vs-write races family directly",
+    ("tests/lab/test_run_folder_safety.py", "memlab.lab.outputs"): "unit test of the folder claim and its marker",
+    ("tests/lab/test_split_secrets_probe.py", "memlab.lab.probes.split_secrets"): "runs the split-secrets family",
+    ("tests/lab/test_split_secrets_probe.py", "memlab.events.memory"): "switches the session scan off to show the "
+    "family sees what it guards",
+    ("tests/lab/test_split_secrets_probe.py", "memlab.facts.memory"): "the same switch in fact memory",
+    ("tests/storage/test_lexical_scaling.py", "memlab.lab.probes"): "the lexical probe's plan-row counter",
+    ("tests/storage/test_lexical_scaling.py", "memlab.storage"): "EXPLAINs the lexical statement itself",
+    ("tests/test_erasure_races.py", "memlab.events.filters"): "the skip reason an erased unit is reported under",
 }
 
 

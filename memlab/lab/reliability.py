@@ -57,6 +57,7 @@ import memlab
 from memlab.events import secrets as secret_scan
 from memlab.lab.probes.erasure_disk import erasure_disk_family
 from memlab.lab.probes.family import Family
+from memlab.lab.probes.folders import folders_family
 from memlab.lab.probes.inputs import inputs_family
 from memlab.lab.probes.leaks import leaks_family
 from memlab.lab.probes.lexical import lexical_family
@@ -971,7 +972,8 @@ def bad_inputs_family(db: memlab.Store, embedder: memlab.Embedder) -> Family:
 
 
 SECOND_PROBE: tuple[Callable[[memlab.Store, memlab.Embedder, Path], Family], ...] = (
-    inputs_family, races_family, lexical_family, leaks_family, split_secrets_family, erasure_disk_family,
+    folders_family, inputs_family, races_family, lexical_family, leaks_family, split_secrets_family,
+    erasure_disk_family,
 )
 
 # -- the run ----------------------------------------------------------------------------------------------------

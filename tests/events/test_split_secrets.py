@@ -76,9 +76,8 @@ class _Recording:
     name = "recording"
 
     def __init__(self) -> None:
-        from memlab.facts.extractors.rules import RuleExtractor
 
-        self.inner = RuleExtractor()
+        self.inner = memlab.RuleExtractor()
         self.seen: list[str] = []
 
     def extract(self, events: Sequence[memlab.Event], **kwargs) -> list:

@@ -9,9 +9,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from memlab import lab
+from memlab import ConfigError, lab
 from memlab.cli import app
-from memlab.errors import ConfigError
 
 CI = yaml.safe_load((lab.config.SUITES_DIR / "ci.yaml").read_text())
 

@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from memlab import lab
+from memlab import ConfigError, lab
 from memlab.cli import app
-from memlab.errors import ConfigError
 from memlab.lab.outputs import claim_folder, mark
 
 FIXTURE_DATA = {"name": "fx", "format": "fixtures", "path": "fixtures/events"}

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from memlab.events.memory import EventMemory
+from memlab import EventMemory, SearchSettings
 from memlab.lab.probes import lexical as probe
 from memlab.storage import units as sqlu
-from memlab.types import SearchSettings
 
 N = 400
 
@@ -87,3 +86,14 @@ def test_statement_reads_the_table_only_scoped_by_app_and_user():
     assert reads == 3
     assert sqlu._LEXICAL.count("app_name = %(app)s AND") == reads
     assert sqlu._LEXICAL.count("user_id = %(user)s") == reads
+
+
+RARE = "w2990 w2991 w2992 w2993 w2994 w2995 w2996 w2997 w2998 w2999"  # each word in a handful of units at most
+
+
+def test_selective_query_reads_fewer_rows_than_the_user_has(grown):
+    """BM25's unit count and mean length come from the kept counts, not from a pass over the user's units: a
+    query of rare words reads its few hits, far fewer rows than the user's 4N units."""
+    memory, state = grown
+    rows = probe.lexical_plan_rows(memory, "app", "big", RARE)
+    assert rows.rows < N, (state, rows)
