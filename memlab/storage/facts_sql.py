@@ -69,10 +69,23 @@ CREATE TABLE IF NOT EXISTS fact_watermark (
 );
 """
 
-_FACT_COLUMNS = (
-    "subject, predicate, value, status, basis, confidence, source_session, source_ts, source_quote, confirmed_at, "
-    "confirmed_by, sensitivity, cardinality, last_stated_at, last_inferred_at, retracted_at, retracted_by, sessions, id"
-)
+
+
+def readable_time(column: str) -> str:
+    """`column` clamped to the years Python can read (1..9999 UTC), NULL kept. FactMemory refuses other times
+    on the way in; a row stored before it did is clamped on the way out, so one such row cannot make every read
+    of its user (and the app's preload block) fail."""
+    return (f"CASE WHEN {column} IS NULL THEN NULL ELSE LEAST(GREATEST({column}, '0001-01-01 00:00:00+00'), "
+            f"'9999-12-31 23:59:59.999999+00') END")  # fmt: skip
+
+
+_TIME_COLUMNS = {"source_ts", "confirmed_at", "last_stated_at", "last_inferred_at", "retracted_at"}
+_FACT_COLUMNS = ", ".join(
+    readable_time(c) if c in _TIME_COLUMNS else c
+    for c in ("subject", "predicate", "value", "status", "basis", "confidence", "source_session", "source_ts",
+              "source_quote", "confirmed_at", "confirmed_by", "sensitivity", "cardinality", "last_stated_at",
+              "last_inferred_at", "retracted_at", "retracted_by", "sessions", "id")
+)  # fmt: skip
 
 
 def _fact(row: tuple) -> Fact:
@@ -174,7 +187,8 @@ def log_observation(conn: psycopg.Connection, app: str, user: str, c: Candidate,
 
 def observations(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str) -> list[tuple]:
     return conn.execute(
-        "SELECT value, negated, basis, session_id, event_id, event_time, quote, action, reason, ingested_at "
+        f"SELECT value, negated, basis, session_id, event_id, {readable_time('event_time')}, quote, action, reason, "
+        f"{readable_time('ingested_at')} "
         "FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s AND subject = %s AND predicate = %s "
         "ORDER BY event_time, session_id, event_id",
         [app, user, subject, predicate],
@@ -194,7 +208,8 @@ def provenance_events(conn: psycopg.Connection, app: str, users: Sequence[str]) 
 
 def get_watermark(conn: psycopg.Connection, app: str, user: str, session_id: str) -> datetime | None:
     row = conn.execute(
-        "SELECT last_event_ts FROM fact_watermark WHERE app_name = %s AND user_id = %s AND session_id = %s",
+        f"SELECT {readable_time('last_event_ts')} FROM fact_watermark "
+        "WHERE app_name = %s AND user_id = %s AND session_id = %s",
         [app, user, session_id],
     ).fetchone()
     return row[0] if row else None

@@ -210,3 +210,30 @@ def test_delete_fact_re_resolves_the_key(store, embedder, app_name):
     facts.add_session(s2)
     assert facts.delete_fact(app_name, "u", "user", "home_city", "Madrid") == 1
     assert ("user", "home_city", "Berlin", "stated") in state_of(facts.current(app_name, "u"))
+
+
+# -- rows written before the input checks ------------------------------------------------------------------
+
+
+def test_a_fact_row_stored_past_year_9999_before_the_checks_does_not_break_reads(store, embedder, app_name):
+    """A database written by an older memlab may hold a time Python cannot read (9999-12-31T23:00-05:00 is
+    year 10000 in UTC). Reads clamp it instead of raising DataError for the user and the app's preload block."""
+    alice = _session(app_name, "alice", "a1", ["I'm vegetarian."])
+    facts = FactMemory(store, embedder, extractor=ScriptedExtractor({"a1": [_cand(alice, 0, "diet", "vegetarian")]}))
+    facts.add_session(alice)
+    facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "Argo CD", at=T0)
+    late = "9999-12-31T23:00:00-05:00"
+    with store.connection() as conn:
+        for table, columns in (("semantic_fact", ("source_ts", "confirmed_at", "last_stated_at")),
+                               ("semantic_fact_observation", ("event_time",)),
+                               ("fact_watermark", ("last_event_ts",))):  # fmt: skip
+            sets = ", ".join(f"{c} = %s::timestamptz" for c in columns)
+            conn.execute(f"UPDATE {table} SET {sets} WHERE app_name = %s AND user_id IN ('alice', %s)",
+                         [late] * len(columns) + [app_name, memlab.DOMAIN_USER])  # fmt: skip
+    [fact] = facts.current(app_name, "alice")
+    assert fact.value == "vegetarian" and fact.source_ts.year == 9999
+    assert facts.search(app_name, "alice", "what do I eat?", now=T0)
+    assert "Argo CD" in facts.preload_block(app_name, "bob", "how does payments deploy?", now=T0)
+    assert facts.why(app_name, "alice", "user", "diet")
+    again = facts.add_session(_session(app_name, "alice", "a1", ["I'm vegetarian."]))
+    assert again.inserted == 0
