@@ -91,12 +91,13 @@ def key_body(run: str) -> bool:
 
 
 _USER = re.compile(r"[\w.@+~-]{1,64}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 def basic_credential(run: str) -> bool:
     """A base64 run that decodes to `user:password` (printable, one line, not a URL): an HTTP Basic credential."""
-    if len(run) > 400:
-        return False
+    if len(run) > 400 or _HEX.fullmatch(run.rstrip("=")):
+        return False  # hex is the alphabet of digests and ids (git SHAs, trace ids), not of encoded credentials
     data = b64_bytes(run)
     if data is None:
         return False

@@ -133,3 +133,13 @@ def test_public_keys_and_certificates_are_not_private_keys():
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_look_alikes_are_kept(text):
     assert find_secrets(text) == [], text
+
+
+def test_hex_digests_and_short_shas_are_never_basic_credentials():
+    """Hex is the alphabet of digests and ids; some hex strings happen to decode as base64 to `user:pass`
+    (d3c604dfd2 decodes to 'ww:Ӈ_w'). No run of hex digits is a Basic credential, whatever it decodes to."""
+    assert find_secrets("reverted d3c604dfd2 on main") == []
+    assert not secret_shapes.basic_credential("d3c604dfd2")
+    flagged = [h for h in (f"{n:010x}" for n in range(0xD3C6040000, 0xD3C6040000 + 20_000))
+               if secret_shapes.basic_credential(h)]
+    assert flagged == []
