@@ -18,6 +18,11 @@ configured server (and, for faults, a private embedded server of its own), so no
 - bad inputs: NUL characters, lone surrogates, int ids, None and year-9999 timestamps, duplicate event ids, ...;
   how each ended (memlab error, counted skip, stored). Figure: inputs that ended any other way (must be 0).
 
+- the second hostile probe's classes, one module each in memlab/lab/probes/: folder safety and name collisions
+  (folders), input checks on both memories and the ADK services (input_checks), erasure racing a write (races),
+  the lexical plan's row count as a user grows (lexical), secrets in run folders and error messages (leaks),
+  secrets split across events (split_secrets), and a byte search of the data folder after erasure (erasure_disk).
+
 Each run writes `<out>/<run-id>/reliability.json` and `reliability.md`; `ok` is false when a must-be-zero figure is
 not zero or a goal is missed."""
 
@@ -1078,7 +1083,8 @@ def reliability_markdown(result: dict) -> str:
              f"**{verdict}**" + ("" if result["ok"] else ": " + "; ".join(result["failures"])), "",
              "| family | figure | value | must be |", "|---|---|---|---|"]  # fmt: skip
     for name, fam in result["families"].items():
-        for key, value in fam["figures"].items():
+        unset = {k: 0 for k in fam["must_be_zero"] if k not in fam["figures"]}  # zero because nothing was counted
+        for key, value in {**fam["figures"], **unset}.items():
             if key == "table":
                 continue
             bound = "0" if key in fam["must_be_zero"] else " ".join(map(str, fam["goals"].get(key, ())))

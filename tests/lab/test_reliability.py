@@ -24,6 +24,24 @@ MUST_BE_ZERO = [
     "erasure.event_cache_traces",
     "bad_inputs.other_endings",
     "bad_inputs.poisoned_users",
+    # the second hostile probe's classes (memlab/lab/probes/)
+    "folders.user_files_lost",
+    "folders.silent_collisions",
+    "folders.escaped_writes",
+    "folders.unbounded_configs",
+    "input_checks.other_endings",
+    "input_checks.stored_after_refusal",
+    "input_checks.poisoned_users",
+    "races.resurrected_units",
+    "races.resurrected_facts",
+    "races.boost_order_violations",
+    "lexical.quadratic_plans",
+    "leaks.secrets_in_run_folder",
+    "leaks.secrets_in_errors",
+    "leaks.unescaped_script_data",
+    "split_secrets.secret_fragments_stored",
+    "erasure_disk.marker_files_after_full",
+    "erasure_disk.marker_in_wal_after_purge",
 ]
 
 
@@ -42,12 +60,18 @@ def test_check_reliability_at_ci_size_writes_a_report_with_every_must_be_zero_fi
     assert (fam["concurrency"]["threads"], fam["concurrency"]["processes"]) == (8, 2)
     assert fam["faults"]["kills"] == fam["faults"]["recovered"] == 2 and fam["faults"]["embedder_failures"] == 2
     assert fam["erasure"]["cases"] == 3 and fam["erasure"]["tables_scanned"] >= 5
+    assert fam["folders"]["folders_checked"] > 0 and fam["folders"]["collision_cases"] > 0
+    assert fam["input_checks"]["cases"] > 100 and fam["input_checks"]["reads_checked"] > 0
+    assert fam["races"]["event_races"] > 0 and fam["races"]["fact_races"] > 0
+    assert fam["lexical"]["plans_checked"] > 0 and fam["leaks"]["files_checked"] > 0
+    assert fam["split_secrets"]["fragments_searched"] > 0 and fam["erasure_disk"]["files_holding_marker_before"] > 0
     ended = {row["input"]: row["ended"] for row in fam["bad_inputs"]["table"]}
     assert ended["NUL character in the text"] == ended["year-9999 timestamp (UTC)"] == "memlab error"
     assert ended["duplicate event ids in one session"] == "stored + counted skip"
     report = (folder / "reliability.md").read_text()
     assert report.startswith(f"# memlab reliability: {data['run_id']}") and "**PASS**" in report
-    assert "| isolation | leaks | 0 | 0 |" in report and "## Bad inputs: how each ended" in report
+    assert "| isolation | leaks | 0 | 0 |" in report and "| leaks | secrets_in_errors | 0 | 0 |" in report
+    assert "## Bad inputs: how each ended" in report
     assert data["seconds"] > 0, "the run records how long it took (speed is the bench's business, not a test's)"
 
 
