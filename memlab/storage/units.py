@@ -630,10 +630,12 @@ def run_search(
 # covers little, however near its vector lands (a feature of the answerability gate). A query word no unit
 # holds weighs as a word one unit holds: "called" or "many" must not outweigh the name that was found.
 # Every hit carries its cosine distance too, so `max_distance` means the same in every mode.
-# Cost is linear in the user's units whatever the planner's estimates: one scan for the user's statistics, one for
-# the hits (materialized; each hit's lexemes are read once, into `marked`: the query's lexemes get weight A, so
-# `ts_filter` keeps just them, with no unnest of whole texts), grouped once per unit. No join pairs two row sets
-# that grow with the user: the ranked rows carry `every_word` themselves, and idf holds one row per query word.
+# Cost is linear in the user's hits whatever the planner's estimates: the user's N and mean document length come
+# from the kept counts (COUNTS_TABLE, O(1): no pass over the user's units), one scan for the hits (materialized;
+# each hit's lexemes are read once, into `marked`: the query's lexemes get weight A, so `ts_filter` keeps just
+# them, with no unnest of whole texts), grouped once per unit; the k rows returned are fetched by their row address
+# (ctid, of this statement's snapshot), not joined to the user's units. No join pairs two row sets that grow with
+# the user: the ranked rows carry `every_word` themselves, and idf holds one row per query word.
 # (The old form joined the hits back to their scores; on a user with stale statistics the planner estimated a
 # handful of hits and chose a nested loop, hits x hits: 14 s at 8,000 units.)
 _SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
@@ -644,30 +646,30 @@ _LEXICAL = (
     "  WHERE l !~ '[''\\\\]') AS terms),"
     " qq AS MATERIALIZED (SELECT web, terms, to_tsquery('simple', coalesce(array_to_string("
     "  ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | '), '')) AS anyq FROM q),"
-    " stats AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(avg(length(lexemes)), 1)::float8 AS avgdl"
-    "  FROM {table} WHERE " + _SCOPE + "),"
-    " hit AS MATERIALIZED (SELECT m.session_id, m.unit_id, length(x.marked)::float8 AS dl,"
+    " stats AS MATERIALIZED (SELECT coalesce(sum(delta), 0)::float8 AS n,"
+    "  coalesce(sum(doc_length) / nullif(sum(delta), 0), 1)::float8 AS avgdl FROM {counts} WHERE " + _SCOPE + "),"
+    " hit AS MATERIALIZED (SELECT m.ctid AS row, m.session_id, m.unit_id, length(x.marked)::float8 AS dl,"
     "  (x.marked @@ qq.web AND numnode(qq.web) > 0) AS every_word, ts_filter(x.marked, '{{a}}') AS found"
     "  FROM {table} m CROSS JOIN qq"
     "  CROSS JOIN LATERAL (SELECT setweight(m.lexemes, 'A', qq.terms) AS marked OFFSET 0) AS x"
-    "  WHERE " + _M_SCOPE + " AND m.lexemes @@ qq.anyq),"
-    " tf AS MATERIALIZED (SELECT h.session_id, h.unit_id, h.every_word, h.dl, u.lexeme,"
+    "  WHERE " + _M_SCOPE + " AND m.lexemes @@ (SELECT anyq FROM qq)),"
+    " tf AS MATERIALIZED (SELECT h.row, h.session_id, h.unit_id, h.every_word, h.dl, u.lexeme,"
     "  greatest(cardinality(u.positions), 1)::float8 AS tf FROM hit h, unnest(h.found) AS u),"
     " df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),"
     " idf AS MATERIALIZED (SELECT t AS lexeme,"
     "  ln(1 + (s.n - coalesce(df.df, 1) + 0.5) / (coalesce(df.df, 1) + 0.5)) AS idf"
     "  FROM qq, unnest(qq.terms) AS t LEFT JOIN df ON df.lexeme = t, stats s),"
     " total AS MATERIALIZED (SELECT nullif(sum(idf), 0) AS idf FROM idf),"
-    " bm25 AS (SELECT tf.session_id, tf.unit_id, tf.every_word, sum(idf.idf"
+    " bm25 AS (SELECT tf.row, tf.session_id, tf.unit_id, tf.every_word, sum(idf.idf"
     "  * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / s.avgdl))) AS score,"
     "  sum(idf.idf) / max(total.idf) AS coverage"
-    "  FROM tf JOIN idf USING (lexeme), stats s, total GROUP BY tf.session_id, tf.unit_id, tf.every_word),"
-    " ranked AS (SELECT session_id, unit_id, every_word, score, coverage FROM bm25"
+    "  FROM tf JOIN idf USING (lexeme), stats s, total GROUP BY tf.row, tf.session_id, tf.unit_id, tf.every_word),"
+    " ranked AS (SELECT row, session_id, unit_id, every_word, score, coverage FROM bm25"
     "  ORDER BY every_word DESC, score DESC, unit_id LIMIT %(k)s)"
     " SELECT m.unit_id, m.body, m.author, " + _READABLE_TIME.replace("occurred_at", "m.occurred_at")
     + " AS occurred_at, m.session_id, m.event_ids, (m.embedding::{vt} <=> %(q)s::{vt}) AS distance, r.score,"
-    " r.coverage, r.every_word FROM ranked r JOIN {table} m ON " + _M_SCOPE
-    + " AND m.session_id = r.session_id AND m.unit_id = r.unit_id"
+    " r.coverage, r.every_word FROM ranked r CROSS JOIN LATERAL (SELECT * FROM {table} m WHERE " + _M_SCOPE
+    + " AND m.ctid = r.row AND m.session_id = r.session_id AND m.unit_id = r.unit_id OFFSET 0) AS m"
     " ORDER BY r.every_word DESC, r.score DESC, m.unit_id"
 )
 
@@ -679,7 +681,10 @@ def lexical_statement(
     plan checks count the rows of exactly what `lexical_search` runs."""
     conn.execute("SELECT set_config('client_min_messages', 'warning', true)")  # no NOTICE for stop-word queries
     query = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) " + _LEXICAL if explain else _LEXICAL).format(
-        cfg=sql.Literal(TEXT_SEARCH_CONFIG), vt=scope.model.vector_type(), table=sql.Identifier(UNITS_TABLE)
+        cfg=sql.Literal(TEXT_SEARCH_CONFIG),
+        vt=scope.model.vector_type(),
+        table=sql.Identifier(UNITS_TABLE),
+        counts=sql.Identifier(COUNTS_TABLE),
     )
     return query, {**search_params(scope, vector, top_k), "text": text}
 
@@ -1007,21 +1012,22 @@ def delete_model(conn: psycopg.Connection, model_id: str) -> int:
 # -- kept counts: what `strategy="auto"` reads instead of counting a user's units per search ----------------
 # Append-only deltas (one row per scope per written statement), so concurrent writers never wait on one hot
 # counter row; a read sums the user's few rows and folds them into one once they pile up. When a scope's last
-# unit is deleted its count rows go too: no row keeps a user id after erasure.
+# unit is deleted its count rows go too: no row keeps a user id after erasure. Beside the count, the summed
+# document length (lexemes per unit, as full-text search counts them) gives BM25 its N and mean length in O(1).
 COUNTS_TABLE = "memory_unit_count"
 FOLD_AFTER = 32  # delta rows of one scope before a read folds them into one
 _KEY = "app_name, user_id, layer, embed_model"
 COUNTS_DDL = f"""
 CREATE OR REPLACE FUNCTION memlab_count_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta)
-    SELECT {_KEY}, count(*) FROM added GROUP BY {_KEY};
+    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
+    SELECT {_KEY}, count(*), coalesce(sum(length(lexemes)), 0) FROM added GROUP BY {_KEY};
     RETURN NULL;
 END $$;
 CREATE OR REPLACE FUNCTION memlab_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta)
-    SELECT {_KEY}, -count(*) FROM removed GROUP BY {_KEY};
+    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
+    SELECT {_KEY}, -count(*), -coalesce(sum(length(lexemes)), 0) FROM removed GROUP BY {_KEY};
     -- a scope left with no unit keeps no count row (a user id is personal data)
     DELETE FROM {COUNTS_TABLE} c USING (SELECT DISTINCT {_KEY} FROM removed) r
      WHERE (c.app_name, c.user_id, c.layer, c.embed_model) = (r.app_name, r.user_id, r.layer, r.embed_model)
@@ -1040,7 +1046,7 @@ BEGIN
     IF to_regclass('{COUNTS_TABLE}') IS NULL THEN
         CREATE TABLE {COUNTS_TABLE} (
             app_name text NOT NULL, user_id text NOT NULL, layer text NOT NULL, embed_model text NOT NULL,
-            delta bigint NOT NULL
+            delta bigint NOT NULL, doc_length bigint NOT NULL DEFAULT 0
         );
         CREATE INDEX {COUNTS_TABLE}_scope ON {COUNTS_TABLE} ({_KEY});
         CREATE TRIGGER memlab_count_insert AFTER INSERT ON {UNITS_TABLE} REFERENCING NEW TABLE AS added
@@ -1054,7 +1060,16 @@ BEGIN
         CREATE TRIGGER memlab_count_truncate AFTER TRUNCATE ON {UNITS_TABLE}
             FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_truncated();
         -- a table from before the counts: count it once
-        INSERT INTO {COUNTS_TABLE} ({_KEY}, delta) SELECT {_KEY}, count(*) FROM {UNITS_TABLE} GROUP BY {_KEY};
+        INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
+        SELECT {_KEY}, count(*), coalesce(sum(length(lexemes)), 0) FROM {UNITS_TABLE} GROUP BY {_KEY};
+    ELSIF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '{COUNTS_TABLE}'::regclass
+                       AND attname = 'doc_length' AND NOT attisdropped) THEN
+        -- counts from before the document lengths: recount once, writers held off meanwhile
+        LOCK TABLE {UNITS_TABLE} IN SHARE MODE;
+        ALTER TABLE {COUNTS_TABLE} ADD COLUMN IF NOT EXISTS doc_length bigint NOT NULL DEFAULT 0;
+        DELETE FROM {COUNTS_TABLE};
+        INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
+        SELECT {_KEY}, count(*), coalesce(sum(length(lexemes)), 0) FROM {UNITS_TABLE} GROUP BY {_KEY};
     END IF;
 END $$;
 """
@@ -1096,11 +1111,13 @@ def scope_facts(conn: psycopg.Connection, scope: Scope) -> ScopeFacts:
 
 
 def fold_counts(conn: psycopg.Connection, app_name: str, user_id: str, layer: str, model_id: str) -> None:
-    """Replace a scope's delta rows by their sum (one statement: a concurrent fold sees the rows gone)."""
+    """Replace a scope's delta rows (counts and document lengths) by their sums (one statement: a concurrent fold
+    sees the rows gone)."""
     conn.execute(
         sql.SQL(
-            "WITH gone AS (DELETE FROM {t} WHERE " + _COUNT_SCOPE + " RETURNING delta) "
-            "INSERT INTO {t} (" + _KEY + ", delta) SELECT %s, %s, %s, %s, sum(delta) FROM gone "
+            "WITH gone AS (DELETE FROM {t} WHERE " + _COUNT_SCOPE + " RETURNING delta, doc_length) "
+            "INSERT INTO {t} (" + _KEY + ", delta, doc_length) SELECT %s, %s, %s, %s, sum(delta), sum(doc_length) "
+            "FROM gone "
             "HAVING sum(delta) IS NOT NULL AND sum(delta) <> 0"
         ).format(t=sql.Identifier(COUNTS_TABLE)),
         [app_name, user_id, layer, model_id] * 2,
