@@ -28,6 +28,9 @@ from memlab.storage import units as sqlu
 SIZES = (500, 2_000)  # units of the small and the big user (4x)
 GROWTH_LIMIT = 6.0  # plan rows may grow at most this much for 4x units: linear reads ~4x, quadratic ~16x
 QUERIES = ("w1 w5 w30 w200 w999", "w3 w40", "what did w2 say about w60 and w1500?", "w2500 w7")
+# Words few units hold: with fresh statistics their search must read fewer rows than the user has (BM25's N and
+# mean length come from the kept counts, the hits from the full-text index, the k rows returned by address).
+SELECTIVE = ("w2990 w2991 w2992 w2993 w2994 w2995 w2996 w2997 w2998 w2999", "w2801 w2802 w2803")
 VOCABULARY = 3_000  # distinct words of the probe's texts, drawn Zipf-like (a few common, many rare)
 LAYER = "probe:lexical"
 TOP_K = 50
@@ -114,10 +117,12 @@ def growth(memory: EventMemory, app: str, small: str, big: str, query: str) -> t
 def lexical_family(store: memlab.Store, embedder: memlab.Embedder, workdir: Path) -> Family:
     """Users of SIZES units searched with QUERIES; `quadratic_plans` counts (statistics state, query) pairs whose
     plan rows grew more than GROWTH_LIMIT for 4x units (must be 0). Figures: plans checked, the largest growth
-    and the rows per unit at each size."""
+    and the rows per unit at each size. `user_passes` counts selective queries (SELECTIVE) whose plan read as many
+    rows as the big user has units with fresh statistics: a pass over the user's units (must be 0)."""
     started = time.perf_counter()
-    family = Family("lexical", {"users": 0, "plans_checked": 0, "quadratic_plans": 0, "max_growth": 0.0},
-                    must_be_zero=["quadratic_plans"])  # fmt: skip
+    family = Family("lexical", {"users": 0, "plans_checked": 0, "quadratic_plans": 0, "max_growth": 0.0,
+                                "selective_plans_checked": 0, "user_passes": 0},
+                    must_be_zero=["quadratic_plans", "user_passes"])  # fmt: skip
     memory = EventMemory(store, embedder, layer=LAYER)
     app = f"probe-lexical-{uuid.uuid4().hex[:8]}"
     small, big = SIZES
@@ -140,6 +145,12 @@ def lexical_family(store: memlab.Store, embedder: memlab.Embedder, workdir: Path
                     family.problem("quadratic_plans", f"{state} statistics, {query!r}: {a.rows:,.0f} plan rows at "
                                    f"{small} units, {b.rows:,.0f} at {big} ({ratio:.1f}x for 4x the units; "
                                    f"join filter removed {b.removed_by_join_filter:,.0f})")  # fmt: skip
+            for query in SELECTIVE if state == "fresh" else ():
+                rows = lexical_plan_rows(memory, app, users[big], query)
+                family.add("selective_plans_checked")
+                if rows.rows >= big:
+                    family.problem("user_passes", f"{query!r}: {rows.rows:,.0f} plan rows for a user of {big} units "
+                                   "(a pass over the user's units for a query of rare words)")  # fmt: skip
     finally:
         store.delete_layer(app, LAYER)
     family.notes.append(f"growth limit {GROWTH_LIMIT}x plan rows for {big // small}x units; linear work reads ~4x")
