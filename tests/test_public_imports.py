@@ -55,6 +55,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     "bulk_load) to build the filtered-search trap",
     ("tests/storage/test_store.py", "memlab.storage.store"): "unit test of the pgvector version check of open_store",
     ("tests/storage/test_units_sql.py", "memlab.storage.units"): "unit test of the unit table's SQL helpers",
+    ("tests/storage/test_units_sql.py", "memlab.storage.unit_housekeeping"): "unit test of the deletes' SQL",
     ("tests/storage/test_units_sql.py", "memlab.storage.schema"): "checks UNITS_TABLE SQL lives only in storage/units",
     ("tests/storage/test_units_sql.py", "memlab.events.units"): "builds internal Unit rows for the SQL helpers",
     ("tests/facts/test_decide.py", "memlab.facts.decide"): "unit test of resolve, the order-free core of decide",

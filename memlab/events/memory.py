@@ -57,6 +57,7 @@ from memlab.inputs import (
 )
 from memlab.redact import get_logger
 from memlab.storage import disk_erasure, erasures
+from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import (
@@ -244,9 +245,6 @@ class EventMemory:
         if timestamps is not None and not isinstance(timestamps, TimestampWindow):
             raise ConfigError(f"timestamps must be a memlab.TimestampWindow, got {type(timestamps).__name__}.")
         self.timestamps = timestamps or TimestampWindow()  # the event times accepted on ingest
-        if limits is not None and not isinstance(limits, InputLimits):
-            raise ConfigError(f"limits must be a memlab.inputs.InputLimits, got {type(limits).__name__}.")
-        self.limits = limits or DEFAULT_LIMITS  # the longest texts and queries accepted
         if limits is not None and not isinstance(limits, InputLimits):
             raise ConfigError(f"limits must be a memlab.inputs.InputLimits, got {type(limits).__name__}.")
         self.limits = limits or DEFAULT_LIMITS  # the longest texts and queries accepted
@@ -457,7 +455,7 @@ class EventMemory:
         keys = {(s.app_name, s.user_id, s.id): [e.id for e in s.events] for s in sessions}
         with self.store.connection() as conn:
             plan.generation = generation if generation is not None else plan_generation(conn, sessions)
-            deleted = sqlu.tombstoned_of(conn, keys)
+            deleted = housekeeping.tombstoned_of(conn, keys)
             # In the event layer a unit's id is its event's id: the stored units name the events already kept.
             known = (
                 sqlu.existing_units_of(conn, self.layer, self.model.model_id, keys)
@@ -628,7 +626,7 @@ class EventMemory:
         self._check_vacuum(vacuum)
         with self.store.transaction() as conn:
             erasing(conn, app_name, user_id)  # its tombstones stop adds in flight (write_guard.recheck)
-            deleted = sqlu.delete_memory(conn, app_name, user_id, memory_id, session_id)
+            deleted = housekeeping.delete_memory(conn, app_name, user_id, memory_id, session_id)
         return self._finish_erasure(deleted, vacuum).units
 
     def forget_session(
@@ -644,7 +642,7 @@ class EventMemory:
         with self.store.transaction() as conn:
             marker = erasures.units_session(app_name, user_id, session_id, self.model.model_id)
             erasing(conn, app_name, user_id, [marker])  # an add of the session in flight writes nothing of it
-            deleted = sqlu.erase_session(conn, app_name, user_id, session_id, self.model.model_id)
+            deleted = housekeeping.erase_session(conn, app_name, user_id, session_id, self.model.model_id)
         return self._finish_erasure(deleted, vacuum)
 
     def bulk_load(self, rows: Iterable[tuple[str, str, Unit, np.ndarray]], *, batch_rows: int = 5_000) -> int:
@@ -798,10 +796,6 @@ class EventMemory:
         check_text(query, "the query", empty_ok=True, max_bytes=self.limits.query_bytes,
                    limit_name="InputLimits(query_bytes=...)", app_name=app_name, user_id=user_id)  # fmt: skip
 
-    def _check_query(self, app_name: str, user_id: str, query: object) -> None:
-        check_text(query, "the query", empty_ok=True, max_bytes=self.limits.query_bytes,
-                   limit_name="InputLimits(query_bytes=...)", app_name=app_name, user_id=user_id)  # fmt: skip
-
     def _embed_query(self, app_name: str, user_id: str, query: str) -> np.ndarray:
         self._check_query(app_name, user_id, query)
         return embed_query_transient(self.embedder, query)
@@ -884,8 +878,6 @@ class EventMemory:
         their own rows. Run it after large loads (or on a schedule); returns the indexes created."""
         if app_name is not None:
             check_text(app_name, "the app id", max_bytes=MAX_ID_BYTES, app_name=app_name)
-        if app_name is not None:
-            check_text(app_name, "the app id", max_bytes=MAX_ID_BYTES, app_name=app_name)
         policy = self.store.auto_policy()
         with self.store.connection() as conn:
             users = sqlu.large_scopes(conn, self.layer, self.model.model_id, policy.tenant_index_above, app_name)
@@ -930,7 +922,7 @@ class EventMemory:
         self._check_vacuum(vacuum)
         with self.store.transaction() as conn:
             erasing(conn, app_name, user_id, [erasures.units_user(app_name, user_id)])
-            deleted = sqlu.erase_user(conn, app_name, user_id)
+            deleted = housekeeping.erase_user(conn, app_name, user_id)
         return self._finish_erasure(deleted, vacuum).units
 
     def purge_before(
@@ -943,12 +935,9 @@ class EventMemory:
         for name, value in (("app", app_name), ("user", user_id)):
             if value is not None:
                 check_text(value, f"the {name} id", max_bytes=MAX_ID_BYTES, app_name=app_name, user_id=user_id)
-        for name, value in (("app", app_name), ("user", user_id)):
-            if value is not None:
-                check_text(value, f"the {name} id", max_bytes=MAX_ID_BYTES, app_name=app_name, user_id=user_id)
         self._check_vacuum(vacuum)
         with self.store.transaction() as conn:
-            deleted = sqlu.erase_before(conn, cutoff, app_name, user_id)
+            deleted = housekeeping.erase_before(conn, cutoff, app_name, user_id)
         return self._finish_erasure(deleted, vacuum).units
 
     def migrate_embeddings(
@@ -979,7 +968,7 @@ def migrate_embeddings(
     if new.model_id == old.model_id:
         raise ConfigError(f"migrate_embeddings: the new embedder has the same model id {old.model_id!r}.")
     with store.connection() as conn:
-        rows = sqlu.units_to_migrate(conn, old.model_id, new.model_id, app_name, layers)
+        rows = housekeeping.units_to_migrate(conn, old.model_id, new.model_id, app_name, layers)
     added = 0
     batches = range(0, len(rows), batch_size)
     if progress:

@@ -17,6 +17,7 @@ import psycopg
 from memlab.events.filters import DELETED
 from memlab.events.units import Unit
 from memlab.storage import erasures
+from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.types import Session
 
@@ -60,7 +61,7 @@ def recheck(
     wanted = {key: [*_events(units), *(u.unit_id for u in units)]
               for key, units in ((_key(scope, session), units) for scope, session, units in planned)
               if key not in gone}  # fmt: skip
-    stones = sqlu.tombstoned_of(conn, wanted)
+    stones = housekeeping.tombstoned_of(conn, wanted)
     left: Planned = []
     for scope, session, units in planned:
         key = _key(scope, session)

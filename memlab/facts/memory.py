@@ -56,7 +56,7 @@ from memlab.storage import erasures, facts_sql
 from memlab.storage.disk_erasure import after_erasure, check_level
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
-from memlab.storage.units import erase_user as erase_units_of_user
+from memlab.storage.unit_housekeeping import erase_user as erase_units_of_user
 from memlab.types import Event, InputError, Session, TimestampWindow
 
 SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?|[a-z][a-z_]*:[\w.-]+")

@@ -13,7 +13,7 @@ import faiss
 import numpy as np
 
 from memlab.embedding.base import Embedder
-from memlab.storage import units as sqlu
+from memlab.storage import unit_housekeeping as housekeeping
 from memlab.types import Hit, Hits
 
 
@@ -37,7 +37,7 @@ class FaissExact:
     def from_memory(cls, memory, *, app_name: str | None = None, user_id: str | None = None) -> FaissExact:
         """Index every unit of `memory`'s layer and model (or one app/user) exactly as stored in PostgreSQL."""
         with memory.store.connection() as conn:
-            rows = sqlu.scoped_vectors(conn, memory.model, memory.layer, app_name, user_id)
+            rows = housekeeping.scoped_vectors(conn, memory.model, memory.layer, app_name, user_id)
         grouped: dict[tuple[str, str], list] = defaultdict(list)
         for app, user, unit_id, body, event_ids, vector in rows:
             grouped[(app, user)].append((unit_id, body, tuple(event_ids), vector))

@@ -27,6 +27,7 @@ from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
 from memlab.redact import dsn_secrets, redact
 from memlab.storage import policy
+from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
 from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
@@ -475,14 +476,14 @@ class Store:
     def delete_layer(self, app_name: str, layer: str) -> int:
         """Delete every unit of one app in one layer (all users, all models); returns rows deleted."""
         with self.transaction() as conn:
-            return sqlu.delete_layer(conn, app_name, layer)
+            return housekeeping.delete_layer(conn, app_name, layer)
 
     def drop_model(self, model_id: str) -> int:
         """Delete every row stored with a model, its index and its registration (the end of a migration)."""
         self.model(model_id)
         indexes = self.vector_indexes(model_id)
         with self.transaction() as conn:
-            deleted = sqlu.delete_model(conn, model_id)
+            deleted = housekeeping.delete_model(conn, model_id)
             for name in indexes.values():
                 sqlu.drop_index(conn, name)
             conn.execute("DELETE FROM memlab_embedding_model WHERE model_id = %s", [model_id])

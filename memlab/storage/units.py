@@ -1,349 +1,107 @@
-"""Every SQL statement on the memory-unit table: its DDL and indexes, staged binary COPY writes, scoped
-search, EXPLAIN, deletes, migration reads. No other module writes SQL that names the table (a test checks).
+"""Writes and searches on the memory-unit table: staged binary COPY writes, scoped search (vector, exact,
+lexical), EXPLAIN. The table and its indexes are in unit_table.py, the kept counts in unit_counts.py, deletes,
+erasure and migration reads in unit_housekeeping.py; callers reach the first two through this module too.
 
 Every read filters by app_name and user_id in SQL (and by model and layer): no row of another user can
-reach Python. Functions take a connection so the caller decides the transaction.
-
-Design notes:
-- `embedding` is an untyped `vector`, so several embedding models (even of different dimensions) live side
-  by side during a migration. Each (model, layer) pair gets its own *partial expression* HNSW index,
-  `(embedding::vector(dim)) WHERE embed_model = '<model>' AND layer = '<layer>'`. One index per layer keeps
-  each graph dense in rows a search can use: in a shared index, a user's chunks sit among everyone's
-  events and an iterative scan runs out of its budget before reaching them.
-- Every unique key starts with (app_name, user_id): the table can be distributed by user (Citus) or
-  hash-partitioned on user_id without changing a key.
-- A unit is identified by (app, user, layer, session, unit id, model): ADK event ids are unique within a
-  session, not across a user's sessions, so the session is part of the key and two sessions may each hold an
-  event `e1`. The unit id of an event unit stays the event id (what hits, ADK memory ids and labels show).
-- No statement mixes `sql.Literal` with placeholders (a test checks): a literal that happened to contain
-  `%(q)s` would be taken for a placeholder. Statements either bind every value (the default) or inline
-  every value and run with no parameters at all (DDL, and searches with `literal=True`).
-"""
+reach Python. Functions take a connection so the caller decides the transaction."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-from memlab.errors import ConfigError
-from memlab.storage.schema import ANY_SESSION, PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
-from memlab.types import Hit, SearchSettings
-
-LEXICAL_INDEX = "memory_unit_lexemes"
-TEXT_SEARCH_CONFIG = "english"  # stemming and stop words for full-text search over rendered text
-
-BUILD_MEMORY = "1GB"  # maintenance_work_mem for an HNSW build: a graph that fits builds many times faster
-
-# Model/layer HNSW builds size maintenance_work_mem from the rows they index (see `build_settings`).
-BUILD_MEMORY_ENV = "MEMLAB_BUILD_MEMORY"  # a fixed maintenance_work_mem for every such build, e.g. "2GB"
-BUILD_MEMORY_MAX_ENV = "MEMLAB_BUILD_MEMORY_MAX"  # the ceiling of the sized value (default 4GB, <= 1/4 of RAM)
-BUILD_WORKERS_ENV = "MEMLAB_BUILD_WORKERS"  # max_parallel_maintenance_workers (default: cores - 1, at most 7)
-MIN_BUILD_MB = 64  # PostgreSQL's default; a parallel build also needs 32 MB per process
-MAX_BUILD_MB = 4096
-GRAPH_HEADROOM = 1.3  # the estimate below is a floor: allocator overhead and level spread come on top
-
-# Needs memlab_embedding_model (schema.MODELS_DDL) to exist first.
-UNITS_DDL = f"""
-CREATE TABLE IF NOT EXISTS {UNITS_TABLE} (
-    app_name     text        NOT NULL,
-    user_id      text        NOT NULL,
-    session_id   text        NOT NULL,
-    layer        text        NOT NULL,
-    unit_id      text        NOT NULL,
-    event_ids    text[]      NOT NULL,
-    author       text,
-    occurred_at  timestamptz NOT NULL,
-    body         text        NOT NULL,
-    rendered     text,
-    embed_model  text        NOT NULL REFERENCES memlab_embedding_model (model_id),
-    embedding    vector      NOT NULL,
-    CONSTRAINT {PRIMARY_KEY} PRIMARY KEY (app_name, user_id, layer, session_id, unit_id, embed_model)
-);
-ALTER TABLE {UNITS_TABLE} ALTER COLUMN embedding SET STORAGE PLAIN;
-CREATE INDEX IF NOT EXISTS {SCOPE_INDEX} ON {UNITS_TABLE} (app_name, user_id, occurred_at DESC);
--- The text embedded when it differs from the body (a rendering), and full-text search over that same text.
-ALTER TABLE {UNITS_TABLE} ADD COLUMN IF NOT EXISTS rendered text;
-ALTER TABLE {UNITS_TABLE} ADD COLUMN IF NOT EXISTS lexemes tsvector
-    GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(rendered, body))) STORED;
-CREATE INDEX IF NOT EXISTS {LEXICAL_INDEX} ON {UNITS_TABLE} USING gin (lexemes);
-DO $$
-BEGIN
-    -- A table made before the session was part of a unit's identity: rebuild its key once.
-    IF NOT EXISTS (
-        SELECT 1 FROM pg_constraint c
-         WHERE c.conrelid = '{UNITS_TABLE}'::regclass AND c.conname = '{PRIMARY_KEY}'
-           AND (SELECT a.attnum FROM pg_attribute a
-                 WHERE a.attrelid = c.conrelid AND a.attname = 'session_id') = ANY (c.conkey)
-    ) THEN
-        ALTER TABLE {UNITS_TABLE} DROP CONSTRAINT IF EXISTS {PRIMARY_KEY},
-            ADD CONSTRAINT {PRIMARY_KEY} PRIMARY KEY (app_name, user_id, layer, session_id, unit_id, embed_model);
-    END IF;
-END $$;
-"""
-
-_COLUMNS = (
-    "app_name",
-    "user_id",
-    "session_id",
-    "layer",
-    "unit_id",
-    "event_ids",
-    "author",
-    "occurred_at",
-    "body",
-    "rendered",
-    "embed_model",
-    "embedding",
+from memlab.storage.schema import PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
+from memlab.storage.unit_counts import (
+    COUNTS_TABLE as COUNTS_TABLE,
 )
-_COPY_TYPES = [
-    "text", "text", "text", "text", "text", "text[]", "text", "timestamptz", "text", "text", "text", "vector",
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Whose memory, in which layer, embedded by which model: the filter of every read and write."""
-
-    app_name: str
-    user_id: str
-    layer: str
-    model: ModelInfo
-
-    @property
-    def index_name(self) -> str:
-        """The HNSW index that serves this scope's model and layer."""
-        return index_name_for(self.model.model_id, self.layer)
-
-
-# -- the table and its indexes ----------------------------------------------------------------------------
-
-
-def create_table(conn: psycopg.Connection) -> None:
-    """Create the unit table and its scope index if missing (idempotent)."""
-    conn.execute(UNITS_DDL)
-
-
-def index_name_for(model_id: str, layer: str) -> str:
-    """A stable, SQL-safe index name for any model id and layer (ids may hold '/', '@', spaces)."""
-    return f"memory_unit_hnsw_{hashlib.sha1(f'{model_id}|{layer}'.encode()).hexdigest()[:12]}"
-
-
-def hnsw_index_ddl(model: ModelInfo, layer: str, *, m: int = 16, ef_construction: int = 64) -> sql.Composed:
-    """The partial expression HNSW index (cosine) that serves searches of one model and layer."""
-    return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::{vtype}) vector_cosine_ops) "
-        "WITH (m = {m}, ef_construction = {efc}) WHERE embed_model = {model} AND layer = {layer}"
-    ).format(
-        name=sql.Identifier(index_name_for(model.model_id, layer)),
-        layer=sql.Literal(layer),
-        table=sql.Identifier(UNITS_TABLE),
-        vtype=model.vector_type(),
-        m=sql.Literal(m),
-        efc=sql.Literal(ef_construction),
-        model=sql.Literal(model.model_id),
-    )
-
-
-def _build_memory(conn: psycopg.Connection) -> None:
-    """Raise maintenance_work_mem for the rest of the caller's transaction (no effect outside one)."""
-    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
-
-
-_MEMORY = re.compile(r"^\s*(\d+)\s*(kB|MB|GB|TB)?\s*$")
-_MB_PER_UNIT = {"kB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024, None: 1 / 1024}  # bare = kB, as in PG
-
-
-def memory_mb(text: str, *, source: str) -> int:
-    """'2GB' -> 2048: a PostgreSQL memory setting in MB (units kB, MB, GB, TB; a bare number is kB)."""
-    match = _MEMORY.match(str(text))
-    if not match:
-        raise ConfigError(f"{source}={text!r} is not a memory size: give e.g. 512MB or 2GB.")
-    return max(1, math.ceil(int(match.group(1)) * _MB_PER_UNIT[match.group(2)]))
-
-
-def hnsw_graph_bytes(rows: int, dimension: int, m: int = 16) -> int:
-    """pgvector's in-memory graph during a build, estimated per row: the vector (8 + 4 x dimension bytes),
-    its neighbour lists (2m candidates of 16 bytes on the ground layer, about m/(m-1) more above it) and
-    about 200 bytes of element header, heap ids, lock and pointers."""
-    per_row = 8 + 4 * dimension + 16 * (2 * m + m / max(m - 1, 1)) + 200
-    return math.ceil(rows * per_row)
-
-
-def _machine_memory_mb() -> int | None:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class BuildSettings:
-    """What one HNSW build runs with (SET LOCAL in its transaction) and why."""
-
-    rows: int
-    graph_bytes: int
-    maintenance_work_mem: str
-    max_parallel_maintenance_workers: int
-
-
-def build_settings(
-    rows: int, dimension: int, m: int = 16, *, maintenance_work_mem: str | None = None, workers: int | None = None
-) -> BuildSettings:
-    """The settings of an HNSW build over `rows` rows: an explicit argument, else the environment
-    (MEMLAB_BUILD_MEMORY, MEMLAB_BUILD_WORKERS), else sized here.
-
-    pgvector builds many times faster while the graph fits in maintenance_work_mem (it warns and goes on
-    disk when it stops fitting), but a parallel build reserves all of maintenance_work_mem as shared memory
-    up front: so the graph estimate x 1.3, at least 64 MB, at most MEMLAB_BUILD_MEMORY_MAX (default 4GB and
-    never above a quarter of this machine's RAM). Workers: one per core besides the leader (1 on 2 cores;
-    more processes than cores only contend), at most 7. The core and RAM counts are this machine's: right
-    for the embedded server; for another server set the environment variables."""
-    graph = hnsw_graph_bytes(rows, dimension, m)
-    memory = maintenance_work_mem or os.environ.get(BUILD_MEMORY_ENV, "").strip()
-    if memory:
-        memory_mb(memory, source=BUILD_MEMORY_ENV if maintenance_work_mem is None else "maintenance_work_mem")
-    else:
-        raw_cap = os.environ.get(BUILD_MEMORY_MAX_ENV, "").strip()
-        if raw_cap:
-            cap = memory_mb(raw_cap, source=BUILD_MEMORY_MAX_ENV)
-        else:
-            ram = _machine_memory_mb()
-            cap = min(MAX_BUILD_MB, ram // 4) if ram else MAX_BUILD_MB
-        memory = f"{max(MIN_BUILD_MB, min(cap, math.ceil(graph * GRAPH_HEADROOM / 2**20)))}MB"
-    if workers is None:
-        raw = os.environ.get(BUILD_WORKERS_ENV, "").strip()
-        if raw:
-            try:
-                workers = int(raw)
-            except ValueError:
-                workers = -1
-            if workers < 0:
-                raise ConfigError(f"{BUILD_WORKERS_ENV}={raw!r} is not a worker count: give 0 or more.")
-        else:
-            workers = max(0, min(7, _cores() - 1))
-    if workers < 0:
-        raise ConfigError(f"workers={workers!r}: give 0 (no parallel build) or more.")
-    return BuildSettings(
-        rows=rows, graph_bytes=graph, maintenance_work_mem=memory, max_parallel_maintenance_workers=int(workers)
-    )
-
-
-def count_layer(conn: psycopg.Connection, model_id: str, layer: str) -> int:
-    """Rows of one model and layer over every app and user: what its HNSW index holds."""
-    row = conn.execute(
-        sql.SQL("SELECT count(*) FROM {} WHERE embed_model = %s AND layer = %s").format(sql.Identifier(UNITS_TABLE)),
-        [model_id, layer],
-    ).fetchone()
-    return int(row[0])
-
-
-def _apply_build_settings(conn: psycopg.Connection, settings: BuildSettings) -> None:
-    """SET LOCAL the build's memory and workers: they end with the caller's transaction (no effect outside one)."""
-    conn.execute(
-        "SELECT set_config('maintenance_work_mem', %s, true), set_config('max_parallel_maintenance_workers', %s, true)",
-        [settings.maintenance_work_mem, str(settings.max_parallel_maintenance_workers)],
-    )
-
-
-def create_vector_index(
-    conn: psycopg.Connection,
-    model: ModelInfo,
-    layer: str,
-    *,
-    m: int = 16,
-    ef_construction: int = 64,
-    maintenance_work_mem: str | None = None,
-    workers: int | None = None,
-) -> BuildSettings | None:
-    """Build the HNSW index of a model and layer if it is missing, with `build_settings` sized from the rows
-    it will hold; returns those settings, or None if the index was already there (nothing built, no count)."""
-    if index_exists(conn, index_name_for(model.model_id, layer)):
-        return None
-    settings = build_settings(
-        count_layer(conn, model.model_id, layer),
-        model.dimension,
-        m,
-        maintenance_work_mem=maintenance_work_mem,
-        workers=workers,
-    )
-    _apply_build_settings(conn, settings)
-    conn.execute(hnsw_index_ddl(model, layer, m=m, ef_construction=ef_construction))
-    return settings
-
-
-def tenant_index_name(model_id: str, layer: str, app_name: str, user_id: str) -> str:
-    """A deterministic, SQL-safe name for one tenant's partial index: a SHA-1 of the unambiguous JSON of
-    (model, layer, app, user), the same in every process (unlike Python's salted hash())."""
-    key = json.dumps([model_id, layer, app_name, user_id], ensure_ascii=False)
-    return f"memlab_tenant_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
-
-
-def create_tenant_index(
-    conn: psycopg.Connection,
-    model: ModelInfo,
-    layer: str,
-    app_name: str,
-    user_id: str,
-    *,
-    m: int = 16,
-    ef_construction: int = 64,
-) -> str:
-    """A partial HNSW index over one tenant's rows of a model and layer (the graph is dense in rows the filter
-    keeps), if missing, then ANALYZE so the planner sees it. Only searches with the app and user inlined as
-    literals can use it (`run_search(..., literal=True)`). Returns the index name."""
-    name = tenant_index_name(model.model_id, layer, app_name, user_id)
-    _build_memory(conn)
-    conn.execute(
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::{vtype}) vector_cosine_ops) "
-            "WITH (m = {m}, ef_construction = {efc}) "
-            "WHERE embed_model = {model} AND layer = {layer} AND app_name = {app} AND user_id = {user}"
-        ).format(
-            name=sql.Identifier(name),
-            table=sql.Identifier(UNITS_TABLE),
-            vtype=model.vector_type(),
-            m=sql.Literal(m),
-            efc=sql.Literal(ef_construction),
-            model=sql.Literal(model.model_id),
-            layer=sql.Literal(layer),
-            app=sql.Literal(app_name),
-            user=sql.Literal(user_id),
-        )
-    )
-    analyze(conn)
-    return name
-
-
-def drop_index(conn: psycopg.Connection, name: str) -> None:
-    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
-
-
-def index_exists(conn: psycopg.Connection, name: str) -> bool:
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone()
-    return bool(row and row[0])
-
-
-def analyze(conn: psycopg.Connection) -> None:
-    """Refresh the table's planner statistics (the `planner` strategy and partial indexes depend on them)."""
-    conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(UNITS_TABLE)))
-
+from memlab.storage.unit_counts import (
+    ScopeFacts as ScopeFacts,
+)
+from memlab.storage.unit_counts import (
+    create_counts as create_counts,
+)
+from memlab.storage.unit_counts import (
+    fold_counts as fold_counts,
+)
+from memlab.storage.unit_counts import (
+    large_scopes as large_scopes,
+)
+from memlab.storage.unit_counts import (
+    scope_facts as scope_facts,
+)
+from memlab.storage.unit_table import (
+    _COLUMNS as _COLUMNS,
+)
+from memlab.storage.unit_table import (
+    _COPY_TYPES as _COPY_TYPES,
+)
+from memlab.storage.unit_table import (
+    BUILD_MEMORY_ENV as BUILD_MEMORY_ENV,
+)
+from memlab.storage.unit_table import (
+    BUILD_MEMORY_MAX_ENV as BUILD_MEMORY_MAX_ENV,
+)
+from memlab.storage.unit_table import (
+    BUILD_WORKERS_ENV as BUILD_WORKERS_ENV,
+)
+from memlab.storage.unit_table import (
+    LEXICAL_INDEX as LEXICAL_INDEX,
+)
+from memlab.storage.unit_table import (
+    MAX_BUILD_MB as MAX_BUILD_MB,
+)
+from memlab.storage.unit_table import (
+    TEXT_SEARCH_CONFIG as TEXT_SEARCH_CONFIG,
+)
+from memlab.storage.unit_table import (
+    BuildSettings as BuildSettings,
+)
+from memlab.storage.unit_table import (
+    Scope as Scope,
+)
+from memlab.storage.unit_table import (
+    analyze as analyze,
+)
+from memlab.storage.unit_table import (
+    build_settings as build_settings,
+)
+from memlab.storage.unit_table import (
+    count_layer as count_layer,
+)
+from memlab.storage.unit_table import (
+    create_table as create_table,
+)
+from memlab.storage.unit_table import (
+    create_tenant_index as create_tenant_index,
+)
+from memlab.storage.unit_table import (
+    create_vector_index as create_vector_index,
+)
+from memlab.storage.unit_table import (
+    drop_index as drop_index,
+)
+from memlab.storage.unit_table import (
+    hnsw_graph_bytes as hnsw_graph_bytes,
+)
+from memlab.storage.unit_table import (
+    index_exists as index_exists,
+)
+from memlab.storage.unit_table import (
+    index_name_for as index_name_for,
+)
+from memlab.storage.unit_table import (
+    memory_mb as memory_mb,
+)
+from memlab.storage.unit_table import (
+    tenant_index_name as tenant_index_name,
+)
+from memlab.types import Hit, SearchSettings
 
 # -- writes -------------------------------------------------------------------------------------------------
 
@@ -760,57 +518,6 @@ def explain_search(
     return shorten_plan("\n".join(r[0] for r in text_rows)), path
 
 
-# -- reads for baselines and housekeeping ---------------------------------------------------------------
-
-
-def scoped_vectors(
-    conn: psycopg.Connection, model: ModelInfo, layer: str, app_name: str | None = None, user_id: str | None = None
-) -> list[tuple[str, str, str, str, list[str], np.ndarray]]:
-    """(app, user, unit_id, body, event_ids, vector) of every unit of a model and layer, optionally one scope."""
-    where = [sql.SQL("embed_model = %s"), sql.SQL("layer = %s")]
-    params: list = [model.model_id, layer]
-    if app_name is not None:
-        where.append(sql.SQL("app_name = %s"))
-        params.append(app_name)
-    if user_id is not None:
-        where.append(sql.SQL("user_id = %s"))
-        params.append(user_id)
-    query = sql.SQL(
-        "SELECT app_name, user_id, unit_id, body, event_ids, embedding::{vt} FROM {} WHERE {} "
-        "ORDER BY app_name, user_id, unit_id, session_id"
-    ).format(sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where), vt=model.vector_type())
-    return [(*r[:5], _as_array(r[5])) for r in conn.execute(query, params).fetchall()]
-
-
-def _as_array(value) -> np.ndarray:
-    """pgvector hands back `Vector` objects or arrays depending on the wire format; unify to float32."""
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32)
-
-
-def units_to_migrate(
-    conn: psycopg.Connection,
-    old_model_id: str,
-    new_model_id: str,
-    app_name: str | None = None,
-    layers: Sequence[str] | None = None,
-) -> list[tuple]:
-    """(app, user, session, layer, unit_id, event_ids, author, occurred_at, body, rendered) of every unit stored under
-    the old model that has no row under the new one yet, optionally one app and some layers."""
-    layer_list = list(layers) if layers is not None else None
-    return conn.execute(
-        sql.SQL(
-            "SELECT o.app_name, o.user_id, o.session_id, o.layer, o.unit_id, o.event_ids, o.author, "
-            "o.occurred_at, o.body, o.rendered FROM {t} o WHERE o.embed_model = %s AND NOT EXISTS (SELECT 1 FROM {t} n "
-            "WHERE n.app_name = o.app_name AND n.user_id = o.user_id AND n.layer = o.layer "
-            "AND n.session_id = o.session_id AND n.unit_id = o.unit_id AND n.embed_model = %s) "
-            "AND (%s::text IS NULL OR o.app_name = %s) AND (%s::text[] IS NULL OR o.layer = ANY(%s)) "
-            "ORDER BY o.app_name, o.user_id, o.unit_id, o.session_id"
-        ).format(t=sql.Identifier(UNITS_TABLE)),
-        [old_model_id, new_model_id, app_name, app_name, layer_list, layer_list],
-    ).fetchall()
-
 
 _VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]+\]'")
 
@@ -843,306 +550,3 @@ class Deleted:
         return self
 
 
-def delete_memory(
-    conn: psycopg.Connection, app_name: str, user_id: str, memory_id: str, session_id: str | None = None
-) -> Deleted:
-    """Delete one memory: the unit with that id and every unit holding that event, in every layer and model
-    (only in `session_id` when given, else in every session of the user), and leave a tombstone for each
-    (session, event id) involved so a later re-ingest does not bring them back. A memory found nowhere is
-    tombstoned in advance: in `session_id`, or in every session."""
-    rows = conn.execute(
-        sql.SQL(
-            "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND (unit_id = %s OR %s = ANY(event_ids)) "
-            "AND (%s::text IS NULL OR session_id = %s) RETURNING session_id, event_ids, embed_model, " + _BODY_KEY
-        ).format(sql.Identifier(UNITS_TABLE)),
-        [app_name, user_id, memory_id, memory_id, session_id, session_id],
-    ).fetchall()
-    if rows:
-        events = {(s, e) for s, ids, _, _ in rows for e in ids if e == memory_id or len(ids) == 1}
-    else:
-        events = {(ANY_SESSION if session_id is None else session_id, memory_id)}
-    stones = 0
-    for session, event_id in sorted(events):
-        stones += conn.execute(
-            "INSERT INTO memory_tombstone (app_name, user_id, session_id, event_id) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT DO NOTHING",
-            [app_name, user_id, session, event_id],
-        ).rowcount
-    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for _, _, m, k in rows})
-
-
-
-
-def tombstoned_of(
-    conn: psycopg.Connection, wanted: Mapping[SessionKey, Iterable[str]]
-) -> set[tuple[str, str, str, str]]:
-    """(app, user, session, event id) of the events deleted on purpose, in their session or in every session of
-    the user, for many sessions (of any users) in one round trip; each matched on its own app and user."""
-    columns = _unnest_keys(wanted)
-    if not columns[0]:
-        return set()
-    rows = conn.execute(
-        "SELECT k.app_name, k.user_id, k.session_id, k.event_id "
-        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS k(app_name, user_id, session_id, event_id) "
-        "CROSS JOIN LATERAL (SELECT 1 FROM memory_tombstone t WHERE t.app_name = k.app_name AND t.user_id = k.user_id "
-        "AND t.event_id = k.event_id AND t.session_id IN (k.session_id, %s) LIMIT 1) t",
-        [*columns, ANY_SESSION],
-    ).fetchall()
-    return {tuple(r) for r in rows}
-
-
-def _drop_tenant_indexes(conn: psycopg.Connection, app_name: str, user_id: str, pairs: set[tuple[str, str]]) -> int:
-    """Drop the per-tenant indexes of a user for these (model, layer) pairs (their definitions name the user)."""
-    names = [tenant_index_name(model, layer, app_name, user_id) for model, layer in sorted(pairs)]
-    found = conn.execute(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ANY(%s)", [names]
-    ).fetchall()
-    for (name,) in found:
-        drop_index(conn, name)
-    return len(found)
-
-
-def erase_user(conn: psycopg.Connection, app_name: str, user_id: str) -> Deleted:
-    """Every unit of the user (all layers, all models), the user's tombstones (nothing is left to guard) and
-    the user's per-tenant indexes."""
-    stones = conn.execute(
-        "DELETE FROM memory_tombstone WHERE app_name = %s AND user_id = %s", [app_name, user_id]
-    ).rowcount
-    rows = conn.execute(
-        sql.SQL(
-            "DELETE FROM {} WHERE app_name = %s AND user_id = %s RETURNING layer, embed_model, " + _BODY_KEY
-        ).format(sql.Identifier(UNITS_TABLE)),
-        [app_name, user_id],
-    ).fetchall()
-    pairs = {(m, layer) for layer, m, _ in rows}
-    pairs |= set(conn.execute("SELECT model_id, layer FROM memlab_vector_index").fetchall())
-    dropped = _drop_tenant_indexes(conn, app_name, user_id, pairs)
-    return Deleted(units=len(rows), tombstones=stones, tenant_indexes=dropped, text_keys={(m, k) for _, m, k in rows})
-
-
-def delete_user(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
-    """`erase_user`, returning the number of units deleted."""
-    return erase_user(conn, app_name, user_id).units
-
-
-def erase_session(
-    conn: psycopg.Connection, app_name: str, user_id: str, session_id: str, model_id: str | None = None
-) -> Deleted:
-    """Every unit of one session (all layers; one model when given), and the session's own tombstones once no
-    unit of the session is left in any model (while one is, they still guard its re-ingest)."""
-    rows = conn.execute(
-        sql.SQL(
-            "DELETE FROM {} WHERE app_name = %s AND user_id = %s AND session_id = %s "
-            "AND (%s::text IS NULL OR embed_model = %s) RETURNING embed_model, " + _BODY_KEY
-        ).format(sql.Identifier(UNITS_TABLE)),
-        [app_name, user_id, session_id, model_id, model_id],
-    ).fetchall()
-    left = conn.execute(
-        sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE app_name = %s AND user_id = %s AND session_id = %s)").format(
-            sql.Identifier(UNITS_TABLE)
-        ),
-        [app_name, user_id, session_id],
-    ).fetchone()[0]
-    stones = 0
-    if not left:
-        stones = conn.execute(
-            "DELETE FROM memory_tombstone WHERE app_name = %s AND user_id = %s AND session_id = %s",
-            [app_name, user_id, session_id],
-        ).rowcount
-    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for m, k in rows})
-
-
-ERASURE_TABLES = (UNITS_TABLE, "memory_tombstone")
-
-
-def vacuum(conn: psycopg.Connection, *, full: bool = False) -> tuple[str, ...]:
-    """VACUUM (and ANALYZE, so no statistic still samples a deleted value) the unit and tombstone tables after
-    an erasure; `full` rewrites them (ACCESS EXCLUSIVE lock) so no deleted byte stays in their files. Needs an
-    autocommit connection (VACUUM cannot run inside a transaction). Returns the tables vacuumed."""
-    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE or not conn.autocommit:
-        raise ValueError("VACUUM must run on an autocommit connection outside a transaction")
-    options = sql.SQL("FULL, ANALYZE" if full else "ANALYZE")
-    conn.execute(sql.SQL("VACUUM ({}) {}").format(options, sql.SQL(", ").join(map(sql.Identifier, ERASURE_TABLES))))
-    return ERASURE_TABLES
-
-
-def delete_before(
-    conn: psycopg.Connection, cutoff: datetime, app_name: str | None = None, user_id: str | None = None
-) -> int:
-    """Retention: delete units that occurred before `cutoff`, optionally only for one app or user."""
-    return erase_before(conn, cutoff, app_name, user_id).units
-
-
-def erase_before(
-    conn: psycopg.Connection, cutoff: datetime, app_name: str | None = None, user_id: str | None = None
-) -> Deleted:
-    """`delete_before`, with the (model, text hash) of every deleted body."""
-    where = [sql.SQL("occurred_at < %s")]
-    params: list = [cutoff]
-    if app_name is not None:
-        where.append(sql.SQL("app_name = %s"))
-        params.append(app_name)
-    if user_id is not None:
-        where.append(sql.SQL("user_id = %s"))
-        params.append(user_id)
-    rows = conn.execute(
-        sql.SQL("DELETE FROM {} WHERE {} RETURNING embed_model, " + _BODY_KEY).format(
-            sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where)
-        ),
-        params,
-    ).fetchall()
-    return Deleted(units=len(rows), text_keys={(m, k) for m, k in rows})
-
-
-def delete_layer(conn: psycopg.Connection, app_name: str, layer: str) -> int:
-    """Every unit of one app in one layer: all users, all models (e.g. a benchmark corpus before a reload)."""
-    return conn.execute(
-        sql.SQL("DELETE FROM {} WHERE app_name = %s AND layer = %s").format(sql.Identifier(UNITS_TABLE)),
-        [app_name, layer],
-    ).rowcount
-
-
-def delete_model(conn: psycopg.Connection, model_id: str) -> int:
-    """Every unit stored with a model, in every app, user and layer (the end of a migration)."""
-    return conn.execute(
-        sql.SQL("DELETE FROM {} WHERE embed_model = %s").format(sql.Identifier(UNITS_TABLE)), [model_id]
-    ).rowcount
-
-
-# -- kept counts: what `strategy="auto"` reads instead of counting a user's units per search ----------------
-# Append-only deltas (one row per scope per written statement), so concurrent writers never wait on one hot
-# counter row; a read sums the user's few rows and folds them into one once they pile up. When a scope's last
-# unit is deleted its count rows go too: no row keeps a user id after erasure. Beside the count, the summed
-# document length (lexemes per unit, as full-text search counts them) gives BM25 its N and mean length in O(1).
-COUNTS_TABLE = "memory_unit_count"
-FOLD_AFTER = 32  # delta rows of one scope before a read folds them into one
-_KEY = "app_name, user_id, layer, embed_model"
-COUNTS_DDL = f"""
-CREATE OR REPLACE FUNCTION memlab_count_added() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
-    SELECT {_KEY}, count(*), coalesce(sum(length(lexemes)), 0) FROM added GROUP BY {_KEY};
-    RETURN NULL;
-END $$;
-CREATE OR REPLACE FUNCTION memlab_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
-    SELECT {_KEY}, -count(*), -coalesce(sum(length(lexemes)), 0) FROM removed GROUP BY {_KEY};
-    -- a scope left with no unit keeps no count row (a user id is personal data)
-    DELETE FROM {COUNTS_TABLE} c USING (SELECT DISTINCT {_KEY} FROM removed) r
-     WHERE (c.app_name, c.user_id, c.layer, c.embed_model) = (r.app_name, r.user_id, r.layer, r.embed_model)
-       AND NOT EXISTS (SELECT 1 FROM {UNITS_TABLE} u
-                        WHERE (u.app_name, u.user_id, u.layer, u.embed_model)
-                            = (r.app_name, r.user_id, r.layer, r.embed_model));
-    RETURN NULL;
-END $$;
-CREATE OR REPLACE FUNCTION memlab_count_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM {COUNTS_TABLE};
-    RETURN NULL;
-END $$;
-DO $$
-BEGIN
-    IF to_regclass('{COUNTS_TABLE}') IS NULL THEN
-        CREATE TABLE {COUNTS_TABLE} (
-            app_name text NOT NULL, user_id text NOT NULL, layer text NOT NULL, embed_model text NOT NULL,
-            delta bigint NOT NULL, doc_length bigint NOT NULL DEFAULT 0
-        );
-        CREATE INDEX {COUNTS_TABLE}_scope ON {COUNTS_TABLE} ({_KEY});
-        CREATE TRIGGER memlab_count_insert AFTER INSERT ON {UNITS_TABLE} REFERENCING NEW TABLE AS added
-            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_added();
-        CREATE TRIGGER memlab_count_delete AFTER DELETE ON {UNITS_TABLE} REFERENCING OLD TABLE AS removed
-            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_removed();
-        CREATE TRIGGER memlab_count_update_old AFTER UPDATE ON {UNITS_TABLE} REFERENCING OLD TABLE AS removed
-            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_removed();
-        CREATE TRIGGER memlab_count_update_new AFTER UPDATE ON {UNITS_TABLE} REFERENCING NEW TABLE AS added
-            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_added();
-        CREATE TRIGGER memlab_count_truncate AFTER TRUNCATE ON {UNITS_TABLE}
-            FOR EACH STATEMENT EXECUTE FUNCTION memlab_count_truncated();
-        -- a table from before the counts: count it once
-        INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
-        SELECT {_KEY}, count(*), coalesce(sum(length(lexemes)), 0) FROM {UNITS_TABLE} GROUP BY {_KEY};
-    ELSIF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '{COUNTS_TABLE}'::regclass
-                       AND attname = 'doc_length' AND NOT attisdropped) THEN
-        -- counts from before the document lengths: recount once, writers held off meanwhile
-        LOCK TABLE {UNITS_TABLE} IN SHARE MODE;
-        ALTER TABLE {COUNTS_TABLE} ADD COLUMN IF NOT EXISTS doc_length bigint NOT NULL DEFAULT 0;
-        DELETE FROM {COUNTS_TABLE};
-        INSERT INTO {COUNTS_TABLE} ({_KEY}, delta, doc_length)
-        SELECT {_KEY}, count(*), coalesce(sum(length(lexemes)), 0) FROM {UNITS_TABLE} GROUP BY {_KEY};
-    END IF;
-END $$;
-"""
-
-
-def create_counts(conn: psycopg.Connection) -> None:
-    """The count table and the unit table's triggers that keep it (idempotent; after the unit table)."""
-    conn.execute(COUNTS_DDL)
-
-
-_COUNT_SCOPE = "app_name = %s AND user_id = %s AND layer = %s AND embed_model = %s"
-
-
-@dataclass(frozen=True)
-class ScopeFacts:
-    """What `auto` decides from, read in one round trip."""
-
-    units: int  # the user's units of this layer and model (kept counts)
-    tenant_index: bool  # the user's own partial HNSW index exists
-    table_rows: int  # the planner's estimate of the whole table's rows
-
-
-def scope_facts(conn: psycopg.Connection, scope: Scope) -> ScopeFacts:
-    """The user's kept unit count, whether their per-tenant index exists, and the table's estimated rows, in
-    one statement (a search pays one round trip for its strategy, not three); folds the counts when needed."""
-    name = tenant_index_name(scope.model.model_id, scope.layer, scope.app_name, scope.user_id)
-    params = [scope.app_name, scope.user_id, scope.layer, scope.model.model_id, name, UNITS_TABLE]
-    total, rows, indexed, table_rows = conn.execute(
-        sql.SQL(
-            "SELECT coalesce(sum(delta), 0), count(*), to_regclass(%s) IS NOT NULL, "
-            "(SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)) "
-            "FROM {} WHERE " + _COUNT_SCOPE
-        ).format(sql.Identifier(COUNTS_TABLE)),
-        params[4:] + params[:4],
-    ).fetchone()
-    if rows > FOLD_AFTER:
-        fold_counts(conn, scope.app_name, scope.user_id, scope.layer, scope.model.model_id)
-    return ScopeFacts(int(total), bool(indexed), int(table_rows or 0))
-
-
-def fold_counts(conn: psycopg.Connection, app_name: str, user_id: str, layer: str, model_id: str) -> None:
-    """Replace a scope's delta rows (counts and document lengths) by their sums (one statement: a concurrent fold
-    sees the rows gone)."""
-    conn.execute(
-        sql.SQL(
-            "WITH gone AS (DELETE FROM {t} WHERE " + _COUNT_SCOPE + " RETURNING delta, doc_length) "
-            "INSERT INTO {t} (" + _KEY + ", delta, doc_length) SELECT %s, %s, %s, %s, sum(delta), sum(doc_length) "
-            "FROM gone "
-            "HAVING sum(delta) IS NOT NULL AND sum(delta) <> 0"
-        ).format(t=sql.Identifier(COUNTS_TABLE)),
-        [app_name, user_id, layer, model_id] * 2,
-    )
-
-
-def large_scopes(
-    conn: psycopg.Connection, layer: str, model_id: str, at_least: int, app_name: str | None = None
-) -> list[tuple[str, str]]:
-    """(app, user) of every user of a layer and model with at least `at_least` units, from the kept counts."""
-    rows = conn.execute(
-        sql.SQL(
-            "SELECT app_name, user_id FROM {} WHERE layer = %s AND embed_model = %s "
-            "AND (%s::text IS NULL OR app_name = %s) GROUP BY app_name, user_id HAVING sum(delta) >= %s "
-            "ORDER BY app_name, user_id"
-        ).format(sql.Identifier(COUNTS_TABLE)),
-        [layer, model_id, app_name, app_name, at_least],
-    ).fetchall()
-    return [(a, u) for a, u in rows]
-
-
-def user_rows(conn: psycopg.Connection, app_name: str, user_id: str) -> list[tuple[str, str | None, list[str]]]:
-    """(body, rendered, event ids) of every unit of one user in every layer and model: what the reliability
-    probes search byte by byte for what must not have been stored."""
-    query = sql.SQL("SELECT body, rendered, event_ids FROM {} WHERE app_name = %s AND user_id = %s").format(
-        sql.Identifier(UNITS_TABLE)
-    )
-    return [(r[0], r[1], list(r[2])) for r in conn.execute(query, [app_name, user_id]).fetchall()]

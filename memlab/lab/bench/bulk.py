@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.events.units import Unit
+from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.storage.schema import ModelInfo
 from memlab.storage.store import Store
@@ -60,7 +61,7 @@ def clean_layer(store: Store, model: ModelInfo, layer: str) -> None:
     store.drop_vector_index(model.model_id, layer)
     store.delete_layer(BENCH_APP, layer)
     with store.connection() as conn:
-        sqlu.vacuum(conn)
+        housekeeping.vacuum(conn)
 
 
 def _index_listed(store: Store, name: str) -> bool:

@@ -42,6 +42,7 @@ from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.faiss_exact import FaissExact
+from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import SearchSettings
@@ -161,7 +162,7 @@ def clear(store: Store, model_id: str, tenants: Sequence[Tenant] = ()) -> int:
     deleted = sum(store.delete_layer(APP, layer) for layer in layers)
     if deleted:
         with store.connection() as conn:
-            sqlu.vacuum(conn)
+            housekeeping.vacuum(conn)
     return deleted
 
 

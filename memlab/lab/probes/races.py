@@ -20,7 +20,7 @@ from typing import Any
 
 import memlab
 from memlab.lab.probes.family import Family
-from memlab.storage import units as sqlu
+from memlab.storage import unit_housekeeping as housekeeping
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ROUNDS = 1  # each race this many times (the gate makes every run the same interleaving)
@@ -103,7 +103,7 @@ def session(app: str, user: str, sid: str, texts: list[str], start: datetime = T
 
 def _units(store: memlab.Store, app: str, user: str) -> list[list[str]]:
     with store.connection() as conn:
-        return [event_ids for _, _, event_ids in sqlu.user_rows(conn, app, user)]
+        return [event_ids for _, _, event_ids in housekeeping.user_rows(conn, app, user)]
 
 
 def _event_races(family: Family, store: memlab.Store, embedder: memlab.Embedder, app: str) -> None:

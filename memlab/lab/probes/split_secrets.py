@@ -24,7 +24,7 @@ from pathlib import Path
 
 import memlab
 from memlab.lab.probes.family import Family
-from memlab.storage import units as sqlu
+from memlab.storage import unit_housekeeping as housekeeping
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 BEFORE = "We moved the staging cluster to Frankfurt last week and the deploys got faster."
@@ -159,7 +159,7 @@ def _session(app: str, user: str, texts: Sequence[str]) -> memlab.Session:
 
 def _stored(store: memlab.Store, app: str, user: str) -> str:
     with store.connection() as conn:
-        rows = [(body + "\n" + (rendered or ""),) for body, rendered, _ in sqlu.user_rows(conn, app, user)]
+        rows = [(body + "\n" + (rendered or ""),) for body, rendered, _ in housekeeping.user_rows(conn, app, user)]
         for table in ("semantic_fact", "semantic_fact_observation"):
             rows += conn.execute(f"SELECT t::text FROM {table} t WHERE app_name = %s AND user_id = %s",
                                  [app, user]).fetchall()  # fmt: skip

@@ -1,0 +1,158 @@
+"""Faults: the embedded postmaster killed mid-ingest and an embedder failing mid-batch leave no half-written
+session, lost write or extra unit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import memlab
+from memlab.lab.probes.concurrency import T0, _compare_units, _fact_rows, _memories, _units
+from memlab.lab.probes.family import Family
+from memlab.lab.probes.server import private_server, signal_postmaster
+from memlab.lab.probes.sizes import Size
+
+# -- faults -----------------------------------------------------------------------------------------------------
+
+FAULT_TEXTS = [
+    "I am vegetarian these days and cook at home most evenings.",
+    "Our payments service runs in eu-west-1 and we deploy it with Argo CD.",
+    "I live in Berlin now, close to the old airport park.",
+    "The nightly billing export job writes CSV files to an S3 bucket at 2am.",
+    "I program in Rust and Go for the platform team.",
+    "My daughter starts piano lessons on Thursday afternoons.",
+]
+
+
+def _fault_sessions(app: str, size: Size) -> list[memlab.Session]:
+    return [
+        memlab.Session(app, f"user-{u}", f"s{k}", [
+            memlab.Event(f"e{i}", "user" if i % 2 == 0 else "model", T0 + timedelta(days=k, minutes=i),
+                         f"{FAULT_TEXTS[(i + k + u) % len(FAULT_TEXTS)]} (u{u} s{k} #{i})")
+            for i in range(5)
+        ])
+        for u in range(size.fault_users)
+        for k in range(size.fault_sessions)
+    ]  # fmt: skip
+
+
+class Tripwire:
+    """An embedder that runs `action` on its Nth `embed_documents` call (before embedding), then carries on."""
+
+    def __init__(self, inner: memlab.Embedder, at: int, action: Callable[[], None]) -> None:
+        self.inner, self.at, self.action, self.calls = inner, at, action, 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        if self.calls == self.at:
+            self.action()
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def _fault_ingest(mems: dict, todo: list[memlab.Session], *, batch: int = 8, facts: bool = True) -> None:
+    for name in ("event", "chunk"):
+        mems[name].add_sessions(todo, batch_units=batch)
+    if facts:
+        for session in todo:
+            mems["facts"].add_session(session)
+
+
+def _whole(family: Family, partial: list[tuple], clean: list[tuple], where: str) -> None:
+    """Each (user, layer, session) of `partial` holds exactly its units of a clean ingest, or nothing."""
+    def group(rows):
+        out: dict[tuple, set] = {}
+        for row in rows:
+            out.setdefault(row[:3], set()).add(row[3:])
+        return out
+
+    whole = group(clean)
+    for key, rows in group(partial).items():
+        family.add("sessions_checked")
+        if rows != whole.get(key):
+            family.problem("half_written_sessions", f"{where}: session {key} holds {len(rows)} of "
+                           f"{len(whole.get(key, ()))} units")  # fmt: skip
+
+
+def faults_family(embedder: memlab.Embedder, size: Size) -> Family:
+    family = Family("faults", {"kills": 0, "recovered": 0, "recovery_seconds_max": 0.0, "embedder_failures": 0,
+                               "sessions_checked": 0, "half_written_sessions": 0, "lost_writes": 0,
+                               "extra_units": 0, "duplicates": 0, "fact_mismatches": 0, "not_recovered": 0},
+                    must_be_zero=["half_written_sessions", "lost_writes", "extra_units", "duplicates",
+                                  "fact_mismatches", "not_recovered"])  # fmt: skip
+    users = [f"user-{u}" for u in range(size.fault_users)]
+    with private_server("memlab-reliability-", timeout=5.0) as (store, home):
+        reader = _memories(store, embedder)
+        for how in ("inside-a-write", "at-a-random-moment"):
+            app = f"faults-{how}"
+            todo = _fault_sessions(app, size)
+            try:
+                if how == "inside-a-write":  # batch 2 is embedded inside its open transaction, then the server dies
+                    wire = Tripwire(embedder, 2, lambda: signal_postmaster(home))
+                    _fault_ingest(_memories(store, wire), todo)
+                else:
+                    mems = _memories(store, embedder)
+                    killer = threading.Timer(0.4, signal_postmaster, [home])
+                    killer.start()
+                    try:
+                        for _ in range(100):
+                            _fault_ingest(mems, todo, batch=4)
+                    finally:
+                        killer.join()
+                family.notes.append(f"SIGKILL {how}: the ingest finished before the kill took effect")
+            except memlab.DatabaseUnavailableError:
+                family.add("kills")
+            started = time.monotonic()
+            try:
+                before = _units(reader, app, users)  # the next call restarts the server
+            except memlab.MemlabError as exc:
+                family.problem("not_recovered", f"{how}: {exc}")
+                continue
+            seconds = round(time.monotonic() - started, 2)
+            family.add("recovered")
+            family.figures["recovery_seconds_max"] = max(family.figures["recovery_seconds_max"], seconds)
+            reference = f"{app}-clean"
+            _fault_ingest(_memories(store, embedder), _fault_sessions(reference, size))
+            want = _units(reader, reference, users)
+            _whole(family, before, want, f"after SIGKILL {how}")
+            _fault_ingest(_memories(store, embedder), todo)
+            got = _units(reader, app, users)
+            _compare_units(family, got, want, f"re-ingest after SIGKILL {how}", extra="extra_units")
+            for row in sorted(set(_fact_rows(reader, app, users)) ^ set(_fact_rows(reader, reference, users)))[:5]:
+                family.problem("fact_mismatches", f"re-ingest after SIGKILL {how}: {row}")
+
+        app, reference = "faults-embedder", "faults-embedder-clean"
+        todo = _fault_sessions(app, size)
+        _fault_ingest(_memories(store, embedder), _fault_sessions(reference, size), facts=False)
+        want = _units(reader, reference, users)
+
+        def fail() -> None:
+            raise RuntimeError("the embedding endpoint went away")
+
+        for layer in ("event", "chunk"):
+            mem = _memories(store, Tripwire(embedder, 2, fail))[layer]
+            try:
+                mem.add_sessions(todo, batch_units=8)  # batch 1 is written, batch 2 fails whole
+                family.notes.append(f"embedder failure ({layer}): the ingest finished before the 2nd call")
+            except RuntimeError:
+                family.add("embedder_failures")
+            partial = [r for r in _units(reader, app, users) if r[1] == mem.layer]
+            _whole(family, partial, want, f"embedder failure ({layer})")
+        _fault_ingest(_memories(store, embedder), todo, facts=False)
+        got = _units(reader, app, users)
+        _compare_units(family, got, want, "re-ingest after embedder failures", extra="extra_units")
+    return family
+
+
