@@ -173,12 +173,24 @@ def report_command(
     baseline: Path = typer.Option(Path("reports/baseline.json"), help="The committed baseline metrics."),
     run: Path = typer.Option(Path("reports/latest"), help="Run folder (or metrics.json) to check."),
     tolerances: Path | None = typer.Option(None, help="Tolerance rules (default: memlab's checked-in file)."),
+    against: Path | None = typer.Option(None, help="Compare --run with this run folder (or baseline file) instead "
+                                        "of gating it: any two configs, paired on the questions both answered."),
+    system: list[str] = typer.Option([], "--system", help="With --against: also compare RUN_SYSTEM:AGAINST_SYSTEM "
+                                     "(systems named differently in the two runs; repeatable)."),
+    out: Path | None = typer.Option(None, help="With --against: where the comparison goes (default: "
+                                    "<run>/compare.md)."),
 ) -> None:
     """Compare a run with the baseline; exit 1 when a metric dropped beyond its tolerance and, where the metric
-    averages questions, the drop is significant (paired test on the questions, Holm-corrected)."""
+    averages questions, the drop is significant (paired test on the questions, Holm-corrected). With --against,
+    compare two runs of any configs instead (no verdict): paired changes, intervals, p-values, what differs."""
     from memlab.lab import gate_table, load_rules, markdown_table, outputs, regressions
 
     folder = run if run.is_dir() else run.parent
+    if against is not None:
+        _compare(run, against, system, out or folder / "compare.md")
+        return
+    if system or out is not None:
+        fail("--system and --out go with --against (comparing two runs); the gate writes <run>/gate.md")
     if outputs.folder_kind(folder) != outputs.RUN:  # in someone's folder: never over their own gate.md
         outputs.claim_file(folder / "gate.md", outputs.is_gate_file, flag="--run", what="gate report")
     table = gate_table(baseline, run, load_rules(tolerances) if tolerances else load_rules())
@@ -194,6 +206,20 @@ def report_command(
         console.print(f"[red]{len(bad)} regression(s)[/] against {baseline}")
         raise typer.Exit(1)
     console.print(f"[green]no regression[/] against {baseline} ({len(table)} metrics checked)")
+
+
+def _compare(run: Path, against: Path, systems: list[str], path: Path) -> None:
+    """`memlab report --against`: the comparison of two runs, printed and written."""
+    from memlab.lab import compare_runs, write_comparison
+
+    result = compare_runs(run, against, systems=systems)
+    for line in result.differences:
+        console.print(f"- {line}", soft_wrap=True, highlight=False)
+    console.print(_summary_table(result.coverage, "questions"))
+    console.print(_summary_table(result.table.drop(columns=["p"]), f"{run} minus {against}, paired"))
+    write_comparison(result, path)
+    console.print(f"[green]wrote[/] {path} ({int(result.table.significant.sum())} of {len(result.table)} changes "
+                  "significant)")
 
 
 @app.command("baseline")

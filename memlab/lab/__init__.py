@@ -11,6 +11,7 @@ The memory library (memlab) never imports this package; the CLI, the notebooks a
 from typing import TYPE_CHECKING, Any
 
 from memlab.lab import bench, outputs, plots
+from memlab.lab.compare import Comparison, compare_runs, config_differences, write_comparison
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.experiment import (
@@ -99,6 +100,7 @@ __all__ = [
     "RELIABILITY_SIZES",
     "RUN_COLUMNS",
     "SWEEPS",
+    "Comparison",
     "CutoffSystem",
     "Dataset",
     "Env",
@@ -121,6 +123,8 @@ __all__ = [
     "check_same_experiment",
     "collect",
     "compare",
+    "compare_runs",
+    "config_differences",
     "cutoff_grid",
     "default_run_folder",
     "drift",
@@ -178,6 +182,7 @@ __all__ = [
     "summarize_longmemeval",
     "viewer_systems",
     "write_baseline",
+    "write_comparison",
     "write_html",
     "write_jsonl",
     "write_report",

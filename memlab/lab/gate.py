@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences
+from memlab.lab.config import suite_names
+from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences, split_key
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.yaml")
 
@@ -90,14 +91,39 @@ def metrics_experiment(path: str | Path) -> str | None:
     return data.get("experiment") if isinstance(data, dict) and isinstance(data.get("metrics"), dict) else None
 
 
+def scope_differences(first: dict[str, float], second: dict[str, float], name_first: str,
+                      name_second: str) -> list[str]:  # fmt: skip
+    """The data sets, and systems of shared data sets, that only one of two metrics files holds (the cut-off
+    grid's points left out): what makes two suites' metrics incomparable, named."""
+    a = {split_key(key)[:2] for key in first if key.count("/") >= 2}
+    b = {split_key(key)[:2] for key in second if key.count("/") >= 2}
+    lines = []
+    da, db = {d for d, _ in a}, {d for d, _ in b}
+    for only, here in ((sorted(da - db), name_first), (sorted(db - da), name_second)):
+        if only:
+            lines.append(f"data sets only in the {here}: {', '.join(f'`{d}`' for d in only)}")
+    for dataset in sorted(da & db):
+        sa = {s for d, s in a if d == dataset and "@cut" not in s}
+        sb = {s for d, s in b if d == dataset and "@cut" not in s}
+        for only, here in ((sorted(sa - sb), name_first), (sorted(sb - sa), name_second)):
+            if only:
+                lines.append(f"systems on `{dataset}` only in the {here}: {', '.join(f'`{s}`' for s in only)}")
+    return lines
+
+
 def check_same_experiment(baseline: str | Path, run: str | Path) -> None:
-    """Refuse to compare runs of different experiments: their metrics differ by design, not by regression."""
+    """Refuse to gate a run against another suite's baseline: their metrics differ by design, not by regression.
+    The refusal names what differs and the command that compares the two anyway (`memlab report --against`)."""
     base, now = metrics_experiment(baseline), metrics_experiment(run)
     if base is not None and now is not None and base != now:
+        what = scope_differences(load_metrics(baseline, what="baseline"), load_metrics(run), "baseline", "run")
+        rerun = f", or run {base!r} again with `memlab eval --suite {base}`" if base in suite_names() else ""
         raise ConfigError(
-            f"the baseline {baseline} comes from a run of {base!r} and {run} is a run of {now!r}: their data sets "
-            f"and systems differ, so nothing compares. Compare it with a baseline of {now!r} (make one with "
-            f"`memlab baseline --run {run} --out <file>`) or run `memlab eval --suite {base}`."
+            f"the gate only judges a run against a baseline of the same suite: the baseline {baseline} comes from "
+            f"{base!r} and {run} is a run of {now!r} ({'; '.join(what) or 'the same data sets and systems by name'})."
+            f" To compare the two anyway, paired on the questions both answered: `memlab report --run {run} "
+            f"--against {baseline}`. To gate this run, make a baseline of {now!r} with `memlab baseline --run {run} "
+            f"--out <file>`{rerun}."
         )
 
 

@@ -279,8 +279,9 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
     parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
     if gate is None and baseline is not None and Path(baseline).exists():
         parts += ["## Against the committed baseline", "",
-                  f"Not compared: `{baseline}` comes from a run of another suite, so its data sets and systems differ "
-                  "from this run's.", ""]  # fmt: skip
+                  f"Not gated: `{baseline}` comes from a run of another suite, so its data sets and systems differ "
+                  f"from this run's. `memlab report --run {folder.path} --against {baseline}` compares the two "
+                  "anyway, paired on the questions both answered.", ""]  # fmt: skip
     if gate is not None:
         changed = gate[gate.verdict.str.startswith(("regression", "improvement", "within noise"))]
         new = int((gate.verdict == "new").sum())
