@@ -171,6 +171,21 @@ def cut_rates(
             "recall_kept": float(ans.recall.sum() / base) if base > 0 else float("nan")}  # fmt: skip
 
 
+NO_HIT_DISTANCE = 2.0  # the largest cosine distance: a question given nothing reads as the farthest
+
+
+def nearest_hit_auc(run: pd.DataFrame, questions, *, k: int = 10) -> float:
+    """ROC AUC of the nearest hit's distance (within k; lower = answerable) as a score telling answerable from
+    no-answer questions: whether any max_distance can return nothing on the second and keep the first. The
+    nearest hit, not the first ranked, since a cut drops a question's hits only when its nearest is beyond it
+    (they differ for hybrid rankings). NaN without both kinds of question."""
+    top = run[(run["rank"] > 0) & (run["rank"] <= k)]
+    nearest = top.groupby("question_id").distance.min()
+    y = np.array([q.answerable for q in questions], dtype=bool)
+    d = np.array([nearest.get(q.id, NO_HIT_DISTANCE) for q in questions], dtype=float)
+    return _auc(y, -np.nan_to_num(d, nan=NO_HIT_DISTANCE))
+
+
 def gate_probabilities(gate: AnswerabilityGate, table: pd.DataFrame) -> np.ndarray:
     return gate.probabilities(table[list(FEATURES)].to_numpy(float))
 
@@ -241,6 +256,7 @@ __all__ = [
     "gated_rates",
     "hit_aucs",
     "hit_table",
+    "nearest_hit_auc",
     "pick_threshold",
     "question_table",
 ]  # fmt: skip

@@ -7,6 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from memlab.lab.cutoff_advice import CutoffAdvice, advise, cutoff_options
+from memlab.lab.cutoff_advice import sentence as cutoff_sentence
+from memlab.lab.sweeps.cutoff import DEFAULT_GRID, FALSE_MEMORY_TARGET
+from memlab.lab.uncertainty import MIN_QUESTIONS, intervals, tied, too_few
+
 COLUMN_NOTES = (
     "`recall@k`, `precision@k`, `mrr@k`, `ndcg@k`, `hit@k`: against the labelled event ids (ir-measures); "
     "`session_recall@k`: share of the answer sessions a hit comes from (where the data set labels sessions). "
@@ -145,18 +150,27 @@ def _against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.Dat
     return reference, diff.drop(columns=["before", "after", "significant"])
 
 
+INTERVALS_NOTE = (
+    "The first interval is where the best system's own recall@{k} would likely fall on other questions like these; "
+    "the second is the interval of its per-question difference from plain vector search on the same questions, "
+    "which is narrower since what makes a question hard cancels out, and its p-value is Holm-adjusted over every "
+    "system compared, so a small data set can show a difference interval clear of zero beside p = 1.000."
+)
+
+
 def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
-    """The lines a reader needs first: per data set the best system by recall@k with its 95% interval and its
-    difference from plain vector search (paired test), the recommended cut-off, and the biggest change against
-    the baseline."""
+    """The lines a reader needs first: per data set the best system by recall@k (or the systems tied for best)
+    with its 95% interval and its difference from plain vector search (paired test), a warning when the data
+    set has too few questions to judge, the best system's cut-off with its cost (or why none is advised), and
+    the biggest change against the baseline."""
     from memlab.lab.scoring import metric_key
-    from memlab.lab.uncertainty import intervals
 
     scores = folder.scores
     if folder.question_scores.empty:
         return []
     table = folder.question_table
     lines = []
+    paired = False
     metric = f"recall@{k}"
     for dataset in folder.datasets:
         rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & scores.system.map(_is_main)]
@@ -167,13 +181,17 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
         reference = next((s for s in REFERENCES if s in set(rows.system)), None)
         if reference is not None and rows[rows.system == reference].value.max() >= best.value:
             best = rows[rows.system == reference].iloc[0]  # a tie goes to plain vector search
+        values = rows.drop_duplicates("system").set_index("system").value
+        ties = tied(values, best.system, table, dataset=dataset, metric=metric)
         iv = intervals(table, [metric_key(dataset, best.system, metric)])
         if iv.empty:
             continue
         r = iv.iloc[0]
-        text = (f"- **{dataset}**: best `{best.system}` recall@{k} {r.value:.3f} (95% CI {r.lo:.3f}-{r.hi:.3f}, "
+        named = (f"best `{best.system}`" if len(ties) == 1 else
+                 "best (tied: " + ", ".join(f"`{s}`" for s in ties) + ")")  # fmt: skip
+        text = (f"- **{dataset}**: {named} recall@{k} {r.value:.3f} (95% CI {r.lo:.3f}-{r.hi:.3f}, "
                 f"{int(r.questions)} questions)")  # fmt: skip
-        if reference is not None and reference != best.system:
+        if reference is not None and reference not in ties:
             _, diff = against_reference(folder, dataset, k)
             diff = diff[diff.system == best.system]
             if len(diff):
@@ -182,13 +200,18 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
                 p_text = "< 0.001" if d.p_adjusted < 0.001 else f"= {d.p_adjusted:.3f}"
                 text += (f"; {d.change:+.3f} over plain vector `{reference}` (95% CI {d.lo:+.3f} to {d.hi:+.3f}, "
                          f"paired test, Holm-adjusted p {p_text}: {verdict})")  # fmt: skip
-        cut = scores[(scores.dataset == dataset) & (scores.metric == "recommended_max_distance")]
-        if len(cut):
-            preferred = [s for s in (best.system, reference) if s in set(cut.system)]
-            c = cut[cut.system == preferred[0]].iloc[0] if preferred else cut.iloc[0]
-            text += (f"; recommended cut-off for `{c.system}`: max_distance {c.value:.3f} (the loosest cut that "
-                     "keeps false memories on no-answer questions at the target rate)")  # fmt: skip
-        lines.append(text + ".")
+                paired = True
+        text += "."
+        if too_few(int(r.questions)):
+            text += (f" **Too few questions to judge**: {int(r.questions)} answerable questions (under "
+                     f"{MIN_QUESTIONS}) make an interval or a paired test unreliable; read these figures as "
+                     "examples, not measurements.")  # fmt: skip
+        advice = _cutoff_advice(folder, dataset, best.system, k)
+        if advice is not None:
+            text += " " + cutoff_sentence(advice, k)
+        lines.append(text)
+    if paired:
+        lines.append("- " + INTERVALS_NOTE.format(k=k))
     if gate is not None and len(gate):
         moved = gate[gate.verdict.isin(["regression", "improvement", "within noise"])]
         if len(moved):
@@ -198,6 +221,19 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
         else:
             lines.append("- Against the baseline: no gated metric moved beyond its tolerance.")
     return ["## Headline", "", *lines, ""] if lines else []
+
+
+def _cutoff_advice(folder, dataset: str, system: str, k: int) -> CutoffAdvice | None:
+    """The cut-off advice for `system` from its saved run, when the run's config applies the cut-off sweep to the
+    data set (computed once per folder)."""
+    options = cutoff_options(folder.manifest, dataset)
+    runs = folder.runs(dataset)
+    if options is None or system not in runs:
+        return None
+    kwargs = {"target": float(options.get("target", FALSE_MEMORY_TARGET)),
+              "grid": tuple(float(d) for d in options.get("grid", DEFAULT_GRID))}  # fmt: skip
+    return folder.memo("cutoff_advice", (dataset, system, k), lambda: advise(
+        runs[system].frame, folder.questions(dataset), k=k, system=system, **kwargs))
 
 
 def _gate_table(folder, baseline: Path | None) -> pd.DataFrame | None:

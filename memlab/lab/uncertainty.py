@@ -201,6 +201,44 @@ def paired_differences(
     return out
 
 
+MIN_QUESTIONS = 20
+TIE_TOLERANCE = 1e-9
+
+
+def too_few(questions: int) -> bool:
+    """Whether a figure averaged over this many questions is too thin to judge (under `MIN_QUESTIONS` = 20).
+
+    Why 20: under it one question moves a mean such as recall@k by more than 5 points; a percentile bootstrap
+    over so few questions is too narrow (it only reshuffles the values seen, and when all agree, as 5 questions
+    all at recall 1.0 do, it shrinks to a point: "1.000-1.000"); and a paired sign-flip test on n questions cannot
+    go below p = 2 / 2**n (0.0625 at 5, so no difference on 5 questions can ever be significant, less still after
+    Holm's adjustment over many systems). At 20 a question is 5 points and the test's floor is far below 0.05."""
+    return questions < MIN_QUESTIONS
+
+
+def tied(
+    values: pd.Series, best: str, questions: pd.DataFrame | QuestionTable | None = None, *, dataset: str = "",
+    metric: str = "", tolerance: float = TIE_TOLERANCE,
+) -> list[str]:
+    """The systems of `values` (metric value by system) tied with `best`, `best` first: equal within `tolerance`,
+    or (given the per-question table) with a paired difference of exactly zero on every question both answered.
+    Naming one of five identical systems "best" reads as a finding; a tie is not one."""
+    table = _table(questions) if questions is not None else None
+    mine = table.values(dataset, best, metric) if table is not None else None
+    out = [best]
+    for system, value in values.items():
+        if system == best:
+            continue
+        same = bool(np.isclose(value, values[best], rtol=0.0, atol=tolerance))
+        if not same and mine is not None:
+            other = table.values(dataset, system, metric)
+            both = mine.index.intersection(other.index) if other is not None else []
+            same = len(both) > 0 and bool((other.loc[both].to_numpy() == mine.loc[both].to_numpy()).all())
+        if same:
+            out.append(str(system))
+    return out
+
+
 def keep_questions(questions: pd.DataFrame) -> pd.DataFrame:
     """The columns of a per-question table the tests need (what a baseline keeps beside its metrics)."""
     return questions[[c for c in KEEP_COLUMNS if c in questions.columns]].reset_index(drop=True)

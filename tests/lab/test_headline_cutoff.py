@@ -1,0 +1,158 @@
+"""The report's headline on doctored run folders: the cut-off it recommends for the best system with its cost, none
+when distance does not separate answerable from no-answer questions, its warnings, ties and small data sets.
+
+The folders are built the way a run writes them (labels, one saved run per system, a manifest), scored by
+`lab.score_folder` and reported by `lab.write_report`; only the hit lists are made up, so the distances can be
+set to separate or to overlap."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import roc_auc_score
+
+import memlab
+from memlab import lab
+from memlab.lab.folder import save_labels  # the writer a run uses for its labels
+
+APP = "headline"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+# One question's hit list: (distance, relevant?) for ranks 1..10.
+Hits = list[tuple[float, bool]]
+
+
+def _irrelevant(start: float) -> Hits:
+    return [(round(start + 0.02 * i, 3), False) for i in range(10)]
+
+
+def _folder(root: Path, hits: dict[str, Callable[[int, bool], Hits]], *, answerable: int, no_answer: int,
+            name: str = "doctored") -> Path:  # fmt: skip
+    """A run folder of one data set (`answerable` + `no_answer` questions, one user each) and one saved run per
+    system, whose hits per question come from `hits[system](question number, answerable?)`."""
+    users, questions = [], []
+    for i in range(answerable + no_answer):
+        user = f"u{i:03d}"
+        events = [memlab.Event(id=f"{user}-e{j}", author="user", timestamp=T0, text=f"note {j} of {user}")
+                  for j in range(12)]  # fmt: skip
+        users.append(lab.UserHistory(APP, user, [memlab.Session(APP, user, f"{user}-s", tuple(events))]))
+        relevant = (f"{user}-e0",) if i < answerable else ()
+        questions.append(lab.Question(id=f"{user}-q", app_name=APP, user_id=user, text=f"question {i}",
+                                      relevant=relevant))  # fmt: skip
+    out = root / name
+    out.mkdir()
+    dataset = lab.Dataset(name, users, questions)
+    save_labels(out, dataset)
+    for system, make in hits.items():
+        rows = []
+        for i, q in enumerate(questions):
+            for rank, (distance, relevant) in enumerate(make(i, q.answerable), start=1):
+                event = f"{q.user_id}-e0" if relevant else f"{q.user_id}-e{rank + 1}"
+                rows.append({"question_id": q.id, "rank": rank, "unit_id": f"{q.user_id}-{rank}",
+                             "event_ids": [event], "distance": distance, "chars": 20, "latency_ms": 1.0,
+                             "plan": "exact"})  # fmt: skip
+        lab.Run(name, system, pd.DataFrame(rows).assign(system=system)).save(out)
+    manifest = {"status": "complete", "datasets": [{"name": name, "checksum": dataset.checksum(), **dataset.summary()}],
+                "config": {"resolved": {"name": "doctored", "k": 10, "sweeps": ["cutoff"],
+                                        "options": {"cutoff": {"systems": ["event"]}}}}}  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    lab.score_folder(out)
+    return out
+
+
+def _headline(folder: Path) -> str:
+    """The report's headline line of the data set, as report.md prints it."""
+    lab.write_report(folder)
+    text = (folder / "report.md").read_text()
+    head = text.split("## Headline", 1)[1].split("\n## ", 1)[0]
+    return next(line for line in head.splitlines() if line.startswith("- **"))
+
+
+def separating(i: int, answerable: bool) -> Hits:
+    """Answerable questions: the relevant event first at 0.30; no-answer questions: nothing nearer than 0.80."""
+    return [(0.30, True), *_irrelevant(0.70)[:9]] if answerable else _irrelevant(0.80)
+
+
+def overlapping(i: int, answerable: bool) -> Hits:
+    """The nearest hit of either kind of question at the same spread of distances (0.30 to 0.75): distance says
+    nothing about whether a question has an answer."""
+    nearest = 0.30 + 0.05 * (i % 10)
+    return [(round(nearest, 3), answerable), *_irrelevant(nearest + 0.01)[:9]]
+
+
+def near_miss(i: int, answerable: bool) -> Hits:
+    """Seven answerable questions in ten have an irrelevant hit at 0.30 and the answer at 0.60, while no-answer
+    questions start at 0.52: a cut that spares the no-answer questions loses most answers."""
+    if not answerable:
+        return _irrelevant(0.52)
+    if i % 10 < 7:
+        return [(0.30, False), (0.60, True), *_irrelevant(0.70)[:8]]
+    return [(0.30, True), *_irrelevant(0.70)[:9]]
+
+
+def missing_some(i: int, answerable: bool) -> Hits:
+    """As `separating`, but every third answerable question's answer is not returned."""
+    hits = separating(i, answerable)
+    return [(d, False) for d, _ in hits] if answerable and i % 3 == 0 else hits
+
+
+def test_no_cutoff_is_recommended_when_distance_does_not_separate(tmp_path):
+    folder = _folder(tmp_path, {"pg-exact": overlapping}, answerable=40, no_answer=30)
+    line = _headline(folder)
+    assert "Cut-off for `pg-exact`: none recommended" in line, line
+    assert "distance does not separate answerable from no-answer questions" in line
+    assert "max_distance" not in line, "no threshold is printed for a reader to paste"
+    nearest = [0.30 + 0.05 * (i % 10) for i in range(70)]
+    auc = roc_auc_score([i < 40 for i in range(70)], -np.array(nearest))
+    assert auc < 0.7
+    assert f"ROC AUC {auc:.2f}" in line, f"the AUC is named: {line}"
+
+
+def test_the_cutoff_is_given_for_the_best_system_with_what_it_keeps_and_reaches(tmp_path):
+    folder = _folder(tmp_path, {"pg-exact": separating, "event": separating, "chunk4o1": missing_some},
+                     answerable=40, no_answer=25)  # fmt: skip
+    line = _headline(folder)
+    match = re.search(r"Recommended cut-off for `pg-exact`: max_distance ([0-9.]+) keeps recall@10 ([0-9.]+) of "
+                      r"([0-9.]+) \((\d+)% of the recall without a cut-off\) and leaves false memories on (\d+)% "
+                      r"of the 25 no-answer questions", line)  # fmt: skip
+    assert match, line
+    distance, recall, uncut, kept, false_memory = match.groups()
+    assert 0.30 <= float(distance) < 0.80, "between the answers and the nearest no-answer hit"
+    assert (recall, uncut, kept, false_memory) == ("1.000", "1.000", "100", "0")
+    assert "Warning" not in line, "25 no-answer questions and all the recall kept: nothing to warn about"
+    assert "tied: `pg-exact`, `event`)" in line, "two identical systems are tied, not one of them best"
+    assert "chunk4o1" not in line
+
+
+def test_a_cutoff_keeping_under_half_the_recall_is_flagged(tmp_path):
+    folder = _folder(tmp_path, {"pg-exact": near_miss}, answerable=40, no_answer=25)
+    line = _headline(folder)
+    assert "Recommended cut-off for `pg-exact`" in line, line
+    assert "keeps recall@10 0.300 of 1.000 (30% of the recall without a cut-off)" in line, line
+    assert "**Warning**: it keeps under half the recall (30%)" in line
+    assert "no-answer questions (under 20)" not in line
+
+
+def test_a_cutoff_resting_on_few_no_answer_questions_is_flagged(tmp_path):
+    folder = _folder(tmp_path, {"pg-exact": separating}, answerable=40, no_answer=5)
+    line = _headline(folder)
+    assert "Recommended cut-off for `pg-exact`" in line, line
+    assert "**Warning**: it rests on only 5 no-answer questions (under 20)" in line, line
+    assert "keeps under half" not in line
+
+
+def test_a_small_data_set_is_called_too_small_and_the_two_intervals_are_explained(tmp_path):
+    folder = _folder(tmp_path, {"pg-exact": missing_some, "chunk2o0": separating}, answerable=6, no_answer=0)
+    lab.write_report(folder)
+    head = (folder / "report.md").read_text().split("## Headline", 1)[1].split("\n## ", 1)[0]
+    line = next(line for line in head.splitlines() if line.startswith("- **"))
+    assert "best `chunk2o0` recall@10 1.000" in line and "over plain vector `pg-exact`" in line, line
+    assert "**Too few questions to judge**: 6 answerable questions (under 20)" in line
+    assert "none recommended: the data set has no no-answer questions" in line
+    assert "The first interval is where the best system's own recall@10" in head, "the two intervals explained"
