@@ -48,10 +48,14 @@ models: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests
 
+# JupyterLab refuses to start as root without --allow-root, and root is the usual user in a container: pass it
+# then only. LAB_ARGS adds server options, e.g. `make lab LAB_ARGS="--no-browser --ServerApp.port=8890"`.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[lab]'
+	$(BIN)/python -c "import jupyterlab, ipywidgets" 2>/dev/null || $(BIN)/pip install --quiet -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab"
-	$(BIN)/jupyter lab --MultiKernelManager.default_kernel_name=memlab notebooks/
+	$(BIN)/jupyter lab $(LAB_ROOT) --MultiKernelManager.default_kernel_name=memlab $(LAB_ARGS) notebooks/
 
 clean:
 	rm -rf $(VENV) .pytest_cache

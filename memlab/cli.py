@@ -148,9 +148,11 @@ def eval_command(
 @user_errors
 def check_dataset_command(
     path: Path = typer.Argument(..., help="The data set file (or fixture folder)."),
-    format: str = typer.Option("memlab", help="memlab (JSONL), longmemeval or fixtures."),
+    format: str = typer.Option("memlab", help="memlab (JSON Lines; jsonl is the same), longmemeval (a JSON "
+                               "file in LongMemEval's layout) or fixtures (YAML or JSON, one user per file)."),
 ) -> None:
-    """Load a data set as `memlab eval` would and print what it holds, or the first problem with its fix."""
+    """Load a data set as `memlab eval` would and print what it holds, or what is wrong with its fix (every bad
+    reference of a JSON Lines file at once; a JSON file given as JSON Lines gets the format that reads it)."""
     from memlab import lab
 
     data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})

@@ -22,6 +22,7 @@ from memlab.lab.config_checks import (
     check_system_values,
     check_top_values,
 )
+from memlab.lab.suggest import did_you_mean, unknown_keys
 from memlab.lab.yaml_bounds import load_yaml_file, load_yaml_text
 
 SUITES_DIR = Path(__file__).with_name("suites")
@@ -89,7 +90,8 @@ def set_value(config: dict[str, Any], assignment: str) -> None:
                 node = node[int(part)]
         elif isinstance(node, dict):
             if i == 0 and part not in TOP_KEYS:
-                raise ConfigError(f"--set {key}: unknown config key {part!r}; known: {sorted(TOP_KEYS)}")
+                raise ConfigError(f"--set {key}: unknown config key {part!r}{did_you_mean(part, TOP_KEYS)}; known: "
+                                  f"{sorted(TOP_KEYS)}")  # fmt: skip
             if last:
                 node[part] = value
             else:
@@ -100,7 +102,41 @@ def set_value(config: dict[str, Any], assignment: str) -> None:
 
 def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | None = None,
                  overrides: list[str] | None = None) -> ExperimentConfig:  # fmt: skip
-    """Check a config mapping and fill in defaults; nothing is loaded or run here."""
+    """Check a config mapping and fill in defaults; nothing is loaded or run here. A value that is wrong because
+    of a `--set` override is reported as that override's, not the file's."""
+    try:
+        return _parse_config(raw, source=source, base_dirs=base_dirs, overrides=overrides)
+    except ConfigError as exc:
+        culprit = _blamed_override(raw, source, overrides or [], exc)
+        if culprit is None:
+            raise
+        text = str(exc)
+        text = text[len(source) + 2:] if text.startswith(f"{source}: ") else text
+        raise ConfigError(f"--set {culprit}: {text}") from None
+
+
+def _outcome(raw: Any, source: str, overrides: list[str]) -> str | None:
+    """The error a config gives with these overrides (None when it is valid)."""
+    try:
+        _parse_config(raw, source=source, overrides=overrides)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _blamed_override(raw: Any, source: str, overrides: list[str], error: ConfigError) -> str | None:
+    """The override the error comes from: the last one whose removal changes the outcome (the config passes, or
+    fails another way). None when the file alone is at fault, or the error already names its override."""
+    if not overrides or str(error).startswith("--set "):
+        return None
+    for i in reversed(range(len(overrides))):
+        if _outcome(raw, source, overrides[:i] + overrides[i + 1:]) != str(error):
+            return overrides[i]
+    return None
+
+
+def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
+                  overrides: list[str] | None = None) -> ExperimentConfig:  # fmt: skip
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: a config is a YAML mapping with name, datasets, systems, sweeps")
     given = copy.deepcopy(raw)
@@ -109,7 +145,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
         set_value(data, assignment)
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {unknown}; known: {sorted(TOP_KEYS)}")
+        raise ConfigError(f"{source}: {unknown_keys(unknown, TOP_KEYS)}; known: {sorted(TOP_KEYS)}")
     if not data.get("datasets"):
         raise ConfigError(f"{source}: `datasets` is empty; name at least one (see README: Your own data)")
     if not isinstance(data["datasets"], list):
@@ -126,7 +162,9 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
 
     sweeps = data.get("sweeps") or []
     if not isinstance(sweeps, list) or any(s not in SWEEPS for s in sweeps):
-        raise ConfigError(f"{source}: sweeps must be a list of {sorted(SWEEPS)}; got {sweeps!r}")
+        wrong = next((s for s in sweeps if s not in SWEEPS), None) if isinstance(sweeps, list) else None
+        raise ConfigError(f"{source}: sweeps must be a list of {sorted(SWEEPS)}; got {sweeps!r}"
+                          f"{did_you_mean(wrong, SWEEPS) if wrong is not None else ''}")  # fmt: skip
     systems = data.get("systems") or []
     if not isinstance(systems, list):
         raise ConfigError(f"{source}: `systems` must be a list of {{name, ...}} entries")
@@ -135,8 +173,10 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
         raise ConfigError(f"{source}: `embedders` must be a list of {{name, kind, ...}} entries")
     options = data.get("options") or {}
     if not isinstance(options, dict) or any(o not in SWEEPS for o in options):
+        wrong = next((o for o in options if o not in SWEEPS), None) if isinstance(options, dict) else None
         raise ConfigError(f"{source}: `options` maps a sweep name ({sorted(SWEEPS)}) to its settings; got "
-                          f"{sorted(options) if isinstance(options, dict) else options!r}")  # fmt: skip
+                          f"{sorted(options) if isinstance(options, dict) else options!r}"
+                          f"{did_you_mean(wrong, SWEEPS) if wrong is not None else ''}")  # fmt: skip
     from memlab.lab.sweeps import sweep_module
 
     check_option_values(options, source)

@@ -11,7 +11,9 @@ import typing
 from typing import Any, Literal, get_args, get_origin
 
 from memlab.errors import ConfigError
+from memlab.lab.loaders import check_spec
 from memlab.lab.runs import slug
+from memlab.lab.suggest import unknown_keys
 
 NAME_LIMIT = 100  # characters of an experiment's name (it becomes a folder name)
 TEXT_LIMIT = 20_000  # characters of a description
@@ -185,12 +187,14 @@ def _boolean(where: str, value: Any) -> None:
 
 
 def check_dataset_values(entry: Any, index: int, source: str) -> None:
-    """Every known value of one `datasets` entry has its type and a sane size (unknown keys are the loader's)."""
+    """Every known value of one `datasets` entry has its type and a sane size; its format and keys are known."""
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: datasets[{index}] must be a mapping {{name, format, path}}, got {_shown(entry)}")
     for key, value in entry.items():
         if key in _DATASET:
             _DATASET[key](f"{source}: datasets[{index}].{key}", value)
+    name = entry.get("name")
+    check_spec(entry, f"{source}: datasets[{index}]" + (f" ({name!r})" if isinstance(name, str) else ""))
 
 
 def _texts(where: str, value: Any) -> None:
@@ -218,13 +222,31 @@ _OPTIONS: dict[str, dict[str, typing.Callable[[str, Any], None]]] = {
 }  # fmt: skip
 
 
+# the settings each sweep reads besides the typed ones above (a key no sweep reads is a typo, not a no-op)
+_UNTYPED = {
+    "filtered": {"shares", "relations", "iterative", "max_scan_tuples", "k", "background_tenants",
+                 "remedy_min_share", "seed"},
+    "ingest": {"repeat"},
+    "retrieval": {"answerability"},
+}  # fmt: skip
+OPTION_KEYS: dict[str, set[str]] = {
+    sweep: {"datasets"} | set(_OPTIONS.get(sweep, {})) | _UNTYPED.get(sweep, set())
+    for sweep in ("cutoff", "facts", "filtered", "granularity", "ingest", "models", "retrieval")
+}
+
+
 def check_option_values(options: dict[str, Any], source: str) -> None:
-    """The known settings of each sweep have their types and sizes; `datasets` is a list of names."""
+    """The settings of each sweep are ones it reads, with their types and sizes; `datasets` is a list of
+    names."""
     for sweep, settings in options.items():
         if settings is None:
             continue
         if not isinstance(settings, dict):
             raise ConfigError(f"{source}: options.{sweep} must be a mapping of settings, got {_shown(settings)}")
+        extra = set(settings) - OPTION_KEYS.get(sweep, set(settings))
+        if extra:
+            raise ConfigError(f"{source}: options.{sweep}: {unknown_keys(extra, OPTION_KEYS[sweep])}; known: "
+                              f"{sorted(OPTION_KEYS[sweep])}")  # fmt: skip
         for key, value in settings.items():
             where = f"{source}: options.{sweep}.{key}"
             if key == "datasets":

@@ -171,6 +171,45 @@ def _question(path: Path, line: int, raw: dict) -> Question:
     )
 
 
+SHOWN_PROBLEMS = 20  # bad references listed by name; the rest are counted
+
+
+def _references(path: Path, bad: list[tuple[int, str]]) -> FixtureError:
+    """All the bad references of a file in one error: the count, the first SHOWN_PROBLEMS with their lines."""
+    if len(bad) == 1:
+        return _fail(path, bad[0][0], bad[0][1])
+    shown = "; ".join(f"line {number}: {message}" for number, message in bad[:SHOWN_PROBLEMS])
+    more = f"; and {len(bad) - SHOWN_PROBLEMS} more" if len(bad) > SHOWN_PROBLEMS else ""
+    return FixtureError(f"{path}: {len(bad)} bad references ({shown}{more}). A question's `relevant` must name events, "
+                        "and `relevant_sessions` sessions, of the question's own app and user")  # fmt: skip
+
+
+def _json_document(path: Path, lines: list[str]) -> FixtureError | None:
+    """When the whole file is one JSON document (not one record per line), an error saying so and naming the
+    format that reads it; None when it is not valid JSON either."""
+    try:
+        doc = json.loads("\n".join(lines))
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    records = doc if isinstance(doc, list) else [doc]
+    head = [r for r in records[:50] if isinstance(r, dict)]
+    what = f"a list of {len(doc)} items" if isinstance(doc, list) else f"a {type(doc).__name__}"
+    start = f"{path}: this file is JSON, not JSON Lines: one JSON document ({what}), while format memlab (jsonl) " \
+            "reads one JSON object per line."  # fmt: skip
+    if head and all("question_id" in r and "haystack_sessions" in r for r in head):
+        return FixtureError(f"{start} It is laid out as a LongMemEval file: read it with `format: longmemeval` "
+                            f"(memlab check-dataset {path.name} --format longmemeval)")  # fmt: skip
+    if isinstance(doc, dict) and "sessions" in doc and "user" in doc:
+        return FixtureError(f"{start} It is laid out as a fixture file (one user: app, user, sessions, queries): "
+                            f"read it with `format: fixtures` (memlab check-dataset {path.name} --format fixtures)")
+    if head and all(r.get("type") in ("session", "question") for r in head):
+        return FixtureError(f"{start} Its records are memlab records: write one record per line (e.g. "
+                            f"`jq -c {'.[]' if isinstance(doc, list) else '.'} {path.name}`)")  # fmt: skip
+    return FixtureError(f"{start} memlab reads JSON files with `format: longmemeval` (a list of LongMemEval "
+                        "questions) or `format: fixtures` (one user per file, fixtures/events/README.md); memlab's "
+                        "JSON Lines format is described in datasets/README.md")  # fmt: skip
+
+
 def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Dataset:
     """A Dataset from the lines of a memlab JSONL file; every reference is checked before anything is returned."""
     sessions: dict[tuple[str, str, str], tuple[int, Session]] = {}
@@ -182,9 +221,11 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise _fail(path, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise _json_document(path, lines) or _fail(path, number, f"not valid JSON ({exc.msg} at column "
+                                                                     f"{exc.colno})") from None  # fmt: skip
         if not isinstance(raw, dict):
-            raise _fail(path, number, f"expected a JSON object per line, got {type(raw).__name__}")
+            raise _json_document(path, lines) or _fail(path, number, "expected a JSON object per line, got "
+                                                                     f"{type(raw).__name__}")  # fmt: skip
         kind = raw.get("type")
         if kind == "session":
             session, facts = _session(path, number, raw)
@@ -209,23 +250,27 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
         if (s.app_name, s.user_id, s.id) in gold:
             user.gold_candidates[s.id] = gold[(s.app_name, s.user_id, s.id)]
     seen_q: set[str] = set()
+    bad: list[tuple[int, str]] = []  # every bad reference, so one check lists them all
     for number, q in questions:
         if q.id in seen_q:
             raise _fail(path, number, f"question id {q.id!r} repeats; question ids must be unique")
         seen_q.add(q.id)
         user = users.get((q.app_name, q.user_id))
         if user is None:
-            raise _fail(path, number, f"question {q.id!r} asks user {q.user_id!r} of app {q.app_name!r}, who has no "
-                                      "session in the file")  # fmt: skip
+            bad.append((number, f"question {q.id!r} asks user {q.user_id!r} of app {q.app_name!r}, who has no "
+                                "session in the file"))  # fmt: skip
+            continue
         events = {e.id for s in user.sessions for e in s.events}
         missing = [e for e in q.relevant if e not in events]
         if missing:
-            raise _fail(path, number, f"question {q.id!r}: relevant event id(s) {missing} are not events of user "
-                                      f"{q.user_id!r}")  # fmt: skip
+            bad.append((number, f"question {q.id!r}: relevant event id(s) {missing} are not events of user "
+                                f"{q.user_id!r}"))  # fmt: skip
         stray = [s for s in q.relevant_sessions if s not in {x.id for x in user.sessions}]
         if stray:
-            raise _fail(path, number, f"question {q.id!r}: relevant_sessions {stray} are not sessions of user "
-                                      f"{q.user_id!r}")  # fmt: skip
+            bad.append((number, f"question {q.id!r}: relevant_sessions {stray} are not sessions of user "
+                                f"{q.user_id!r}"))  # fmt: skip
+    if bad:
+        raise _references(path, bad)
     return Dataset(name or path.name.split(".")[0], list(users.values()), [q for _, q in questions])
 
 

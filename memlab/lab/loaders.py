@@ -1,6 +1,6 @@
 """Data sets by format, from a config entry: memlab JSONL, LongMemEval's own files, fixture YAML, memlab-synth.
 
-    {name: mydata, format: memlab, path: conversations.jsonl}
+    {name: mydata, format: memlab, path: conversations.jsonl}     (format: jsonl is the same)
     {name: lme-s, format: longmemeval, path: longmemeval_s_knowledge_update.json.gz, limit: 20}
     {name: fixtures, format: fixtures, path: fixtures/events}
     {name: synth, format: synth, users: 16, max_events: 300, seed: 0}
@@ -14,8 +14,10 @@ from typing import Any
 
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Dataset
+from memlab.lab.suggest import did_you_mean, unknown_keys
 
 FORMATS = ("memlab", "longmemeval", "fixtures", "synth")
+ALIASES = {"jsonl": "memlab"}  # `format: jsonl` reads memlab's JSON Lines, as `format: memlab` does
 _OPTIONS: dict[str, set[str]] = {
     "memlab": {"path"},
     "longmemeval": {"path", "limit", "per_type", "question_types", "include_abstention"},
@@ -43,20 +45,30 @@ def resolve_path(raw: str | Path, base_dirs: list[Path], what: str) -> Path:
                       "path or one relative to the config file")  # fmt: skip
 
 
+def check_spec(spec: dict[str, Any], where: str) -> str:
+    """The format a data set entry names (`jsonl` is another name for `memlab`), after checking that it is known
+    and that every key is one that format reads; a typo gets the nearest valid name."""
+    fmt = spec.get("format")
+    if fmt not in FORMATS and fmt not in ALIASES:
+        raise ConfigError(f"{where}: format {fmt!r} is unknown{did_you_mean(fmt, [*FORMATS, *ALIASES])}; use one "
+                          f"of {', '.join(FORMATS)} (or jsonl, another name for memlab)")  # fmt: skip
+    fmt = ALIASES.get(fmt, fmt)
+    allowed = {"name", "format"} | _OPTIONS[fmt]
+    extra = set(spec) - allowed
+    if extra:
+        elsewhere = [f"{key!r} is read by format(s) {', '.join(f for f in FORMATS if key in _OPTIONS[f])}, not {fmt}"
+                     for key in sorted(map(str, extra)) if any(key in keys for keys in _OPTIONS.values())]
+        raise ConfigError(f"{where}: {unknown_keys(extra, allowed)} for format {fmt}; allowed: "
+                          f"{sorted(_OPTIONS[fmt])}{''.join(f'; {e}' for e in elsewhere)}")  # fmt: skip
+    return fmt
+
+
 def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> Dataset:
     """Load one configured data set; every error names the data set and the fix."""
     if not isinstance(spec, dict) or not spec.get("name"):
         raise ConfigError(f"every data set needs a `name` and a `format`; got {spec!r}")
     name = str(spec["name"])
-    fmt = spec.get("format")
-    if fmt == "jsonl":
-        fmt = "memlab"
-    if fmt not in FORMATS:
-        raise ConfigError(f"data set {name!r}: format {fmt!r} is unknown; use one of {FORMATS}")
-    extra = set(spec) - {"name", "format"} - _OPTIONS[fmt]
-    if extra:
-        raise ConfigError(f"data set {name!r}: unknown key(s) {sorted(extra)} for format {fmt}; "
-                          f"allowed: {sorted(_OPTIONS[fmt])}")  # fmt: skip
+    fmt = check_spec(spec, f"data set {name!r}")
     base_dirs = base_dirs or []
     if fmt != "synth":
         if not spec.get("path"):

@@ -25,6 +25,7 @@ from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.suggest import unknown_keys
 from memlab.storage.store import Store
 from memlab.types import Hit, Hits, SearchSettings
 
@@ -271,13 +272,14 @@ def system_from_config(raw: dict[str, Any]) -> EventSystem | FactSystem:
     if "extractor" in raw or raw.get("granularity") == "facts":
         extra = set(raw) - _FACT_KEYS - {"granularity"}
         if extra:
-            raise ConfigError(f"system {name!r}: unknown key(s) {sorted(extra)} for a fact system; "
+            raise ConfigError(f"system {name!r}: {unknown_keys(extra, _FACT_KEYS)} for a fact system; "
                               f"allowed: {sorted(_FACT_KEYS)}")  # fmt: skip
         return FactSystem(name, extractor=str(raw.get("extractor", "rules")), embedder=str(raw.get("embedder",
                                                                                                      "default")))
     extra = set(raw) - _EVENT_KEYS - SETTINGS_KEYS
     if extra:
-        raise ConfigError(f"system {name!r}: unknown key(s) {sorted(extra)}; build keys {sorted(_EVENT_KEYS)}, "
+        raise ConfigError(f"system {name!r}: {unknown_keys(extra, _EVENT_KEYS | SETTINGS_KEYS)}; build keys "
+                          f"{sorted(_EVENT_KEYS)}, "
                           f"query keys {sorted(SETTINGS_KEYS)}")  # fmt: skip
     settings = SearchSettings(**{k: v for k, v in raw.items() if k in SETTINGS_KEYS})
     return EventSystem(
