@@ -96,9 +96,10 @@ def advise(
     if no_answer == 0:
         return none("the data set has no no-answer questions, so no cut-off can be checked against false memories")
     if np.isnan(auc) or auc < MIN_AUC:
+        answerable = len(questions) - no_answer
         return none(f"distance does not separate answerable from no-answer questions (ROC AUC {auc:.2f} of the "
-                    f"nearest hit's distance, under {MIN_AUC}; 0.5 is chance), so a cut drops answers about as "
-                    "often as false memories")  # fmt: skip
+                    f"nearest hit's distance over {answerable} answerable and {no_answer} no-answer questions, "
+                    f"under {MIN_AUC}; 0.5 is chance), so a cut drops answers about as often as false memories")
     table = cutoff_grid(run, questions, k=k, grid=sorted(float(d) for d in grid))
     ok = table[table.false_memory_rate.fillna(1.0) <= target]
     if ok.empty:

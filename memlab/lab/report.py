@@ -294,6 +294,10 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
         if systems:
             main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics), f"recall@{k}")
             parts += [markdown_table(main), ""]
+            answered = int(main["questions"].max()) if "questions" in main and len(main) else 0
+            if answered and too_few(answered):
+                parts += [f"**Too few questions to judge**: at most {answered} answerable questions (under "
+                          f"{MIN_QUESTIONS}); the intervals and tests below are unreliable.", ""]  # fmt: skip
             html_tables.append((f"{dataset}: main metrics", main))
             reference, diff = against_reference(folder, dataset, k)
             if len(diff):

@@ -20,6 +20,8 @@ from sklearn.metrics import roc_auc_score
 import memlab
 from memlab import lab
 from memlab.lab.folder import save_labels  # the writer a run uses for its labels
+from memlab.lab.scoring import cut
+from memlab.lab.sweeps.cutoff import DEFAULT_GRID, cut_name
 
 APP = "headline"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -33,9 +35,10 @@ def _irrelevant(start: float) -> Hits:
 
 
 def _folder(root: Path, hits: dict[str, Callable[[int, bool], Hits]], *, answerable: int, no_answer: int,
-            name: str = "doctored") -> Path:  # fmt: skip
+            name: str = "doctored", swept: tuple[str, ...] = ()) -> Path:  # fmt: skip
     """A run folder of one data set (`answerable` + `no_answer` questions, one user each) and one saved run per
-    system, whose hits per question come from `hits[system](question number, answerable?)`."""
+    system, whose hits per question come from `hits[system](question number, answerable?)`; the systems in
+    `swept` also get the cut-off sweep's runs (cut at every distance of its grid), as a run saves them."""
     users, questions = [], []
     for i in range(answerable + no_answer):
         user = f"u{i:03d}"
@@ -57,10 +60,14 @@ def _folder(root: Path, hits: dict[str, Callable[[int, bool], Hits]], *, answera
                 rows.append({"question_id": q.id, "rank": rank, "unit_id": f"{q.user_id}-{rank}",
                              "event_ids": [event], "distance": distance, "chars": 20, "latency_ms": 1.0,
                              "plan": "exact"})  # fmt: skip
-        lab.Run(name, system, pd.DataFrame(rows).assign(system=system)).save(out)
+        frame = pd.DataFrame(rows).assign(system=system)
+        lab.Run(name, system, frame).save(out)
+        for distance in DEFAULT_GRID if system in swept else ():
+            cut_system = cut_name(system, distance)
+            lab.Run(name, cut_system, cut(frame, distance).assign(system=cut_system)).save(out)
     manifest = {"status": "complete", "datasets": [{"name": name, "checksum": dataset.checksum(), **dataset.summary()}],
                 "config": {"resolved": {"name": "doctored", "k": 10, "sweeps": ["cutoff"],
-                                        "options": {"cutoff": {"systems": ["event"]}}}}}  # fmt: skip
+                                        "options": {"cutoff": {"systems": list(swept)}}}}}  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     lab.score_folder(out)
     return out
@@ -116,7 +123,9 @@ def test_no_cutoff_is_recommended_when_distance_does_not_separate(tmp_path):
 
 def test_the_cutoff_is_given_for_the_best_system_with_what_it_keeps_and_reaches(tmp_path):
     folder = _folder(tmp_path, {"pg-exact": separating, "event": separating, "chunk4o1": missing_some},
-                     answerable=40, no_answer=25)  # fmt: skip
+                     answerable=40, no_answer=25, swept=("chunk4o1",))  # fmt: skip
+    stored = lab.RunFolder(folder).scores
+    assert (stored.metric == "recommended_max_distance").any(), "the sweep recommended a cut-off for chunk4o1"
     line = _headline(folder)
     match = re.search(r"Recommended cut-off for `pg-exact`: max_distance ([0-9.]+) keeps recall@10 ([0-9.]+) of "
                       r"([0-9.]+) \((\d+)% of the recall without a cut-off\) and leaves false memories on (\d+)% "
@@ -127,7 +136,7 @@ def test_the_cutoff_is_given_for_the_best_system_with_what_it_keeps_and_reaches(
     assert (recall, uncut, kept, false_memory) == ("1.000", "1.000", "100", "0")
     assert "Warning" not in line, "25 no-answer questions and all the recall kept: nothing to warn about"
     assert "tied: `pg-exact`, `event`)" in line, "two identical systems are tied, not one of them best"
-    assert "chunk4o1" not in line
+    assert "chunk4o1" not in line, "not the cut-off of a system the headline does not name best"
 
 
 def test_a_cutoff_keeping_under_half_the_recall_is_flagged(tmp_path):
@@ -156,3 +165,5 @@ def test_a_small_data_set_is_called_too_small_and_the_two_intervals_are_explaine
     assert "**Too few questions to judge**: 6 answerable questions (under 20)" in line
     assert "none recommended: the data set has no no-answer questions" in line
     assert "The first interval is where the best system's own recall@10" in head, "the two intervals explained"
+    section = (folder / "report.md").read_text().split("## doctored", 1)[1]
+    assert "**Too few questions to judge**: at most 6 answerable questions" in section, "and in its own section"
