@@ -237,6 +237,21 @@ def baseline_command(
     console.print(f"[green]wrote[/] {out} ({len(metrics)} metrics)")
 
 
+@app.command("export")
+@user_errors
+def export_command(
+    run: Path = typer.Option(Path("reports/latest"), help="Run folder to export."),
+    out: Path = typer.Option(..., help="A new or empty folder (or an earlier export) for the TREC files."),
+) -> None:
+    """Write each data set x system's rankings as a TREC run file and each data set's labels as a qrels file, for
+    trec_eval, ranx or ir-measures (docid: app/user/session/event, percent-encoded; see export.json)."""
+    from memlab.lab import export_run
+
+    files = export_run(run, out)
+    console.print(f"[green]wrote[/] {len(files)} run file(s) and {len({f['qrels'] for f in files})} qrels file(s) "
+                  f"to {out}")
+
+
 @check_app.command("reliability")
 @user_errors
 def reliability_command(

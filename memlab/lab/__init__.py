@@ -25,6 +25,8 @@ from memlab.lab.experiment import (
     score_folder,
     write_report,
 )
+from memlab.lab.export import docid as export_docid
+from memlab.lab.export import export_run
 from memlab.lab.fact_run import run_fact_eval, summarize_facts
 from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.fixtures import load_event_fixtures as load_fixtures
@@ -129,6 +131,8 @@ __all__ = [
     "default_run_folder",
     "drift",
     "evaluate_answerability",
+    "export_docid",
+    "export_run",
     "fit_answerability",
     "flat_metrics",
     "format_cell",

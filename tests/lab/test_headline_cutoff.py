@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 import memlab
@@ -27,14 +26,14 @@ APP = "headline"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 # One question's hit list: (distance, relevant?) for ranks 1..10.
-Hits = list[tuple[float, bool]]
+HitList = list[tuple[float, bool]]
 
 
-def _irrelevant(start: float) -> Hits:
+def _irrelevant(start: float) -> HitList:
     return [(round(start + 0.02 * i, 3), False) for i in range(10)]
 
 
-def _folder(root: Path, hits: dict[str, Callable[[int, bool], Hits]], *, answerable: int, no_answer: int,
+def _folder(root: Path, hits: dict[str, Callable[[int, bool], HitList]], *, answerable: int, no_answer: int,
             name: str = "doctored", swept: tuple[str, ...] = ()) -> Path:  # fmt: skip
     """A run folder of one data set (`answerable` + `no_answer` questions, one user each) and one saved run per
     system, whose hits per question come from `hits[system](question number, answerable?)`; the systems in
@@ -52,15 +51,15 @@ def _folder(root: Path, hits: dict[str, Callable[[int, bool], Hits]], *, answera
     out.mkdir()
     dataset = lab.Dataset(name, users, questions)
     save_labels(out, dataset)
+    by_id = {q.id: i for i, q in enumerate(questions)}
     for system, make in hits.items():
-        rows = []
-        for i, q in enumerate(questions):
-            for rank, (distance, relevant) in enumerate(make(i, q.answerable), start=1):
-                event = f"{q.user_id}-e0" if relevant else f"{q.user_id}-e{rank + 1}"
-                rows.append({"question_id": q.id, "rank": rank, "unit_id": f"{q.user_id}-{rank}",
-                             "event_ids": [event], "distance": distance, "chars": 20, "latency_ms": 1.0,
-                             "plan": "exact"})  # fmt: skip
-        frame = pd.DataFrame(rows).assign(system=system)
+
+        def search(q: lab.Question, _vector: np.ndarray, make=make) -> list[memlab.Hit]:
+            return [memlab.Hit(unit_id=f"{q.user_id}-{rank}", text="x" * 20, distance=distance,
+                               session_id=f"{q.user_id}-s", event_ids=(f"{q.user_id}-e{0 if hit else rank + 1}",))
+                    for rank, (distance, hit) in enumerate(make(by_id[q.id], q.answerable), start=1)]  # fmt: skip
+
+        frame = lab.collect(system, search, questions, {q.id: np.zeros(1) for q in questions})
         lab.Run(name, system, frame).save(out)
         for distance in DEFAULT_GRID if system in swept else ():
             cut_system = cut_name(system, distance)
@@ -81,19 +80,19 @@ def _headline(folder: Path) -> str:
     return next(line for line in head.splitlines() if line.startswith("- **"))
 
 
-def separating(i: int, answerable: bool) -> Hits:
+def separating(i: int, answerable: bool) -> HitList:
     """Answerable questions: the relevant event first at 0.30; no-answer questions: nothing nearer than 0.80."""
     return [(0.30, True), *_irrelevant(0.70)[:9]] if answerable else _irrelevant(0.80)
 
 
-def overlapping(i: int, answerable: bool) -> Hits:
+def overlapping(i: int, answerable: bool) -> HitList:
     """The nearest hit of either kind of question at the same spread of distances (0.30 to 0.75): distance says
     nothing about whether a question has an answer."""
     nearest = 0.30 + 0.05 * (i % 10)
     return [(round(nearest, 3), answerable), *_irrelevant(nearest + 0.01)[:9]]
 
 
-def near_miss(i: int, answerable: bool) -> Hits:
+def near_miss(i: int, answerable: bool) -> HitList:
     """Seven answerable questions in ten have an irrelevant hit at 0.30 and the answer at 0.60, while no-answer
     questions start at 0.52: a cut that spares the no-answer questions loses most answers."""
     if not answerable:
@@ -103,7 +102,7 @@ def near_miss(i: int, answerable: bool) -> Hits:
     return [(0.30, True), *_irrelevant(0.70)[:9]]
 
 
-def missing_some(i: int, answerable: bool) -> Hits:
+def missing_some(i: int, answerable: bool) -> HitList:
     """As `separating`, but every third answerable question's answer is not returned."""
     hits = separating(i, answerable)
     return [(d, False) for d, _ in hits] if answerable and i % 3 == 0 else hits

@@ -1,0 +1,174 @@
+"""A run folder's rankings and labels as TREC files, so trec_eval, ranx and ir-measures read them.
+
+    <out>/<dataset>.qrels               qid 0 docid 1            (the relevant events of each answerable question)
+    <out>/<dataset>__<system>.run       qid Q0 docid rank score tag
+    <out>/export.json                   which file is which data set and system, and the id scheme
+
+Documents are events, as memlab scores them: each question's hits mapped to their events in rank order (an event
+at the rank of the first unit that holds it). The docid is the event's identity, `app/user/session/event`, each
+part percent-encoded (`%`, `/`, whitespace and other reserved characters as %XX, UTF-8), so an event id that
+repeats across sessions or users (`D1:3` in every conversation) names one document each. The qid is the question
+id, percent-encoded the same way (question ids are unique within a data set; one qrels file per data set). The
+score is rank-derived (events returned minus position, higher is better): hybrid and time-aware systems do not
+rank by distance, and the events of one unit share a distance, so a distance score would let tools reorder ties.
+A question that got no hit has no line in the run file: tools then leave it out of their means, where memlab
+counts it as 0 (`trec_eval -c` counts it too)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+import pandas as pd
+
+from memlab.errors import ConfigError
+from memlab.lab.dataset import Question
+from memlab.lab.folder import RunFolder
+from memlab.lab.metrics import events_in_rank_order
+from memlab.lab.outputs import RUN, folder_kind, is_empty_folder
+from memlab.lab.runs import Run, slug
+
+INDEX = "export.json"
+Key = tuple[str, str]  # (session id, event id) within one question's app and user
+
+
+def part(text: str) -> str:
+    """One part of a qid or docid: percent-encoded so it holds no `/`, `%` or whitespace."""
+    return quote(str(text), safe="")
+
+
+def docid(app: str, user: str, session: str, event: str) -> str:
+    """An event's document id: `app/user/session/event`, each part percent-encoded."""
+    return "/".join(part(p) for p in (app, user, session, event))
+
+
+class _Sessions:
+    """Which sessions of a user hold an event id (labels/<dataset>.events.parquet)."""
+
+    def __init__(self, events: pd.DataFrame) -> None:
+        self._held: dict[tuple[str, str, str], list[str]] = {}
+        for app, user, session, event in zip(events.app_name, events.user_id, events.session_id, events.event_id,
+                                             strict=True):  # fmt: skip
+            held = self._held.setdefault((app, user, str(event)), [])
+            if session not in held:
+                held.append(session)
+
+    def holding(self, q: Question, event: str) -> list[str]:
+        return self._held.get((q.app_name, q.user_id, str(event)), [])
+
+
+def labels(q: Question, sessions: _Sessions) -> list[Key]:
+    """A question's relevant events as (session, event): the sessions its labels name, else the one session of
+    the user holding that id (or the one among `relevant_sessions`), as memlab resolves a label."""
+    given = list(getattr(q, "evidence", ()) or ()) or [(None, e) for e in q.relevant]
+    out = []
+    for session, event in given:
+        if session is None:
+            holders = sessions.holding(q, event)
+            narrowed = [s for s in holders if s in q.relevant_sessions] if len(holders) > 1 else holders
+            if len(narrowed) != 1:
+                raise ConfigError(f"question {q.id!r}: relevant event {event!r} is in sessions {holders} of user "
+                                  f"{q.user_id!r} and its label does not say which; name the session in the data "
+                                  "set and run it again")  # fmt: skip
+            session = narrowed[0]
+        out.append((str(session), str(event)))
+    return list(dict.fromkeys(out))
+
+
+def _hit_keys(q: Question, row: pd.Series, gold: Sequence[Key], sessions: _Sessions) -> list[Key]:
+    """The (session, event) of each event of one hit: as the run saved them; for a run saved without sessions,
+    the one session holding the id, else the labelled event it matches (as memlab scored such runs), else the
+    unit's session."""
+    ids = [str(e) for e in (row["event_ids"] if row["event_ids"] is not None else [])]
+    saved = row.get("event_sessions")
+    saved = list(saved) if saved is not None and not isinstance(saved, float) else []
+    if len(saved) == len(ids) and all(s is not None for s in saved):
+        return [(str(s), e) for s, e in zip(saved, ids, strict=True)]
+    keys = []
+    for e in ids:
+        holders = sessions.holding(q, e)
+        matched = [s for s, g in gold if g == e]
+        unit_session = row.get("session_id")
+        if len(holders) == 1:
+            keys.append((holders[0], e))
+        elif matched:
+            keys.append((matched[0], e))
+        elif isinstance(unit_session, str):
+            keys.append((unit_session, e))
+        else:
+            raise ConfigError(f"question {q.id!r}: a hit holds event {e!r}, which sessions {holders} of user "
+                              f"{q.user_id!r} hold, and the run did not save which; run the experiment again")
+    return keys
+
+
+def ranked_events(run: Run, questions: Iterable[Question], sessions: _Sessions) -> dict[str, list[Key]]:
+    """Question id -> its hits' events in rank order (each event once, at its first unit's rank)."""
+    by_id = {q.id: q for q in questions}
+    rows = run.frame[(run.frame["rank"] > 0) & run.frame.question_id.isin(by_id)].sort_values("rank", kind="stable")
+    units: dict[str, list[list[Key]]] = {}
+    gold = {qid: labels(q, sessions) for qid, q in by_id.items()}
+    for _, row in rows.iterrows():
+        q = by_id[row.question_id]
+        units.setdefault(q.id, []).append(_hit_keys(q, row, gold[q.id], sessions))
+    return {qid: events_in_rank_order(found) for qid, found in units.items()}
+
+
+def export_run(folder: str | Path, out: str | Path) -> list[dict[str, str]]:
+    """Write every (data set, system) of a run folder as a TREC run file and each data set's labels as a qrels
+    file under `out` (a new or empty folder, or an earlier export); returns what export.json lists."""
+    source = RunFolder(Path(folder))
+    if folder_kind(source.path) != RUN:
+        raise ConfigError(f"--run {folder}: not a memlab run folder (no memlab manifest.json); give the folder of "
+                          "a finished `memlab eval`.")  # fmt: skip
+    target = _claim(Path(out))
+    target.mkdir(parents=True, exist_ok=True)
+    files = []
+    for dataset in source.datasets:
+        questions = source.questions(dataset)
+        sessions = _Sessions(source.events(dataset))
+        qrels = target / f"{slug(dataset)}.qrels"
+        with qrels.open("w", encoding="utf-8") as f:
+            for q in questions:
+                for session, event in labels(q, sessions):
+                    f.write(f"{part(q.id)} 0 {docid(q.app_name, q.user_id, session, event)} 1\n")
+        by_id = {q.id: q for q in questions}
+        for system, run in source.runs(dataset).items():
+            path = target / f"{slug(dataset)}__{slug(system)}.run"
+            tag = slug(system)
+            with path.open("w", encoding="utf-8") as f:
+                for qid, events in ranked_events(run, questions, sessions).items():
+                    q = by_id[qid]
+                    for i, (session, event) in enumerate(events):
+                        f.write(f"{part(qid)} Q0 {docid(q.app_name, q.user_id, session, event)} {i + 1} "
+                                f"{len(events) - i} {tag}\n")  # fmt: skip
+            files.append({"dataset": dataset, "system": system, "run": path.name, "qrels": qrels.name})
+    index = {"made_by": "memlab", "folder": "export", "source": str(source.path), "k": source.k,
+             "docid": "app/user/session/event, each part percent-encoded (urllib.parse.quote, safe='')",
+             "qid": "question id, percent-encoded", "files": files}  # fmt: skip
+    (target / INDEX).write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return files
+
+
+def _claim(out: Path) -> Path:
+    """A new or empty folder, or one an earlier export wrote (its export.json says so; the files it listed are
+    removed first, so a system no longer in the run leaves no stale file): never the user's files."""
+    if not out.exists() and not out.is_symlink():
+        return out
+    if not out.is_dir():
+        raise ConfigError(f"--out {out}: this is a file, not a folder; give a new or empty folder.")
+    if is_empty_folder(out):
+        return out
+    try:
+        earlier = json.loads((out / INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        earlier = None
+    if not isinstance(earlier, dict) or earlier.get("folder") != "export":
+        raise ConfigError(f"--out {out}: the folder is not empty and holds no memlab export ({INDEX}); memlab only "
+                          "replaces its own exports, so nothing was written. Give a new or empty folder.")  # fmt: skip
+    for entry in earlier.get("files", []):
+        for name in (entry.get("run"), entry.get("qrels")):
+            if isinstance(name, str) and "/" not in name and (out / name).is_file():
+                (out / name).unlink()
+    return out
