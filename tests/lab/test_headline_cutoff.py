@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 import memlab
@@ -21,6 +22,7 @@ from memlab import lab
 from memlab.lab.folder import save_labels  # the writer a run uses for its labels
 from memlab.lab.scoring import cut
 from memlab.lab.sweeps.cutoff import DEFAULT_GRID, cut_name
+from memlab.lab.uncertainty import MIN_QUESTIONS, tied, too_few
 
 APP = "headline"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -166,3 +168,18 @@ def test_a_small_data_set_is_called_too_small_and_the_two_intervals_are_explaine
     assert "The first interval is where the best system's own recall@10" in head, "the two intervals explained"
     section = (folder / "report.md").read_text().split("## doctored", 1)[1]
     assert "**Too few questions to judge**: at most 6 answerable questions" in section, "and in its own section"
+
+
+def test_ties_are_equal_means_or_the_same_score_on_every_question():
+    frame = pd.DataFrame([
+        {"dataset": "d", "system": s, "question_id": f"q{i}", "answerable": True, "recall": r}
+        for s, scores in {"a": [1, 0, 1, 1], "b": [1, 0, 1, 1], "c": [0, 1, 1, 1], "d": [0, 0, 1, 1],
+                          "e": [1, 0, 1, 1, None]}.items()
+        for i, r in enumerate(scores)
+    ])  # fmt: skip
+    means = frame.groupby("system", sort=False).recall.mean()
+    means["e"] += 0.25  # a mean over other questions: different, yet the same score on every shared question
+    assert tied(means, "a", frame, dataset="d", metric="recall@10") == ["a", "b", "c", "e"]
+    assert tied(means, "a") == ["a", "b", "c"], "without the per-question table: equal means only"
+    assert tied(means, "d", frame, dataset="d", metric="recall@10") == ["d"]
+    assert too_few(MIN_QUESTIONS - 1) and not too_few(MIN_QUESTIONS)
