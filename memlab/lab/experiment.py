@@ -25,6 +25,7 @@ from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder, save_labels
 from memlab.lab.loaders import load_dataset
 from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
+from memlab.lab.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.runs import Run, collect, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
@@ -125,11 +126,13 @@ def _vectors(env: Env, cache: dict, dataset: Dataset, embedder: str) -> dict[str
     return cache[key]
 
 
-def run_systems(env: Env, dataset: Dataset, systems: list, out: Path) -> list[Run]:
-    """Ask every system every question of `dataset`; save each run (and each reference run once)."""
+def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: RunProgress | None = None
+                ) -> list[Run]:  # fmt: skip
+    """Ask every system every question of `dataset`; save each run (and each reference run once). Each system
+    (with its reference run) is one step of `steps`, the experiment's progress display."""
     done: dict[str, Run] = {}
     vectors: dict = {}
-    for system in systems:
+    for system in (steps or NoProgress()).each(systems, lambda s: f"{dataset.name}: {s.name}"):
         if isinstance(system, CutoffSystem):
             parent = done.get(system.parent)
             if parent is None:
@@ -157,12 +160,13 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path) -> list[Ru
 
 def run_experiment(
     config: ExperimentConfig, out: Path, *, dsn: str | None = None, home: str | Path | None = None,
-    progress: bool = False, log=print, previous: Path | None = None,
+    progress: bool | RunProgress = False, log=print, previous: Path | None = None,
 ) -> Path:  # fmt: skip
     """Run a configured experiment into `out` and return it. Data sets are loaded and checked before anything
     else; then every data set runs on a fresh database (`dsn`, else the embedded server under `home`, else
     MEMLAB_HOME). Results of an earlier run in `out` are removed first: a folder holds one run. `previous`
-    names an earlier run folder to compare hit distances with (drift)."""
+    names an earlier run folder to compare hit distances with (drift). `progress` draws one overall line
+    (steps done of the total, ETA): True on the terminal, or a given RunProgress; no bar per step."""
     import shutil
 
     from memlab.storage.store import scratch_store
@@ -192,25 +196,30 @@ def run_experiment(
     embedders, skipped = make_embedders(cfg["embedders"], home=home)
     manifest["embedders"] = {name: e.model_id for name, e in embedders.items()}
     manifest["skipped_embedders"] = skipped
-    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh:
+    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps:
         manifest["versions"] = _versions(store)
-        env = Env(fresh, embedders, k=cfg["k"], progress=progress, extractor_options={"llm": cfg.get("llm")})
+        # one overall display: the per-step bars (ingest, questions, extraction) stay off
+        env = Env(fresh, embedders, k=cfg["k"], progress=False, extractor_options={"llm": cfg.get("llm")})
+        work = []
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
-            save_labels(out, scoped)
-            log(f"{dataset.name}: {dataset.summary()}")
             systems = systems_for(scoped, cfg, embedders) if scoped.questions else []
-            run_systems(env, scoped, systems, out)
+            work.append((scoped, systems, [n for n in applies(cfg, dataset.name)
+                                           if hasattr(sweep_module(n), "measure")]))  # fmt: skip
+        steps.plan(sum(len(systems) + len(measured) for _, systems, measured in work) + 1)
+        for scoped, systems, measured in work:
+            save_labels(out, scoped)
+            log(f"{scoped.name}: {scoped.summary()}")
+            run_systems(env, scoped, systems, out, steps=steps)
             context = SweepContext(cfg, systems)
-            for name in applies(cfg, dataset.name):
-                module = sweep_module(name)
-                if hasattr(module, "measure"):
-                    module.measure(env, scoped, sweep_options(cfg, name), context, out)
-    score_folder(out)
-    manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    seconds=round(time.perf_counter() - started, 1), peak_memory_mb=peak_memory_mb())  # fmt: skip
-    _write_manifest(out, manifest)
-    write_report(out)
+            for name in steps.each(measured, lambda n, d=scoped.name: f"{d}: {n} sweep"):
+                sweep_module(name).measure(env, scoped, sweep_options(cfg, name), context, out)
+        with steps.step("scores and report"):
+            score_folder(out)
+            manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                            seconds=round(time.perf_counter() - started, 1), peak_memory_mb=peak_memory_mb())
+            _write_manifest(out, manifest)
+            write_report(out)
     return out
 
 

@@ -1,0 +1,52 @@
+"""An experiment shows one overall progress line (steps done of the total, with an ETA), not a bar per step."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from memlab import lab
+from memlab.lab.progress import RunProgress, run_progress
+from tests.conftest import ROOT
+
+
+def test_an_experiment_draws_one_overall_progress_line(tmp_path, memlab_home, store, capsys):
+    config = lab.parse_config({
+        "name": "progress",
+        "datasets": [{"name": "fixtures", "format": "fixtures", "path": str(ROOT / "fixtures" / "events")}],
+        "systems": [{"name": "pg-exact", "strategy": "exact"},
+                    {"name": "hnsw", "strategy": "hnsw", "ef_search": 40, "iterative_scan": "relaxed_order"}],
+        "sweeps": ["ingest"],
+        "options": {"ingest": {"repeat": 1}},
+    }, source="<test>")  # fmt: skip
+    screen = io.StringIO()
+    display = RunProgress(Console(file=screen, width=120, force_terminal=False, color_system=None))
+    lab.run_experiment(config, tmp_path / "run", progress=display, log=lambda *_: None)
+
+    tasks = display.progress.tasks
+    assert len(tasks) == 1, "one overall task, not one per step"
+    steps = 2 + 1 + 1  # two systems on one data set, one measuring sweep (ingest), scores and report
+    assert tasks[0].total == steps and tasks[0].completed == steps and tasks[0].finished
+    drawn = [line for line in screen.getvalue().splitlines() if line.strip()]
+    assert len(drawn) == 1 and f"{steps}/{steps} steps" in drawn[0], drawn
+    elsewhere = capsys.readouterr()
+    bars = [line for line in (elsewhere.out + elsewhere.err).splitlines() if "━" in line or "100%" in line]
+    assert not bars, f"per-step bars printed: {bars[:5]}"
+    assert "\n\n\n" not in elsewhere.out, "no runs of blank lines"
+
+
+def test_the_display_counts_steps_and_keeps_quiet_when_off():
+    screen = io.StringIO()
+    with RunProgress(Console(file=screen, width=120, force_terminal=False, color_system=None)) as display:
+        display.plan(4)
+        for name in ("a", "b", "c", "d"):
+            with display.step(name):
+                pass
+    assert display.total == display.completed == 4
+    assert "4/4 steps" in screen.getvalue()
+    quiet = run_progress(False)
+    quiet.plan(2)
+    with quiet.step("x"):
+        pass
+    assert (quiet.total, quiet.completed) == (2, 1)
