@@ -12,7 +12,8 @@ id, percent-encoded the same way (question ids are unique within a data set; one
 score is rank-derived (events returned minus position, higher is better): hybrid and time-aware systems do not
 rank by distance, and the events of one unit share a distance, so a distance score would let tools reorder ties.
 A question that got no hit has no line in the run file: tools then leave it out of their means, where memlab
-counts it as 0 (`trec_eval -c` counts it too)."""
+counts it as 0 (`trec_eval -c` counts it too). A run saved before memlab recorded each hit's sessions gives an
+event id several sessions of the user hold, and no label names, the session `*` (what such a run was scored as)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from memlab.lab.runs import Run, slug
 
 INDEX = "export.json"
 Key = tuple[str, str]  # (session id, event id) within one question's app and user
+UNKNOWN = "*"  # the session part of an event a run saved without its session (never an encoded part: * is %2A)
 
 
 def part(text: str) -> str:
@@ -40,8 +42,8 @@ def part(text: str) -> str:
 
 
 def docid(app: str, user: str, session: str, event: str) -> str:
-    """An event's document id: `app/user/session/event`, each part percent-encoded."""
-    return "/".join(part(p) for p in (app, user, session, event))
+    """An event's document id: `app/user/session/event`, each part percent-encoded (an UNKNOWN session as is)."""
+    return "/".join([part(app), part(user), session if session == UNKNOWN else part(session), part(event)])
 
 
 class _Sessions:
@@ -78,28 +80,25 @@ def labels(q: Question, sessions: _Sessions) -> list[Key]:
 
 
 def _hit_keys(q: Question, row: pd.Series, gold: Sequence[Key], sessions: _Sessions) -> list[Key]:
-    """The (session, event) of each event of one hit: as the run saved them; for a run saved without sessions,
-    the one session holding the id, else the labelled event it matches (as memlab scored such runs), else the
-    unit's session."""
+    """The (session, event) of each event of one hit: as the run saved them; for a run saved without them, the
+    one session of the user holding the id, else the labelled event it matches, else the unit's session, else
+    UNKNOWN (such a run was scored on the event id alone, and so is its export)."""
     ids = [str(e) for e in (row["event_ids"] if row["event_ids"] is not None else [])]
     saved = row.get("event_sessions")
     saved = list(saved) if saved is not None and not isinstance(saved, float) else []
     if len(saved) == len(ids) and all(s is not None for s in saved):
         return [(str(s), e) for s, e in zip(saved, ids, strict=True)]
+    unit_session = row.get("session_id")
     keys = []
     for e in ids:
         holders = sessions.holding(q, e)
         matched = [s for s, g in gold if g == e]
-        unit_session = row.get("session_id")
         if len(holders) == 1:
             keys.append((holders[0], e))
         elif matched:
             keys.append((matched[0], e))
-        elif isinstance(unit_session, str):
-            keys.append((unit_session, e))
         else:
-            raise ConfigError(f"question {q.id!r}: a hit holds event {e!r}, which sessions {holders} of user "
-                              f"{q.user_id!r} hold, and the run did not save which; run the experiment again")
+            keys.append((unit_session if isinstance(unit_session, str) else UNKNOWN, e))
     return keys
 
 
