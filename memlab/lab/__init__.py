@@ -14,6 +14,7 @@ from memlab.lab import bench, outputs, plots
 from memlab.lab.compare import Comparison, compare_runs, config_differences, write_comparison
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.dataset_checks import dataset_warnings
 from memlab.lab.experiment import (
     default_run_folder,
     headline,
@@ -128,6 +129,7 @@ __all__ = [
     "compare_runs",
     "config_differences",
     "cutoff_grid",
+    "dataset_warnings",
     "default_run_folder",
     "drift",
     "evaluate_answerability",

@@ -22,6 +22,7 @@ from memlab.embedding.base import Embedder, embed_queries
 from memlab.errors import ConfigError
 from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
+from memlab.lab.dataset_checks import dataset_warnings
 from memlab.lab.folder import RunFolder, save_labels
 from memlab.lab.loaders import load_dataset
 from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
@@ -191,6 +192,7 @@ def run_experiment(
         "datasets": [{"name": d.name, "checksum": d.checksum(), **d.summary(),
                       "path": str(spec.get("path", "")), "format": spec.get("format")}
                      for d, spec in zip(datasets, cfg["datasets"], strict=True)],
+        "warnings": dataset_warnings(datasets, cfg, log),  # features the data cannot serve (run log, report.md)
     }  # fmt: skip
     _write_manifest(out, manifest)
     embedders, skipped = make_embedders(cfg["embedders"], home=home)

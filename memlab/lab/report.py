@@ -9,6 +9,7 @@ import pandas as pd
 
 from memlab.lab.cutoff_advice import CutoffAdvice, advise, cutoff_options
 from memlab.lab.cutoff_advice import sentence as cutoff_sentence
+from memlab.lab.dataset_checks import warning_lines
 from memlab.lab.sweeps.cutoff import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.uncertainty import MIN_QUESTIONS, intervals, tied, too_few
 
@@ -267,6 +268,7 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
     gate = _gate_table(folder, baseline)
     head = headline_lines(folder, k, gate)
     parts += head
+    parts += warning_lines(manifest)  # what the data cannot serve in this config
     html_tables: list[tuple[str, pd.DataFrame]] = []
     if manifest.get("datasets"):
         ds = pd.DataFrame(manifest["datasets"])
