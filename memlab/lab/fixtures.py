@@ -16,6 +16,8 @@ from memlab.errors import FixtureError
 from memlab.events.filters import SKIP_REASONS
 from memlab.facts.types import Candidate
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.problems import listed
+from memlab.lab.suggest import did_you_mean
 from memlab.types import Event, FunctionCall, FunctionResponse, Session
 
 _TOP_KEYS = {"app", "user", "description", "sessions", "queries", "replay", "expected"}
@@ -71,7 +73,7 @@ class _Ctx:
             raise self.fail(
                 f"{where}.{key}",
                 value.key_lines.get(key, value.line),
-                f"unknown key {key!r}; allowed keys are {sorted(allowed)}",
+                f"unknown key {key!r}{did_you_mean(key, allowed)}; allowed keys are {sorted(allowed)}",
             )
         return value
 
@@ -239,6 +241,7 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
                 )
             )
     questions = []
+    bad: list[tuple[int, str]] = []  # every bad reference, so one check lists them all
     for qi, raw_query in enumerate(ctx.seq(top, "queries", "(top)") if "queries" in top else []):
         where = f"queries[{qi}]"
         qm = ctx.mapping(raw_query, where, top.key_lines["queries"], _QUERY_KEYS)
@@ -247,13 +250,10 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
             raise ctx.fail(where, qm.line, "required key 'relevant' is missing (use [] for a no-answer question)")
         for rid in relevant:
             if rid not in event_ids:
-                raise ctx.fail(f"{where}.relevant", qm.key_lines["relevant"], f"event id {rid!r} is not in this file")
-            if rid in skips:
-                raise ctx.fail(
-                    f"{where}.relevant",
-                    qm.key_lines["relevant"],
-                    f"event {rid!r} is expected to be skipped ({skips[rid]}), so it can never be found",
-                )
+                bad.append((qm.key_lines["relevant"], f"{where}.relevant: event id {rid!r} is not in this file"))
+            elif rid in skips:
+                bad.append((qm.key_lines["relevant"], f"{where}.relevant: event {rid!r} is expected to be skipped "
+                                                      f"({skips[rid]}), so it can never be found"))  # fmt: skip
         questions.append(
             Question(
                 id=ctx.string(qm, "id", where),
@@ -266,6 +266,9 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
                 fact_key=ctx.string(qm, "fact_key", where, required=False),
             )
         )
+    if bad:
+        raise listed(path, bad, "bad references", "A query's `relevant` must name events of this file that the "
+                     "ingest filter keeps")  # fmt: skip
     history = UserHistory(
         app_name=app,
         user_id=user,

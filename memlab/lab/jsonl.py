@@ -28,6 +28,8 @@ from memlab.facts.memory import SUBJECT
 from memlab.facts.registry import default_registry
 from memlab.facts.types import Candidate
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.problems import listed
+from memlab.lab.suggest import unknown_keys
 from memlab.types import Event, Session
 
 DEFAULT_APP = "default"
@@ -66,7 +68,7 @@ def _time(path: Path, line: int, value: Any, key: str) -> datetime:
 def _unknown(path: Path, line: int, raw: dict, allowed: set[str], what: str) -> None:
     extra = sorted(set(raw) - allowed)
     if extra:
-        raise _fail(path, line, f"unknown key(s) {extra} in a {what}; allowed: {sorted(allowed)}")
+        raise _fail(path, line, f"{unknown_keys(extra, allowed)} in a {what}; allowed: {sorted(allowed)}")
 
 
 def _facts(path: Path, line: int, raw: Any, event: Event, session_id: str, where: str) -> list[Candidate]:
@@ -81,7 +83,7 @@ def _facts(path: Path, line: int, raw: Any, event: Event, session_id: str, where
             raise _fail(path, line, f"{at}expected an object, got {type(fact).__name__}")
         extra = sorted(set(fact) - _FACT_KEYS)
         if extra:
-            raise _fail(path, line, f"{at}unknown key(s) {extra}; allowed: {sorted(_FACT_KEYS)}")
+            raise _fail(path, line, f"{at}{unknown_keys(extra, _FACT_KEYS)}; allowed: {sorted(_FACT_KEYS)}")
         subject = _string(path, line, fact, "subject", where=at)
         if not SUBJECT.fullmatch(subject):
             raise _fail(path, line, f"{at}subject {subject!r} must be 'user', 'user.<relation>' (user.partner) or "
@@ -124,7 +126,7 @@ def _session(path: Path, line: int, raw: dict) -> tuple[Session, list[Candidate]
             raise _fail(path, line, f"{where}expected an object, got {type(ev).__name__}")
         extra = sorted(set(ev) - _EVENT_KEYS)
         if extra:
-            raise _fail(path, line, f"{where}unknown key(s) {extra}; allowed: {sorted(_EVENT_KEYS)}")
+            raise _fail(path, line, f"{where}{unknown_keys(extra, _EVENT_KEYS)}; allowed: {sorted(_EVENT_KEYS)}")
         eid = _string(path, line, ev, "id", where=where)
         if eid in seen:
             raise _fail(path, line, f"{where}event id {eid!r} repeats inside the session; event ids must be unique")
@@ -171,17 +173,10 @@ def _question(path: Path, line: int, raw: dict) -> Question:
     )
 
 
-SHOWN_PROBLEMS = 20  # bad references listed by name; the rest are counted
-
-
 def _references(path: Path, bad: list[tuple[int, str]]) -> FixtureError:
-    """All the bad references of a file in one error: the count, the first SHOWN_PROBLEMS with their lines."""
-    if len(bad) == 1:
-        return _fail(path, bad[0][0], bad[0][1])
-    shown = "; ".join(f"line {number}: {message}" for number, message in bad[:SHOWN_PROBLEMS])
-    more = f"; and {len(bad) - SHOWN_PROBLEMS} more" if len(bad) > SHOWN_PROBLEMS else ""
-    return FixtureError(f"{path}: {len(bad)} bad references ({shown}{more}). A question's `relevant` must name events, "
-                        "and `relevant_sessions` sessions, of the question's own app and user")  # fmt: skip
+    """All the bad references of a file in one error: the count, the first ones with their lines."""
+    return listed(path, bad, "bad references", "A question's `relevant` must name events, and `relevant_sessions` "
+                  "sessions, of the question's own app and user")  # fmt: skip
 
 
 def _json_document(path: Path, lines: list[str]) -> FixtureError | None:

@@ -91,6 +91,9 @@ def test_a_bad_set_value_names_the_override_not_the_file(tmp_path):
     assert lab.load_config(fixed, ["k=5"]).k == 5
     res = _cli("eval", "--config", str(fixed), "--set", "name=other", "--out", str(tmp_path / "o"))
     assert res.exit_code == 2 and "fixed.yaml: k must be" in res.output and "--set" not in res.output
+    res = _cli("eval", "--config", path, "--set", "sweeps=[granularty]", "--out", str(tmp_path / "o"))
+    assert res.exit_code == 2 and "--set sweeps=[granularty]:" in res.output, "brackets are shown, not markup"
+    assert "did you mean 'granularity'?" in res.output
     assert not (tmp_path / "o").exists()
 
 
@@ -137,3 +140,31 @@ def test_every_option_a_sweep_reads_is_a_known_key(tmp_path):
                           "sweeps": [sweep], "options": {sweep: {**options, "datasets": ["d"]}}})  # fmt: skip
     for name in lab.suite_names():
         lab.load_suite(name)
+
+
+def test_a_fixture_file_lists_every_bad_reference_too(tmp_path):
+    queries = [{"id": f"q{i}", "text": "which?", "relevant": [f"gone{i}"]} for i in range(22)]
+    fixture = tmp_path / "refs.json"
+    fixture.write_text(json.dumps({"app": "a", "user": "u", "sessions": [{"id": "s1", "events": [
+        {"id": "e1", "author": "user", "at": "2026-01-01T10:00:00Z", "text": "I live in Lyon these days."}]}],
+        "queries": queries}, indent=2))  # fmt: skip
+    res = _cli("check-dataset", str(fixture), "--format", "fixtures")
+    assert res.exit_code == 2
+    assert "22 bad references" in res.output and "'gone0'" in res.output and "and 2 more" in res.output
+
+
+def test_a_misspelt_key_in_a_data_file_gets_the_nearest_valid_one(tmp_path):
+    record = json.loads(EXAMPLE_JSONL.read_text().splitlines()[0])
+    record["events"][0]["auther"] = record["events"][0].pop("author")
+    bad = tmp_path / "typo.jsonl"
+    bad.write_text(json.dumps(record) + "\n")
+    res = _cli("check-dataset", str(bad))
+    assert res.exit_code == 2 and "did you mean 'author'?" in res.output
+    question = {"type": "question", "id": "q", "user": "nadia", "app": "travel-agent", "text": "x?", "relevent": []}
+    bad.write_text(EXAMPLE_JSONL.read_text().splitlines()[0] + "\n" + json.dumps(question) + "\n")
+    res = _cli("check-dataset", str(bad))
+    assert res.exit_code == 2 and "did you mean 'relevant'?" in res.output
+    fixture = tmp_path / "one.yaml"
+    fixture.write_text("app: a\nuser: u\nsessions:\n  - id: s1\n    evnets: []\n")
+    res = _cli("check-dataset", str(fixture), "--format", "fixtures")
+    assert res.exit_code == 2 and "did you mean 'events'?" in res.output
