@@ -322,6 +322,7 @@ class Hit:
     lexical: float | None = None  # full-text BM25 score over the rendered text; None where full-text search was not run
     coverage: float | None = None  # share of the query's IDF mass the unit holds (full-text search), 0..1
     score: float | None = None  # the fused score in hybrid or time-aware searches (higher is better)
+    event_sessions: tuple[str, ...] = ()  # the session of each event id, where a unit spans sessions (a fact)
 
 
 class Hits(list[Hit]):

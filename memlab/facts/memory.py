@@ -94,7 +94,8 @@ class FactIngestReport:
 
 @dataclass(frozen=True)
 class FactHit:
-    """A served fact: the rendered line in `text`, cosine `distance` to the query, provenance event ids."""
+    """A served fact: the rendered line in `text`, cosine `distance` to the query, provenance event ids and the
+    session of each (an event id is unique within its session only)."""
 
     fact: Fact
     text: str
@@ -102,6 +103,7 @@ class FactHit:
     confidence: float
     user_id: str
     event_ids: tuple[str, ...] = ()
+    event_sessions: tuple[str, ...] = ()
 
     @property
     def unit_id(self) -> str:
@@ -457,12 +459,11 @@ class FactMemory:
         keys = [f"{f.subject} {f.predicate.replace('_', ' ')}: {f.value}" for _, f, _ in served]
         vectors = embed_transient(self.embedder, keys)  # derived from the user's facts: never written to disk
         distances = 1.0 - vectors @ embed_query_transient(self.embedder, query)
-        hits = [
-            FactHit(
-                fact, line, float(d), round(conf, 4), owner, tuple(provenance.get((owner, *fact.key, fact.value), ()))
-            )
-            for (owner, fact, conf), line, d in zip(served, lines, distances, strict=True)
-        ]
+        hits = []
+        for (owner, fact, conf), line, d in zip(served, lines, distances, strict=True):
+            events = provenance.get((owner, *fact.key, fact.value), [])
+            hits.append(FactHit(fact, line, float(d), round(conf, 4), owner, tuple(e for _, e in events),
+                                tuple(s for s, _ in events)))  # fmt: skip
         hits.sort(key=lambda h: (round(h.distance, 6), -h.fact.confirmed_at.timestamp()))
         return hits[:limit]
 

@@ -53,7 +53,7 @@ from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import breakdown, format_cell, markdown_table
 from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
-from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, size_bucket, summarize
+from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, session_recall, size_bucket, summarize
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.synth import generate as generate_synth
 from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
@@ -181,6 +181,7 @@ __all__ = [
     "run_systems",
     "score",
     "score_folder",
+    "session_recall",
     "size_bucket",
     "suite_names",
     "summarize",

@@ -21,6 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from memlab.events.answerability import FEATURES, AnswerabilityGate, question_features
+from memlab.lab.identity import relevant_hits
 from memlab.lab.scoring import score
 from memlab.lab.sweeps.cutoff import cutoff_grid
 
@@ -213,15 +214,14 @@ HIT_FEATURES = ("distance", "rank", "behind_first", "lexical")
 def hit_table(run: pd.DataFrame, questions, k: int) -> pd.DataFrame:
     """One row per hit within k: its distance, rank, distance behind the question's first hit, full-text rank,
     and whether it holds a relevant event (every hit of a no-answer question is irrelevant)."""
-    relevant = {q.id: set(q.relevant) for q in questions}
+    relevant = {q.id: q.evidence for q in questions}  # (session, event): ids repeat across sessions
     hits = run[(run["rank"] > 0) & (run["rank"] <= k) & run.question_id.isin(relevant)].copy()
     if hits.empty:
         return pd.DataFrame(columns=[*HIT_FEATURES, "relevant"])
     first = hits.groupby("question_id").distance.transform("min")
     hits["behind_first"] = hits.distance - first
     hits["lexical"] = hits["lexical"].fillna(0.0) if "lexical" in hits else 0.0
-    hits["relevant"] = [bool(relevant[q] & set(ids)) for q, ids in zip(hits.question_id, hits.event_ids,
-                                                                        strict=True)]  # fmt: skip
+    hits["relevant"] = relevant_hits(hits, relevant)
     return hits[["question_id", *HIT_FEATURES, "relevant"]].reset_index(drop=True)
 
 

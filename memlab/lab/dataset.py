@@ -1,16 +1,21 @@
 """`Dataset`: the labelled form every data set is turned into (memlab JSONL, LongMemEval files, fixture YAML,
-memlab-synth): users with their sessions, and questions that name the event ids answering them (an empty list
-means nothing in memory answers it: the right result is no hit)."""
+memlab-synth): users with their sessions, and questions that name the events answering them (an empty list
+means nothing in memory answers it: the right result is no hit). A label is (session, event id) within the
+question's user (`Question.evidence`), since an event id is unique within its session only (memlab.lab.identity);
+a Dataset fills in the session of a label given by id alone."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from memlab.errors import FixtureError
 from memlab.facts.types import Candidate
+from memlab.lab.identity import EventKey, resolve, session_index
 from memlab.types import Session
 
 
@@ -28,6 +33,14 @@ class Question:
     fact_key: str | None = None  # "subject/predicate" the question asks about, when it asks about a fact
     relevant_sessions: tuple[str, ...] = ()  # session-level labels, where turn-level ones are not enough
     answer: str | None = None  # the expected answer text, when the data set gives one
+    evidence: tuple[EventKey, ...] = ()  # (session, event id) of each relevant event; session None until resolved
+
+    def __post_init__(self) -> None:
+        ids = tuple(dict.fromkeys(e for _, e in self.evidence))
+        if self.evidence and (not self.relevant or set(ids) == set(self.relevant)):
+            object.__setattr__(self, "relevant", ids)  # the labelled ids follow the evidence: they cannot disagree
+        else:  # labelled by id alone (or the ids were replaced): a Dataset fills in each session
+            object.__setattr__(self, "evidence", tuple((None, e) for e in self.relevant))
 
     @property
     def answerable(self) -> bool:
@@ -63,6 +76,24 @@ class Dataset:
     name: str
     users: list[UserHistory]
     questions: list[Question]
+
+    def __post_init__(self) -> None:
+        """Every label gets its session (refused where an id is ambiguous): scoring compares (session, event).
+        Question ids must be unique: runs, scores and the gate key a question by its id within the data set."""
+        repeated = sorted(qid for qid, n in Counter(q.id for q in self.questions).items() if n > 1)
+        if repeated:
+            raise FixtureError(f"{self.name}: question id(s) {repeated[:5]} repeat; a question id must be unique "
+                               "within a data set (prefix it with the user or conversation)")  # fmt: skip
+        index = self._event_sessions()
+        self.questions = [
+            replace(q, evidence=resolve(q.id, q.user_id, q.relevant, q.evidence, q.relevant_sessions,
+                                        index.get((q.app_name, q.user_id)), where=f"{self.name}: "))
+            if any(session is None for session, _ in q.evidence) else q
+            for q in self.questions
+        ]  # fmt: skip
+
+    def _event_sessions(self) -> dict[tuple[str, str], dict[str, list[str]]]:
+        return session_index((s.app_name, s.user_id, s.id, e.id) for s in self.sessions() for e in s.events)
 
     def sessions(self) -> Iterator[Session]:
         for user in self.users:
@@ -106,9 +137,14 @@ class Dataset:
             for e in s.events:
                 row = [e.id, e.author, e.timestamp.isoformat(), e.text]
                 digest.update(json.dumps(row, ensure_ascii=False).encode())
+        # which session a label names is content only where an id is in several sessions of a user (checksums of
+        # data sets with unique ids stay what they were)
+        repeats = any(len(held) > 1 for events in self._event_sessions().values() for held in events.values())
         for q in self.questions:
-            digest.update(json.dumps([q.id, q.app_name, q.user_id, q.text, list(q.relevant), q.qtype,
-                                      q.asked_at.isoformat() if q.asked_at else None], ensure_ascii=False).encode())
+            row = [q.id, q.app_name, q.user_id, q.text, list(q.relevant), q.qtype,
+                   q.asked_at.isoformat() if q.asked_at else None]  # fmt: skip
+            digest.update(json.dumps(row + ([[s for s, _ in q.evidence]] if repeats else []),
+                                     ensure_ascii=False).encode())  # fmt: skip
         return digest.hexdigest()
 
     def texts(self, min_chars: int = 15) -> list[str]:

@@ -24,6 +24,7 @@ from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
 from memlab.lab.dataset_checks import dataset_warnings
 from memlab.lab.folder import RunFolder, save_labels
+from memlab.lab.identity import unique_sessions
 from memlab.lab.loaders import load_dataset
 from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
@@ -232,14 +233,14 @@ def question_scores(folder: RunFolder, dataset: str) -> pd.DataFrame:
     questions = folder.questions(dataset)
     events = folder.events(dataset)
     sizes = events.groupby(["app_name", "user_id"]).size().to_dict()
-    event_session = dict(zip(events.event_id, events.session_id, strict=True)) if any(
-        q.relevant_sessions for q in questions) else {}
+    labels = any(q.relevant_sessions for q in questions)
     frames = []
     for run in runs.values():
         ref = runs.get(run.reference) if run.reference else None
         scored = score(run.frame, questions, k=k, exact=ref.frame if ref is not None else None, memory_sizes=sizes)
-        if event_session:
-            scored["session_recall"] = scored.question_id.map(session_recall(run.frame, questions, event_session, k))
+        if labels:  # hits carry their sessions; a run saved without them falls back on ids only one session holds
+            fallback = None if "event_sessions" in run.frame.columns else unique_sessions(events)
+            scored["session_recall"] = scored.question_id.map(session_recall(run.frame, questions, k, fallback))
         frames.append(scored.assign(dataset=dataset))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

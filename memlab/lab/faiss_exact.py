@@ -1,7 +1,8 @@
 """FAISS exact search over the same units, scoped the same way: the ground truth every recall is measured against.
 
 One `IndexFlatIP` per (app, user): vectors are unit length, so inner product ranks exactly as cosine, and
-cosine distance = 1 - inner product, comparable with pgvector's `<=>`.
+cosine distance = 1 - inner product, comparable with pgvector's `<=>`. Each hit carries its session, as pgvector's
+do: a unit is (session, unit id), and an event unit's id is its event id, which other sessions reuse.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class _UserIndex:
     unit_ids: list[str]
     bodies: list[str]
     event_ids: list[tuple[str, ...]]
+    session_ids: list[str | None]
 
 
 class FaissExact:
@@ -39,8 +41,8 @@ class FaissExact:
         with memory.store.connection() as conn:
             rows = housekeeping.scoped_vectors(conn, memory.model, memory.layer, app_name, user_id)
         grouped: dict[tuple[str, str], list] = defaultdict(list)
-        for app, user, unit_id, body, event_ids, vector in rows:
-            grouped[(app, user)].append((unit_id, body, tuple(event_ids), vector))
+        for app, user, unit_id, body, event_ids, vector, session_id in rows:
+            grouped[(app, user)].append((unit_id, body, tuple(event_ids), vector, session_id))
         exact = cls(memory.embedder)
         for (app, user), items in grouped.items():
             exact.add_user(
@@ -50,6 +52,7 @@ class FaissExact:
                 vectors=np.vstack([np.asarray(i[3], dtype=np.float32) for i in items]),
                 bodies=[i[1] for i in items],
                 event_ids=[i[2] for i in items],
+                session_ids=[i[4] for i in items],
             )
         return exact
 
@@ -62,12 +65,14 @@ class FaissExact:
         vectors: np.ndarray,
         bodies: list[str] | None = None,
         event_ids: list[tuple[str, ...]] | None = None,
+        session_ids: list[str | None] | None = None,
     ) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         index = faiss.IndexFlatIP(vectors.shape[1])
         index.add(vectors)
         self._users[(app_name, user_id)] = _UserIndex(
-            index, list(unit_ids), bodies or [""] * len(unit_ids), event_ids or [()] * len(unit_ids)
+            index, list(unit_ids), bodies or [""] * len(unit_ids), event_ids or [()] * len(unit_ids),
+            list(session_ids) if session_ids is not None else [None] * len(unit_ids),
         )
 
     def users(self) -> list[tuple[str, str]]:
@@ -95,6 +100,7 @@ class FaissExact:
                     text=entry.bodies[i],
                     distance=float(1.0 - s),
                     event_ids=entry.event_ids[i],
+                    session_id=entry.session_ids[i],
                 )
                 for s, i in zip(scores[0], idx[0], strict=True)
                 if i >= 0

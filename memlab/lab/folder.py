@@ -1,8 +1,8 @@
 """A run folder, read back: labels, runs, tables and scores. Scoring and reports read only from here.
 
     runs/<dataset>__<system>.parquet   each question's hit list, one file per data set x system
-    labels/<dataset>.questions.parquet the questions with their labels
-    labels/<dataset>.events.parquet    event id -> app, user, session (memory size, session labels)
+    labels/<dataset>.questions.parquet the questions with their labels: each labelled event's id and session
+    labels/<dataset>.events.parquet    app, user, session, event id of every event (memory size, texts)
     tables/<sweep>__<dataset>.parquet  what a sweep measured that is not a ranked list (filtered search, ingest)
     question_scores.parquet            per-question scores
     scores.csv / scores.parquet        long form: dataset, system, metric, value, questions
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +22,9 @@ from typing import TypeVar
 
 import pandas as pd
 
+from memlab.errors import FixtureError
 from memlab.lab.dataset import Dataset, Question
+from memlab.lab.identity import resolve, session_index
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.redact)
 from memlab.lab.runs import Run, load_runs, slug
 
@@ -48,7 +50,9 @@ def save_labels(folder: Path, dataset: Dataset) -> None:
     pd.DataFrame(
         [{"id": q.id, "app_name": q.app_name, "user_id": q.user_id, "text": q.text, "relevant": list(q.relevant),
           "asked_at": q.asked_at.isoformat() if q.asked_at else None, "qtype": q.qtype, "fact_key": q.fact_key,
-          "relevant_sessions": list(q.relevant_sessions), "answer": q.answer} for q in dataset.questions]
+          "relevant_sessions": list(q.relevant_sessions), "answer": q.answer,
+          "evidence_sessions": [s for s, _ in q.evidence], "evidence_events": [e for _, e in q.evidence]}
+         for q in dataset.questions]
     ).pipe(write_parquet, labels / f"{slug(dataset.name)}.questions.parquet")  # fmt: skip
     pd.DataFrame(
         [(s.app_name, s.user_id, s.id, e.id, e.author, _shown(e.text)) for s in dataset.sessions() for e in s.events],
@@ -70,6 +74,22 @@ def _check_labels_free(labels: Path, name: str) -> None:
 def save_table(folder: Path, sweep: str, dataset: str, frame: pd.DataFrame) -> Path:
     path = folder / "tables" / f"{sweep}__{slug(dataset)}.parquet"
     return write_parquet(frame, path)
+
+
+def _pairs(sessions, events) -> tuple:
+    """(session, event) pairs from the two saved lists (arrays once read back; None in labels saved before)."""
+    if sessions is None or events is None:
+        return ()
+    return tuple(zip(list(sessions), list(events), strict=True))
+
+
+def _old_labels(q: Question, index: dict) -> tuple:
+    """The sessions of labels saved as bare ids: where an id is ambiguous the session stays None (matched on the
+    id, as the run was scored when it was made)."""
+    try:
+        return resolve(q.id, q.user_id, q.relevant, q.evidence, q.relevant_sessions, index.get((q.app_name, q.user_id)))
+    except FixtureError:
+        return q.evidence
 
 
 T = TypeVar("T")
@@ -118,13 +138,21 @@ class RunFolder:
         return self.memo("questions", dataset, lambda: self._read_questions(dataset))
 
     def _read_questions(self, dataset: str) -> list[Question]:
+        """The labels as saved; labels saved before they named sessions get them from the events file (each id
+        the one session holding it, as `Dataset` resolves them)."""
         frame = pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.questions.parquet")
-        return [
+        questions = [
             Question(id=r.id, app_name=r.app_name, user_id=r.user_id, text=r.text, relevant=tuple(r.relevant),
                      asked_at=datetime.fromisoformat(r.asked_at) if r.asked_at else None, qtype=r.qtype,
-                     fact_key=r.fact_key, relevant_sessions=tuple(r.relevant_sessions), answer=r.answer)
+                     fact_key=r.fact_key, relevant_sessions=tuple(r.relevant_sessions), answer=r.answer,
+                     evidence=_pairs(getattr(r, "evidence_sessions", None), getattr(r, "evidence_events", None)))
             for r in frame.itertuples(index=False)
         ]  # fmt: skip
+        if all(session is not None for q in questions for session, _ in q.evidence):
+            return questions
+        events = self.events(dataset)
+        index = session_index(zip(events.app_name, events.user_id, events.session_id, events.event_id, strict=True))
+        return [replace(q, evidence=_old_labels(q, index)) for q in questions]
 
     def events(self, dataset: str) -> pd.DataFrame:
         return pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.events.parquet")

@@ -6,12 +6,14 @@
      "asked_at": "2026-06-01T12:00:00Z", "relevant": ["e1"], "answer": "Lyon", "qtype": "single-hop"}
 
 `app` may be left out (it defaults to "default"). `relevant: []` makes a no-answer question: nothing in memory
-answers it, and the right result is no hit. `relevant_sessions`, `answer`, `qtype` and `fact_key` are optional;
-an event may carry `partial: true` (a streaming fragment the ingest filter drops) and `facts`, the gold fact
-candidates it states (`[{"subject": "user", "predicate": "home_city", "value": "Lyon", "quote": "I moved to
-Lyon"}]`, optional `negated`, `basis`), which `LabelledExtractor.from_set` replays. Times are ISO 8601 with a
-zone. The full description is in datasets/README.md. A user converts their logs once and every sweep runs on
-them; `write_jsonl` writes any Dataset (memlab-synth, LongMemEval) in this format.
+answers it, and the right result is no hit. An event id is unique within its session only: where the user has the
+same id in several sessions (`D1:3` in every conversation), a label names its session, `{"session": "s2",
+"event": "D1:3"}`, or `relevant_sessions` holds only that session. `relevant_sessions`, `answer`, `qtype` and
+`fact_key` are optional; an event may carry `partial: true` (a streaming fragment the ingest filter drops) and
+`facts`, the gold fact candidates it states (`[{"subject": "user", "predicate": "home_city", "value": "Lyon",
+"quote": "I moved to Lyon"}]`, optional `negated`, `basis`), which `LabelledExtractor.from_set` replays. Times
+are ISO 8601 with a zone. The full description is in datasets/README.md. A user converts their logs once and
+every sweep runs on them; `write_jsonl` writes any Dataset (memlab-synth, LongMemEval) in this format.
 
 Parsing is strict and pure: a bad line raises FixtureError naming the file, the line, the field and the fix,
 and nothing is returned from a file that did not load completely."""
@@ -19,6 +21,7 @@ and nothing is returned from a file that did not load completely."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from memlab.facts.memory import SUBJECT
 from memlab.facts.registry import default_registry
 from memlab.facts.types import Candidate
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.identity import EventKey, resolve, session_index
 from memlab.lab.problems import listed
 from memlab.lab.suggest import unknown_keys
 from memlab.types import Event, Session
@@ -152,6 +156,24 @@ def _id_list(path: Path, line: int, raw: dict, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _labels(path: Path, line: int, raw: dict) -> tuple[EventKey, ...]:
+    """`relevant`: event ids, or {"session": ..., "event": ...} where the id alone names several events."""
+    value = raw.get("relevant", [])
+    hint = '([] for a no-answer question; {"session": "s1", "event": "e1"} names an event of one session)'
+    if not isinstance(value, list):
+        raise _fail(path, line, f"`relevant` must be a list of event ids {hint}, got {value!r}")
+    out: list[EventKey] = []
+    for item in value:
+        if isinstance(item, str) and item:
+            out.append((None, item))
+        elif (isinstance(item, dict) and set(item) == {"session", "event"}
+              and all(isinstance(v, str) and v for v in item.values())):  # fmt: skip
+            out.append((item["session"], item["event"]))
+        else:
+            raise _fail(path, line, f"`relevant` must be a list of event ids {hint}, got {item!r} in it")
+    return tuple(out)
+
+
 def _question(path: Path, line: int, raw: dict) -> Question:
     _unknown(path, line, raw, _QUESTION_KEYS, "question")
     if "relevant" not in raw:
@@ -164,12 +186,13 @@ def _question(path: Path, line: int, raw: dict) -> Question:
         app_name=_string(path, line, raw, "app", required=False) or DEFAULT_APP,
         user_id=_string(path, line, raw, "user"),
         text=_string(path, line, raw, "text"),
-        relevant=_id_list(path, line, raw, "relevant"),
+        relevant=tuple(e for _, e in _labels(path, line, raw)),
         asked_at=_time(path, line, raw["asked_at"], "asked_at") if raw.get("asked_at") is not None else None,
         qtype=_string(path, line, raw, "qtype", required=False) or "default",
         fact_key=_string(path, line, raw, "fact_key", required=False),
         relevant_sessions=_id_list(path, line, raw, "relevant_sessions"),
         answer=None if answer is None else str(answer),
+        evidence=_labels(path, line, raw),
     )
 
 
@@ -246,7 +269,9 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
             user.gold_candidates[s.id] = gold[(s.app_name, s.user_id, s.id)]
     seen_q: set[str] = set()
     bad: list[tuple[int, str]] = []  # every bad reference, so one check lists them all
-    for number, q in questions:
+    held = session_index((u.app_name, u.user_id, s.id, e.id) for u in users.values() for s in u.sessions
+                         for e in s.events)  # fmt: skip
+    for i, (number, q) in enumerate(questions):
         if q.id in seen_q:
             raise _fail(path, number, f"question id {q.id!r} repeats; question ids must be unique")
         seen_q.add(q.id)
@@ -255,7 +280,7 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
             bad.append((number, f"question {q.id!r} asks user {q.user_id!r} of app {q.app_name!r}, who has no "
                                 "session in the file"))  # fmt: skip
             continue
-        events = {e.id for s in user.sessions for e in s.events}
+        events = held.get((q.app_name, q.user_id), {})
         missing = [e for e in q.relevant if e not in events]
         if missing:
             bad.append((number, f"question {q.id!r}: relevant event id(s) {missing} are not events of user "
@@ -264,6 +289,13 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
         if stray:
             bad.append((number, f"question {q.id!r}: relevant_sessions {stray} are not sessions of user "
                                 f"{q.user_id!r}"))  # fmt: skip
+        if missing or stray:
+            continue
+        try:  # each label's session: the one holding the id, the one named, or the one relevant_sessions keeps
+            questions[i] = (number, replace(q, evidence=resolve(q.id, q.user_id, q.relevant, q.evidence,
+                                                                q.relevant_sessions, events)))  # fmt: skip
+        except FixtureError as exc:
+            bad.append((number, str(exc)))
     if bad:
         raise _references(path, bad)
     return Dataset(name or path.name.split(".")[0], list(users.values()), [q for _, q in questions])
@@ -316,9 +348,13 @@ def to_records(dataset: Dataset) -> list[dict[str, Any]]:
                 {"id": e.id, "author": e.author, "at": _iso(e.timestamp), "text": e.text or "",
                  **({"partial": True} if e.partial else {}), **({"facts": by_event[e.id]} if e.id in by_event else {})}
                 for e in s.events]})  # fmt: skip
+    held = session_index((s.app_name, s.user_id, s.id, e.id) for s in dataset.sessions() for e in s.events)
     for q in dataset.questions:
+        ids = held.get((q.app_name, q.user_id), {})
+        relevant = [{"session": s, "event": e} if s is not None and len(ids.get(e, ())) > 1 else e
+                    for s, e in (q.evidence or [(None, e) for e in q.relevant])]  # named where the id is ambiguous
         record: dict[str, Any] = {"type": "question", "id": q.id, "app": q.app_name, "user": q.user_id,
-                                  "text": q.text, "relevant": list(q.relevant), "qtype": q.qtype}  # fmt: skip
+                                  "text": q.text, "relevant": relevant, "qtype": q.qtype}  # fmt: skip
         if q.asked_at is not None:
             record["asked_at"] = _iso(q.asked_at)
         if q.relevant_sessions:

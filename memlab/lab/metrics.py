@@ -5,22 +5,24 @@ Labels live at the event level: `events_in_rank_order` maps any granularity's ra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 
-def events_in_rank_order(unit_event_ids: Sequence[Sequence[str]]) -> list[str]:
-    """Flatten the event ids of ranked units, keeping the first position of each event."""
-    seen: dict[str, None] = {}
+def events_in_rank_order(unit_event_ids: Sequence[Sequence[Hashable]]) -> list:
+    """Flatten the events of ranked units, keeping the first position of each event. Pass event keys
+    ((session, event id), memlab.lab.identity) where ids repeat across sessions: bare ids would merge them."""
+    seen: dict = {}
     for ids in unit_event_ids:
         for event_id in ids:
             seen.setdefault(event_id, None)
     return list(seen)
 
 
-def recall_vs_exact(approx: Sequence[str], exact: Sequence[str], k: int) -> float:
+def recall_vs_exact(approx: Sequence[Hashable], exact: Sequence[Hashable], k: int) -> float:
     """ANN recall@k: share of the exact top-k that the approximate search also returned in its top k.
 
-    A short approximate result counts as misses. If the exact search has nothing (empty memory), there is
+    Units are compared by (session, unit id) where ids repeat across sessions. A short approximate result counts
+    as misses. If the exact search has nothing (empty memory), there is
     nothing to miss: 1.0.
     """
     truth = list(exact)[:k]

@@ -1,7 +1,9 @@
 """A run is data: each question's ranked hits from one system on one data set, saved before anything is scored.
 
-One row per (question, rank) with the unit, its event ids, distance, characters and latency; a question that
-got nothing still leaves one row (rank 0, no unit) carrying its latency. Runs are saved as parquet under
+One row per (question, rank) with the unit, its event ids, distance, characters and latency, and where they come
+from: the unit's session and the session of each event id (an event is (app, user, session, event id), the app
+and user being the question's; see memlab.lab.identity). A question that got nothing still leaves one row
+(rank 0, no unit) carrying its latency. Runs are saved as parquet under
 `runs/` of a run folder, so scores and reports are recomputed from them without querying again."""
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ RUN_COLUMNS = [
     "system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan", "lexical",
     "coverage", "score",
 ]  # fmt: skip
+SESSION_COLUMNS = ["session_id", "event_sessions"]  # the hit's session and each event's (older runs lack them)
 
 Searcher = Callable[[Question, np.ndarray], Sequence[Hit]]
 
@@ -44,14 +47,21 @@ def collect(
         latency = (time.perf_counter() - started) * 1000
         plan = getattr(hits, "plan", "")
         if not hits:
-            rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan, np.nan, np.nan, np.nan))
+            rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan, np.nan, np.nan, np.nan, None, []))
         for rank, h in enumerate(hits, start=1):
             lexical = np.nan if getattr(h, "lexical", None) is None else h.lexical
             fused = np.nan if getattr(h, "score", None) is None else h.score
             coverage = np.nan if getattr(h, "coverage", None) is None else h.coverage
             rows.append((system, q.id, rank, h.unit_id, list(h.event_ids), h.distance, len(h.text), latency, plan,
-                         lexical, coverage, fused))  # fmt: skip
-    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+                         lexical, coverage, fused, h.session_id, event_sessions(h)))  # fmt: skip
+    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *SESSION_COLUMNS])
+
+
+def event_sessions(hit: Hit) -> list[str | None]:
+    """The session of each of a hit's event ids: its own list (a fact cites events of several sessions), else
+    the unit's session (events, chunks and sessions lie in one)."""
+    given = list(getattr(hit, "event_sessions", ()) or ())
+    return given if len(given) == len(hit.event_ids) else [hit.session_id] * len(hit.event_ids)
 
 
 def slug(name: str) -> str:
@@ -92,6 +102,8 @@ class Run:
     def load(cls, path: str | Path) -> Run:
         frame = pd.read_parquet(path)
         frame["event_ids"] = frame["event_ids"].map(lambda ids: list(ids) if ids is not None else [])
+        if "event_sessions" in frame:
+            frame["event_sessions"] = frame["event_sessions"].map(lambda s: list(s) if s is not None else [])
         dataset, system = str(frame.dataset.iloc[0]), str(frame.system.iloc[0])
         reference = str(frame.reference.iloc[0]) or None if "reference" in frame else None
         return cls(dataset, system, frame.drop(columns=["dataset", "reference"], errors="ignore"), reference)
@@ -110,4 +122,6 @@ def save_run(run: pd.DataFrame, path: str | Path) -> Path:
 def load_run(path: str | Path) -> pd.DataFrame:
     run = pd.read_parquet(path)
     run["event_ids"] = run["event_ids"].map(lambda ids: list(ids) if ids is not None else [])
+    if "event_sessions" in run:
+        run["event_sessions"] = run["event_sessions"].map(lambda s: list(s) if s is not None else [])
     return run

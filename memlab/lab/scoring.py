@@ -2,11 +2,13 @@
 measure: empty results, correct empties on no-answer questions, context size, agreement with FAISS exact.
 
 A unit is relevant if it holds a relevant event: rankings are mapped to events first (each event at the
-rank of the first unit that holds it). A cut-off (`max_distance`) is applied to the run before scoring."""
+rank of the first unit that holds it). Events and units are compared by (session, id) within the question's app
+and user (memlab.lab.identity): the same event id in another session is another event. A cut-off
+(`max_distance`) is applied to the run before scoring."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import ir_measures
 import numpy as np
@@ -14,6 +16,7 @@ import pandas as pd
 from ir_measures import RR, P, R, Success, nDCG
 
 from memlab.lab.dataset import Question
+from memlab.lab.identity import doc_id, labelled, run_events, unit_keys
 from memlab.lab.metrics import events_in_rank_order, recall_vs_exact
 
 SIZE_BINS = [0, 50, 500, 2000, np.inf]
@@ -38,6 +41,8 @@ def cut(run: pd.DataFrame, max_distance: float | None) -> pd.DataFrame:
     empty = run.drop_duplicates(["system", "question_id"]).set_index(["system", "question_id"]).loc[sorted(lost)]
     empty = empty.reset_index().assign(rank=0, unit_id=None, event_ids=[[] for _ in range(len(lost))],
                                        distance=np.nan, chars=0)  # fmt: skip
+    if "event_sessions" in empty.columns:
+        empty = empty.assign(session_id=None, event_sessions=[[] for _ in range(len(lost))])
     return pd.concat([kept, empty], ignore_index=True) if len(lost) else kept
 
 
@@ -56,12 +61,12 @@ def score(
     by_id = {q.id: q for q in questions}
     run = run[run.question_id.isin(by_id)]
     trimmed = cut(run[run["rank"] <= k], max_distance)
-    qrels = [ir_measures.Qrel(q.id, e, 1) for q in questions for e in q.relevant]
+    qrels = [ir_measures.Qrel(q.id, doc_id(key), 1) for q in questions for key in q.evidence]
     rows = []
     exact_ids = {}
     if exact is not None:
         for qid, grp in exact[exact["rank"] > 0].groupby("question_id"):
-            exact_ids[qid] = list(grp.sort_values("rank").unit_id)
+            exact_ids[qid] = unit_keys(grp.sort_values("rank"))
     measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k]
     columns = ["question_id", "rank", "unit_id", "event_ids", "chars", "latency_ms", "plan"]
     for system, sys_run in trimmed.groupby("system", sort=False):
@@ -69,15 +74,19 @@ def score(
         per_q = {}
         uncut = run[(run.system == system) & (run["rank"] > 0)].sort_values("rank", kind="stable")
         full_by_q: dict[str, list] = {}
-        for qid, unit in zip(uncut.question_id, uncut.unit_id, strict=True):
+        for qid, unit in zip(uncut.question_id, unit_keys(uncut), strict=True):
             full_by_q.setdefault(qid, []).append(unit)
         by_question: dict[str, list] = {qid: [] for qid in pd.unique(sys_run.question_id)}  # first-seen order
-        for row in sys_run.sort_values("rank", kind="stable")[columns].itertuples(index=False):
-            by_question[row.question_id].append(row)
+        ordered = sys_run.sort_values("rank", kind="stable")
+        for row, keys in zip(ordered[columns].itertuples(index=False), run_events(ordered), strict=True):
+            by_question[row.question_id].append((row, keys))
         for qid, rows_of_q in by_question.items():
-            hits = [r for r in rows_of_q if r.rank > 0]
-            events = events_in_rank_order([r.event_ids for r in hits])
-            docs.extend(ir_measures.ScoredDoc(qid, e, float(len(events) - i)) for i, e in enumerate(events))
+            hits = [r for r, _ in rows_of_q if r.rank > 0]
+            gold = by_id[qid].evidence
+            events = events_in_rank_order([[_as_labelled(gold, key) for key in keys] for r, keys in rows_of_q
+                                           if r.rank > 0])  # fmt: skip
+            docs.extend(ir_measures.ScoredDoc(qid, doc_id(e), float(len(events) - i)) for i, e in enumerate(events))
+            rows_of_q = [r for r, _ in rows_of_q]
             per_q[qid] = {
                 "returned": len(hits),
                 "empty": len(hits) == 0,
@@ -148,15 +157,30 @@ def metric_name(column: str, k: int) -> str:
 
 
 def session_recall(
-    run: pd.DataFrame, questions: Sequence[Question], event_session: dict[str, str], k: int
-) -> pd.Series:
-    """Per question with session labels: share of its answer sessions that a hit within k comes from."""
-    wanted = {q.id: set(q.relevant_sessions) for q in questions if q.relevant_sessions and q.answerable}
-    hits = run[(run["rank"] > 0) & (run["rank"] <= k)]
+    run: pd.DataFrame, questions: Sequence[Question], k: int,
+    event_session: Mapping[tuple[str, str, str], str] | None = None,
+) -> pd.Series:  # fmt: skip
+    """Per question with session labels: share of its answer sessions that a hit within k comes from. A hit's
+    events carry their sessions; for a run saved without them, `event_session` maps (app, user, event id) to the
+    one session holding that id (an id several sessions of the user hold gives no session)."""
+    by_id = {q.id: q for q in questions if q.relevant_sessions and q.answerable}
+    hits = run[(run["rank"] > 0) & (run["rank"] <= k) & run.question_id.isin(by_id)]
     found: dict[str, set[str]] = {}
-    for qid, ids in zip(hits.question_id, hits.event_ids, strict=True):
-        found.setdefault(qid, set()).update(event_session[e] for e in ids if e in event_session)
-    return pd.Series({qid: len(s & found.get(qid, set())) / len(s) for qid, s in wanted.items()}, dtype=float)
+    for qid, keys in zip(hits.question_id, run_events(hits), strict=True):
+        q = by_id[qid]
+        for session, event in keys:
+            if session is None and event_session is not None:
+                session = event_session.get((q.app_name, q.user_id, event))
+            if session is not None:
+                found.setdefault(qid, set()).add(session)
+    return pd.Series({qid: len(set(q.relevant_sessions) & found.get(qid, set())) / len(set(q.relevant_sessions))
+                      for qid, q in by_id.items()}, dtype=float)  # fmt: skip
+
+
+def _as_labelled(gold: Sequence, key: tuple) -> tuple:
+    """A hit's event key as the qrels name it: the label it matches (a hit saved without its session, in an old
+    run, matches on the event id), else itself."""
+    return next((g for g in gold if labelled([g], key)), key)
 
 
 def _counts(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:

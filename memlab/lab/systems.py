@@ -194,10 +194,11 @@ def _fact_hits(facts: FactMemory, q: Question, k: int) -> Hits:
     found = facts.search(q.app_name, q.user_id, q.text, allow=("personal", "health"), limit=k, now=q.asked_at)
     hits = []
     for h in found:
-        events = h.event_ids
+        events = list(zip(h.event_sessions, h.event_ids, strict=True))  # (session, event): ids repeat across sessions
         if q.fact_key and q.fact_key == f"{h.fact.subject}/{h.fact.predicate}":
-            events = tuple(dict.fromkeys((*events, *q.relevant)))
-        hits.append(Hit(unit_id=h.unit_id, text=h.text, distance=h.distance, event_ids=events))
+            events = list(dict.fromkeys((*events, *q.evidence)))
+        hits.append(Hit(unit_id=h.unit_id, text=h.text, distance=h.distance, event_ids=tuple(e for _, e in events),
+                        event_sessions=tuple(s for s, _ in events)))  # fmt: skip
     return Hits(hits, plan="facts")
 
 

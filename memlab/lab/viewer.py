@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from memlab.lab.dataset import Question
 from memlab.lab.folder import RunFolder
+from memlab.lab.identity import relevant_hits, run_events, unique_sessions
 from memlab.lab.scoring import SIZE_LABELS
 
 HIDDEN = ("@cut", "filtered:", "extractor:", "ingest", "answerability:")
@@ -38,13 +40,30 @@ def _cutoffs(folder: RunFolder, dataset: str) -> dict[str, float]:
     return dict(zip(rows.system, rows.value.astype(float), strict=True))
 
 
-def _texts(folder: RunFolder, dataset: str) -> dict[str, str]:
+def _texts(folder: RunFolder, dataset: str) -> dict[tuple[str, str, str, str], str]:
+    """(app, user, session, event id) -> the event's saved text: ids repeat across sessions and users."""
     events = folder.events(dataset)
     if "text" not in events.columns:
         return {}
     author = events.author if "author" in events.columns else pd.Series("", index=events.index)
-    return {e: (f"{a}: {t}" if a else str(t)) for e, a, t in zip(events.event_id, author, events.text, strict=True)
+    keys = zip(events.app_name, events.user_id, events.session_id, events.event_id, strict=True)
+    return {k: (f"{a}: {t}" if a else str(t)) for k, a, t in zip(keys, author, events.text, strict=True)
             if isinstance(t, str)}  # fmt: skip
+
+
+def _hit_text(texts: dict, q: Question | None, keys: list, sessions: dict) -> str:
+    """A hit's text from its events' keys within the question's user; an event saved without its session (an
+    old run) is shown where one session of the user holds that id."""
+    if q is None:
+        return ""
+    out = []
+    for session, event in keys:
+        if session is None:
+            session = sessions.get((q.app_name, q.user_id, event))
+        text = texts.get((q.app_name, q.user_id, session, event))
+        if text:
+            out.append(text)
+    return " / ".join(out)
 
 
 def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str | None = None,
@@ -55,6 +74,7 @@ def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str
     folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
     questions = {q.id: q for q in folder.questions(dataset)}
     cutoffs, texts, k = _cutoffs(folder, dataset), _texts(folder, dataset), folder.k
+    sessions = unique_sessions(folder.events(dataset))
     frames = []
     for system, run in folder.runs(dataset).items():
         if system not in (systems or viewer_systems(folder, dataset)):
@@ -64,19 +84,22 @@ def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str
             hits = hits[hits.question_id == question_id]
         if hits.empty:
             continue
-        relevant = [bool(set(ids) & set(questions[q].relevant)) if q in questions else False
-                    for q, ids in zip(hits.question_id, hits.event_ids, strict=True)]  # fmt: skip
+        relevant = relevant_hits(hits, {q.id: q.evidence for q in questions.values()})
+        keys = run_events(hits)
         cut = cutoffs.get(system)
         frames.append(pd.DataFrame({
             "dataset": dataset, "system": system, "rendering": rendering_of(system),
             "question_id": hits.question_id.to_numpy(), "rank": hits["rank"].to_numpy(),
-            "unit_id": hits.unit_id.to_numpy(), "event_ids": [list(e) for e in hits.event_ids],
+            "unit_id": hits.unit_id.to_numpy(),
+            "session_id": hits.session_id.to_numpy() if "session_id" in hits.columns else None,
+            "event_ids": [list(e) for e in hits.event_ids],
             "distance": hits.distance.to_numpy(), "relevant": relevant,
             "dropped_by_cutoff": (hits.distance > cut).to_numpy() if cut is not None else False,
-            "text": [" / ".join(texts.get(e, "") for e in ids if e in texts) for ids in hits.event_ids],
+            "text": [_hit_text(texts, questions.get(q), k_, sessions) for q, k_ in zip(hits.question_id, keys,
+                                                                                        strict=True)],
         }))  # fmt: skip
-    columns = ["dataset", "system", "rendering", "question_id", "rank", "unit_id", "event_ids", "distance",
-               "relevant", "dropped_by_cutoff", "text"]  # fmt: skip
+    columns = ["dataset", "system", "rendering", "question_id", "rank", "unit_id", "session_id", "event_ids",
+               "distance", "relevant", "dropped_by_cutoff", "text"]  # fmt: skip
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
@@ -117,18 +140,22 @@ def page_data(folder: RunFolder, headline: list[str], tables: list[tuple[str, pd
         data["systems"][dataset] = systems
         texts: dict[str, str] = {}
         per: dict[str, dict[str, list]] = {}
-        for row in hits.itertuples(index=False):
+        asker = {q.id: (q.app_name, q.user_id) for q in folder.questions(dataset)}
+        for row in hits.itertuples(index=False):  # a unit's text is keyed by app, user, session and unit id
+            session = None if pd.isna(row.session_id) else row.session_id
+            unit = json.dumps([*asker.get(row.question_id, ("", "")), session, row.unit_id])
             per.setdefault(row.system, {}).setdefault(row.question_id, []).append(
-                [row.unit_id, round(float(row.distance), 4), int(row.relevant), int(row.dropped_by_cutoff)])
+                [row.unit_id, round(float(row.distance), 4), int(row.relevant), int(row.dropped_by_cutoff), unit])
             if row.text:
-                texts[row.unit_id] = row.text[:400]
+                texts[unit] = row.text[:400]
         data["hits"][dataset] = per
         data["texts"][dataset] = texts
         data["renderings"] = {**data.get("renderings", {}), **{s: rendering_of(s) for s in systems}}
         for q in folder.questions(dataset):
             data["questions"].append({"d": dataset, "id": q.id, "text": q.text, "qtype": q.qtype,
                                       "size": sizes.get((dataset, q.id), ""), "answerable": bool(q.relevant),
-                                      "relevant": list(q.relevant), "answer": q.answer or ""})  # fmt: skip
+                                      "relevant": list(q.relevant), "answer": q.answer or "",
+                                      "evidence": [list(e) for e in q.evidence]})  # fmt: skip
     return data
 
 

@@ -195,15 +195,19 @@ def observations(conn: psycopg.Connection, app: str, user: str, subject: str, pr
     ).fetchall()
 
 
-def provenance_events(conn: psycopg.Connection, app: str, users: Sequence[str]) -> dict[tuple, list[str]]:
-    """(user, subject, predicate, value) -> event ids that asserted it (for event-level relevance labels)."""
+def provenance_events(
+    conn: psycopg.Connection, app: str, users: Sequence[str]
+) -> dict[tuple, list[tuple[str, str]]]:
+    """(user, subject, predicate, value) -> (session id, event id) of the events that asserted it (for
+    event-level relevance labels: an event id is unique within its session only)."""
     rows = conn.execute(
-        "SELECT user_id, subject, predicate, value, array_agg(event_id ORDER BY event_time) "
+        "SELECT user_id, subject, predicate, value, array_agg(session_id ORDER BY event_time, session_id), "
+        "array_agg(event_id ORDER BY event_time, session_id) "
         "FROM semantic_fact_observation WHERE app_name = %s AND user_id = ANY(%s) AND NOT negated "
         "GROUP BY user_id, subject, predicate, value",
         [app, list(users)],
     ).fetchall()
-    return {(r[0], r[1], r[2], r[3]): list(r[4]) for r in rows}
+    return {(r[0], r[1], r[2], r[3]): list(zip(r[4], r[5], strict=True)) for r in rows}
 
 
 def get_watermark(conn: psycopg.Connection, app: str, user: str, session_id: str) -> datetime | None:

@@ -20,8 +20,9 @@ from memlab.storage.units import _BODY_KEY, Deleted, SessionKey, _unnest_keys
 
 def scoped_vectors(
     conn: psycopg.Connection, model: ModelInfo, layer: str, app_name: str | None = None, user_id: str | None = None
-) -> list[tuple[str, str, str, str, list[str], np.ndarray]]:
-    """(app, user, unit_id, body, event_ids, vector) of every unit of a model and layer, optionally one scope."""
+) -> list[tuple[str, str, str, str, list[str], np.ndarray, str]]:
+    """(app, user, unit_id, body, event_ids, vector, session_id) of every unit of a model and layer, optionally
+    one scope (a unit is (session, unit id): an event unit's id is its event id, unique within its session only)."""
     where = [sql.SQL("embed_model = %s"), sql.SQL("layer = %s")]
     params: list = [model.model_id, layer]
     if app_name is not None:
@@ -31,10 +32,10 @@ def scoped_vectors(
         where.append(sql.SQL("user_id = %s"))
         params.append(user_id)
     query = sql.SQL(
-        "SELECT app_name, user_id, unit_id, body, event_ids, embedding::{vt} FROM {} WHERE {} "
+        "SELECT app_name, user_id, unit_id, body, event_ids, embedding::{vt}, session_id FROM {} WHERE {} "
         "ORDER BY app_name, user_id, unit_id, session_id"
     ).format(sql.Identifier(UNITS_TABLE), sql.SQL(" AND ").join(where), vt=model.vector_type())
-    return [(*r[:5], _as_array(r[5])) for r in conn.execute(query, params).fetchall()]
+    return [(*r[:5], _as_array(r[5]), r[6]) for r in conn.execute(query, params).fetchall()]
 
 
 def _as_array(value) -> np.ndarray:

@@ -13,6 +13,7 @@ from scipy.stats import ks_2samp
 from sklearn.metrics import precision_recall_curve, roc_auc_score
 
 from memlab.lab.dataset import Question
+from memlab.lab.identity import relevant_hits
 from memlab.lab.scoring import cut, score, summarize
 
 DEFAULT_GRID = tuple(round(x, 2) for x in np.arange(0.20, 1.21, 0.05))
@@ -22,10 +23,8 @@ FALSE_MEMORY_TARGET = 0.2
 def labelled_distances(run: pd.DataFrame, questions: Sequence[Question], *, k: int = 10) -> pd.DataFrame:
     """One row per hit within k: its distance and whether it holds a relevant event (no-answer questions'
     hits are all non-relevant)."""
-    relevant = {q.id: set(q.relevant) for q in questions}
     hits = run[(run["rank"] > 0) & (run["rank"] <= k)].copy()
-    hits["relevant"] = [bool(relevant.get(qid, set()).intersection(ids))
-                        for qid, ids in zip(hits.question_id, hits.event_ids, strict=True)]  # fmt: skip
+    hits["relevant"] = relevant_hits(hits, {q.id: q.evidence for q in questions})  # by (session, event)
     return hits[["system", "question_id", "rank", "distance", "relevant"]].reset_index(drop=True)
 
 

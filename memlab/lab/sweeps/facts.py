@@ -28,7 +28,7 @@ def _yield(env, dataset, extractor) -> dict:
 
     facts = FactMemory(env.store, env.embedder("default"), extractor=extractor)
     app = f"facts-yield-{uuid.uuid4().hex[:8]}"
-    cited: set[str] = set()
+    cited: set[tuple[str, str, str]] = set()  # (user, session, event): the app is this throw-away one
     dropped: Counter[str] = Counter()
     accepted = sessions = 0
     users = set()
@@ -39,8 +39,8 @@ def _yield(env, dataset, extractor) -> dict:
         sessions += 1
         accepted += len(report.accepted)
         dropped.update(report.dropped)
-        cited.update(c.event_id for c in report.accepted)
-    relevant = {e for q in dataset.questions for e in q.relevant}
+        cited.update((session.user_id, c.session_id or session.id, c.event_id) for c in report.accepted)
+    relevant = {(q.user_id, s, e) for q in dataset.questions for s, e in q.evidence}  # ids repeat across sessions
     for user in users:
         facts.forget_user(app, user)
     return {"extractor": extractor.name, "sessions": sessions, "facts_per_session": accepted / max(sessions, 1),

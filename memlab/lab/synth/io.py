@@ -184,13 +184,13 @@ def sample_transcript(
     By default the first sessions that hold an event some question names as relevant; those events are
     marked with the question ids, e.g. `<- u007-q3`."""
     user = _user(labelled, user_id)
-    cited: dict[str, list[str]] = {}
+    cited: dict[tuple, list[str]] = {}  # (session, event id) -> question ids: ids repeat across sessions
     for q in labelled.questions:
-        if q.user_id == user_id:
-            for eid in q.relevant:
-                cited.setdefault(eid, []).append(q.id)
+        if (q.app_name, q.user_id) == (user.app_name, user.user_id):
+            for key in q.evidence:
+                cited.setdefault(key, []).append(q.id)
     if session_ids is None:
-        keep = [i for i, s in enumerate(user.sessions) if any(e.id in cited for e in s.events)]
+        keep = [i for i, s in enumerate(user.sessions) if any((s.id, e.id) in cited for e in s.events)]
         keep += [i for i in range(len(user.sessions)) if i not in keep]
         sessions = [user.sessions[i] for i in sorted(keep[:n_sessions])]
     else:
@@ -199,19 +199,19 @@ def sample_transcript(
     for session in sessions:
         lines.append(f"\n## {session.id} ({session.events[0].timestamp:%Y-%m-%d %H:%M %Z})")
         for event in session.events:
-            mark = f"   <- {', '.join(cited[event.id])}" if event.id in cited else ""
+            mark = f"   <- {', '.join(cited[(session.id, event.id)])}" if (session.id, event.id) in cited else ""
             lines.append(f"[{event.id.rsplit('-', 1)[-1]}] {event.author}: {event.text}{mark}")
     return "\n".join(lines)
 
 
 def explain_questions(labelled: Dataset, user_id: str | None = None, limit: int | None = None) -> str:
     """Each question (of one user, or all) with its type, answer and the text of its relevant events."""
-    texts = {e.id: (e.author, e.text) for s in labelled.sessions() for e in s.events}
+    texts = {(s.app_name, s.user_id, s.id, e.id): (e.author, e.text) for s in labelled.sessions() for e in s.events}
     lines = []
     chosen = [q for q in labelled.questions if user_id is None or q.user_id == user_id][:limit]
     for q in chosen:
         lines.append(f"{q.id} [{q.qtype}] {q.fact_key or '-'}\n  Q: {q.text}\n  A: {q.answer}")
-        for eid in q.relevant:
-            author, text = texts[eid]
+        for session, eid in q.evidence:  # an event is (app, user, session, id)
+            author, text = texts.get((q.app_name, q.user_id, session, eid), ("?", "(not in the data set)"))
             lines.append(f"    {eid} {author}: {text}")
     return "\n".join(lines)
