@@ -158,6 +158,9 @@ def check_dataset_command(
 
     data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
+    note = lab.author_note(data)
+    if note:
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
 
 
 @app.command("models")

@@ -14,7 +14,7 @@ from memlab.lab import bench, outputs, plots
 from memlab.lab.compare import Comparison, compare_runs, config_differences, write_comparison
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.dataset import Dataset, Question, UserHistory
-from memlab.lab.dataset_checks import dataset_warnings
+from memlab.lab.dataset_checks import author_note, dataset_warnings
 from memlab.lab.experiment import (
     default_run_folder,
     headline,
@@ -120,6 +120,7 @@ __all__ = [
     "UserHistory",
     "answerability_calibration",
     "answerability_table",
+    "author_note",
     "bench",
     "bootstrap_ci",
     "breakdown",

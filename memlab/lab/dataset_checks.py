@@ -69,13 +69,18 @@ def _lacking(dataset: Dataset, author: str) -> int:
     return sum(not any(e.author == author for s in u.sessions for e in s.events) for u in dataset.users)
 
 
+def _authors_seen(dataset: Dataset) -> str:
+    """The most frequent authors with their event counts: `'Alice' 3, 'Bob' 3`."""
+    authors = Counter(e.author for s in dataset.sessions() for e in s.events)
+    return ", ".join(f"{a!r} {n}" for a, n in authors.most_common(5)) + (", ..." if len(authors) > 5 else "")
+
+
 def author_warnings(dataset: Dataset, config: dict[str, Any]) -> list[str]:
     """One warning per feature the config uses on `dataset` that needs an author the data lacks."""
     uses = _users_of(config, dataset.name)
     if not uses or not dataset.users:
         return []
-    authors = Counter(e.author for s in dataset.sessions() for e in s.events)
-    seen = ", ".join(f"{a!r} {n}" for a, n in authors.most_common(5)) + (", ..." if len(authors) > 5 else "")
+    seen = _authors_seen(dataset)
     users = len(dataset.users)
     out = []
 
@@ -99,6 +104,19 @@ def author_warnings(dataset: Dataset, config: dict[str, Any]) -> list[str]:
                        "author the data has); a preferred author other than 'user' must be one of the authors "
                        "above.")  # fmt: skip
     return out
+
+
+def author_note(dataset: Dataset) -> str | None:
+    """For `memlab check-dataset` (no config yet): which features will find nothing when users lack author
+    'user'; None when every user has it."""
+    lacking = _lacking(dataset, USER)
+    if not lacking or not dataset.users:
+        return None
+    seen = _authors_seen(dataset)
+    return (f"no event has author 'user' in {lacking} of {len(dataset.users)} user(s) (authors: {seen}): the rule "
+            "fact extractor, first-person query rendering and prefer_author 'user' will find nothing there. If the "
+            "agent serves one of the speakers, write that speaker's events with author 'user'; otherwise use "
+            "author-neutral settings (README: Conversations between two people)")  # fmt: skip
 
 
 def dataset_warnings(datasets: Iterable[Dataset], config: dict[str, Any],

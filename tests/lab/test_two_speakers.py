@@ -84,3 +84,14 @@ def test_the_readme_example_loads_and_is_warned_about(tmp_path):
         "Alice", "Bob", "Carol", "Dan"}  # fmt: skip
     found = lab.dataset_warnings([data], {"systems": [{"name": "f", "extractor": "rules"}], "sweeps": []})
     assert len(found) == 1 and "in 2 of 2 user(s)" in found[0]
+
+
+def test_check_dataset_notes_a_data_set_without_author_user(tmp_path):
+    data = tmp_path / "two.jsonl"
+    write_two_speakers(data)
+    res = CliRunner().invoke(app, ["check-dataset", str(data)])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0 and "ok" in out
+    assert "no event has author 'user'" in out and "'Alice' 3, 'Bob' 3" in out and "rule fact extractor" in out
+    mine = CliRunner().invoke(app, ["check-dataset", str(ROOT / "fixtures" / "jsonl" / "example.jsonl")])
+    assert mine.exit_code == 0 and "author 'user'" not in mine.output
