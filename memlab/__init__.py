@@ -34,7 +34,7 @@ from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_
 from memlab.events.renderings import RENDERINGS
 from memlab.events.timewords import EventAnchor, TimeWindow, event_anchor, resolve_time
 from memlab.facts.decide import decide
-from memlab.facts.extractors.base import Extractor
+from memlab.facts.extractors.base import Extractor, ExtractorKeys
 from memlab.facts.extractors.labelled import LabelledExtractor
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
 from memlab.facts.extractors.rules import RuleExtractor
@@ -67,6 +67,7 @@ from memlab.types import (
     AutoPolicy,
     DeletionReport,
     Event,
+    FactKeys,
     FunctionCall,
     FunctionResponse,
     Hit,
@@ -113,10 +114,12 @@ __all__ = [
     "ExtensionError",
     "ExtractionError",
     "Extractor",
+    "ExtractorKeys",
     "Fact",
     "FactForgetReport",
     "FactHit",
     "FactIngestReport",
+    "FactKeys",
     "FactMemory",
     "FixtureError",
     "FunctionCall",

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from memlab.errors import ConfigError
 
@@ -160,6 +161,17 @@ class Session:
             if not value:
                 raise ConfigError(f"Session.{name} is empty: memory is scoped by app, user and session.")
         object.__setattr__(self, "events", tuple(self.events))
+
+
+class FactKeys(Protocol):
+    """What event memory needs of fact memory to add a unit's facts to the text it embeds ("fact keys"):
+    a name (part of the layer) and, for a session's kept events, event id -> lines such as
+    'user lives in: Lisbon'. Fact memory provides it (`memlab.ExtractorKeys`); event memory imports
+    nothing of fact memory, which builds on it."""
+
+    name: str
+
+    def fact_lines(self, events: Sequence[Event], *, session_id: str) -> Mapping[str, list[str]]: ...
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_scoring.py", "memlab.lab.scoring"): "unit test of the pure size buckets against pandas.cut",
     ("tests/lab/test_sweeps.py", "memlab.lab.sweeps.retrieval"): "unit test of the retrieval grid's system names "
     "and their parse back to search settings",
-    ("tests/events/test_event_memory.py", "memlab.events.memory"): "unit test of batch_sessions, the pure "
+    ("tests/events/test_event_memory.py", "memlab.events.batches"): "unit test of batch_sessions, the pure "
     "batching behind add_sessions",
     ("tests/events/test_event_memory.py", "memlab.lab.synthetic"): "background rows (internal Unit rows for "
     "bulk_load) to build the filtered-search trap",
@@ -98,7 +98,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_races_family.py", "memlab.lab.probes.races"): "runs the erasure-vs-write races family directly",
     ("tests/lab/test_run_folder_safety.py", "memlab.lab.outputs"): "unit test of the folder claim and its marker",
     ("tests/lab/test_split_secrets_probe.py", "memlab.lab.probes.split_secrets"): "runs the split-secrets family",
-    ("tests/lab/test_split_secrets_probe.py", "memlab.events.memory"): "switches the session scan off to show the "
+    ("tests/lab/test_split_secrets_probe.py", "memlab.events.ingest"): "switches the session scan off to show the "
     "family sees what it guards",
     ("tests/lab/test_split_secrets_probe.py", "memlab.facts.memory"): "the same switch in fact memory",
     ("tests/storage/test_lexical_scaling.py", "memlab.lab.probes"): "the lexical probe's plan-row counter",

@@ -21,6 +21,7 @@ from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.events.renderings import RENDERINGS
+from memlab.facts.extractors.base import ExtractorKeys
 from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset, Question
@@ -112,7 +113,9 @@ class EventSystem:
         return ("event", tuple(sorted(self.memory_args().items())), self.embedder, self.fact_keys)
 
     def build(self, env: Env, dataset: Dataset) -> EventMemory:
-        fact_keys = make_extractor(self.fact_keys, dataset, env.extractor_options) if self.fact_keys else None
+        fact_keys = (
+            ExtractorKeys(make_extractor(self.fact_keys, dataset, env.extractor_options)) if self.fact_keys else None
+        )
         memory = EventMemory(env.store, env.embedder(self.embedder), **self.memory_args(), fact_keys=fact_keys)
         memory.add_sessions(dataset.sessions(), progress=env.progress)
         return memory

@@ -327,7 +327,7 @@ def test_sessions_are_batched_in_order_with_small_batches_at_both_ends(app_name)
     """The model waits for the first batch's secret scan and the last batch's write waits for nothing else, so
     those batches are small (about 1/8 of batch_units); the others fill up to batch_units, every session whole
     and in its order."""
-    from memlab.events.memory import FIRST_BATCH_SHARE, batch_sessions
+    from memlab.events.batches import FIRST_BATCH_SHARE, batch_sessions
 
     sessions = [make_session(app_name, "u", f"s{i}", DEPLOY[: 1 + i % 3]) for i in range(80)]
     batches = batch_sessions(sessions, 32)

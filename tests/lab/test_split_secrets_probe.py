@@ -17,7 +17,7 @@ def test_the_split_secrets_family_finds_nothing_stored(scratch_store, embedder, 
 
 def test_the_family_sees_a_split_key_when_the_session_scan_is_off(scratch_store, embedder, tmp_path, monkeypatch):
     """Without the session-wide scan (as before issue 22 #17) the family reports stored fragments."""
-    import memlab.events.memory as event_memory
+    import memlab.events.ingest as event_memory
     import memlab.facts.memory as fact_memory
 
     monkeypatch.setattr(event_memory, "split_secret_events", lambda texts: set())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from memlab.facts.registry import PredicateRegistry
+from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.types import Candidate
 from memlab.types import Event
 
@@ -34,3 +34,21 @@ class Extractor(Protocol):
 def basis_for(author: str) -> str:
     """User text is stated; agent ("model") and tool text can only ever be inferred."""
     return "stated" if author == "user" else "inferred"
+
+
+class ExtractorKeys:
+    """An extractor seen as event memory's `FactKeys` (memlab.types): the facts it reads from a session's kept
+    events, as one 'subject predicate: value' line per fact under the event it came from. Pass it as
+    `EventMemory(fact_keys=ExtractorKeys(extractor))` to embed each unit with its facts."""
+
+    def __init__(self, extractor: Extractor, registry: PredicateRegistry | None = None) -> None:
+        self.extractor = extractor
+        self.registry = registry or default_registry()
+        self.name = extractor.name
+
+    def fact_lines(self, events: Sequence[Event], *, session_id: str) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for c in self.extractor.extract(events, session_id=session_id, registry=self.registry):
+            value = f"not {c.value}" if c.negated else c.value
+            found.setdefault(c.event_id or "", []).append(f"{c.subject} {c.predicate.replace('_', ' ')}: {value}")
+        return found

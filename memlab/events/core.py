@@ -1,0 +1,106 @@
+"""What an EventMemory's ingest, search and erasure share: its settings, its model and layer, the scope check, the
+embedding caches erasure clears, and the per-user counts `auto` keeps for a few seconds. One `MemoryCore` is made
+by `EventMemory` and handed to each collaborator (memlab.events.ingest, .search, .forgetting), so none of them
+reaches into another."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memlab.embedding.base import Embedder
+from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient
+from memlab.errors import DimensionError
+from memlab.inputs import InputLimits, check_ids, check_text
+from memlab.storage import units as sqlu
+from memlab.storage.schema import ModelInfo
+from memlab.storage.store import Store
+from memlab.types import FactKeys, TimestampWindow
+
+# `auto` reads a user's unit count and tenant index (one round trip) to pick a strategy; it keeps what it read
+# this long, so a burst of searches pays that trip once. Writes and deletes through this EventMemory drop it at
+# once; another process's writes are seen within this many seconds (a stale count only picks a slower or
+# faster plan for that while, never other users' rows or wrong ones).
+STRATEGY_FACTS_SECONDS = 5.0
+_STRATEGY_FACTS_MAX = 10_000  # users remembered at most; beyond that the memory starts again
+
+
+def check_vectors(vectors: np.ndarray, expected_rows: int, dimension: int, model_id: str) -> None:
+    """Refuse vectors of the wrong shape before anything is written."""
+    if vectors.ndim != 2 or vectors.shape[0] != expected_rows or vectors.shape[1] != dimension:
+        raise DimensionError(
+            f"Embedder {model_id!r} returned vectors of shape {vectors.shape}, expected ({expected_rows}, "
+            f"{dimension}): model {model_id!r} is registered as {dimension}-d. Nothing was written. Fix the "
+            "embedder, or give a model with another dimension its own model id."
+        )
+    if not np.isfinite(vectors).all():
+        raise DimensionError(f"Embedder {model_id!r} returned NaN or infinite values; nothing was written.")
+
+
+@dataclass
+class MemoryCore:
+    """An EventMemory's settings and shared state (see the module docstring)."""
+
+    store: Store
+    embedder: Embedder
+    model: ModelInfo
+    layer: str
+    granularity: str
+    chunk_size: int
+    chunk_overlap: int
+    min_chars: int
+    scan_secrets: bool
+    timestamps: TimestampWindow
+    limits: InputLimits
+    rendering: str
+    fact_keys: FactKeys | None
+    _strategy_facts: dict[tuple[str, str], tuple[float, sqlu.ScopeFacts]] = field(default_factory=dict)
+
+    def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
+        check_ids(app_name, user_id)  # memory is always scoped to one user of one app
+        return sqlu.Scope(app_name, user_id, self.layer, self.model)
+
+    def check_vector(self, vector: np.ndarray) -> np.ndarray:
+        """A query vector as float32, refused if its dimension is not the model's."""
+        vector = np.asarray(vector, dtype=np.float32)
+        check_vectors(vector.reshape(1, -1), 1, self.model.dimension, self.model.model_id)
+        return vector
+
+    def check_query(self, app_name: str, user_id: str, query: object) -> None:
+        check_text(query, "the query", empty_ok=True, max_bytes=self.limits.query_bytes,
+                   limit_name="InputLimits(query_bytes=...)", app_name=app_name, user_id=user_id)  # fmt: skip
+
+    def embed_query(self, app_name: str, user_id: str, query: str) -> np.ndarray:
+        """The query's vector, never written to the embedding cache (the query is the user's data too)."""
+        self.check_query(app_name, user_id, query)
+        return embed_query_transient(self.embedder, query)
+
+    def caches(self) -> list[EmbeddingCache]:
+        """The embedding caches erasure clears: the embedder's own (through any wrapping) and every shared
+        cache this process opened."""
+        return caches_of(self.embedder)
+
+    def forget_cached(self, keys: set[tuple[str, str]]) -> int:
+        if not keys:
+            return 0
+        return sum(cache.forget_keys(keys) for cache in self.caches())
+
+    def changed(self) -> None:
+        """Every path that writes, erases or (re)indexes this memory's rows calls this: the users' counts and
+        tenant indexes kept for `auto` and the gate (see scope_facts) may be stale."""
+        self._strategy_facts.clear()
+
+    def scope_facts(self, conn, scope: sqlu.Scope) -> sqlu.ScopeFacts:
+        """The user's count and tenant index as last read (by auto or the gate), if less than
+        STRATEGY_FACTS_SECONDS ago; else read now."""
+        key, now = (scope.app_name, scope.user_id), time.monotonic()
+        kept = self._strategy_facts.get(key)
+        if kept is not None and now - kept[0] < STRATEGY_FACTS_SECONDS:
+            return kept[1]
+        facts = sqlu.scope_facts(conn, scope)
+        if len(self._strategy_facts) >= _STRATEGY_FACTS_MAX:
+            self._strategy_facts.clear()
+        self._strategy_facts[key] = (now, facts)
+        return facts

@@ -1,0 +1,90 @@
+"""Event memory's erasure: one memory, a session, a user, or everything before a date. Each deletes the rows in one
+transaction that first marks the erasure (write_guard: an add in flight then writes nothing erased), then drops
+the cached vectors of the deleted texts and, when asked, runs the disk erasure level (memlab.storage.disk_erasure)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memlab.embedding.cache import forget_transient
+from memlab.errors import ConfigError
+from memlab.events import filters
+from memlab.events.core import MemoryCore
+from memlab.events.write_guard import erasing
+from memlab.inputs import MAX_ID_BYTES, check_ids, check_text
+from memlab.storage import disk_erasure, erasures
+from memlab.storage import unit_housekeeping as housekeeping
+from memlab.storage import units as sqlu
+from memlab.types import DeletionReport
+
+
+class Forgetting:
+    """The erasure paths of one EventMemory (see the module docstring)."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        self.core = core
+
+    def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str) -> DeletionReport:
+        """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
+        self.core.changed()
+        cache_entries = self.core.forget_cached(deleted.text_keys)
+        forget_transient()
+        filters.forget_scans()  # digests of the erased texts, among others: they only cost a scan again
+        vacuumed: tuple[str, ...] = ()
+        if vacuum:
+            vacuumed = disk_erasure.after_erasure(self.core.store, vacuum)  # every table holding users' rows
+            for cache in self.core.caches():
+                cache.vacuum()
+        return DeletionReport(
+            units=deleted.units,
+            tombstones=deleted.tombstones,
+            cache_entries=cache_entries,
+            tenant_indexes=deleted.tenant_indexes,
+            vacuumed=vacuumed,
+        )
+
+    def delete_memory(
+        self, app_name: str, user_id: str, memory_id: str, *, session_id: str | None = None, vacuum: bool | str = False
+    ) -> int:
+        """See `EventMemory.delete_memory`."""
+        check_ids(app_name, user_id, memory_id=memory_id, optional={"session_id": session_id})
+        disk_erasure.check_level(vacuum)
+        with self.core.store.transaction() as conn:
+            erasing(conn, app_name, user_id)  # its tombstones stop adds in flight (write_guard.recheck)
+            deleted = housekeeping.delete_memory(conn, app_name, user_id, memory_id, session_id)
+        return self._finish_erasure(deleted, vacuum).units
+
+    def forget_session(
+        self, app_name: str, user_id: str, session_id: str, *, vacuum: bool | str = False
+    ) -> DeletionReport:
+        """See `EventMemory.forget_session`."""
+        check_ids(app_name, user_id, session_id=session_id)
+        disk_erasure.check_level(vacuum)
+        with self.core.store.transaction() as conn:
+            marker = erasures.units_session(app_name, user_id, session_id, self.core.model.model_id)
+            erasing(conn, app_name, user_id, [marker])  # an add of the session in flight writes nothing of it
+            deleted = housekeeping.erase_session(conn, app_name, user_id, session_id, self.core.model.model_id)
+        return self._finish_erasure(deleted, vacuum)
+
+    def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> int:
+        """See `EventMemory.forget_user`."""
+        self.core.scope(app_name, user_id)
+        disk_erasure.check_level(vacuum)
+        with self.core.store.transaction() as conn:
+            erasing(conn, app_name, user_id, [erasures.units_user(app_name, user_id)])
+            deleted = housekeeping.erase_user(conn, app_name, user_id)
+        return self._finish_erasure(deleted, vacuum).units
+
+    def purge_before(
+        self, cutoff: datetime, *, app_name: str | None = None, user_id: str | None = None, vacuum: bool | str = False
+    ) -> int:
+        """See `EventMemory.purge_before`."""
+        if not isinstance(cutoff, datetime) or cutoff.tzinfo is None:
+            raise ConfigError("purge_before needs a timezone-aware cutoff datetime.")
+        for name, value in (("app", app_name), ("user", user_id)):
+            if value is not None:
+                check_text(value, f"the {name} id", max_bytes=MAX_ID_BYTES, app_name=app_name, user_id=user_id)
+        disk_erasure.check_level(vacuum)
+        with self.core.store.transaction() as conn:
+            deleted = housekeeping.erase_before(conn, cutoff, app_name, user_id)
+        return self._finish_erasure(deleted, vacuum).units

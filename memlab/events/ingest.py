@@ -1,0 +1,347 @@
+"""Event memory's write path: filter a session's events, cut them into units, embed the texts not stored yet and
+write them, pipelined over batches (`add_checked`), safe to repeat and to run beside erasures (write_guard).
+`EventMemory` checks each session first (`check`) and reports the ones it refuses."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import psycopg
+
+from memlab.embedding.cache import text_key
+from memlab.events import filters
+from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions
+from memlab.events.core import MemoryCore, check_vectors
+from memlab.events.renderings import render_units
+from memlab.events.split_secrets import split_secret_events
+from memlab.events.units import Unit, chunk_units, event_units
+from memlab.events.write_guard import ERASED_DURING_INGEST, plan_generation, recheck
+from memlab.inputs import check_session, text_problem
+from memlab.redact import get_logger
+from memlab.storage import unit_housekeeping as housekeeping
+from memlab.storage import units as sqlu
+from memlab.types import Event, IngestReport, InputError, Session, SessionFailure
+
+log = get_logger("memlab.events.memory")  # the memory's log, whichever part writes (redacts secrets: memlab.redact)
+
+DUPLICATE_ID = "duplicate_id"  # an event id seen earlier in the same session: stored once, the repeat counted
+SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID, ERASED_DURING_INGEST)  # every reason an event is skipped
+# What PostgreSQL (or psycopg) says about data it cannot take: the session is at fault, not the server.
+_REFUSED = (psycopg.DataError, psycopg.errors.ProgramLimitExceeded)
+
+
+def _holds(stored: tuple[str, ...] | None, wanted: tuple[str, ...]) -> bool:
+    """Whether a stored unit with event ids `stored` already covers `wanted`: the same events, or a longer run
+    of the session that starts with them."""
+    return stored is not None and stored[: len(wanted)] == wanted
+
+
+class IngestAborted(Exception):
+    """A queued batch dropped because an earlier one failed (never seen by callers: the first error is)."""
+
+
+@dataclass
+class _Plan:
+    """A batch of sessions filtered and cut into units, with the texts that may need embedding."""
+
+    report: IngestReport
+    sessions: list[tuple[sqlu.Scope, Session, list[Unit]]] = field(default_factory=list)
+    texts: set[str] = field(default_factory=set)
+    generation: int | None = None  # erasures marked after it are left out at write time (write_guard)
+
+
+@dataclass
+class _Vectors:
+    by_text: dict[str, np.ndarray]
+    seconds: float
+
+
+def record_failure(report: IngestReport, session: object, exc: Exception) -> None:
+    """List a session left out of `add_sessions` in the report (and the log), with the reason."""
+    ids = [getattr(session, name, None) for name in ("app_name", "user_id", "id")]
+    failure = SessionFailure(*(v if isinstance(v, str) else repr(v) for v in ids), reason=str(exc).strip())
+    log.warning("add_sessions left out session %r: %s", failure.session_id, failure.reason)
+    report.failed.append(failure)
+
+
+class Ingest:
+    """The write path of one EventMemory (see the module docstring)."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        self.core = core
+
+    def kept_events(
+        self, session: Session, *, known: frozenset[str] = frozenset()
+    ) -> tuple[list[Event], Counter[str]]:
+        """See `EventMemory.kept_events`."""
+        kept: list[Event] = []
+        seen: set[str] = set()
+        skipped: Counter[str] = Counter()
+        split = split_secret_events([e.text or "" for e in session.events]) if self.core.scan_secrets else set()
+        for at, event in enumerate(session.events):
+            reason = (
+                None
+                if event.id in known and event.id not in seen
+                else filters.skip_reason(event, min_chars=self.core.min_chars, scan_secrets=self.core.scan_secrets)
+            )
+            if reason is None and at in split and event.id not in known:
+                reason = filters.SECRET
+            if reason is None and event.id in seen:
+                reason = DUPLICATE_ID
+            if reason is None:
+                kept.append(event)
+                seen.add(event.id)
+            else:
+                skipped[reason] += 1
+        return kept, skipped
+
+    def units_of(self, session: Session, kept: list[Event]) -> list[Unit]:
+        """See `EventMemory.units_of`."""
+        if self.core.granularity == "event":
+            units = event_units(session, kept)
+        else:
+            units = chunk_units(session, kept, self.core.chunk_size, self.core.chunk_overlap)
+        keys = self.core.fact_keys
+        facts = dict(keys.fact_lines(kept, session_id=session.id)) if keys is not None else None
+        if self.core.rendering == "text" and not facts:
+            return units
+        return render_units(self.core.rendering, units, kept, facts, chunk=self.core.granularity != "event")
+
+    def check(self, session: Session) -> None:
+        """See `EventMemory.check`."""
+        check_session(session, self.core.timestamps, limits=self.core.limits)
+        limit = self.core.limits.text_bytes
+        # Cheap bound first: a unit holds at most the whole session's turns (plus a rendering's few words each).
+        if sum(len((e.text or "").encode()) + len(e.author.encode()) + 64 for e in session.events) <= limit:
+            return
+        if self.core.granularity == "event" and self.core.rendering == "text" and self.core.fact_keys is None:
+            return  # a unit is its event's text, checked above
+        kept, _ = self.kept_events(session)
+        units = event_units(session, kept) if self.core.granularity == "event" else chunk_units(
+            session, kept, self.core.chunk_size, self.core.chunk_overlap)  # fmt: skip
+        if self.core.rendering != "text":
+            units = render_units(self.core.rendering, units, kept, None, chunk=self.core.granularity != "event")
+        for unit in units:
+            what = "the chunk's joined text" if self.core.granularity != "event" else "the rendered text"
+            problem = text_problem(unit.embed_text, what, empty_ok=True, max_bytes=limit,
+                                   limit_name="InputLimits(text_bytes=...)")  # fmt: skip
+            if problem:
+                raise InputError(problem, app_name=session.app_name, user_id=session.user_id, session_id=session.id,
+                                 event_id=unit.event_ids[0] if unit.event_ids else None)  # fmt: skip
+
+    def add_checked(self, items: list[Session], total: IngestReport, *, batch_units: int, progress: bool) -> None:
+        """Write sessions that passed `check` into `total`, pipelined (see `EventMemory.add_sessions`): while
+        one batch is written the next is embedded and the one after that filtered."""
+        batches = batch_sessions(items, batch_units)
+        events = sum(len(s.events) for s in items)
+        bar = IngestProgress(self.core.layer, events) if progress else None
+        stop = threading.Event()  # set when a batch fails: queued batches then touch nothing
+        try:
+            with ThreadPoolExecutor(1, "memlab-embed") as embedding, ThreadPoolExecutor(1, "memlab-write") as writing:
+                in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
+                try:
+                    for batch in batches:
+                        plan = self._prepare(batch, stop)
+                        if bar is not None:
+                            bar.planned(len(plan.texts))
+                        vectors = embedding.submit(self._embed_plan, plan, stop, bar)
+                        in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
+                        while len(in_flight) > 2:  # at most two batches embedded ahead of the writer
+                            self._collect(total, *in_flight.pop(0), bar)
+                    while in_flight:
+                        self._collect(total, *in_flight.pop(0), bar)
+                except BaseException as exc:
+                    stop.set()  # the batches still queued are dropped: nothing is half-written, nothing retried
+                    for _, done in in_flight:
+                        done.cancel()
+                    if isinstance(exc, IngestAborted):  # raise the failure that stopped the pipeline instead
+                        for _, done in in_flight:
+                            first = None if done.cancelled() else done.exception()
+                            if first is not None and not isinstance(first, IngestAborted):
+                                raise first from None
+                    raise
+        finally:
+            if bar is not None:
+                bar.close()
+
+    @staticmethod
+    def _collect(total: IngestReport, batch: list[Session], done: Future[IngestReport], bar) -> None:
+        total.merge(done.result())
+        if bar is not None:
+            bar.advance(sum(len(s.events) for s in batch))
+
+    def _write_isolated(
+        self, batch: list[Session], plan: _Plan, vectors: Future[_Vectors], stop: threading.Event
+    ) -> IngestReport:
+        """`_write` of a batch; if PostgreSQL refuses the batch's data, each session is ingested again alone so
+        only the sessions it refuses fail. Does nothing once an earlier batch failed (`stop`), and stops the
+        pipeline when it fails itself, so no later call reaches a server that just went away."""
+        try:
+            embedded = None if stop.is_set() else vectors.result()
+            if embedded is None or stop.is_set():
+                raise IngestAborted("an earlier batch failed")
+            return self._write(plan, embedded)
+        except _REFUSED:
+            if len(batch) == 1:
+                stop.set()
+                raise
+        except BaseException:
+            stop.set()
+            raise
+        report = IngestReport()
+        for session in batch:
+            try:
+                report.merge(self.write_sessions([session], plan.generation))
+            except _REFUSED as exc:
+                record_failure(report, session, exc)
+        return report
+
+    def write_sessions(self, sessions: list[Session], generation: int | None = None) -> IngestReport:
+        """Filter, unit, embed and write sessions: the three stages of `add_sessions`, one after the other."""
+        plan = self._prepare(sessions, generation=generation)
+        return self._write(plan, self._embed_plan(plan))
+
+    def _prepare(
+        self, sessions: list[Session], stop: threading.Event | None = None, *, generation: int | None = None
+    ) -> _Plan:
+        """Filter the sessions' events and build their units; look up (without locking) which are stored.
+
+        Events already stored in this layer are not filtered again (a re-ingest costs lookups, not secret
+        scans): an event is stored only after it passed the filters, and its identity never changes. The
+        lookups cost four round trips per batch, whatever its number of sessions. The plan's erasure generation
+        (`write_guard`) is drawn first, or kept from an earlier plan of the same sessions (`generation`)."""
+        if stop is not None and stop.is_set():
+            raise IngestAborted("an earlier batch failed")
+        plan = _Plan(IngestReport())
+        started = time.perf_counter()
+        keys = {(s.app_name, s.user_id, s.id): [e.id for e in s.events] for s in sessions}
+        with self.core.store.connection() as conn:
+            plan.generation = generation if generation is not None else plan_generation(conn, sessions)
+            deleted = housekeeping.tombstoned_of(conn, keys)
+            # In the event layer a unit's id is its event's id: the stored units name the events already kept.
+            known = (
+                sqlu.existing_units_of(conn, self.core.layer, self.core.model.model_id, keys)
+                if self.core.granularity == "event" else {}
+            )  # fmt: skip
+            plan.report.timings["lookup"] += time.perf_counter() - started
+            t0 = time.perf_counter()
+            for session in sessions:
+                key = (session.app_name, session.user_id, session.id)
+                kept, skipped = self.kept_events(session, known=frozenset(known.get(key, ())))
+                gone = [e for e in kept if (*key, e.id) in deleted]
+                if gone:
+                    skipped[filters.DELETED] += len(gone)
+                    kept = [e for e in kept if e not in gone]
+                plan.report.skipped.update(skipped)
+                units = self.units_of(session, kept)
+                if units:
+                    plan.sessions.append((self.core.scope(session.app_name, session.user_id), session, units))
+            t1 = time.perf_counter()
+            plan.report.timings["filter"] += t1 - t0
+            # An event unit's id is its event's id, so the event layer's lookup above already holds every stored
+            # unit of these sessions; only chunks need a lookup of their own.
+            stored = known if self.core.granularity == "event" else self._stored_units(conn, plan.sessions)
+            for scope, session, units in plan.sessions:
+                held = stored.get((scope.app_name, scope.user_id, session.id), {})
+                plan.texts.update(u.embed_text for u in units if not _holds(held.get(u.unit_id), u.event_ids))
+            plan.report.timings["lookup"] += time.perf_counter() - t1
+        return plan
+
+    def _stored_units(
+        self, conn: psycopg.Connection, planned: list[tuple[sqlu.Scope, Session, list[Unit]]]
+    ) -> dict[sqlu.SessionKey, dict[str, tuple[str, ...]]]:
+        """(app, user, session) -> unit id -> stored event ids, for the planned units already stored."""
+        wanted = {(scope.app_name, scope.user_id, session.id): [u.unit_id for u in units]
+                  for scope, session, units in planned}  # fmt: skip
+        return sqlu.existing_units_of(conn, self.core.layer, self.core.model.model_id, wanted)
+
+    def _embed_plan(
+        self, plan: _Plan, stop: threading.Event | None = None, bar: IngestProgress | None = None
+    ) -> _Vectors:
+        """Embed every text the plan may need, outside any transaction (no lock is held while the model runs).
+
+        Texts go to the model longest first in chunks of EMBED_CHUNK: the model pads each of its batches to its
+        longest text, so sorting by length across the whole plan keeps padding as low as one call would, while
+        the progress display moves per chunk and a failure elsewhere stops the work between chunks."""
+        texts = sorted(plan.texts, key=lambda t: (-len(t), t))
+        if not texts or (stop is not None and stop.is_set()):
+            return _Vectors({}, 0.0)
+        started = time.perf_counter()
+        parts = []
+        for at in range(0, len(texts), EMBED_CHUNK):
+            if stop is not None and stop.is_set():
+                raise IngestAborted("an earlier batch failed")
+            chunk = texts[at : at + EMBED_CHUNK]
+            vectors = self.core.embedder.embed_documents(chunk)
+            check_vectors(vectors, len(chunk), self.core.model.dimension, self.core.model.model_id)
+            parts.append(vectors)
+            if bar is not None:
+                bar.embedded(len(chunk))
+        vectors = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return _Vectors(dict(zip(texts, vectors, strict=True)), time.perf_counter() - started)
+
+    def _write(self, plan: _Plan, vectors: _Vectors) -> IngestReport:
+        """Lock each session's key (sorted, so two writers never deadlock), leave out units erased since the plan
+        (`write_guard.recheck`: a delete that ran while the add embedded wins) and units stored meanwhile,
+        replace chunks that grew, and COPY the rest in one transaction."""
+        report = plan.report
+        report.timings["embed"] += vectors.seconds
+        if not plan.sessions:
+            return report
+        embedded = list(vectors.by_text)
+        replaced = sqlu.Deleted()
+        started = time.perf_counter()
+        try:
+            with self.core.store.transaction() as conn:
+                plan.sessions, erased = recheck(conn, plan.sessions, self.core.model.model_id, plan.generation)
+                report.skipped.update(erased)
+                sqlu.lock_keys(
+                    conn,
+                    (("units", scope.app_name, scope.user_id, session.id, scope.layer, scope.model.model_id)
+                     for scope, session, _ in plan.sessions),
+                )  # fmt: skip
+                todo: list[tuple[sqlu.Scope, Unit]] = []
+                held = self._stored_units(conn, plan.sessions)
+                for scope, session, units in plan.sessions:
+                    stored = held.get((scope.app_name, scope.user_id, session.id), {})
+                    # A stored chunk holding more of the session than this snapshot (a late, older copy) stays:
+                    # chunks only grow, so the chunk layer does not depend on the order snapshots arrive in.
+                    fresh = [u for u in units if not _holds(stored.get(u.unit_id), u.event_ids)]
+                    report.already_stored += len(units) - len(fresh)
+                    stale = [u.unit_id for u in fresh if u.unit_id in stored]  # a chunk that grew since last time
+                    if stale:
+                        replaced.merge(sqlu.delete_units(conn, scope, session.id, stale))
+                    todo.extend((scope, u) for u in fresh)
+                report.replaced = replaced.units
+                if not todo:
+                    report.timings["write"] += time.perf_counter() - started
+                    self.core.forget_cached({(self.core.model.model_id, text_key(t)) for t in embedded})  # unused
+                    return report
+                missing = sorted({u.embed_text for _, u in todo} - vectors.by_text.keys())
+                if missing:  # stored when we looked, deleted by another writer since: embed them now (rare)
+                    late = self.core.embedder.embed_documents(missing)
+                    check_vectors(late, len(missing), self.core.model.dimension, self.core.model.model_id)
+                    vectors.by_text.update(zip(missing, late, strict=True))
+                    embedded += missing
+                report.embedded = len(todo)
+                rows = [sqlu.unit_row(scope, u, vectors.by_text[u.embed_text]) for scope, u in todo]
+                report.added = sqlu.copy_rows(conn, rows) - report.replaced
+                copied = time.perf_counter()
+                report.timings["write"] += copied - started
+            report.timings["commit"] += time.perf_counter() - copied
+        except BaseException:
+            # Nothing was written: leave no cached vector of a text that is not stored either.
+            self.core.forget_cached({(self.core.model.model_id, text_key(t)) for t in embedded})
+            raise
+        # Texts embedded for units another writer stored meanwhile, and a replaced chunk's old body, are stored
+        # nowhere: their cached vectors go.
+        written = {(self.core.model.model_id, text_key(u.embed_text)) for _, u in todo}
+        unused = {(self.core.model.model_id, text_key(t)) for t in embedded} - written
+        self.core.forget_cached(unused | (replaced.text_keys - written))
+        self.core.changed()
+        return report
