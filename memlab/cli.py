@@ -13,7 +13,6 @@ from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(help="memlab: measure and tune the long-term memory of AI agents.", no_args_is_help=True)
@@ -25,6 +24,7 @@ app.add_typer(check_app, name="check")
 
 
 Command = TypeVar("Command", bound=Callable[..., object])
+DEFAULT_SUITE = "quick"  # `memlab eval` with neither --config nor --suite: a first run of a few minutes
 
 
 def fail(message: object) -> NoReturn:
@@ -33,7 +33,7 @@ def fail(message: object) -> NoReturn:
     from memlab import redact_secrets
 
     text = " ".join(redact_secrets(message).split())
-    console.print(f"[red]error:[/] {escape(text)}", soft_wrap=True, markup=True, highlight=False)  # [x] is text
+    console.print(f"[red]error:[/] {text}", soft_wrap=True, markup=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -98,8 +98,9 @@ def _summary_table(summary, title: str) -> Table:
 def eval_command(
     config: Path | None = typer.Option(None, "--config", "-c", help="An experiment config (YAML): data sets, "
                                        "embedders, systems, sweeps, k. See README: Your own data."),
-    suite: str | None = typer.Option(None, help="A built-in suite instead of --config: ci (minutes; feeds the CI "
-                                     "gate), full (the real measurement), fixtures. Default: ci."),
+    suite: str | None = typer.Option(None, help="A built-in suite instead of --config: quick (the default: a "
+                                     "first run of a few minutes), ci (the whole ci suite the CI gate compares; "
+                                     "about 4x longer), full (the real measurement), fixtures."),
     set_: list[str] = typer.Option([], "--set", help="Override one config entry: --set k=5, --set "
                                    "datasets.0.limit=20, --set options.cutoff.target=0.1 (repeatable)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/<name>-<time>, copied to "
@@ -118,7 +119,7 @@ def eval_command(
     started = time.perf_counter()
     if config is not None and suite is not None:
         raise memlab.ConfigError("give --config FILE or --suite NAME, not both")
-    experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or "ci", set_)
+    experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or DEFAULT_SUITE, set_)
     memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     run_dir = Path(out or experiment.resolved.get("out") or lab.default_run_folder(experiment, stamp))
@@ -133,7 +134,8 @@ def eval_command(
                   f"{experiment.resolved['sweeps']} -> {run_dir}")  # fmt: skip
     latest = Path("reports/latest")
     previous = latest if latest.exists() and latest.resolve() != run_dir.resolve() else None
-    lab.run_experiment(experiment, run_dir, dsn=dsn, progress=True, log=console.print, previous=previous)
+    lab.run_experiment(experiment, run_dir, dsn=dsn, progress=lab.RunProgress(console), log=console.print,
+                       previous=previous)  # one console: log lines print above the progress line
     lab.write_report(run_dir, baseline=baseline if baseline.exists() else None)
     console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
     if notebooks:
@@ -143,6 +145,9 @@ def eval_command(
     if publish:
         lab.publish_latest(run_dir, Path("reports/latest"))
     console.print(f"[green]wrote[/] {run_dir}/report.md in {time.perf_counter() - started:.0f} s")
+    if config is None and suite is None:
+        console.print(f"That was the {DEFAULT_SUITE} suite; `memlab eval --suite ci` runs the whole ci suite (what "
+                      "the CI gate compares with reports/baseline.json).", highlight=False)
 
 
 @app.command("check-dataset")
@@ -158,9 +163,6 @@ def check_dataset_command(
 
     data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
-    note = lab.author_note(data)
-    if note:
-        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
 
 
 @app.command("models")

@@ -49,6 +49,7 @@ from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
+from memlab.lab.progress import RunProgress
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import breakdown, format_cell, markdown_table
@@ -116,6 +117,7 @@ __all__ = [
     "QuestionTable",
     "Run",
     "RunFolder",
+    "RunProgress",
     "System",
     "UserHistory",
     "answerability_calibration",
