@@ -45,6 +45,7 @@ from memlab.lab.gate import (
     regressions,
     write_baseline,
 )
+from memlab.lab.identity import is_relevant
 from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
@@ -147,6 +148,7 @@ __all__ = [
     "holm",
     "intervals",
     "is_finished",
+    "is_relevant",
     "judge",
     "labelled_distances",
     "load_config",

@@ -60,6 +60,13 @@ def holds_labelled(evidence: Iterable[EventKey], keys: Iterable[EventKey]) -> bo
     return any(labelled(gold, k) for k in keys)
 
 
+def is_relevant(hit, question) -> bool:
+    """Whether a search hit (memlab.Hit) holds an event labelled for `question` (a memlab.lab.Question), by
+    session and id: what a notebook or script should use instead of comparing bare event ids."""
+    sessions = list(hit.event_sessions) or [hit.session_id] * len(hit.event_ids)
+    return holds_labelled(question.evidence, hit_events(hit.event_ids, sessions))
+
+
 def relevant_hits(run: pd.DataFrame, evidence_of: Mapping[str, Sequence[EventKey]]) -> list[bool]:
     """Per row of `run`: whether the hit holds an event labelled for its question (`evidence_of` by question id)."""
     return [holds_labelled(evidence_of.get(qid, ()), keys)

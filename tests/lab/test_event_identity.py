@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab import lab
-from memlab.embedding.base import embed_queries
-from memlab.errors import FixtureError
+from memlab import FixtureError, embed_queries, lab
+from memlab.lab.synth import explain_questions, sample_transcript
 
 K = 1  # one hit per question: a hit of the right id from the wrong session cannot hide behind the right one
 TEXTS = {
@@ -55,6 +54,12 @@ def records() -> list[dict]:
                     "asked_at": "2026-04-01T12:00:00Z", "relevant": [{"session": s, "event": e} for s, e in evidence],
                     "relevant_sessions": sessions})  # fmt: skip
     return out
+
+
+def q_time():
+    from datetime import UTC, datetime
+
+    return datetime(2026, 4, 1, 12, tzinfo=UTC)  # when the questions are asked (facts decay with time)
 
 
 def write(path, recs: list[dict]):
@@ -170,14 +175,67 @@ def test_scoring_keys_hits_by_session(tmp_path):
 
 
 def test_question_ids_are_unique_and_transcripts_show_each_labels_own_event(tmp_path):
-    from memlab.lab import synth
-
     dataset = lab.load_jsonl(write(tmp_path / "rep.jsonl", records()))
-    explained = synth.explain_questions(dataset, "u1")
+    explained = explain_questions(dataset, "u1")
     kitten = explained.split("q-kitten")[1].split("q-bread")[0]
     assert "I moved into a small flat in Lyon" in kitten and "kitten named Pixel" not in kitten, "s2's D1:2"
-    marked = synth.sample_transcript(dataset, "u1", 2)
+    marked = sample_transcript(dataset, "u1", 2)
     assert [line for line in marked.splitlines() if "q-kitten" in line] == [
         "[D1:2] user: I moved into a small flat in Lyon last March.   <- q-city, q-kitten"]
     with pytest.raises(FixtureError, match="q-none"):  # runs and scores key a question by its id
         lab.Dataset("rep", dataset.users, [*dataset.questions, replace(dataset.questions[-1], user_id="u1")])
+
+
+def test_a_hit_is_relevant_by_session_and_id():
+    """What the quickstart notebook uses to mark hits: a unit's session, or each cited event's (a fact)."""
+    import memlab
+
+    q = lab.Question("q", "a", "u", "?", (), evidence=(("s2", "D1:2"),))
+    assert not lab.is_relevant(memlab.Hit("D1:2", "t", 0.1, session_id="s1", event_ids=("D1:2",)), q)
+    assert lab.is_relevant(memlab.Hit("D1:2", "t", 0.1, session_id="s2", event_ids=("D1:2",)), q)
+    fact = memlab.Hit("f", "t", 0.1, event_ids=("D1:2", "D1:2"), event_sessions=("s1", "s2"))
+    assert lab.is_relevant(fact, q) and not lab.is_relevant(fact, lab.Question("q", "a", "u", "?", (),
+                                                                               evidence=(("s3", "D1:2"),)))
+
+
+def test_fact_hits_name_the_session_of_each_event_they_cite(store, embedder, tmp_path, app_name):
+    """A fact's provenance is (session, event id): `D1:2` is cited in s2 only, though s1 has a `D1:2` too."""
+    import memlab
+
+    recs = records()
+    lyon = next(r for r in recs if r.get("user") == "u1" and r.get("id") == "s2")
+    lyon["events"][1]["facts"] = [{"subject": "user", "predicate": "home_city", "value": "Lyon", "quote": "Lyon"}]
+    dataset = lab.load_jsonl(write(tmp_path / "facts.jsonl", recs))
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.LabelledExtractor.from_set(dataset))
+    for s in dataset.sessions():
+        if s.user_id == "u1":
+            facts.add_session(replace(s, app_name=app_name))
+    hits = facts.search(app_name, "u1", "Which city do I live in?", allow=("personal", "health"),
+                        now=q_time())  # fmt: skip
+    city = next(h for h in hits if h.fact.predicate == "home_city")
+    assert (city.event_ids, city.event_sessions) == (("D1:2",), ("s2",))
+    q = {q.id: q for q in dataset.questions}
+    as_hit = memlab.Hit(city.unit_id, city.text, city.distance, event_ids=city.event_ids,
+                        event_sessions=city.event_sessions)  # fmt: skip
+    assert lab.is_relevant(as_hit, q["q-city"]) and not lab.is_relevant(as_hit, replace(
+        q["q-city"], evidence=(("s1", "D1:2"),)))  # fmt: skip
+
+
+def test_gold_facts_replay_for_their_own_user_when_session_and_event_ids_repeat(store, embedder, tmp_path,
+                                                                                 app_name):  # fmt: skip
+    """Both users have a session `s2` with an event `D1:1`/`D1:2`: each user's gold facts are replayed for that
+    user only (the labelled extractor keyed them by session id, so the second user's replaced the first's)."""
+    import memlab
+
+    recs = records()
+    by = {(r.get("user"), r.get("id")): r for r in recs}
+    by[("u1", "s2")]["events"][1]["facts"] = [{"subject": "user", "predicate": "home_city", "value": "Lyon",
+                                              "quote": "Lyon"}]  # fmt: skip
+    by[("u2", "s2")]["events"][0]["facts"] = [{"subject": "user", "predicate": "job_title", "value": "nurse",
+                                              "quote": "nurse"}]  # fmt: skip
+    dataset = lab.load_jsonl(write(tmp_path / "gold.jsonl", recs))
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.LabelledExtractor.from_set(dataset))
+    for s in dataset.sessions():
+        facts.add_session(replace(s, app_name=app_name))
+    got = {u: {(f.predicate, f.value) for f in facts.current(app_name, u)} for u in ("u1", "u2")}
+    assert got == {"u1": {("home_city", "Lyon")}, "u2": {("job_title", "nurse")}}
