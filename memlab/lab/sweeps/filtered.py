@@ -132,7 +132,8 @@ def filtered_sweep(
         share, relation, n = tenants[user]
         scope = memory.scope(APP, user)
         for qi, vector in enumerate(qvecs):
-            truth = exact.search_vector(APP, user, vector, grid.k).unit_ids
+            # a unit is (session, unit id): an event unit's id is its event id, unique within its session only
+            truth = [(h.session_id, h.unit_id) for h in exact.search_vector(APP, user, vector, grid.k)]
             with store.transaction() as conn:
                 sqlu.apply_settings(conn, settings)
                 started = time.perf_counter()
@@ -143,7 +144,7 @@ def filtered_sweep(
                     plan = sqlu.explain_json(conn, scope, vector, settings, literal=literal)
                     removed = sqlu.rows_removed_by_filter(plan)
                     path = sqlu.plan_access_path(plan, scope.index_name)
-            found = [h.unit_id for h in hits]
+            found = [(h.session_id, h.unit_id) for h in hits]
             expected_rows = min(grid.k, n)
             rows.append({
                 "tenant": user, "share": share, "relation": relation, "tenant_rows": n, "config": name,
