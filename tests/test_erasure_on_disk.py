@@ -84,6 +84,32 @@ def test_vacuum_full_through_either_memory_leaves_no_table_or_index_file_holding
     assert p.facts.current(p.app, p.keeper), "the other user's facts stay"
 
 
+def side_table_files(store) -> set[str]:
+    """The files of lexical search's side table (memory_unit_terms): its heap, TOAST table and every index."""
+    with store.connection() as conn:
+        rows = conn.execute(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = 'memory_unit_terms'::regclass "
+            "OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'memory_unit_terms'::regclass) "
+            "OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN ('memory_unit_terms'::regclass, "
+            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'memory_unit_terms'::regclass)))"
+        ).fetchall()
+    return {r[0] for r in rows if r[0]}
+
+
+def test_vacuum_full_leaves_nothing_in_the_lexical_side_table_or_its_indexes(private, embedder):
+    """Lexical search's side table holds each unit's lexemes (the marker's among them) and the user id in its key
+    and GIN index; every forget path reaches it through the unit table's triggers, and "full" rewrites it."""
+    store, pgdata = private
+    p = Planted(store, embedder, "disk-terms")
+    checkpoint(store)
+    before = side_table_files(store)
+    assert len(before & set(holders(pgdata, p.needles))) >= 2, "the side table and its indexes hold the markers"
+    p.forget("full")
+    checkpoint(store)
+    assert not (before | side_table_files(store)) & set(holders(pgdata, p.needles))
+    assert outside_wal(holders(pgdata, p.needles)) == []
+
+
 def test_fact_memory_forget_session_and_delete_fact_take_the_levels(private, embedder):
     store, pgdata = private
     p = Planted(store, embedder, "disk-session")

@@ -105,6 +105,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_split_secrets_probe.py", "memlab.facts.memory"): "the same switch in fact memory",
     ("tests/storage/test_lexical_scaling.py", "memlab.lab.probes"): "the lexical probe's plan-row counter",
     ("tests/storage/test_lexical_scaling.py", "memlab.storage"): "EXPLAINs the lexical statement itself",
+    ("tests/storage/test_lexical_side_table.py", "memlab.lab.probes"): "the lexical probe's texts and plan counter",
+    ("tests/storage/test_lexical_side_table.py", "memlab.storage"): "compares the lexical statement with a reference "
+    "and inspects its side table",
     ("tests/test_erasure_races.py", "memlab.events.filters"): "the skip reason an erased unit is reported under",
 }
 

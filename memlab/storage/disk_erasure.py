@@ -42,6 +42,7 @@ USER_TABLES = (
     "memory_unit",
     "memory_tombstone",
     "memory_unit_count",
+    "memory_unit_terms",
     "semantic_fact",
     "semantic_fact_observation",
     "fact_watermark",

@@ -164,6 +164,7 @@ class Store:
                     conn.execute(MODELS_DDL)
                     sqlu.create_table(conn)
                     sqlu.create_counts(conn)
+                    sqlu.create_terms(conn)  # full-text search's side table, kept by triggers on the units
                     conn.execute(TOMBSTONE_DDL)
                     conn.execute(ERASURE_DDL)
                     policy.create_settings(conn)

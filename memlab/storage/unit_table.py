@@ -35,8 +35,12 @@ from psycopg import sql
 from memlab.errors import ConfigError
 from memlab.storage.schema import PRIMARY_KEY, SCOPE_INDEX, UNITS_TABLE, ModelInfo
 
-LEXICAL_INDEX = "memory_unit_lexemes"
+LEXICAL_INDEX = "memory_unit_terms_lexemes"  # the GIN index of full-text search (on unit_lexical.TERMS_TABLE)
 TEXT_SEARCH_CONFIG = "english"  # stemming and stop words for full-text search over rendered text
+
+# Python reads timestamps of years 1..9999 (UTC) only; EventMemory refuses others on the way in, and a row
+# stored before it did is clamped when read, so one such row cannot make every search of its user fail.
+READABLE_TIME = "LEAST(GREATEST(occurred_at, '0001-01-01 00:00:00+00'), '9999-12-31 23:59:59.999999+00')"
 
 BUILD_MEMORY = "1GB"  # maintenance_work_mem for an HNSW build: a graph that fits builds many times faster
 
@@ -69,9 +73,9 @@ ALTER TABLE {UNITS_TABLE} ALTER COLUMN embedding SET STORAGE PLAIN;
 CREATE INDEX IF NOT EXISTS {SCOPE_INDEX} ON {UNITS_TABLE} (app_name, user_id, occurred_at DESC);
 -- The text embedded when it differs from the body (a rendering), and full-text search over that same text.
 ALTER TABLE {UNITS_TABLE} ADD COLUMN IF NOT EXISTS rendered text;
+-- Their lexemes feed the side table full-text search reads (unit_lexical.TERMS_TABLE, with its GIN index).
 ALTER TABLE {UNITS_TABLE} ADD COLUMN IF NOT EXISTS lexemes tsvector
     GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(rendered, body))) STORED;
-CREATE INDEX IF NOT EXISTS {LEXICAL_INDEX} ON {UNITS_TABLE} USING gin (lexemes);
 DO $$
 BEGIN
     -- A table made before the session was part of a unit's identity: rebuild its key once.

@@ -35,6 +35,21 @@ from memlab.storage.unit_counts import (
 from memlab.storage.unit_counts import (
     scope_facts as scope_facts,
 )
+from memlab.storage.unit_lexical import (
+    _LEXICAL as _LEXICAL,
+)
+from memlab.storage.unit_lexical import (
+    TERMS_TABLE as TERMS_TABLE,
+)
+from memlab.storage.unit_lexical import (
+    create_terms as create_terms,
+)
+from memlab.storage.unit_lexical import (
+    lexical_search as lexical_search,
+)
+from memlab.storage.unit_lexical import (
+    lexical_statement as lexical_statement,
+)
 from memlab.storage.unit_table import (
     _COLUMNS as _COLUMNS,
 )
@@ -55,6 +70,9 @@ from memlab.storage.unit_table import (
 )
 from memlab.storage.unit_table import (
     MAX_BUILD_MB as MAX_BUILD_MB,
+)
+from memlab.storage.unit_table import (
+    READABLE_TIME,
 )
 from memlab.storage.unit_table import (
     TEXT_SEARCH_CONFIG as TEXT_SEARCH_CONFIG,
@@ -238,9 +256,7 @@ def unit_row(scope: Scope, unit, vector: np.ndarray) -> tuple:
 # -- search ---------------------------------------------------------------------------------------------
 
 
-# Python reads timestamps of years 1..9999 (UTC) only; EventMemory refuses others on the way in, and a row
-# stored before it did is clamped here, so one such row cannot make every search of its user fail.
-_READABLE_TIME = "LEAST(GREATEST(occurred_at, '0001-01-01 00:00:00+00'), '9999-12-31 23:59:59.999999+00')"
+_READABLE_TIME = READABLE_TIME
 _SEARCH = (
     "WITH ranked AS MATERIALIZED ("
     " SELECT unit_id, body, author, " + _READABLE_TIME + " AS occurred_at, session_id, event_ids, {dist} AS distance"
@@ -377,86 +393,6 @@ def run_search(
         )
         for r in rows.fetchall()
     ]
-
-
-# Full-text search, ranked by BM25 over the rendered text's lexemes (PostgreSQL's ts_rank_cd has no inverse
-# document frequency, so a common word ranks like a rare name). `terms` are the query's lexemes; a unit is a
-# candidate when it holds any of them (`anyq`: conversational questions rarely share every word with the turn
-# that answers them); units holding every word (`websearch_to_tsquery`) rank first, then by BM25 (k1 = 1.2,
-# b = 0.75) with document frequencies and lengths taken over the user's own units of this layer and model.
-# `coverage` is the share of the query's IDF mass a unit holds: a question about a name memory never heard of
-# covers little, however near its vector lands (a feature of the answerability gate). A query word no unit
-# holds weighs as a word one unit holds: "called" or "many" must not outweigh the name that was found.
-# Every hit carries its cosine distance too, so `max_distance` means the same in every mode.
-# Cost is linear in the user's hits whatever the planner's estimates: the user's N and mean document length come
-# from the kept counts (COUNTS_TABLE, O(1): no pass over the user's units), one scan for the hits (materialized;
-# each hit's lexemes are read once, into `marked`: the query's lexemes get weight A, so `ts_filter` keeps just
-# them, with no unnest of whole texts), grouped once per unit; the k rows returned are fetched by their row address
-# (ctid, of this statement's snapshot), not joined to the user's units. No join pairs two row sets that grow with
-# the user: the ranked rows carry `every_word` themselves, and idf holds one row per query word.
-# (The old form joined the hits back to their scores; on a user with stale statistics the planner estimated a
-# handful of hits and chose a nested loop, hits x hits: 14 s at 8,000 units.)
-_SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
-_M_SCOPE = "m.app_name = %(app)s AND m.user_id = %(user)s AND m.embed_model = %(model)s AND m.layer = %(layer)s"
-_LEXICAL = (
-    "WITH q AS (SELECT websearch_to_tsquery({cfg}, %(text)s) AS web,"
-    " ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector({cfg}, %(text)s))) AS l"
-    "  WHERE l !~ '[''\\\\]') AS terms),"
-    " qq AS MATERIALIZED (SELECT web, terms, to_tsquery('simple', coalesce(array_to_string("
-    "  ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | '), '')) AS anyq FROM q),"
-    " stats AS MATERIALIZED (SELECT coalesce(sum(delta), 0)::float8 AS n,"
-    "  coalesce(sum(doc_length) / nullif(sum(delta), 0), 1)::float8 AS avgdl FROM {counts} WHERE " + _SCOPE + "),"
-    " hit AS MATERIALIZED (SELECT m.ctid AS row, m.session_id, m.unit_id, length(x.marked)::float8 AS dl,"
-    "  (x.marked @@ qq.web AND numnode(qq.web) > 0) AS every_word, ts_filter(x.marked, '{{a}}') AS found"
-    "  FROM {table} m CROSS JOIN qq"
-    "  CROSS JOIN LATERAL (SELECT setweight(m.lexemes, 'A', qq.terms) AS marked OFFSET 0) AS x"
-    "  WHERE " + _M_SCOPE + " AND m.lexemes @@ (SELECT anyq FROM qq)),"
-    " tf AS MATERIALIZED (SELECT h.row, h.session_id, h.unit_id, h.every_word, h.dl, u.lexeme,"
-    "  greatest(cardinality(u.positions), 1)::float8 AS tf FROM hit h, unnest(h.found) AS u),"
-    " df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),"
-    " idf AS MATERIALIZED (SELECT t AS lexeme,"
-    "  ln(1 + (s.n - coalesce(df.df, 1) + 0.5) / (coalesce(df.df, 1) + 0.5)) AS idf"
-    "  FROM qq, unnest(qq.terms) AS t LEFT JOIN df ON df.lexeme = t, stats s),"
-    " total AS MATERIALIZED (SELECT nullif(sum(idf), 0) AS idf FROM idf),"
-    " bm25 AS (SELECT tf.row, tf.session_id, tf.unit_id, tf.every_word, sum(idf.idf"
-    "  * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / s.avgdl))) AS score,"
-    "  sum(idf.idf) / max(total.idf) AS coverage"
-    "  FROM tf JOIN idf USING (lexeme), stats s, total GROUP BY tf.row, tf.session_id, tf.unit_id, tf.every_word),"
-    " ranked AS (SELECT row, session_id, unit_id, every_word, score, coverage FROM bm25"
-    "  ORDER BY every_word DESC, score DESC, unit_id LIMIT %(k)s)"
-    " SELECT m.unit_id, m.body, m.author, " + _READABLE_TIME.replace("occurred_at", "m.occurred_at")
-    + " AS occurred_at, m.session_id, m.event_ids, (m.embedding::{vt} <=> %(q)s::{vt}) AS distance, r.score,"
-    " r.coverage, r.every_word FROM ranked r CROSS JOIN LATERAL (SELECT * FROM {table} m WHERE " + _M_SCOPE
-    + " AND m.ctid = r.row AND m.session_id = r.session_id AND m.unit_id = r.unit_id OFFSET 0) AS m"
-    " ORDER BY r.every_word DESC, r.score DESC, m.unit_id"
-)
-
-
-def lexical_statement(
-    conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int, *, explain: bool = False
-) -> tuple[sql.Composed, dict]:
-    """The lexical search statement and its parameters; with `explain`, its EXPLAIN (ANALYZE, FORMAT JSON), so the
-    plan checks count the rows of exactly what `lexical_search` runs."""
-    conn.execute("SELECT set_config('client_min_messages', 'warning', true)")  # no NOTICE for stop-word queries
-    query = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) " + _LEXICAL if explain else _LEXICAL).format(
-        cfg=sql.Literal(TEXT_SEARCH_CONFIG),
-        vt=scope.model.vector_type(),
-        table=sql.Identifier(UNITS_TABLE),
-        counts=sql.Identifier(COUNTS_TABLE),
-    )
-    return query, {**search_params(scope, vector, top_k), "text": text}
-
-
-def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int) -> list[Hit]:
-    """The user's units ranked by full-text match of `text` (see `_LEXICAL`), at most `top_k`, each with its
-    cosine distance to `vector`, its BM25 score in `Hit.lexical` and its share of the query's IDF mass in
-    `Hit.coverage`."""
-    rows = conn.execute(*lexical_statement(conn, scope, text, vector, top_k)).fetchall()
-    return [
-        Hit(unit_id=r[0], text=r[1], author=r[2], timestamp=r[3], session_id=r[4], event_ids=tuple(r[5]),
-            distance=float(r[6]), lexical=float(r[7]), coverage=float(r[8]) if r[8] is not None else None)
-        for r in rows
-    ]  # fmt: skip
 
 
 _INDEX_NAMES = {SCOPE_INDEX: "scope_index", PRIMARY_KEY: "primary_key"}

@@ -97,13 +97,15 @@ def test_partitioned_table_keeps_memlabs_key_and_takes_memlabs_indexes(partition
             [PRIMARY_KEY],
         ).fetchone()[0]
         assert key == ["app_name", "user_id", "layer", "session_id", "unit_id", "embed_model"]
-        # memlab's scope and full-text indexes were added by its own DDL, as partitioned indexes.
+        # memlab's scope index was added by its own DDL, as a partitioned index; full-text search reads the side
+        # table (kept by statement triggers on the partitioned table) and its GIN index, not an index of the units.
         kinds = dict(
             conn.execute(
-                "SELECT relname, relkind FROM pg_class WHERE relname IN ('memory_unit_scope', 'memory_unit_lexemes')"
+                "SELECT relname, relkind FROM pg_class WHERE relname IN ('memory_unit_scope', 'memory_unit_lexemes', "
+                "'memory_unit_terms', 'memory_unit_terms_lexemes')"
             ).fetchall()
         )
-        assert kinds == {"memory_unit_scope": "I", "memory_unit_lexemes": "I"}
+        assert kinds == {"memory_unit_scope": "I", "memory_unit_terms": "r", "memory_unit_terms_lexemes": "i"}
 
 
 def test_doc_search_reads_one_partition_and_the_tenant_index(partitioned):

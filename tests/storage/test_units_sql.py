@@ -21,9 +21,9 @@ from memlab.storage.schema import UNITS_TABLE, ModelInfo
 
 PACKAGE = Path(memlab.__file__).resolve().parent
 ROOT = PACKAGE.parent
-# The unit table's SQL lives in storage/units.py and the three modules split from it along its sections.
+# The unit table's SQL lives in storage/units.py and the modules split from it along its sections.
 OWNERS = ("memlab/storage/units.py", "memlab/storage/unit_table.py", "memlab/storage/unit_counts.py",
-          "memlab/storage/unit_housekeeping.py")
+          "memlab/storage/unit_housekeeping.py", "memlab/storage/unit_lexical.py")
 DEFINITION = "memlab/storage/schema.py"  # may define the UNITS_TABLE name, nothing more
 # Still holds its own unit-table SQL; its replacement (units.delete_layer / Store.create_tenant_index) is
 # applied by whoever owns memlab/lab/. Remove the entry once it is.

@@ -1,0 +1,216 @@
+"""Full-text search of the memory units: the narrow side table that serves it (`TERMS_TABLE`, kept by triggers
+on the unit table) and the BM25 statement over it.
+
+Every read filters by app_name and user_id in SQL (and by model and layer): no row of another user can
+reach Python. Functions take a connection so the caller decides the transaction."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from memlab.storage.schema import UNITS_TABLE
+from memlab.storage.unit_counts import COUNTS_TABLE
+from memlab.storage.unit_table import LEXICAL_INDEX, READABLE_TIME, TEXT_SEARCH_CONFIG, Scope
+from memlab.types import Hit
+
+# -- the side table ---------------------------------------------------------------------------------------
+# One narrow row per unit: its key, its document length (lexemes, as BM25 counts them) and its lexemes plus one
+# lexeme naming its scope (`memlab_scope_lexeme`: an MD5 of app, user, layer and model, with spaces, which no
+# parser ever emits). Lexical search reads these rows, not the unit table's wide ones (embeddings, bodies): a
+# common word's thousands of hits cost a narrow row each. Its GIN index holds the scope lexeme too, so a
+# search ANDs it with the query's words and the index hands back this user's rows only, however many other
+# users share a word. Statement triggers on the unit table keep it (insert, delete, update, truncate): every
+# forget path deletes units, so erasure reaches it; a database from before it fills it once on open.
+TERMS_TABLE = "memory_unit_terms"
+TERMS_INDEX = LEXICAL_INDEX
+OLD_LEXICAL_INDEX = "memory_unit_lexemes"  # the unit table's GIN index, which the side table replaces
+_KEY = "app_name, user_id, layer, session_id, unit_id, embed_model"
+# dl: the unit's lexemes (BM25's document length); repeats: {lexeme: occurrences} of its lexemes that occur
+# more than once (tf; any other lexeme it holds occurs once), so scoring never unpacks the tsvector; occurred_at:
+# with it, the k rows returned are one probe of either unit-table index that starts with (app, user), the primary
+# key or the scope index (app, user, occurred_at), whichever the planner picks (with stale statistics it takes the
+# smaller scope index, which without the time reads all of the user's rows for each row returned).
+_ROW = (
+    f"SELECT {_KEY}, occurred_at, length(lexemes), (SELECT jsonb_object_agg(u.lexeme, cardinality(u.positions))"
+    " FROM unnest(lexemes) AS u WHERE cardinality(u.positions) > 1),"
+    " lexemes || array_to_tsvector(ARRAY[memlab_scope_lexeme(app_name, user_id, layer, embed_model)])"
+)
+_MATCH = "(t.app_name, t.user_id, t.layer, t.session_id, t.unit_id, t.embed_model) = " \
+         "(r.app_name, r.user_id, r.layer, r.session_id, r.unit_id, r.embed_model)"  # fmt: skip
+TERMS_DDL = f"""
+CREATE OR REPLACE FUNCTION memlab_scope_lexeme(app text, usr text, layer text, model text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 'memlab scope ' || md5(quote_literal(app) || ',' || quote_literal(usr) || ',' || quote_literal(layer)
+                                  || ',' || quote_literal(model));
+CREATE OR REPLACE FUNCTION memlab_terms_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, repeats, lexemes) {_ROW} FROM added;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION memlab_terms_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {TERMS_TABLE} t USING removed r WHERE {_MATCH};
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION memlab_terms_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {TERMS_TABLE} t USING removed r WHERE {_MATCH};
+    INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, repeats, lexemes) {_ROW} FROM added;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION memlab_terms_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    TRUNCATE {TERMS_TABLE};
+    RETURN NULL;
+END $$;
+DO $$
+BEGIN
+    IF to_regclass('{TERMS_TABLE}') IS NULL THEN
+        LOCK TABLE {UNITS_TABLE} IN SHARE MODE;  -- writers wait while the table is filled
+        CREATE TABLE {TERMS_TABLE} (
+            app_name text NOT NULL, user_id text NOT NULL, layer text NOT NULL, session_id text NOT NULL,
+            unit_id text NOT NULL, embed_model text NOT NULL, occurred_at timestamptz NOT NULL, dl integer NOT NULL,
+            repeats jsonb,
+            lexemes tsvector NOT NULL,
+            CONSTRAINT {TERMS_TABLE}_once PRIMARY KEY ({_KEY})
+        );
+        -- a unit table from before the side table: fill it once
+        INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, repeats, lexemes) {_ROW} FROM {UNITS_TABLE};
+        CREATE INDEX {TERMS_INDEX} ON {TERMS_TABLE} USING gin (lexemes);
+        CREATE TRIGGER memlab_terms_insert AFTER INSERT ON {UNITS_TABLE} REFERENCING NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_terms_added();
+        CREATE TRIGGER memlab_terms_delete AFTER DELETE ON {UNITS_TABLE} REFERENCING OLD TABLE AS removed
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_terms_removed();
+        CREATE TRIGGER memlab_terms_update AFTER UPDATE ON {UNITS_TABLE}
+            REFERENCING OLD TABLE AS removed NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_terms_updated();
+        CREATE TRIGGER memlab_terms_truncate AFTER TRUNCATE ON {UNITS_TABLE}
+            FOR EACH STATEMENT EXECUTE FUNCTION memlab_terms_truncated();
+    END IF;
+END $$;
+DROP INDEX IF EXISTS {OLD_LEXICAL_INDEX};
+"""
+
+
+def create_terms(conn: psycopg.Connection) -> None:
+    """The side table, its index and the unit table's triggers that keep it (idempotent; after the unit table)."""
+    conn.execute(TERMS_DDL)
+
+
+# -- the search -------------------------------------------------------------------------------------------
+# Full-text search, ranked by BM25 over the rendered text's lexemes (PostgreSQL's ts_rank_cd has no inverse
+# document frequency, so a common word ranks like a rare name). `terms` are the query's lexemes; a unit is a
+# candidate when it holds any of them (conversational questions rarely share every word with the turn that
+# answers them); units holding every word (`websearch_to_tsquery`) rank first, then by BM25 (k1 = 1.2, b = 0.75)
+# with document frequencies and lengths taken over the user's own units of this layer and model. `coverage` is the
+# share of the query's IDF mass a unit holds: a question about a name memory never heard of covers little, however
+# near its vector lands (a feature of the answerability gate). A query word no unit holds weighs as a word one unit
+# holds: "called" or "many" must not outweigh the name that was found. Every hit carries its cosine distance too, so
+# `max_distance` means the same in every mode.
+#
+# Cost: one narrow row read per (hit, query word it holds), nothing unpacked, and no pass over the user's units:
+# - N and the mean document length come from the kept counts (COUNTS_TABLE, O(1));
+# - `post`: word by word, the GIN index finds the side rows holding the word AND the user's scope lexeme (other
+#   users' rows are never fetched); each row gives its key, dl and the word's tf (from `repeats`). A word's
+#   document frequency is its number of rows in `post`, a unit's score the sum over its rows;
+# - `every`: units holding every word, found by the GIN index too (the query AND the scope lexeme);
+# - the k rows returned are fetched from the unit table by primary key (body, author, time, distance).
+# No join pairs two row sets that grow with the user, and nothing is computed per unit beyond its rows in `post`.
+# The side table's scope filters compare under COLLATE "C" (the same equality for text) so no b-tree can serve
+# them: its rows are found through the GIN index only, even when stale statistics would have the planner walk
+# every row of the user through its primary key, once per word.
+# (The first form joined the hits back to their scores: a nested loop, hits x hits, on a user with stale
+# statistics, 14 s at 8,000 units; the second read every hit's wide unit row and unpacked its lexemes.)
+_SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
+_C_SCOPE = (
+    'c.app_name = %(app)s COLLATE "C" AND c.user_id = %(user)s COLLATE "C" AND c.embed_model = %(model)s COLLATE "C" '
+    'AND c.layer = %(layer)s COLLATE "C"'
+)
+_M_SCOPE = "m.app_name = %(app)s AND m.user_id = %(user)s AND m.embed_model = %(model)s AND m.layer = %(layer)s"
+_LEXICAL = (
+    "WITH q AS (SELECT websearch_to_tsquery({cfg}, %(text)s) AS web,"
+    " ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector({cfg}, %(text)s))) AS l"
+    "  WHERE l !~ '[''\\\\]') AS terms),"
+    # any word: one lexeme each, cast rather than parsed; NULL (no row) when the query has no word
+    " qq AS MATERIALIZED (SELECT web, terms,"
+    "  (SELECT string_agg(quote_literal(t), ' | ') FROM unnest(terms) AS t)::tsquery AS anyq,"
+    "  quote_literal(memlab_scope_lexeme(%(app)s, %(user)s, %(layer)s, %(model)s))::tsquery AS mine FROM q),"
+    " stats AS MATERIALIZED (SELECT coalesce(sum(delta), 0)::float8 AS n,"
+    "  coalesce(sum(doc_length) / nullif(sum(delta), 0), 1)::float8 AS avgdl FROM {counts} WHERE " + _SCOPE + "),"
+    " post AS MATERIALIZED (SELECT c.row, t AS lexeme, c.dl::float8 AS dl, coalesce((c.repeats ->> t)::float8, 1) AS tf"
+    "  FROM qq CROSS JOIN unnest(qq.terms) AS t CROSS JOIN LATERAL (SELECT c.ctid AS row, c.dl, c.repeats"
+    "   FROM {terms} c WHERE " + _C_SCOPE + " AND c.lexemes @@ (quote_literal(t)::tsquery && qq.mine) OFFSET 0) AS c),"
+    " df AS (SELECT lexeme, count(*)::float8 AS df FROM post GROUP BY lexeme),"
+    " idf AS MATERIALIZED (SELECT t AS lexeme,"
+    "  ln(1 + (s.n - coalesce(df.df, 1) + 0.5) / (coalesce(df.df, 1) + 0.5)) AS idf"
+    "  FROM qq CROSS JOIN unnest(qq.terms) AS t LEFT JOIN df ON df.lexeme = t CROSS JOIN stats s),"
+    " total AS MATERIALIZED (SELECT nullif(sum(idf), 0) AS idf FROM idf),"
+    " every AS MATERIALIZED (SELECT c.ctid AS row FROM {terms} c WHERE " + _C_SCOPE + " AND c.lexemes @@"
+    "  (SELECT CASE WHEN numnode(web) > 0 THEN web && anyq && mine END FROM qq)),"
+    " bm25 AS (SELECT p.row, sum(idf.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / s.avgdl))) AS score,"
+    "  sum(idf.idf) / max(total.idf) AS coverage"
+    "  FROM post p JOIN idf USING (lexeme) CROSS JOIN stats s CROSS JOIN total GROUP BY p.row),"
+    " top AS MATERIALIZED (SELECT b.row, e.row IS NOT NULL AS every_word, b.score, b.coverage"
+    "  FROM bm25 b LEFT JOIN every e ON e.row = b.row"
+    "  ORDER BY every_word DESC, b.score DESC FETCH FIRST %(k)s ROWS WITH TIES),"
+    " ranked AS (SELECT c.session_id, c.unit_id, c.occurred_at, t.every_word, t.score, t.coverage FROM top t"
+    "  CROSS JOIN LATERAL (SELECT c.session_id, c.unit_id, c.occurred_at FROM {terms} c WHERE "
+    + _C_SCOPE
+    + " AND c.ctid = t.row"
+    "  OFFSET 0) AS c ORDER BY t.every_word DESC, t.score DESC, c.unit_id, c.session_id LIMIT %(k)s)"
+    " SELECT m.unit_id, m.body, m.author, "
+    + READABLE_TIME.replace("occurred_at", "m.occurred_at")
+    + " AS occurred_at, m.session_id, m.event_ids, (m.embedding::{vt} <=> %(q)s::{vt}) AS distance, r.score,"
+    " r.coverage, r.every_word FROM ranked r CROSS JOIN LATERAL (SELECT * FROM {table} m WHERE "
+    + _M_SCOPE
+    + " AND m.occurred_at = r.occurred_at AND m.session_id = r.session_id AND m.unit_id = r.unit_id OFFSET 0) AS m"
+    " ORDER BY r.every_word DESC, r.score DESC, m.unit_id, m.session_id"
+)
+
+
+def _statement_settings(conn: psycopg.Connection) -> str:
+    """SET LOCAL what the statement runs with; returns enable_seqscan's previous value. No NOTICE for stop-word
+    queries; no sequential scan of the side table: on a small table the planner would rather read every row (of
+    every user) than use the GIN index, whose cost it cannot estimate for a query computed at run time."""
+    return conn.execute(
+        "SELECT current_setting('enable_seqscan'), set_config('client_min_messages', 'warning', true), "
+        "set_config('enable_seqscan', 'off', true)"
+    ).fetchone()[0]
+
+
+def lexical_statement(
+    conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int, *, explain: bool = False
+) -> tuple[sql.Composed, dict]:
+    """The lexical search statement and its parameters; with `explain`, its EXPLAIN (ANALYZE, FORMAT JSON), so the
+    plan checks count the rows of exactly what `lexical_search` runs (under the same settings, SET LOCAL here)."""
+    _statement_settings(conn)
+    return _compose(scope, text, vector, top_k, explain=explain)
+
+
+def _compose(scope: Scope, text: str, vector: np.ndarray, top_k: int, *, explain: bool) -> tuple[sql.Composed, dict]:
+    query = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) " + _LEXICAL if explain else _LEXICAL).format(
+        cfg=sql.Literal(TEXT_SEARCH_CONFIG),
+        vt=scope.model.vector_type(),
+        table=sql.Identifier(UNITS_TABLE),
+        terms=sql.Identifier(TERMS_TABLE),
+        counts=sql.Identifier(COUNTS_TABLE),
+    )
+    params = {"q": vector, "app": scope.app_name, "user": scope.user_id, "model": scope.model.model_id,
+              "layer": scope.layer, "k": top_k, "text": text}  # fmt: skip
+    return query, params
+
+
+def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int) -> list[Hit]:
+    """The user's units ranked by full-text match of `text` (see `_LEXICAL`), at most `top_k`, each with its
+    cosine distance to `vector`, its BM25 score in `Hit.lexical` and its share of the query's IDF mass in
+    `Hit.coverage`."""
+    previous = _statement_settings(conn)
+    rows = conn.execute(*_compose(scope, text, vector, top_k, explain=False)).fetchall()
+    conn.execute("SELECT set_config('enable_seqscan', %s, true)", [previous])  # the caller's setting again
+    return [
+        Hit(unit_id=r[0], text=r[1], author=r[2], timestamp=r[3], session_id=r[4], event_ids=tuple(r[5]),
+            distance=float(r[6]), lexical=float(r[7]), coverage=float(r[8]) if r[8] is not None else None)
+        for r in rows
+    ]  # fmt: skip
