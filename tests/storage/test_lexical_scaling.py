@@ -75,7 +75,7 @@ def test_lexical_family_finds_no_quadratic_plan(scratch_store, embedder, tmp_pat
     assert family.figures["quadratic_plans"] == 0, family.found
     assert family.figures["plans_checked"] == 2 * 2 * len(probe.QUERIES)
     assert family.figures["users"] == 4 and 0 < family.figures["max_growth"] < probe.GROWTH_LIMIT
-    assert family.figures["user_passes"] == 0 and family.figures["selective_plans_checked"] == len(probe.SELECTIVE)
+    assert family.figures["user_passes"] == 0 and family.figures["selective_plans_checked"] == 2 * len(probe.SELECTIVE)
     assert family.figures[f"rows_per_unit.stale.{probe.SIZES[1]}"] > 1
     assert not family.failures()
 
