@@ -128,13 +128,19 @@ def _vectors(env: Env, cache: dict, dataset: Dataset, embedder: str) -> dict[str
     return cache[key]
 
 
+def counted_step(system: Any) -> bool:
+    """A system that asks questions is a step of the progress line; a cut of another system's saved run is not
+    (a grid of cuts would be dozens of instant steps and make the ETA far too short)."""
+    return not isinstance(system, CutoffSystem)
+
+
 def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: RunProgress | None = None
                 ) -> list[Run]:  # fmt: skip
     """Ask every system every question of `dataset`; save each run (and each reference run once). Each system
     (with its reference run) is one step of `steps`, the experiment's progress display."""
     done: dict[str, Run] = {}
     vectors: dict = {}
-    for system in (steps or NoProgress()).each(systems, lambda s: f"{dataset.name}: {s.name}"):
+    for system in (steps or NoProgress()).each(systems, lambda s: f"{dataset.name}: {s.name}", counted_step):
         if isinstance(system, CutoffSystem):
             parent = done.get(system.parent)
             if parent is None:
@@ -209,7 +215,7 @@ def run_experiment(
             systems = systems_for(scoped, cfg, embedders) if scoped.questions else []
             work.append((scoped, systems, [n for n in applies(cfg, dataset.name)
                                            if hasattr(sweep_module(n), "measure")]))  # fmt: skip
-        steps.plan(sum(len(systems) + len(measured) for _, systems, measured in work) + 1)
+        steps.plan(sum(sum(map(counted_step, systems)) + len(measured) for _, systems, measured in work) + 1)
         for scoped, systems, measured in work:
             save_labels(out, scoped)
             log(f"{scoped.name}: {scoped.summary()}")

@@ -63,16 +63,18 @@ class RunProgress:
         self.progress.start_task(self.task)
 
     @contextmanager
-    def step(self, label: str) -> Iterator[None]:
-        """One step: its label shows while it runs, and the count moves when it ends."""
+    def step(self, label: str, weight: int = 1) -> Iterator[None]:
+        """One step: its label shows while it runs, and the count moves by `weight` when it ends."""
         self.progress.update(self.task, description=label)
         yield
-        self.progress.advance(self.task)
+        self.progress.advance(self.task, weight)
 
-    def each(self, items: Iterable[Item], label: Callable[[Item], str]) -> Iterator[Item]:
-        """Each item as one step (a loop's `continue` ends its step too; an error leaves it unfinished)."""
+    def each(self, items: Iterable[Item], label: Callable[[Item], str],
+             counts: Callable[[Item], bool] = lambda item: True) -> Iterator[Item]:  # fmt: skip
+        """Each item as a step (a loop's `continue` ends its step too; an error leaves it unfinished). An item
+        that `counts` rejects is shown but not counted: work too small to move the ETA (a cut of a saved run)."""
         for item in items:
-            with self.step(label(item)):
+            with self.step(label(item), int(counts(item))):
                 yield item
 
     @property
@@ -102,9 +104,9 @@ class NoProgress(RunProgress):
         self.steps = steps
 
     @contextmanager
-    def step(self, label: str) -> Iterator[None]:
+    def step(self, label: str, weight: int = 1) -> Iterator[None]:
         yield
-        self.done += 1
+        self.done += weight
 
     @property
     def total(self) -> float | None:

@@ -17,8 +17,8 @@ def test_an_experiment_draws_one_overall_progress_line(tmp_path, memlab_home, st
         "datasets": [{"name": "fixtures", "format": "fixtures", "path": str(ROOT / "fixtures" / "events")}],
         "systems": [{"name": "pg-exact", "strategy": "exact"},
                     {"name": "hnsw", "strategy": "hnsw", "ef_search": 40, "iterative_scan": "relaxed_order"}],
-        "sweeps": ["ingest"],
-        "options": {"ingest": {"repeat": 1}},
+        "sweeps": ["ingest", "cutoff"],
+        "options": {"ingest": {"repeat": 1}, "cutoff": {"grid": [0.5, 0.9]}},
     }, source="<test>")  # fmt: skip
     screen = io.StringIO()
     display = RunProgress(Console(file=screen, width=120, force_terminal=False, color_system=None))
@@ -26,7 +26,10 @@ def test_an_experiment_draws_one_overall_progress_line(tmp_path, memlab_home, st
 
     tasks = display.progress.tasks
     assert len(tasks) == 1, "one overall task, not one per step"
-    steps = 2 + 1 + 1  # two systems on one data set, one measuring sweep (ingest), scores and report
+    # two systems on one data set, one measuring sweep (ingest), scores and report; the four cuts of the two
+    # systems' saved runs (cutoff sweep) ask nothing and are no steps
+    steps = 2 + 1 + 1
+    assert len(list((tmp_path / "run" / "runs").glob("*@cut*"))) == 4
     assert tasks[0].total == steps and tasks[0].completed == steps and tasks[0].finished
     drawn = [line for line in screen.getvalue().splitlines() if line.strip()]
     assert len(drawn) == 1 and f"{steps}/{steps} steps" in drawn[0], drawn
