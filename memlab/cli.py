@@ -100,7 +100,7 @@ def eval_command(
                                        "embedders, systems, sweeps, k. See README: Your own data."),
     suite: str | None = typer.Option(None, help="A built-in suite instead of --config: quick (the default: a "
                                      "first run of a few minutes), ci (the whole ci suite the CI gate compares; "
-                                     "about 4x longer), full (the real measurement), fixtures."),
+                                     "about 4-5x longer), full (the real measurement), fixtures."),
     set_: list[str] = typer.Option([], "--set", help="Override one config entry: --set k=5, --set "
                                    "datasets.0.limit=20, --set options.cutoff.target=0.1 (repeatable)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/<name>-<time>, copied to "
