@@ -13,6 +13,7 @@ from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(help="memlab: measure and tune the long-term memory of AI agents.", no_args_is_help=True)
@@ -33,7 +34,7 @@ def fail(message: object) -> NoReturn:
     from memlab import redact_secrets
 
     text = " ".join(redact_secrets(message).split())
-    console.print(f"[red]error:[/] {text}", soft_wrap=True, markup=True, highlight=False)
+    console.print(f"[red]error:[/] {escape(text)}", soft_wrap=True, markup=True, highlight=False)  # [x] is text
     raise typer.Exit(2)
 
 
@@ -163,6 +164,9 @@ def check_dataset_command(
 
     data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
+    note = lab.author_note(data)
+    if note:
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
 
 
 @app.command("models")

@@ -77,6 +77,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_bench_search.py", "memlab.storage"): "checks which per-tenant indexes the bench leaves",
     ("tests/lab/test_bench_bulk.py", "memlab.lab.bench.bulk"): "writes the bench's own rows and layer",
     ("tests/lab/test_bench_bulk.py", "memlab.storage"): "reads index names and row counts of the bench layer",
+    ("tests/lab/test_headline_cutoff.py", "memlab.lab.folder"): "writes a run's labels the way a run does, to "
+    "score hand-built runs",
+    ("tests/lab/test_headline_cutoff.py", "memlab.lab.scoring"): "cuts hand-built runs at a distance as the sweep does",
+    ("tests/lab/test_headline_cutoff.py", "memlab.lab.sweeps.cutoff"): "names the cut systems of the cut-off grid",
+    ("tests/lab/test_headline_cutoff.py", "memlab.lab.uncertainty"): "unit test of the pure tie and sample-size rules",
+    ("tests/lab/test_progress.py", "memlab.lab.progress"): "unit test of run_progress, the quiet/loud switch",
     ("tests/storage/test_scaling_sql.py", "memlab.storage"): "runs docs/scaling.md's SQL beside the unit table's",
     ("tests/storage/test_scaling_sql.py", "memlab.storage.schema"): "creates a partitioned copy of the unit table",
     ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",

@@ -34,6 +34,7 @@ from memlab.events.filters import forget_scans, holds_secret
 from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
+from memlab.facts import tables
 from memlab.facts import write_guard as fact_guard
 from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
@@ -52,7 +53,7 @@ from memlab.inputs import (
     text_problem,
     timestamp_problem,
 )
-from memlab.storage import erasures, facts_sql
+from memlab.storage import erasures
 from memlab.storage.disk_erasure import after_erasure, check_level
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
@@ -208,7 +209,7 @@ class FactMemory:
         self.registry = registry or default_registry()
         with store.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
-            facts_sql.ensure_schema(conn)
+            tables.ensure_schema(conn)
 
     # -- ingest ---------------------------------------------------------------------------------------
     def add_session(self, session: Session) -> FactIngestReport:
@@ -295,8 +296,8 @@ class FactMemory:
         report = FactIngestReport()
         with self.store.connection() as conn:
             generation = fact_guard.plan_generation(conn, app, user)  # erasures after it win (write_guard)
-            mark = facts_sql.get_watermark(conn, app, user, session.id)
-            keys = sorted({f.key for _, f in facts_sql.user_rows(conn, app, [user], statuses=["current"])})
+            mark = tables.get_watermark(conn, app, user, session.id)
+            keys = sorted({f.key for _, f in tables.user_rows(conn, app, [user], statuses=["current"])})
         fresh = [e for e in fact_events(session) if mark is None or e.timestamp > mark]
         texts = [e for e in session.events if not e.partial and (e.text or "").strip()]
         secrets = sum(mark is None or e.timestamp > mark for e in texts) - len(fresh)
@@ -334,16 +335,16 @@ class FactMemory:
                 return
             accepted = kept
             if session_id is not None:
-                facts_sql.lock_fact_key(conn, app, user, "session", session_id)
-                last = facts_sql.get_watermark(conn, app, user, session_id)  # another writer may have moved it
+                tables.lock_fact_key(conn, app, user, "session", session_id)
+                last = tables.get_watermark(conn, app, user, session_id)  # another writer may have moved it
                 if last is not None:
                     accepted = [c for c in accepted if c.event_time > last]
             for subject, predicate in sorted({c.key for c in accepted}):
-                facts_sql.lock_fact_key(conn, app, user, subject, predicate)
+                tables.lock_fact_key(conn, app, user, subject, predicate)
             for cand in sorted(accepted, key=lambda c: (c.event_time, c.subject, c.predicate, c.value)):
                 self._consolidate(conn, app, user, cand, report)
             if session_id is not None and mark is not None:
-                facts_sql.set_watermark(conn, app, user, session_id, mark)
+                tables.set_watermark(conn, app, user, session_id, mark)
 
     def _check(self, raw: Sequence[Candidate], fresh: list[Event], session_id: str, report) -> list[Candidate]:
         """Registry, subject and quote checks; values normalised. Refused candidates are counted."""
@@ -393,17 +394,17 @@ class FactMemory:
         return (rows[0].cardinality, rows[0].sensitivity) if rows else ("one", "normal")
 
     def _consolidate(self, conn, app: str, user: str, cand: Candidate, report: FactIngestReport) -> None:
-        if facts_sql.observation_exists(conn, app, user, cand):
+        if tables.observation_exists(conn, app, user, cand):
             report.duplicates += 1
             return
         predicate = self.registry.get(cand.predicate)
-        rows = facts_sql.key_rows(conn, app, user, cand.subject, cand.predicate)
+        rows = tables.key_rows(conn, app, user, cand.subject, cand.predicate)
         decision = decide(cand, rows, predicate.cardinality)
         after = [
             replace(r, sensitivity=predicate.sensitivity, cardinality=predicate.cardinality) for r in decision.rows
         ]
-        facts_sql.write_rows(conn, app, user, rows, after)
-        facts_sql.log_observation(conn, app, user, cand, decision.action, decision.reason)
+        tables.write_rows(conn, app, user, rows, after)
+        tables.log_observation(conn, app, user, cand, decision.action, decision.reason)
         report.count(decision.action)
         report.actions.append((cand.subject, cand.predicate, cand.value, decision.action))
 
@@ -412,13 +413,13 @@ class FactMemory:
         """Every current fact of the user (all sensitivities, any confidence)."""
         check_ids(app_name, user_id)
         with self.store.connection() as conn:
-            return [f for _, f in facts_sql.user_rows(conn, app_name, [user_id], statuses=["current"])]
+            return [f for _, f in tables.user_rows(conn, app_name, [user_id], statuses=["current"])]
 
     def rows(self, app_name: str, user_id: str) -> list[Fact]:
         """Current and history rows."""
         check_ids(app_name, user_id)
         with self.store.connection() as conn:
-            return [f for _, f in facts_sql.user_rows(conn, app_name, [user_id])]
+            return [f for _, f in tables.user_rows(conn, app_name, [user_id])]
 
     def search(
         self,
@@ -441,8 +442,8 @@ class FactMemory:
         now = now or datetime.now(UTC)
         users = [user_id, DOMAIN_USER] if include_domain and user_id != DOMAIN_USER else [user_id]
         with self.store.connection() as conn:
-            rows = facts_sql.user_rows(conn, app_name, users, statuses=["current"])
-            provenance = facts_sql.provenance_events(conn, app_name, users)
+            rows = tables.user_rows(conn, app_name, users, statuses=["current"])
+            provenance = tables.provenance_events(conn, app_name, users)
         served = []
         for owner, fact in rows:
             if fact.sensitivity != "normal" and fact.sensitivity not in allow:
@@ -501,8 +502,8 @@ class FactMemory:
         """The provenance trail of one key: every observation, oldest first, with its value's status now."""
         self._check_key(app_name, user_id, subject, predicate)
         with self.store.connection() as conn:
-            status = {f.value: f.status for f in facts_sql.key_rows(conn, app_name, user_id, subject, predicate)}
-            obs = facts_sql.observations(conn, app_name, user_id, subject, predicate)
+            status = {f.value: f.status for f in tables.key_rows(conn, app_name, user_id, subject, predicate)}
+            obs = tables.observations(conn, app_name, user_id, subject, predicate)
         return [
             Provenance(value=o[0], status=status.get(o[0], "unknown"), negated=o[1], basis=o[2], session_id=o[3],
                        event_id=o[4], said_at=o[5], quote=o[6], action=o[7], reason=o[8])
@@ -519,14 +520,14 @@ class FactMemory:
         check_level(vacuum)
         with self.store.transaction() as conn:
             erasing(conn, app_name, user_id, [erasures.facts_value(app_name, user_id, subject, predicate, value)])
-            facts_sql.lock_fact_key(conn, app_name, user_id, subject, predicate)
-            deleted = facts_sql.delete_value(conn, app_name, user_id, subject, predicate, value)
-            rows = facts_sql.key_rows(conn, app_name, user_id, subject, predicate)
+            tables.lock_fact_key(conn, app_name, user_id, subject, predicate)
+            deleted = tables.delete_value(conn, app_name, user_id, subject, predicate, value)
+            rows = tables.key_rows(conn, app_name, user_id, subject, predicate)
             if deleted and rows:
                 cardinality, sensitivity = self._shape(predicate, rows)
                 after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
                          for r in resolve(rows, cardinality)]  # fmt: skip
-                facts_sql.write_rows(conn, app_name, user_id, rows, after)
+                tables.write_rows(conn, app_name, user_id, rows, after)
         forget_transient()
         self._vacuum(vacuum)
         return deleted
@@ -584,15 +585,15 @@ class FactMemory:
         with self.store.transaction() as conn:
             erasing(conn, app, user, marks)  # an add extracting these events meanwhile leaves them out
             if session_id is not None:
-                facts_sql.lock_fact_key(conn, app, user, "session", session_id)
-            keys = sorted(facts_sql.observation_keys(conn, app, user, event_ids=event_ids, session_id=session_id))
+                tables.lock_fact_key(conn, app, user, "session", session_id)
+            keys = sorted(tables.observation_keys(conn, app, user, event_ids=event_ids, session_id=session_id))
             for subject, predicate in keys:
-                facts_sql.lock_fact_key(conn, app, user, subject, predicate)
-            removed = facts_sql.delete_observations(conn, app, user, event_ids=event_ids, session_id=session_id)
+                tables.lock_fact_key(conn, app, user, subject, predicate)
+            removed = tables.delete_observations(conn, app, user, event_ids=event_ids, session_id=session_id)
             report.observations = len(removed)
             touched = sorted(set(keys) | set(removed))
             for subject, predicate in sorted(set(removed) - set(keys)):  # written since the keys were read
-                facts_sql.lock_fact_key(conn, app, user, subject, predicate)
+                tables.lock_fact_key(conn, app, user, subject, predicate)
             report.keys = touched
             for subject, predicate in touched:
                 self._rederive(conn, app, user, subject, predicate, report)
@@ -602,10 +603,10 @@ class FactMemory:
 
     def _rederive(self, conn, app: str, user: str, subject: str, predicate: str, report: FactForgetReport) -> None:
         """Rebuild the value rows of one key from its observation log (the order-free fold of `decide`)."""
-        before = facts_sql.key_rows(conn, app, user, subject, predicate)
+        before = tables.key_rows(conn, app, user, subject, predicate)
         cardinality, sensitivity = self._shape(predicate, before)
         rows: list[Fact] = []
-        for value, negated, basis, session, event, said_at, quote_text, *_ in facts_sql.observations(
+        for value, negated, basis, session, event, said_at, quote_text, *_ in tables.observations(
             conn, app, user, subject, predicate
         ):
             if negated and basis == "inferred":
@@ -617,8 +618,8 @@ class FactMemory:
         kept = {r.value for r in after}
         old = {r.value: r for r in before}
         gone = [r for r in before if r.value not in kept]
-        facts_sql.delete_values(conn, app, user, subject, predicate, [r.value for r in gone])
-        facts_sql.write_rows(conn, app, user, [r for r in before if r.value in kept], after)
+        tables.delete_values(conn, app, user, subject, predicate, [r.value for r in gone])
+        tables.write_rows(conn, app, user, [r for r in before if r.value in kept], after)
         report.removed.extend((subject, predicate, r.value, r.status) for r in gone)
         for r in after:
             was = old[r.value].status if r.value in old else None
@@ -643,7 +644,7 @@ class FactMemory:
             # an add of the user in flight (either memory) writes nothing of the user afterwards
             erasing(conn, app_name, user_id, [erasures.facts_user(app_name, user_id),
                                               erasures.units_user(app_name, user_id)])  # fmt: skip
-            counts = facts_sql.forget_user(conn, app_name, user_id)
+            counts = tables.forget_user(conn, app_name, user_id)
             deleted = erase_units_of_user(conn, app_name, user_id)
         counts["memory_unit"] = deleted.units
         counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))
