@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 
 import platformdirs
+import psycopg
 
 from memlab.errors import ConfigError
+from memlab.redact import dsn_secrets, redact
 
 HOME_ENV = "MEMLAB_HOME"
 DSN_ENV = "MEMLAB_DSN"
@@ -29,15 +31,11 @@ def configured_dsn(dsn: str | None = None) -> str | None:
     value = dsn if dsn is not None else os.environ.get(DSN_ENV)
     if not value:
         return None
-    import psycopg
-
     try:
         psycopg.conninfo.conninfo_to_dict(value)
     except psycopg.ProgrammingError as exc:
         source = "the dsn given" if dsn is not None else DSN_ENV
         # The value is not repeated, and the parser's complaint may quote any part of it (the password token).
-        from memlab.redact import dsn_secrets, redact
-
         problem = redact(str(exc).replace(value, "<dsn>").splitlines()[0], known=dsn_secrets(value))
         raise ConfigError(
             f"{source} is not a PostgreSQL connection string ({problem}); use a URL such as "

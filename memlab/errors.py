@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from memlab.redact import redact
+
 
 class MemlabError(Exception):
     """Base class: catch this to handle any memlab failure. Its message passes memlab's one redactor
@@ -9,8 +11,6 @@ class MemlabError(Exception):
     key or token in them goes further (into a log, a traceback, the CLI's error line)."""
 
     def __init__(self, *args: object) -> None:
-        from memlab.redact import redact  # lazily: the redactor's secret filter loads on first use
-
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 

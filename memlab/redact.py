@@ -21,6 +21,8 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
+import memlab.events.secrets as secrets
+
 HIDDEN = "***"
 REDACTED = "[redacted]"
 WITHHELD = "[withheld: looks like a credential]"
@@ -125,9 +127,7 @@ def redact_patterns(text: str, known: Iterable[str] = ()) -> str:
 
 
 def _flagged(text: str) -> bool:
-    from memlab.events.secrets import find_secrets  # lazily: the memory package imports this module early
-
-    return bool(find_secrets(text))
+    return bool(secrets.find_secrets(text))
 
 
 def _narrow(line: str) -> str:
@@ -154,8 +154,6 @@ def _value_spans(text: str) -> list[tuple[int, int]]:
     is", the words of a passphrase), so exactly that is replaced. The detectors are the secret filter's
     internals: if their layout changes this finds nothing and word-by-word narrowing does the work."""
     try:
-        from memlab.events import secrets
-
         folded = secrets.fold(text)
         spans = []
         for _kind, pattern, check, gate in secrets._DETECTORS:

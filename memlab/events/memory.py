@@ -28,10 +28,11 @@ from datetime import datetime
 
 import numpy as np
 
+import memlab.events.bulk as bulk
+import memlab.events.filters as filters
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import EmbeddingCache
 from memlab.errors import ConfigError
-from memlab.events import bulk, filters
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.core import MemoryCore
 from memlab.events.forgetting import Forgetting

@@ -13,14 +13,17 @@ flagged share of ordinary technical text)."""
 
 from __future__ import annotations
 
+import importlib
 import re
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
-from memlab.events import secret_shapes as shapes
+import yaml
+from detect_secrets.filters import heuristic as h
+
+import memlab.events.secret_shapes as shapes
 
 SCAN_FAILED = "Scan failed (treated as a secret)"
 I = re.IGNORECASE  # noqa: E741
@@ -54,23 +57,13 @@ _DS_PLUGINS = (
     ("twilio", "TwilioKeyDetector"),
 )
 
-_plugins_lock = threading.Lock()
-_plugins: tuple | None = None
+# The plugin instances, built once at import (they hold only compiled patterns, so sharing them is safe).
+_PLUGINS = tuple(getattr(importlib.import_module(f"detect_secrets.plugins.{m}"), name)() for m, name in _DS_PLUGINS)
 
 
 def _ds_plugins() -> tuple:
-    """The detect-secrets plugin instances, built once (they hold only compiled patterns, so sharing is safe)."""
-    global _plugins
-    if _plugins is None:
-        with _plugins_lock:
-            if _plugins is None:
-                import importlib
-
-                _plugins = tuple(
-                    getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
-                    for module, name in _DS_PLUGINS
-                )
-    return _plugins
+    """The detect-secrets plugin instances."""
+    return _PLUGINS
 
 
 # Every pattern of detect-secrets' KeywordDetector (its DENYLIST: api_key, passwd, secret, contraseña, ...)
@@ -155,8 +148,6 @@ def gate_holds(gate: re.Pattern | _Words, text: str, folded: str | None = None) 
 def _ds_findings(line: str, plugins: tuple = ()) -> Iterator[str]:
     """detect-secrets' `plugins` (default: all) on one line, with the heuristic filters its `scan_line` applies by
     default. Only pure functions are called: nothing here reads or writes detect-secrets' global settings."""
-    from detect_secrets.filters import heuristic as h
-
     keyword_free = _KEYWORD_GATE.search(fold(line)) is None
     for plugin in plugins or _ds_plugins():
         if keyword_free and type(plugin).__name__ == "KeywordDetector":
@@ -654,8 +645,6 @@ def secret_filter_rates(folder: str | Path | None = None) -> dict:
     """How the secret filter does on a labelled corpus (default fixtures/secrets): the caught share of credentials
     (`credentials.yaml`, by split) and the flagged share of ordinary technical text (`ordinary.yaml`), with the
     misses and false alarms listed. Reads the files and scans; changes nothing."""
-    import yaml
-
     folder = Path(folder) if folder is not None else SECRET_CORPUS
     credentials = yaml.safe_load((folder / "credentials.yaml").read_text())["credentials"]
     ordinary = yaml.safe_load((folder / "ordinary.yaml").read_text())["ordinary"]

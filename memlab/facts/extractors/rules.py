@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import memlab.facts.extractors.rules_patterns as P
 from memlab.events.secrets import fold
-from memlab.facts.extractors import rules_patterns as P
 from memlab.facts.extractors.base import basis_for
 from memlab.facts.extractors.rule_gates import Gates, required_words
 from memlab.facts.registry import PredicateRegistry
