@@ -9,13 +9,14 @@ import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import psycopg
 
 import memlab.events.filters as filters
 from memlab.embedding.cache import text_key
-from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions
+from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions, planned_units
 from memlab.events.core import MemoryCore, check_vectors
 from memlab.events.renderings import render_units
 from memlab.events.split_secrets import split_secret_events
@@ -137,7 +138,9 @@ class Ingest:
     def add_checked(self, items: list[Session], total: IngestReport, *, batch_units: int, progress: bool) -> None:
         """Write sessions that passed `check` into `total`, pipelined (see `EventMemory.add_sessions`): while
         one batch is written the next is embedded and the one after that filtered."""
-        batches = batch_sessions(items, batch_units)
+        core = self.core
+        batches = batch_sessions(items, batch_units, partial(
+            planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap))
         events = sum(len(s.events) for s in items)
         bar = IngestProgress(self.core.layer, events) if progress else None
         stop = threading.Event()  # set when a batch fails: queued batches then touch nothing

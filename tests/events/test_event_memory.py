@@ -341,3 +341,21 @@ def test_sessions_are_batched_in_order_with_small_batches_at_both_ends(app_name)
     assert batch_sessions(sessions[:1], 1024) == [sessions[:1]]
     assert batch_sessions(sessions, 1024) == [sessions], "a job of one batch stays whole"
     assert batch_sessions([], 1024) == [[]]
+
+
+def test_batches_are_sized_by_the_units_they_embed(app_name):
+    """A chunk layer embeds one unit per window, not per event: its batches hold about `batch_units` chunks
+    (8-event sessions in 4-event windows: 2 units each, so 16 sessions a batch, not 4), as an event layer's
+    batches hold about `batch_units` events."""
+    from functools import partial
+
+    from memlab.events.batches import batch_sessions, planned_units
+
+    sessions = [make_session(app_name, "u", f"s{i}", (DEPLOY * 8)[:8]) for i in range(80)]
+    chunks = partial(planned_units, granularity="chunk", size=4, overlap=0)
+    assert [chunks(s) for s in sessions[:2]] == [2, 2]
+    assert [planned_units(s) for s in sessions[:2]] == [8, 8], "an event layer embeds one unit per event"
+    by_chunks = batch_sessions(sessions, 32, chunks)
+    assert [s for b in by_chunks for s in b] == sessions
+    assert max(len(b) for b in by_chunks) == 16, [len(b) for b in by_chunks]
+    assert max(len(b) for b in batch_sessions(sessions, 32)) == 4
