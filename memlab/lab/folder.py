@@ -16,7 +16,6 @@ import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
@@ -97,14 +96,20 @@ T = TypeVar("T")
 
 @dataclass
 class RunFolder:
+    """A run folder, read lazily. Whatever it reads or derives is computed once per folder object and kept in
+    one memo (`memo`), files and derived tables alike; `forget` drops it all (after the folder was rewritten)."""
+
     path: Path
     _memos: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)  # a str from a notebook or the shell works too
 
-    @cached_property
+    @property
     def manifest(self) -> dict:
+        return self.memo("manifest", None, self._read_manifest)
+
+    def _read_manifest(self) -> dict:
         file = self.path / "manifest.json"
         return json.loads(file.read_text()) if file.exists() else {}
 
@@ -112,16 +117,19 @@ class RunFolder:
     def k(self) -> int:
         return int(self.manifest.get("config", {}).get("resolved", {}).get("k", 10))
 
-    @cached_property
+    @property
     def datasets(self) -> list[str]:
         """Data set names in config order (as the manifest lists them), else as found."""
+        return self.memo("datasets", None, self._find_datasets)
+
+    def _find_datasets(self) -> list[str]:
         listed = [d["name"] for d in self.manifest.get("datasets", [])]
         found = [p.read_text() for p in sorted((self.path / "labels").glob("*.name"))]
         return [d for d in listed if d in found] + [d for d in found if d not in listed]
 
-    @cached_property
+    @property
     def all_runs(self) -> list[Run]:
-        return load_runs(self.path)
+        return self.memo("all_runs", None, lambda: load_runs(self.path))
 
     def runs(self, dataset: str) -> dict[str, Run]:
         return {r.system: r for r in self.all_runs if r.dataset == dataset}
@@ -132,6 +140,10 @@ class RunFolder:
         if (name, key) not in self._memos:
             self._memos[(name, key)] = compute()
         return self._memos[(name, key)]
+
+    def forget(self) -> None:
+        """Drop everything read or derived, so the next call reads the folder again."""
+        self._memos.clear()
 
     def questions(self, dataset: str) -> list[Question]:
         """The data set's labelled questions (read once per folder: scorers and sections ask repeatedly)."""
@@ -161,17 +173,20 @@ class RunFolder:
         path = self.path / "tables" / f"{sweep}__{slug(dataset)}.parquet"
         return pd.read_parquet(path) if path.exists() else None
 
-    @cached_property
+    @property
     def scores(self) -> pd.DataFrame:
-        return pd.read_parquet(self.path / "scores.parquet")
+        return self.memo("scores", None, lambda: pd.read_parquet(self.path / "scores.parquet"))
 
-    @cached_property
+    @property
     def question_scores(self) -> pd.DataFrame:
         path = self.path / "question_scores.parquet"
-        return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+        return self.memo("question_scores", None, lambda: pd.read_parquet(path) if path.exists() else pd.DataFrame())
 
-    @cached_property
+    @property
     def question_table(self):
+        return self.memo("question_table", None, self._split_question_scores)
+
+    def _split_question_scores(self):
         """The per-question scores split by (data set, system) once, for every interval and paired test."""
         from memlab.lab.uncertainty import QuestionTable
 

@@ -143,6 +143,18 @@ def test_a_folder_derives_each_result_once_and_per_key(user_run):
     assert lab.RunFolder(user_run).memo("t", "a", lambda: 4) == 4, "memos belong to one folder object"
 
 
+def test_a_folder_keeps_everything_it_read_in_its_one_memo(user_run):
+    """One caching mechanism: the manifest, runs, scores and question tables are memos like the derived
+    results, so what a folder object holds is in one place (and `forget` drops all of it at once)."""
+    folder = lab.RunFolder(user_run)
+    read = {name: getattr(folder, name) for name in
+            ("manifest", "datasets", "all_runs", "scores", "question_scores", "question_table")}  # fmt: skip
+    for name, value in read.items():
+        assert folder.memo(name, None, lambda: "computed again") is value, name
+    folder.forget()
+    assert folder.memo("scores", None, lambda: "read again") == "read again"
+
+
 def test_report_is_rebuilt_from_the_saved_runs_alone(user_run, tmp_path):
     """Scores and the report come from the folder: a copy scored again gives the same numbers."""
     import shutil
