@@ -53,7 +53,14 @@ def expanded_size(node: yaml.Node, limit: int = MAX_EXPANDED, depth_limit: int =
 
 
 class BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that measures each document's expanded size before constructing it."""
+    """SafeLoader that measures each document's expanded size before constructing it, and refuses flow nesting
+    deeper than MAX_DEPTH as each bracket is scanned: PyYAML's scanner walks every open bracket per token, so a
+    file of 5,000 brackets costs it seconds to minutes before any later check could run."""
+
+    def fetch_flow_collection_start(self, TokenClass: type) -> None:
+        if self.flow_level >= MAX_DEPTH:
+            raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
+        super().fetch_flow_collection_start(TokenClass)
 
     def construct_document(self, node: yaml.Node) -> Any:
         expanded_size(node)
