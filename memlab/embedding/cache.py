@@ -27,7 +27,9 @@ from memlab.embedding.base import Embedder
 
 
 def text_key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The one key of a text, for the embedding cache and the memo of texts scanned clean (a lone surrogate is
+    hashed as its code unit, so every str has a key; other texts hash exactly as plain UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class EmbeddingCache:

@@ -4,9 +4,9 @@ streaming fragments, tool plumbing, chatter too short to mean anything, and cred
 
 from __future__ import annotations
 
-import hashlib
 import threading
 
+from memlab.embedding.cache import text_key
 from memlab.events.secrets import find_secrets
 from memlab.types import Event
 
@@ -19,10 +19,10 @@ DELETED = "deleted"  # deleted on purpose earlier (a tombstone): never ingested 
 SKIP_REASONS = (PARTIAL, FUNCTION_CALL, NO_TEXT, TOO_SHORT, SECRET, DELETED)
 DEFAULT_MIN_CHARS = 15
 
-# Texts already scanned and found clean, by a 128-bit digest (never the text, and never a text that held a
-# secret): the same turn ingested into another layer (a chunk size, a rendering) is not scanned again. Bounded;
-# cleared when full.
-_CLEAN: set[bytes] = set()
+# Texts already scanned and found clean, by `text_key` (the embedding cache's one hash of a text; never the text,
+# and never a text that held a secret): the same turn ingested into another layer (a chunk size, a rendering) is
+# not scanned again. Bounded; cleared when full.
+_CLEAN: set[str] = set()
 _CLEAN_LOCK = threading.Lock()
 CLEAN_MEMO_SIZE = 65_536
 
@@ -33,15 +33,10 @@ def forget_scans() -> None:
         _CLEAN.clear()
 
 
-def scan_digest(text: str) -> bytes:
-    """The key a text found clean is remembered by."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 def holds_secret(text: str) -> bool:
     """Whether `text` holds a credential (`find_secrets`; a scan that fails counts as one). A text found clean
     before, in this process, is not scanned again (erasure drops that memo)."""
-    key = scan_digest(text)
+    key = text_key(text)
     if key in _CLEAN:
         return False
     if find_secrets(text):
