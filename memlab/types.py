@@ -208,7 +208,12 @@ class SearchSettings:
     in the vector list, in vector and hybrid modes; each hit keeps its true distance, which `max_distance` reads.
     A user's own turns state the user's facts, while the assistant's replies around them are often longer and
     closer to the question's topic. The default margin, 0.05, was chosen on memlab-synth: over 3 seeds of 32 users,
-    margins of 0.03-0.07 gained about a point of recall@10 and 0.10 less."""
+    margins of 0.03-0.07 gained about a point of recall@10 and 0.10 less.
+
+    `literal_scope` writes app, user and the query into the statement as SQL literals instead of bound
+    parameters, so the planner can prove a per-tenant partial HNSW index's predicate (`Store.create_tenant_index`,
+    `EventMemory.maintain`) and serve a fixed strategy from the user's own graph; `auto` does this by itself for a
+    user who has one. It is how a benchmark measures that index with a strategy of its choosing."""
 
     top_k: int = 10
     max_distance: float | None = None
@@ -228,6 +233,7 @@ class SearchSettings:
     per_session: int | None = None
     prefer_author: str | None = None
     author_margin: float = 0.05
+    literal_scope: bool = False
 
     def fused(self, timed: bool) -> bool:
         """Whether this search needs the candidate lists (full-text, a time window, a per-session cap, a
@@ -268,6 +274,8 @@ class SearchSettings:
         if self.max_distance is not None:
             check_number(self.max_distance, setting + "max_distance", low=0.0, high=2.0, integer=False,
                          why="a cosine distance (None keeps every hit)")
+        if not isinstance(self.literal_scope, bool):
+            raise ConfigError(f"SearchSettings.literal_scope must be True or False, got {self.literal_scope!r}.")
         if self.prefer_author is not None and (not isinstance(self.prefer_author, str) or not self.prefer_author):
             raise ConfigError(f"SearchSettings.prefer_author must be None or an author's name such as 'user', got "
                               f"{self.prefer_author!r}.")  # fmt: skip

@@ -51,7 +51,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     "and their parse back to search settings",
     ("tests/events/test_event_memory.py", "memlab.events.batches"): "unit test of batch_sessions, the pure "
     "batching behind add_sessions",
-    ("tests/events/test_event_memory.py", "memlab.lab.synthetic"): "background rows (internal Unit rows for "
+    ("tests/events/test_event_memory.py", "memlab.lab.synth.vectors"): "background rows (internal Unit rows for "
     "bulk_load) to build the filtered-search trap",
     ("tests/storage/test_store.py", "memlab.storage.store"): "unit test of the pgvector version check of open_store",
     ("tests/storage/test_units_sql.py", "memlab.storage.units"): "unit test of the unit table's SQL helpers",
@@ -115,6 +115,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_lexical_side_table.py", "memlab.storage"): "compares the lexical statement with a reference "
     "and inspects its side table",
     ("tests/test_erasure_races.py", "memlab.events.filters"): "the skip reason an erased unit is reported under",
+    ("tests/lab/test_filtered.py", "memlab.lab.sweeps.filtered"): "runs the filtered sweep's measurement on a tiny "
+    "grid",
 }
 
 
@@ -168,3 +170,22 @@ def test_the_allowlist_has_no_stale_entries():
     stale = sorted(set(ALLOWED) - needed)
     assert not stale, f"ALLOWED entries no test needs any more (remove them): {stale}"
     assert all(reason.strip() and "\n" not in reason for reason in ALLOWED.values()), "one line of reason each"
+
+
+# memlab/lab module -> why it may use the unit table's SQL module itself; everything else goes through EventMemory.
+UNIT_SQL_ALLOWED = {
+    "bench/bulk.py": "measures the table's own writers (COPY vs executemany) and HNSW build settings",
+    "probes/lexical.py": "EXPLAINs the lexical statement itself and writes its rows with the index in place",
+}
+
+
+def test_the_workbench_searches_through_event_memory():
+    """The bench and the sweeps search, explain and drop indexes through EventMemory and Store, never by composing
+    unit SQL (memlab.storage.units) themselves; the exceptions are listed with their reason."""
+    found = set()
+    for path in sorted((ROOT / "memlab" / "lab").rglob("*.py")):
+        rel = path.relative_to(ROOT / "memlab" / "lab").as_posix()
+        for module, name in _memlab_imports(ast.parse(path.read_text())):
+            if module == "memlab.storage.units" or (module == "memlab.storage" and name == "units"):
+                found.add(rel)
+    assert found == set(UNIT_SQL_ALLOWED), f"memlab/lab modules using memlab.storage.units: {sorted(found)}"

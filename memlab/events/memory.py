@@ -235,6 +235,13 @@ class EventMemory:
         """Run the search under EXPLAIN (ANALYZE, BUFFERS) with the same settings and report the plan."""
         return self._search.explain(app_name, user_id, query, settings)
 
+    def explain_vector(
+        self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
+    ) -> Explain:
+        """`explain` with a query vector already embedded (the workbench's sweeps and bench read the plan and
+        the rows the scope filter removed of the very search they time)."""
+        return self._search.explain_vector(app_name, user_id, vector, settings)
+
     def maintain(self, app_name: str | None = None) -> list[str]:
         """Build a per-tenant partial HNSW index for every user of this layer and model (of one app, or all)
         holding at least the policy's `tenant_index_above` units, so `auto` serves them from a graph dense in

@@ -28,6 +28,7 @@ class Explain:
 
     plan: str
     access_path: str
+    rows_removed_by_filter: int = 0  # rows the scan read and the app/user filter threw away
 
     @property
     def uses_hnsw(self) -> bool:
@@ -133,11 +134,12 @@ class Search:
         vector = self.core.check_vector(vector)
         policy = self._policy_for(settings)
         with self.core.store.transaction() as conn:
-            settings, literal = self._resolve(conn, scope, settings, policy)
+            settings, own_index = self._resolve(conn, scope, settings, policy)
+            literal = own_index or settings.literal_scope
             sqlu.apply_settings(conn, settings)
-            plan = "tenant-index" if literal else settings.strategy
+            plan = "tenant-index" if own_index else settings.strategy
             if settings.strategy == "planner":
-                _, plan = sqlu.explain_search(conn, scope, vector, settings, analyze=False)
+                _, plan, _ = sqlu.explain_search(conn, scope, vector, settings, analyze=False, literal=literal)
             found = sqlu.run_search(conn, scope, vector, settings, literal=literal)
         if settings.max_distance is None:
             return Hits(found, plan=plan)
@@ -199,14 +201,24 @@ class Search:
     def explain(self, app_name: str, user_id: str, query: str, settings: SearchSettings | None = None) -> Explain:
         """See `EventMemory.explain`."""
         settings = check_settings(settings)
-        scope = self.core.scope(app_name, user_id)
+        self.core.scope(app_name, user_id)
         vector = self.core.embed_query(app_name, user_id, query)
+        return self.explain_vector(app_name, user_id, vector, settings)
+
+    def explain_vector(
+        self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
+    ) -> Explain:
+        """See `EventMemory.explain_vector`."""
+        settings = check_settings(settings)
+        scope = self.core.scope(app_name, user_id)
+        vector = self.core.check_vector(vector)
         policy = self._policy_for(settings)
         with self.core.store.transaction() as conn:
-            settings, literal = self._resolve(conn, scope, settings, policy)
+            settings, own_index = self._resolve(conn, scope, settings, policy)
             sqlu.apply_settings(conn, settings)
-            text, path = sqlu.explain_search(conn, scope, vector, settings, analyze=True, literal=literal)
-        return Explain(plan=text, access_path=path)
+            text, path, removed = sqlu.explain_search(conn, scope, vector, settings, analyze=True,
+                                                      literal=own_index or settings.literal_scope)  # fmt: skip
+        return Explain(plan=text, access_path=path, rows_removed_by_filter=removed)
 
     def count(self, app_name: str, user_id: str) -> int:
         """See `EventMemory.count`."""

@@ -58,19 +58,6 @@ QUESTION_TYPES: tuple[str, ...] = (
 ABSTENTION = "abstention"
 ABS_SUFFIX = "_abs"
 TURN_STEP = timedelta(seconds=5)
-LONGMEMEVAL_ENV = "MEMLAB_LONGMEMEVAL"
-
-
-def default_dir() -> Path:
-    """Where LongMemEval lies: $MEMLAB_LONGMEMEVAL if set, else `datasets/longmemeval` in the memlab checkout
-    (the files are committed there, with their licence)."""
-    import os
-
-    folder = Path(os.environ.get(LONGMEMEVAL_ENV) or Path(__file__).resolve().parents[2] / "datasets" / "longmemeval")
-    if not (folder / "longmemeval_oracle.json.gz").exists():
-        raise ConfigError(f"LongMemEval not found in {folder}; set {LONGMEMEVAL_ENV} to the folder holding "
-                          "longmemeval_oracle.json.gz")  # fmt: skip
-    return folder
 
 
 _FIELDS = (

@@ -113,15 +113,3 @@ def load_runs(folder: str | Path) -> list[Run]:
     """Every run saved in a run folder, in file order."""
     return [Run.load(p) for p in sorted((Path(folder) / "runs").glob("*.parquet"))]
 
-
-def save_run(run: pd.DataFrame, path: str | Path) -> Path:
-    """Save a bare run frame (one system) as parquet."""
-    return write_parquet(run, Path(path))
-
-
-def load_run(path: str | Path) -> pd.DataFrame:
-    run = pd.read_parquet(path)
-    run["event_ids"] = run["event_ids"].map(lambda ids: list(ids) if ids is not None else [])
-    if "event_sessions" in run:
-        run["event_sessions"] = run["event_sessions"].map(lambda s: list(s) if s is not None else [])
-    return run

@@ -144,12 +144,6 @@ def _table(questions: pd.DataFrame | QuestionTable) -> QuestionTable:
     return questions if isinstance(questions, QuestionTable) else QuestionTable(questions)
 
 
-def question_values(questions: pd.DataFrame | QuestionTable, dataset: str, system: str, metric: str
-                    ) -> pd.Series | None:  # fmt: skip
-    """See `QuestionTable.values`."""
-    return _table(questions).values(dataset, system, metric)
-
-
 def split_key(key: str) -> tuple[str, str, str]:
     """`dataset/system/metric` (system names may hold slashes) -> its three parts."""
     dataset, rest = key.split("/", 1)

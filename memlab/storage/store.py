@@ -475,6 +475,18 @@ class Store:
                 conn, self.model(model_id), layer, app_name, user_id, m=m, ef_construction=ef_construction
             )
 
+    def drop_tenant_index(self, model_id: str, layer: str, app_name: str, user_id: str) -> None:
+        """Drop one tenant's partial HNSW index (`create_tenant_index`) if it exists: benchmarks measure a user
+        with and without it, and a dropped index costs nothing to its searches but the graph they lose."""
+        with self.connection() as conn:
+            sqlu.drop_index(conn, sqlu.tenant_index_name(model_id, layer, app_name, user_id))
+
+    def vacuum(self) -> None:
+        """VACUUM (ANALYZE) the unit and tombstone tables, so no dead row is left for a scan to skip (after a
+        benchmark deletes a large layer; erasure's own levels are `EventMemory.forget_user(vacuum=...)`)."""
+        with self.connection() as conn:
+            housekeeping.vacuum(conn)
+
     def delete_layer(self, app_name: str, layer: str) -> int:
         """Delete every unit of one app in one layer (all users, all models); returns rows deleted."""
         with self.transaction() as conn:

@@ -145,11 +145,6 @@ def erase_user(conn: psycopg.Connection, app_name: str, user_id: str) -> Deleted
     return Deleted(units=len(rows), tombstones=stones, tenant_indexes=dropped, text_keys={(m, k) for _, m, k in rows})
 
 
-def delete_user(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
-    """`erase_user`, returning the number of units deleted."""
-    return erase_user(conn, app_name, user_id).units
-
-
 def erase_session(
     conn: psycopg.Connection, app_name: str, user_id: str, session_id: str, model_id: str | None = None
 ) -> Deleted:

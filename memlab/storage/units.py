@@ -441,17 +441,18 @@ def explain_search(
     *,
     analyze: bool,
     literal: bool = False,
-) -> tuple[str, str]:
-    """(plan text, access path) of the search; with `analyze` the query really runs (EXPLAIN ANALYZE, BUFFERS)."""
+) -> tuple[str, str, int]:
+    """(plan text, access path, rows the scope filter removed) of the search; with `analyze` the query really
+    runs (EXPLAIN ANALYZE, BUFFERS), without it there is no text and no count (0)."""
     query, params = _search_call(scope, vector, settings, literal)
     opts = "ANALYZE, BUFFERS, " if analyze else ""
     plan_json = conn.execute(sql.SQL("EXPLAIN (" + opts + "FORMAT JSON) ") + query, params).fetchone()[0]
     plan = plan_json[0] if isinstance(plan_json, list) else json.loads(plan_json)[0]
     path = plan_access_path(plan, scope.index_name)
     if not analyze:
-        return "", path
+        return "", path, 0
     text_rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + query, params).fetchall()
-    return shorten_plan("\n".join(r[0] for r in text_rows)), path
+    return shorten_plan("\n".join(r[0] for r in text_rows)), path, rows_removed_by_filter(plan["Plan"])
 
 
 

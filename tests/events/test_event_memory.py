@@ -10,6 +10,7 @@ import pytest
 
 import memlab
 from memlab import lab
+from memlab.lab.synth.vectors import background_rows
 from tests.conftest import T0, make_session
 
 DEPLOY = [
@@ -199,8 +200,6 @@ def test_small_user_among_large_ones_needs_iterative_scans(scratch_store, embedd
     """The filtered-search trap: 30 rows of one user among 12,000 on the same topics (own database, so the
     12,000 tightly clustered rows do not shape the HNSW graph other tests search)."""
     store = scratch_store
-    from memlab.lab.synthetic import background_rows
-
     mem = memlab.EventMemory(store, embedder)
     texts = [e.text.strip() for s in fixture_set.sessions() for e in mem.kept_events(s)[0]]
     base = embedder.embed_documents(texts)
@@ -341,6 +340,30 @@ def test_sessions_are_batched_in_order_with_small_batches_at_both_ends(app_name)
     assert batch_sessions(sessions[:1], 1024) == [sessions[:1]]
     assert batch_sessions(sessions, 1024) == [sessions], "a job of one batch stays whole"
     assert batch_sessions([], 1024) == [[]]
+
+
+def test_literal_scope_lets_a_fixed_strategy_search_the_users_own_index(scratch_store, embedder, app_name):
+    """`SearchSettings(literal_scope=True)` inlines app and user as literals, so a fixed strategy can be served by
+    the user's own partial HNSW index whatever the plan cache does; the workbench measures that index through
+    EventMemory (search and EXPLAIN of the same statement) instead of composing unit SQL itself."""
+    mem = memlab.EventMemory(scratch_store, embedder)
+    mem.add_sessions([make_session(app_name, "big", f"s{i}", DEPLOY) for i in range(6)]
+                     + [make_session(app_name, "other", "o", DEPLOY)])  # fmt: skip
+    index = scratch_store.create_tenant_index(mem.model.model_id, mem.layer, app_name, "big")
+    vector = embedder.embed_query("payments region")
+    literal = memlab.SearchSettings(strategy="hnsw", iterative_scan="off", literal_scope=True)
+    own = mem.explain_vector(app_name, "big", vector, literal)
+    assert own.access_path == f"index:{index}" and index in own.plan
+    assert own.rows_removed_by_filter == 0, "the user's own graph holds no other user's rows"
+    hits = mem.search_vector(app_name, "big", vector, literal)
+    exact = mem.search_vector(app_name, "big", vector, memlab.SearchSettings(strategy="exact"))
+    assert hits.plan == "hnsw" and len(hits) == len(exact) == 10  # the sessions repeat texts: compare distances
+    np.testing.assert_allclose([h.distance for h in hits], [h.distance for h in exact], atol=1e-5)
+    assert {h.session_id for h in hits} <= {f"s{i}" for i in range(6)}
+    other = mem.explain_vector(app_name, "other", vector, literal)
+    assert other.access_path == "hnsw" and other.rows_removed_by_filter > 0, "another user: the shared graph"
+    with pytest.raises(memlab.ConfigError, match="literal_scope"):
+        memlab.SearchSettings(literal_scope="yes")
 
 
 def test_batches_are_sized_by_the_units_they_embed(app_name):

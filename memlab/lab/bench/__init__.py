@@ -17,19 +17,11 @@ from memlab.lab.bench.corpora import (
     real_texts,
 )
 from memlab.lab.bench.hardware import faiss_scan, memory_bandwidth
+from memlab.lab.bench.ingest import BENCH_APP, STAGES, IngestBench, measure_batch_sizes, measure_ingest, model_threads
+from memlab.lab.bench.ingest_sets import INGEST_SETS, IngestSet, ingest_set
 from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
-from memlab.lab.bench.run import (
-    INGEST_SETS,
-    SIZES,
-    BenchSize,
-    auto_goal,
-    calibrate,
-    ingest_set,
-    latency_verdict,
-    run_bench,
-)
+from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, latency_verdict, run_bench
 from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
-from memlab.lab.ingest_bench import BENCH_APP, STAGES, IngestBench, measure_batch_sizes, measure_ingest, model_threads
 
 __all__ = [
     "BENCH_APP",
@@ -39,6 +31,7 @@ __all__ = [
     "STRATEGIES",
     "BenchSize",
     "IngestBench",
+    "IngestSet",
     "auto_goal",
     "bulk_write",
     "calibrate",

@@ -4,6 +4,11 @@ HNSW index in place, and HNSW build time per (m, ef_construction).
 Both run in a dedicated layer of a bench model (`memlab-bench-<dim>d`) under the bench app, emptied before
 and after (index dropped, rows deleted, table vacuumed), so they neither see nor leave other rows' graphs.
 Numbers are rates, to be compared as ratios measured side by side.
+
+The one workbench module that writes unit rows with `memlab.storage.units` itself: what it measures is the
+table's own writers (COPY against the row-by-row INSERT kept for this comparison, each with the index in place)
+and `create_vector_index`'s build settings, which no EventMemory call exposes (`EventMemory.bulk_load`, the
+public bulk path, always drops the index first).
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from memlab.events.units import Unit
-from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.storage.schema import ModelInfo
 from memlab.storage.store import Store
@@ -60,8 +64,7 @@ def clean_layer(store: Store, model: ModelInfo, layer: str) -> None:
     on a table without dead rows."""
     store.drop_vector_index(model.model_id, layer)
     store.delete_layer(BENCH_APP, layer)
-    with store.connection() as conn:
-        housekeeping.vacuum(conn)
+    store.vacuum()
 
 
 def _index_listed(store: Store, name: str) -> bool:

@@ -24,13 +24,18 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pandas as pd
+from rich.progress import Progress
+from scipy.stats import ks_2samp
 
 from memlab.config import memlab_home
 from memlab.embedding.base import Embedder
-from memlab.lab.loaders import CHECKOUT
-from memlab.lab.synthetic import jitter
+from memlab.lab.fixtures import load_event_fixtures as load_fixtures
+from memlab.lab.loaders import CHECKOUT, load_dataset
+from memlab.lab.longmemeval import load_longmemeval
+from memlab.lab.synth.vectors import jitter
 
 LONGMEMEVAL_S_KU = Path("datasets/longmemeval/longmemeval_s_knowledge_update.json.gz")
 LONGMEMEVAL_ORACLE = Path("datasets/longmemeval/longmemeval_oracle.json.gz")
@@ -50,8 +55,6 @@ _SEARCH_CHUNK = 100_000  # corpus rows per FAISS flat index (1M x 384 float32 is
 @functools.lru_cache(maxsize=1)
 def _sources() -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
     """(source, turn texts, question texts) of every data set in the checkout, each loaded once per process."""
-    from memlab.lab import load_dataset, load_fixtures, load_longmemeval
-
     sets = [
         ("longmemeval_s_ku", load_longmemeval(CHECKOUT / LONGMEMEVAL_S_KU)),
         ("longmemeval_oracle", load_longmemeval(CHECKOUT / LONGMEMEVAL_ORACLE)),
@@ -154,8 +157,6 @@ def embedded(
             vectors[start:end] = embedder.embed_documents(part)
 
     if show:
-        from rich.progress import Progress
-
         with Progress(transient=True) as bar:
             task = bar.add_task(f"embed {stem}", total=len(texts))
             for start, end in spans:
@@ -178,8 +179,6 @@ def embedded(
 def _nearest(queries: np.ndarray, corpus: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
     """Cosine distance of each query row to its nearest corpus row (skipping corpus row `exclude[i]` for query
     i), searched chunk by chunk with FAISS flat inner product."""
-    import faiss
-
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     best = np.full(len(queries), -np.inf, dtype=np.float32)
     k = 2 if exclude is not None else 1
@@ -343,8 +342,6 @@ def distribution_table(
     """Nearest-neighbour cosine distance quantiles (p5 .. p95) per corpus and the Kolmogorov-Smirnov statistic
     against `reference` (default "real", else the first corpus). Every corpus is first subsampled to `size`
     rows (default: the smallest corpus), since NN distances shrink as a corpus grows: compare at equal size."""
-    from scipy.stats import ks_2samp
-
     if not corpora:
         return pd.DataFrame(columns=["corpus", "rows", "p5", "p25", "p50", "p75", "p95", "ks", "ks_pvalue"])
     size = size or min(len(v) for v in corpora.values())

@@ -8,6 +8,7 @@ far below FAISS's rate is overhead (tuple decoding, casts, the executor), not ph
 
 from __future__ import annotations
 
+import resource
 import time
 
 import faiss
@@ -127,3 +128,8 @@ def faiss_scan(
         "ids": ids,
         "scores": scores,
     }
+
+
+def peak_memory_mb() -> float:
+    """This process's peak resident memory so far, in MB (Linux reports ru_maxrss in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -84,6 +84,8 @@ def model_threads(threads: int | None) -> Iterator[int]:
     """Run the model on `threads` CPU threads for the duration (torch's intra-op pool; None leaves it as it is)
     and yield the number in effect. With one core fewer than the machine has, the model leaves PostgreSQL and
     the filters a core of their own: the ingest ratio then shows the pipeline's own cost, not the contention."""
+    # Deferred, as the embedder defers it: torch takes seconds to import (4 s measured here), which every
+    # `memlab` command and `import memlab.lab` would pay at start-up, not only a bench that runs the model.
     import torch
 
     before = torch.get_num_threads()

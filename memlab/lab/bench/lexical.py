@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from rich.progress import track
 
 from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.bench.search import APP, _p
 from memlab.lab.probes.lexical import lexical_plan_rows
-from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import SearchSettings
 
@@ -58,9 +58,8 @@ def _rows(sizes: Sequence[int], texts: Sequence[str], vectors: np.ndarray) -> It
 
 def clear(store: Store, model_id: str, sizes: Sequence[int] = ()) -> int:
     """Drop the users' own indexes and the layer's index, then delete the layer's rows; returns rows deleted."""
-    with store.connection() as conn:
-        for n in sizes:
-            sqlu.drop_index(conn, sqlu.tenant_index_name(model_id, LAYER, APP, user_id(n)))
+    for n in sizes:
+        store.drop_tenant_index(model_id, LAYER, APP, user_id(n))
     store.drop_vector_index(model_id, LAYER)
     return store.delete_layer(APP, LAYER)
 
@@ -96,8 +95,6 @@ def lexical_bench(
     rows: list[dict] = []
     todo = sizes
     if progress:
-        from rich.progress import track
-
         todo = track(sizes, description="lexical vs vector")
     try:
         for n in todo:

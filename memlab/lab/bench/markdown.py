@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.lab.bench.ingest_sets import describe
 from memlab.lab.report import markdown_table
 
 
@@ -53,8 +54,6 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         "",
     ]  # fmt: skip
     if not ingest.empty:
-        from memlab.lab.bench.run import INGEST_SETS
-
         sets = pd.DataFrame([{
             "set": row["set"], "model threads": int(row.model_threads), "texts": int(row.texts),
             "sessions": int(row.sessions), "rounds": int(row.rounds),
@@ -71,7 +70,7 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "Seconds per stage: `filter` includes the secret scan; `embed` is the model inside the ingest; "
             "`write` is the COPY with every index's upkeep, of which `index upkeep` is the HNSW index's (the same "
             "writes into a layer without it, subtracted). Stages overlap when the job spans several batches.", "",
-            *[f"- `{name}`: {INGEST_SETS.get(name, name)}" for name in dict.fromkeys(ingest["set"])], "",
+            *[f"- `{name}`: {describe(name)}" for name in dict.fromkeys(ingest["set"])], "",
             markdown_table(sets), "",
             "With the model on every core, whatever else ingest costs in CPU (the secret scan, PostgreSQL's COPY "
             "and HNSW inserts) is time taken from the model: on long turns a few per cent of the model's cost per "
@@ -103,8 +102,8 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "`p95_ratio_low`..`p95_ratio_high`: the 95% bootstrap interval of auto's p95 over best_fixed's, "
             "resampling the queries both ran; `latency_verdict`: `met` (all of it within 1.2), `missed` (all of it "
             "beyond), `within noise` (this run cannot tell). auto takes turns with the fixed strategies query by "
-            "query, and both are timed through `EventMemory.search_vector`, as a caller pays them (`partial`, which "
-            "no public setting selects, runs its SQL directly).", "",
+            "query, and both are timed through `EventMemory.search_vector`, as a caller pays them (`partial` with "
+            "`SearchSettings(literal_scope=True)`, which lets the tenant's own index serve a fixed strategy).", "",
             markdown_table(tables["auto"]), "",
         ]  # fmt: skip
     if "search" in tables:

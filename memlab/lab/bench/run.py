@@ -21,12 +21,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import memlab.lab.bench.bulk as bulk
+import memlab.lab.bench.corpora as corpora
+import memlab.lab.bench.hardware as hardware
+import memlab.lab.bench.lexical as lexical_bench
+import memlab.lab.bench.search as search
+from memlab.embedding import default_embedder
 from memlab.errors import ConfigError
-from memlab.lab.bench import bulk, corpora, hardware, search
-from memlab.lab.bench import lexical as lexical_bench
-from memlab.lab.experiment import peak_memory_mb
-from memlab.lab.ingest_bench import STAGES, measure_batch_sizes, measure_ingest
+from memlab.lab.bench.hardware import peak_memory_mb
+from memlab.lab.bench.ingest import STAGES, measure_batch_sizes, measure_ingest
+from memlab.lab.bench.ingest_sets import ingest_set
+from memlab.lab.bench.markdown import bench_markdown
 from memlab.lab.uncertainty import quantile_ratio_ci
+from memlab.storage.store import open_store
 from memlab.types import AutoPolicy
 
 RECALL_GOAL = 0.99  # auto's recall@10 vs FAISS exact in every tenant bucket
@@ -69,29 +76,6 @@ def bench_size(name: str) -> BenchSize:
     if name not in SIZES:
         raise ConfigError(f"bench size {name!r} is unknown; use one of {sorted(SIZES)}.")
     return SIZES[name]
-
-
-INGEST_SETS = {
-    "longmemeval-s": "3 LongMemEval-S haystacks: real long turns (about 1,200 distinct texts)",
-    "synth-short": "24 memlab-synth users of up to 300 events: short generated turns in bulk (about 1,100 texts)",
-    "fixtures": "the event fixtures: short hand-written turns, one batch (162 texts), a small job",
-}
-
-
-def ingest_set(name: str):
-    """The sessions of one ingest set (see INGEST_SETS) and the rounds measured (the median round is reported):
-    a job of a second five times, the headline set of long turns nine times, the short turns in bulk once.
-    On this 2-core host one round of the headline set read anywhere from 0.79 to 1.11 on the same code (the raw
-    encodes around it moved as much); medians of three read 0.81 and 0.96 within a day, medians of nine settle."""
-    from memlab.lab import load_dataset, load_fixtures, load_longmemeval
-
-    if name == "longmemeval-s":
-        return load_longmemeval(corpora.CHECKOUT / corpora.LONGMEMEVAL_S_KU, limit=3), 9
-    if name == "synth-short":
-        return load_dataset({"name": name, "format": "synth", "users": 24, "max_events": 300, "seed": 0}), 1
-    if name == "fixtures":
-        return load_fixtures(corpora.CHECKOUT / corpora.EVENT_FIXTURES), 5
-    raise ConfigError(f"ingest set {name!r} is unknown; use one of {sorted(INGEST_SETS)}.")
 
 
 def latency_verdict(low: float, high: float, goal: float = LATENCY_GOAL) -> str:
@@ -186,14 +170,12 @@ def run_bench(
     the embedded PostgreSQL (or `dsn`), write `bench.json`, `bench.md` and CSVs under `out` (default
     reports/bench/<size>-<time>) and return that folder. `calibrate_store` saves the calibrated `auto` policy
     into the database benchmarked."""
-    import memlab
-
     spec = bench_size(size)
     out = Path(out or Path("reports") / "bench" / f"{size}-{datetime.now(UTC):%Y%m%dT%H%M%S}")
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    store = memlab.open_store(dsn=dsn)
-    embedder = memlab.default_embedder()
+    store = open_store(dsn=dsn)
+    embedder = default_embedder()
     model = getattr(embedder, "inner", embedder)
     results: dict[str, float] = {}
     seconds: dict[str, float] = {}
@@ -333,7 +315,5 @@ def run_bench(
                         "platform": platform.platform()},
             "seconds_by_step": seconds, "policy_saved": calibrate_store}  # fmt: skip
     (out / "bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, sort_keys=True))
-    from memlab.lab.bench.markdown import bench_markdown
-
     (out / "bench.md").write_text(bench_markdown(meta, results, tables, spec))
     return out

@@ -37,13 +37,12 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
+from rich.progress import track
 
 from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.faiss_exact import FaissExact
-from memlab.storage import unit_housekeeping as housekeeping
-from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import SearchSettings
 
@@ -67,7 +66,7 @@ def settings_for(strategy: str, k: int = K) -> SearchSettings:
                                        max_scan_tuples=20_000),
         "hnsw-off": SearchSettings(top_k=k, strategy="hnsw", ef_search=40, iterative_scan="off"),
         "planner": SearchSettings(top_k=k, strategy="planner"),
-        "partial": SearchSettings(top_k=k, strategy="hnsw", ef_search=40, iterative_scan="off"),
+        "partial": SearchSettings(top_k=k, strategy="hnsw", ef_search=40, iterative_scan="off", literal_scope=True),
         "auto": SearchSettings(top_k=k, strategy="auto"),
     }  # fmt: skip
     if strategy not in table:
@@ -153,16 +152,14 @@ def clear(store: Store, model_id: str, tenants: Sequence[Tenant] = ()) -> int:
     rebuilding it), then rows are deleted and the table VACUUMed so no dead row is left for a scan to skip.
     Returns rows deleted."""
     layers = sorted(layer for layer in store.vector_indexes(model_id) if layer.startswith(LAYER_PREFIX))
-    with store.connection() as conn:
-        for layer in layers:
-            for t in tenants:
-                sqlu.drop_index(conn, sqlu.tenant_index_name(model_id, layer, APP, t.user_id))
+    for layer in layers:
+        for t in tenants:
+            store.drop_tenant_index(model_id, layer, APP, t.user_id)
     for layer in layers:
         store.drop_vector_index(model_id, layer)
     deleted = sum(store.delete_layer(APP, layer) for layer in layers)
     if deleted:
-        with store.connection() as conn:
-            housekeeping.vacuum(conn)
+        store.vacuum()
     return deleted
 
 
@@ -194,32 +191,19 @@ def _recall(found: list, truth: list) -> float:
     return min(len(truth), sum(h.distance <= kth for h in found)) / len(truth)
 
 
-def _search(store: Store, memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k: int):
+def _search(memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k: int):
     """(hits, latency ms, plan) of one search of `tenant` under `strategy`, timed as a caller pays it: through
-    `EventMemory.search_vector`, the same path for `auto` and the fixed strategies it is judged against. Only
-    `partial` (a per-tenant index searched with literal SQL, which no public setting selects) runs its SQL
-    directly."""
+    `EventMemory.search_vector`, the same path for `auto`, the fixed strategies it is judged against and
+    `partial` (the tenant's own index, reached with `SearchSettings(literal_scope=True)`)."""
     settings = settings_for(strategy, k)
-    if strategy != "partial":
-        started = time.perf_counter()
-        hits = memory.search_vector(APP, tenant, vector, settings)
-        return list(hits), (time.perf_counter() - started) * 1000, hits.plan if strategy == "auto" else None
-    scope = memory.scope(APP, tenant)
     started = time.perf_counter()
-    with store.transaction() as conn:
-        sqlu.apply_settings(conn, settings)
-        hits = sqlu.run_search(conn, scope, vector, settings, literal=True)
-    return hits, (time.perf_counter() - started) * 1000, None
+    hits = memory.search_vector(APP, tenant, vector, settings)
+    return list(hits), (time.perf_counter() - started) * 1000, hits.plan if strategy == "auto" else None
 
 
-def _plan(store: Store, memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k: int) -> str:
+def _plan(memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k: int) -> str:
     """The access path PostgreSQL takes for the strategy (EXPLAIN, outside any timing)."""
-    settings = settings_for(strategy, k)
-    scope = memory.scope(APP, tenant)
-    with store.transaction() as conn:
-        sqlu.apply_settings(conn, settings)
-        plan = sqlu.explain_json(conn, scope, vector, settings, literal=strategy == "partial")
-    path = sqlu.plan_access_path(plan, scope.index_name)
+    path = memory.explain_vector(APP, tenant, vector, settings_for(strategy, k)).access_path
     if strategy == "partial" and path.startswith("index:memlab_tenant_"):
         return "partial_index"
     return path
@@ -229,20 +213,20 @@ FIXED: tuple[str, ...] = ("exact", "hnsw-relaxed", "hnsw-off", "planner")  # nee
 
 
 def _measure(
-    store: Store, memory: EventMemory, tenant: Tenant, strategies: list[str], queries: np.ndarray, k: int,
+    memory: EventMemory, tenant: Tenant, strategies: list[str], queries: np.ndarray, k: int,
     truth: dict, base: dict,
 ) -> list[dict]:  # fmt: skip
     """One row per (strategy, query) for one tenant. Strategies take turns query by query (the first one moves
     each time), so a machine that slows down mid-run slows them all alike; one warm-up search each first."""
     plans = {}
     for strategy in strategies:
-        _search(store, memory, tenant.user_id, queries[0], strategy, k)  # warm-up, not recorded
-        plans[strategy] = None if strategy == "auto" else _plan(store, memory, tenant.user_id, queries[0], strategy, k)
+        _search(memory, tenant.user_id, queries[0], strategy, k)  # warm-up, not recorded
+        plans[strategy] = None if strategy == "auto" else _plan(memory, tenant.user_id, queries[0], strategy, k)
     rows = []
     for qi, q in enumerate(queries):
         turn = qi % len(strategies) if strategies else 0
         for strategy in strategies[turn:] + strategies[:turn]:
-            hits, latency, auto_plan = _search(store, memory, tenant.user_id, q, strategy, k)
+            hits, latency, auto_plan = _search(memory, tenant.user_id, q, strategy, k)
             rows.append({
                 **base, "bucket": tenant.bucket, "share": tenant.share, "tenant": tenant.user_id,
                 "tenant_rows": tenant.size, "strategy": strategy, "query": qi, "latency_ms": latency,
@@ -282,8 +266,6 @@ def search_bench(
     started = time.perf_counter()
     todo: Iterable[Tenant] = tested
     if progress:
-        from rich.progress import track
-
         todo = track(tested, description=f"search {corpus_name} {total_rows:,}")
     for t in todo:
         # A tenant's own index changes what its other searches may use (the planner takes it): the strategies
@@ -292,16 +274,15 @@ def search_bench(
         # slows them alike (measured apart, a drift between the two turned into a ratio).
         auto = "auto" in strategies
         first = [s for s in FIXED if s in strategies] + (["auto"] if auto and t.size < above else [])
-        rows += _measure(store, memory, t, first, queries, k, truth, base)
+        rows += _measure(memory, t, first, queries, k, truth, base)
         partial = "partial" in strategies and t.bucket != FIXED_USER and t.share >= PARTIAL_MIN_SHARE
         if partial or (auto and t.size >= above):
             built = time.perf_counter()
             store.create_tenant_index(model_id, memory.layer, APP, t.user_id)
             timings["partial_index_s"] += time.perf_counter() - built
             later = (["partial"] if partial else []) + (["auto"] if auto and t.size >= above else [])
-            rows += _measure(store, memory, t, later, queries, k, truth, base)
-            with store.connection() as conn:  # gone before the next tenant, and before any later load
-                sqlu.drop_index(conn, sqlu.tenant_index_name(model_id, memory.layer, APP, t.user_id))
+            rows += _measure(memory, t, later, queries, k, truth, base)
+            store.drop_tenant_index(model_id, memory.layer, APP, t.user_id)  # gone before the next tenant and load
     timings["search_s"] = time.perf_counter() - started - timings["partial_index_s"]
     frame = pd.DataFrame(rows)
     frame.attrs.update(timings)

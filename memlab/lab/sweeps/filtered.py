@@ -5,7 +5,11 @@ strategy, a per-tenant partial index and FAISS exact over the user's own rows.
 The corpus: queries are real questions, embedded; the users under test hold real sentence embeddings of
 real text (drawn from a labelled set, with a little jitter only when a user needs more rows than there are
 sentences), chosen on the query's topic, at random, or unrelated to it; everyone else is background built
-from the same sentences plus Gaussian noise (see memlab.lab.synthetic), with skewed tenant sizes."""
+from the same sentences plus Gaussian noise (see memlab.lab.synth.vectors), with skewed tenant sizes.
+
+Every search goes through `EventMemory.search_vector` (the partial-index cells with
+`SearchSettings(literal_scope=True)`), timed as a caller pays it, in a database of the sweep's own (see
+`filtered_sweep`)."""
 
 from __future__ import annotations
 
@@ -15,15 +19,15 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
+from rich.progress import track
 
 from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.redacted import write_csv
-from memlab.lab.synthetic import background_rows, jitter
-from memlab.storage import units as sqlu
-from memlab.storage.store import Store
+from memlab.lab.synth.vectors import background_rows, jitter
+from memlab.storage.store import Store, scratch_store
 from memlab.types import SearchSettings
 
 APP = "memlab-filtered"
@@ -109,8 +113,20 @@ def filtered_sweep(
     *, progress: bool = False,
 ) -> pd.DataFrame:  # fmt: skip
     """One row per (tenant, configuration, query): rows returned, recall@k vs FAISS exact over the tenant's
-    rows, latency, the plan taken, rows removed by the filter (first query of each cell), predicted rows."""
+    rows, latency, the plan taken, rows removed by the filter (first query of each cell), predicted rows.
+
+    Measured in a scratch database of the same server (dropped afterwards): the table the planner reads
+    statistics of holds this sweep's rows only, so the `planner` cell does not depend on what else the run's
+    database holds (other data sets, other sweeps), and the run's database is left as it was."""
     grid = grid or FilteredGrid()
+    with scratch_store(store, prefix="memlab_filtered") as own:
+        return _measure_cells(own, embedder, texts, questions, grid, progress)
+
+
+def _measure_cells(
+    store: Store, embedder: Embedder, texts: list[str], questions: list[str], grid: FilteredGrid, progress: bool
+) -> pd.DataFrame:
+    """`filtered_sweep` in the database it owns."""
     memory, tenants, qvecs = build_corpus(store, embedder, texts, questions, grid)
     exact = FaissExact.from_memory(memory, app_name=APP)
     # The per-tenant partial indexes are built only after every other cell ran: with them in place the planner
@@ -118,32 +134,27 @@ def filtered_sweep(
     remedied = {u for u, (share, _, _) in tenants.items() if share >= grid.remedy_min_share}
     rows = []
     cells = [(u, c) for u in tenants for c in _configs(grid)] + [
-        (u, ("partial index ef=40 off", SearchSettings(top_k=grid.k, strategy="hnsw", iterative_scan="off"), True))
+        (u, ("partial index ef=40 off", SearchSettings(top_k=grid.k, strategy="hnsw", iterative_scan="off",
+                                                      literal_scope=True), True))
         for u in sorted(remedied)
-    ]
+    ]  # fmt: skip
     if progress:
-        from rich.progress import track
-
         cells = track(cells, description="filtered search")
     for user, (name, settings, literal) in cells:
         if literal and user in remedied:
             add_remedy(store, memory, user)
             remedied.discard(user)
         share, relation, n = tenants[user]
-        scope = memory.scope(APP, user)
         for qi, vector in enumerate(qvecs):
             # a unit is (session, unit id): an event unit's id is its event id, unique within its session only
             truth = [(h.session_id, h.unit_id) for h in exact.search_vector(APP, user, vector, grid.k)]
-            with store.transaction() as conn:
-                sqlu.apply_settings(conn, settings)
-                started = time.perf_counter()
-                hits = sqlu.run_search(conn, scope, vector, settings, literal=literal)
-                latency = (time.perf_counter() - started) * 1000
-                removed, path = np.nan, ""
-                if qi == 0:
-                    plan = sqlu.explain_json(conn, scope, vector, settings, literal=literal)
-                    removed = sqlu.rows_removed_by_filter(plan)
-                    path = sqlu.plan_access_path(plan, scope.index_name)
+            started = time.perf_counter()
+            hits = memory.search_vector(APP, user, vector, settings)
+            latency = (time.perf_counter() - started) * 1000
+            removed, path = np.nan, ""
+            if qi == 0:  # the plan of the same search, outside the timing
+                plan = memory.explain_vector(APP, user, vector, settings)
+                removed, path = plan.rows_removed_by_filter, plan.access_path
             found = [(h.session_id, h.unit_id) for h in hits]
             expected_rows = min(grid.k, n)
             rows.append({

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from memlab.errors import ConfigError
+from memlab.lab.bench.ingest import measure_ingest
 from memlab.lab.folder import save_table
-from memlab.lab.ingest_bench import measure_ingest
 
 METRICS = ("ingest_units_per_s", "raw_encode_per_s", "ratio", "texts")
 

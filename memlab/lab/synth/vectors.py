@@ -1,4 +1,5 @@
-"""Background rows for filtered-search experiments, made from real embeddings.
+"""Synthetic vectors (beside memlab-synth's synthetic conversations): background rows for filtered-search
+experiments and jittered copies that top up a benchmark corpus, made from real embeddings.
 
 Isotropic random vectors are useless here (HNSW finds nothing among them even without a filter), so each
 background row is a real sentence embedding plus a little Gaussian noise, re-normalised: the corpus keeps
