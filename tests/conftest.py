@@ -14,12 +14,30 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENT_FIXTURES = ROOT / "fixtures" / "events"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Hypothesis example counts come from a profile, chosen by MEMLAB_HYPOTHESIS_PROFILE: `ci` (the default, what
+# `make test` runs) keeps each test's own count; `nightly` runs ten times as many examples. A test states its
+# ci count as `@settings(max_examples=examples(N))`; a test without a count gets the profile's max_examples.
+HYPOTHESIS_PROFILE_ENV = "MEMLAB_HYPOTHESIS_PROFILE"
+EXAMPLE_SCALE = {"ci": 1, "nightly": 10}
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("nightly", max_examples=1000, deadline=None)
+HYPOTHESIS_PROFILE = os.environ.get(HYPOTHESIS_PROFILE_ENV, "ci")
+if HYPOTHESIS_PROFILE not in EXAMPLE_SCALE:
+    raise pytest.UsageError(f"{HYPOTHESIS_PROFILE_ENV}={HYPOTHESIS_PROFILE!r}: use one of {', '.join(EXAMPLE_SCALE)}")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(ci: int) -> int:
+    """A hypothesis test's example count under the loaded profile, given its count at ci."""
+    return ci * EXAMPLE_SCALE[HYPOTHESIS_PROFILE]
 
 
 @pytest.fixture(scope="session")

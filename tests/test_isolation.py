@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memlab
+from tests.conftest import examples
 
 try:
     from memlab.adk import EventMemoryService, FactMemoryService
@@ -223,7 +224,7 @@ def env(store, embedder):
         yield Env(db, embedder)
 
 
-@settings(max_examples=25, deadline=None, database=None,
+@settings(max_examples=examples(10), deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
 @given(world=worlds())
 def test_no_read_path_returns_a_row_of_another_app_or_user(env, world):

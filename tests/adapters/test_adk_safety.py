@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import memlab
 from memlab.adk import EventMemoryService, FactMemoryService, preload_facts_callback
 from tests.adapters.test_adk import adk_session, build, converse
+from tests.conftest import examples
 from tests.facts.conftest import ScriptedExtractor
 
 INJECTION = (
@@ -128,7 +129,7 @@ def id_facts(store, embedder):
     return memlab.FactMemory(store, embedder, extractor=ScriptedExtractor({}))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(user=ID_TEXT.filter(lambda u: u != "_domain"), value=ID_TEXT,
        subject=st.sampled_from(["user", "user.daughter", "team:pay-ments.eu", "person:Ünal"]))  # fmt: skip
 @example(user="team/alice", value="Argo CD", subject="user")

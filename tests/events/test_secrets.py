@@ -11,7 +11,7 @@ import yaml
 import memlab
 from memlab import find_secrets, skip_reason
 from memlab.events import secrets
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 
 CORPUS = ROOT / "fixtures" / "secrets"
 
@@ -192,7 +192,7 @@ def test_a_detector_gate_is_never_narrower_than_its_pattern(detector):
 
     # 25 texts per detector (52 detectors) in CI: the from_regex draws cost most of this file's time. Run once at
     # 300 per detector (and 400 per detect-secrets pattern), every gate held.
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(st.from_regex(pattern))
     def holds(text: str) -> None:
         if pattern.search(text):
@@ -242,7 +242,7 @@ def test_a_detect_secrets_plugin_gate_is_never_narrower_than_its_patterns(plugin
     name, plugin, pattern = plugin_pattern
     gate = secrets.ds_gate(name)
 
-    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(st.from_regex(pattern))
     def holds(text: str) -> None:
         for line in text.splitlines() or [text]:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from memlab import ConfigError
 from memlab.events.timewords import KINDS, TimeWindow, resolve_time
+from tests.conftest import examples
 
 EST = timezone(timedelta(hours=-5))
 A = datetime(2023, 5, 20, 14, 0, tzinfo=UTC)  # a Saturday
@@ -305,7 +306,7 @@ def _well_formed(w: TimeWindow | None, asked: datetime) -> TimeWindow:
     return w
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(asked=asked_ats, phrase=st.sampled_from(PAST))
 def test_past_phrases_end_by_tomorrow(asked, phrase):
     w = _well_formed(resolve_time(f"What did I say {phrase}?", asked), asked)
@@ -313,7 +314,7 @@ def test_past_phrases_end_by_tomorrow(asked, phrase):
     assert w.start is None or w.start < asked
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(asked=asked_ats, phrase=st.sampled_from(CURRENT))
 def test_current_periods_contain_the_moment_asked(asked, phrase):
     w = _well_formed(resolve_time(f"What did I say {phrase}?", asked), asked)
@@ -321,14 +322,14 @@ def test_current_periods_contain_the_moment_asked(asked, phrase):
     assert w.start <= asked < w.end
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(asked=asked_ats, phrase=st.sampled_from(NAMED))
 def test_named_periods_are_not_in_the_future(asked, phrase):
     w = _well_formed(resolve_time(f"What did I do {phrase}?", asked), asked)
     assert w.kind == "window" and w.start is not None and w.start <= asked
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(asked=asked_ats, phrase=st.sampled_from(AFTER))
 def test_open_after_windows_start_by_tomorrow(asked, phrase):
     w = _well_formed(resolve_time(f"What did I do {phrase}?", asked), asked)
@@ -336,7 +337,7 @@ def test_open_after_windows_start_by_tomorrow(asked, phrase):
     assert w.start is not None and w.start <= asked + timedelta(days=1)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(asked=asked_ats, n=st.integers(1, 12), unit=st.sampled_from(["day", "week", "month", "year"]))
 def test_n_units_ago_contains_its_nominal_day_and_excludes_today(asked, n, unit):
     w = _well_formed(resolve_time(f"What happened {n} {unit}{'s' if n > 1 else ''} ago?", asked), asked)
@@ -352,7 +353,7 @@ def test_n_units_ago_contains_its_nominal_day_and_excludes_today(asked, n, unit)
     assert w.end.date() <= asked.date()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(asked=asked_ats, question=st.text(max_size=80))
 def test_any_text_gives_none_or_a_well_formed_window(asked, question):
     w = resolve_time(question, asked)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from memlab import Candidate, Fact, decide, state_of
 from memlab.facts.decide import resolve
+from tests.conftest import examples
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -153,7 +154,7 @@ def _state(cands) -> set:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(obs=st.lists(observation, min_size=1, max_size=12), seed=st.integers(0, 10_000))
 def test_final_state_does_not_depend_on_order_or_repeats(obs, seed):
     cands = [

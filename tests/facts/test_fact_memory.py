@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import memlab
 from memlab import PRELOAD_HEADING, Candidate, FactMemory, LabelledExtractor, lab, state_of
+from tests.conftest import examples
 from tests.facts.conftest import ScriptedExtractor
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
@@ -43,7 +44,7 @@ def test_every_fixture_replays_to_its_expected_state(labelled_facts, fact_set, a
         assert state == set(user.expected_facts), user.source
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fixtures_replay_to_the_same_state_in_any_order_with_repeats(labelled_facts, fact_set, data):
     import uuid

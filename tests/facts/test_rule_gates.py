@@ -14,7 +14,7 @@ from memlab import lab
 from memlab.events.secrets import fold
 from memlab.facts.extractors import rules
 from memlab.facts.extractors.rule_gates import Gates, required_words
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ _GATED = [(pattern, gate) for r in rules._RULES
 
 # 400 texts drawn from patterns picked at random (359 gated patterns) in CI; run once at 30 per pattern, every
 # gate held.
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(st.sampled_from(_GATED).flatmap(lambda pg: st.tuples(st.just(pg), st.from_regex(pg[0]))))
 def test_no_rule_gate_is_narrower_than_its_pattern(drawn):
     (pattern, gate), text = drawn

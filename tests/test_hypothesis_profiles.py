@@ -1,0 +1,34 @@
+"""Hypothesis example counts follow a profile (tests/conftest.py): `ci` by default, `nightly` ten times as many,
+chosen by MEMLAB_HYPOTHESIS_PROFILE; an unknown name stops the run instead of silently running the default."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from hypothesis import settings
+
+from tests.conftest import HYPOTHESIS_PROFILE_ENV, ROOT, examples
+
+PROBE = ("from hypothesis import settings; from tests.conftest import examples; "
+         "print(settings.default.max_examples, settings.default.deadline, examples(25))")  # fmt: skip
+
+
+def _probe(profile: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != HYPOTHESIS_PROFILE_ENV}
+    if profile is not None:
+        env[HYPOTHESIS_PROFILE_ENV] = profile
+    return subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def test_the_ci_profile_is_loaded_by_default_and_keeps_each_tests_count():
+    if os.environ.get(HYPOTHESIS_PROFILE_ENV, "ci") == "ci":
+        assert settings.default.max_examples == 100 and examples(25) == 25
+    assert _probe(None).stdout.split() == ["100", "None", "25"]
+
+
+def test_nightly_runs_ten_times_the_examples_and_an_unknown_profile_is_refused():
+    assert _probe("nightly").stdout.split() == ["1000", "None", "250"]
+    bad = _probe("weekly")
+    assert bad.returncode != 0 and f"{HYPOTHESIS_PROFILE_ENV}='weekly': use one of ci, nightly" in bad.stderr
