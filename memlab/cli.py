@@ -135,9 +135,9 @@ def eval_command(
                   f"{experiment.resolved['sweeps']} -> {run_dir}")  # fmt: skip
     latest = Path("reports/latest")
     previous = latest if latest.exists() and latest.resolve() != run_dir.resolve() else None
+    # one console: log lines print above the progress line; report.md is written once, with the baseline
     lab.run_experiment(experiment, run_dir, dsn=dsn, progress=lab.RunProgress(console), log=console.print,
-                       previous=previous)  # one console: log lines print above the progress line
-    lab.write_report(run_dir, baseline=baseline if baseline.exists() else None)
+                       previous=previous, baseline=baseline if baseline.exists() else None)
     console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
     if notebooks:
         seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab.memlab_home()), "DSN": dsn,

@@ -8,11 +8,14 @@
 
 The memory library (memlab) never imports this package; the CLI, the notebooks and the tests use these names."""
 
-from typing import TYPE_CHECKING, Any
-
 from memlab.lab import bench, outputs, plots
+from memlab.lab.answerability import calibration as answerability_calibration
+from memlab.lab.answerability import evaluate as evaluate_answerability
+from memlab.lab.answerability import fit as fit_answerability
+from memlab.lab.answerability import question_table as answerability_table
 from memlab.lab.compare import Comparison, compare_runs, config_differences, write_comparison
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
+from memlab.lab.cutoff_analysis import cutoff_grid, drift, labelled_distances, recommend
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.dataset_checks import author_note, dataset_warnings
 from memlab.lab.experiment import (
@@ -24,7 +27,6 @@ from memlab.lab.experiment import (
     run_experiment,
     run_systems,
     score_folder,
-    write_report,
 )
 from memlab.lab.export import docid as export_docid
 from memlab.lab.export import export_run
@@ -53,12 +55,13 @@ from memlab.lab.notebooks import render_notebooks
 from memlab.lab.progress import RunProgress
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
-from memlab.lab.report import breakdown, format_cell, markdown_table
+from memlab.lab.report import write_report
 from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, session_recall, size_bucket, summarize
-from memlab.lab.sweeps import SWEEPS
+from memlab.lab.sweeps import SWEEPS, Sweep
 from memlab.lab.synth import generate as generate_synth
 from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
+from memlab.lab.tables import breakdown, format_cell, markdown_table
 from memlab.lab.uncertainty import (
     QuestionTable,
     bootstrap_ci,
@@ -69,36 +72,6 @@ from memlab.lab.uncertainty import (
     quantile_ratio_ci,
 )
 from memlab.lab.viewer import question_hits, viewer_systems, write_html
-
-if TYPE_CHECKING:
-    from memlab.lab.answerability import calibration as answerability_calibration
-    from memlab.lab.answerability import evaluate as evaluate_answerability
-    from memlab.lab.answerability import fit as fit_answerability
-    from memlab.lab.answerability import question_table as answerability_table
-    from memlab.lab.sweeps.cutoff import cutoff_grid, drift, labelled_distances, recommend
-
-# The cut-off analysis needs scipy and scikit-learn (about 0.7 s to import): loaded on first use, not with `lab`.
-_CUTOFF = ("cutoff_grid", "drift", "labelled_distances", "recommend")
-
-
-# Answerability (memlab.lab.answerability) needs scikit-learn too: same lazy loading.
-_ANSWERABILITY = {"fit_answerability": "fit", "evaluate_answerability": "evaluate",
-                  "answerability_table": "question_table", "answerability_calibration": "calibration"}  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ANSWERABILITY:
-        from memlab.lab import answerability
-
-        value = globals()[name] = getattr(answerability, _ANSWERABILITY[name])
-        return value
-    if name in _CUTOFF:
-        from memlab.lab.sweeps import cutoff
-
-        value = globals()[name] = getattr(cutoff, name)
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "FORMATS",
@@ -119,6 +92,7 @@ __all__ = [
     "Run",
     "RunFolder",
     "RunProgress",
+    "Sweep",
     "System",
     "UserHistory",
     "answerability_calibration",

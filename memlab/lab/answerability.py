@@ -21,9 +21,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from memlab.events.answerability import FEATURES, AnswerabilityGate, question_features
+from memlab.lab.cutoff_analysis import cutoff_grid
 from memlab.lab.identity import relevant_hits
 from memlab.lab.scoring import score
-from memlab.lab.sweeps.cutoff import cutoff_grid
 
 TARGET = 0.2  # at most this share of no-answer questions may get hits (false memories)
 

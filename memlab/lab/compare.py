@@ -22,7 +22,7 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.gate import load_metrics, load_questions, metrics_experiment, scope_differences
 from memlab.lab.outputs import claim_file
 from memlab.lab.redacted import write_text
-from memlab.lab.report import markdown_table
+from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import ALPHA, QuestionTable, paired_differences, parse_metric, split_key
 
 TITLE = "# Comparison of two runs"

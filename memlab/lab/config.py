@@ -23,6 +23,8 @@ from memlab.lab.config_checks import (
     check_top_values,
 )
 from memlab.lab.suggest import did_you_mean, unknown_keys
+from memlab.lab.sweeps import SWEEPS
+from memlab.lab.systems import system_from_config
 from memlab.lab.yaml_bounds import load_yaml_file, load_yaml_text
 
 SUITES_DIR = Path(__file__).with_name("suites")
@@ -158,8 +160,6 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
     k = data.get("k", 10)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
         raise ConfigError(f"{source}: k must be a whole number in 1..1000, got {k!r}")
-    from memlab.lab.sweeps import SWEEPS
-
     sweeps = data.get("sweeps") or []
     if not isinstance(sweeps, list) or any(s not in SWEEPS for s in sweeps):
         wrong = next((s for s in sweeps if s not in SWEEPS), None) if isinstance(sweeps, list) else None
@@ -177,15 +177,11 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         raise ConfigError(f"{source}: `options` maps a sweep name ({sorted(SWEEPS)}) to its settings; got "
                           f"{sorted(options) if isinstance(options, dict) else options!r}"
                           f"{did_you_mean(wrong, SWEEPS) if wrong is not None else ''}")  # fmt: skip
-    from memlab.lab.sweeps import sweep_module
-
     check_option_values(options, source)
     check_distinct_files("embedders", [e["name"] for e in embedders], source)  # a models sweep names systems so
     for sweep, settings in options.items():  # a sweep that checks its settings does so now, before any work
-        check = getattr(sweep_module(sweep), "check_options", None)
-        if check is not None:
-            with _as_config_error(f"{source}: options.{sweep}"):
-                check(settings or {}, source)
+        with _as_config_error(f"{source}: options.{sweep}"):
+            SWEEPS[sweep].check_options(settings or {}, source)
     resolved = {
         "name": str(data.get("name") or Path(source).stem or "experiment"),
         "description": data.get("description", ""),
@@ -199,8 +195,6 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         "llm": data.get("llm"),
     }
     # fail now, before a database is opened, on a bad system entry
-    from memlab.lab.systems import system_from_config
-
     for i, entry in enumerate(systems):
         check_system_values(entry, i, source)
     check_distinct_files("systems", [s.get("name") for s in systems], source)  # each becomes runs/*__<name>

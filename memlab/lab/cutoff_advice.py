@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from memlab.lab.answerability import nearest_hit_auc
+from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET, cutoff_grid
 from memlab.lab.dataset import Question
 from memlab.lab.scoring import score
-from memlab.lab.sweeps.cutoff import DEFAULT_GRID, FALSE_MEMORY_TARGET, cutoff_grid
 
 MIN_AUC = 0.7  # below this the nearest hit's distance barely ranks answerable questions above no-answer ones
 MIN_NO_ANSWER = 20  # below this one no-answer question moves the false-memory rate by more than 5 points

@@ -2,15 +2,19 @@
 
 `run_experiment` loads every data set first (bad input fails before anything is written to the database),
 builds each system once per data set, asks every question, and saves each run; `score_folder` turns the saved
-runs into scores (pure: it reads the folder only); `write_report` writes report.md from the folder. Every run
-starts on a fresh database, so runs are reproducible."""
+runs into scores (pure: it reads the folder only); then memlab.lab.report writes report.md from the folder, once,
+with the baseline it is given. Every run starts on a fresh database, so runs are reproducible."""
 
 from __future__ import annotations
 
 import json
 import platform
+import resource
+import shutil
+import subprocess
 import time
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 import memlab
+from memlab.embedding import make_embedder
 from memlab.embedding.base import Embedder, embed_queries
 from memlab.errors import ConfigError
 from memlab.lab.config import ExperimentConfig
@@ -29,15 +34,15 @@ from memlab.lab.loaders import load_dataset
 from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
+from memlab.lab.report import write_report
 from memlab.lab.runs import Run, collect, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
-from memlab.lab.sweeps import SweepContext, sweep_module
+from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
 from memlab.lab.systems import CutoffSystem, Env, FaissExactSystem, system_from_config
+from memlab.storage.store import scratch_store
 
 
 def git_commit() -> str:
-    import subprocess
-
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
                              cwd=Path(__file__).resolve().parent)  # fmt: skip
@@ -46,13 +51,17 @@ def git_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def _versions(store=None) -> dict[str, str]:
-    import faiss
-    import sentence_transformers
-    import torch
+def _installed(distribution: str) -> str:
+    """An installed package's version from its metadata (importing torch only to read its version takes seconds)."""
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "unknown"
 
-    out = {"memlab": memlab.__version__, "python": platform.python_version(), "torch": torch.__version__,
-           "sentence_transformers": sentence_transformers.__version__, "faiss": faiss.__version__,
+
+def _versions(store=None) -> dict[str, str]:
+    out = {"memlab": memlab.__version__, "python": platform.python_version(), "torch": _installed("torch"),
+           "sentence_transformers": _installed("sentence-transformers"), "faiss": _installed("faiss-cpu"),
            "pandas": pd.__version__, "numpy": np.__version__}  # fmt: skip
     if store is not None:
         out["pgvector"] = store.vector_version
@@ -61,8 +70,6 @@ def _versions(store=None) -> dict[str, str]:
 
 def peak_memory_mb() -> float:
     """This process's peak resident memory so far, in MB (Linux reports ru_maxrss in KiB)."""
-    import resource
-
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
@@ -74,8 +81,6 @@ def make_embedders(specs: list[dict[str, Any]], *, home: str | Path | None = Non
                    ) -> tuple[dict[str, Embedder], dict[str, str]]:  # fmt: skip
     """The configured embedders by name; an entry with `optional: true` that cannot be had is skipped (reason
     kept for the report) instead of failing the run."""
-    from memlab.embedding import make_embedder
-
     out, skipped = {}, {}
     for spec in specs:
         spec = dict(spec)
@@ -91,30 +96,13 @@ def make_embedders(specs: list[dict[str, Any]], *, home: str | Path | None = Non
     return out, skipped
 
 
-def sweep_options(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """A sweep's options without `datasets` (which only says where the sweep runs)."""
-    return {k: v for k, v in (config.get("options") or {}).get(name, {}).items() if k != "datasets"}
-
-
-def applies(config: dict[str, Any], dataset: str) -> list[str]:
-    """The sweeps that run on `dataset`: all configured ones, unless a sweep's options list its `datasets`."""
-    out = []
-    for name in config.get("sweeps", []):
-        only = (config.get("options") or {}).get(name, {}).get("datasets")
-        if only is None or dataset in only:
-            out.append(name)
-    return out
-
-
 def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]) -> list:
     """The configured systems, then each sweep's, in order; names are unique per data set."""
     context = SweepContext(config, [system_from_config(s) for s in config["systems"]])
     for name in applies(config, dataset.name):
-        module = sweep_module(name)
-        if hasattr(module, "systems"):
-            for system in module.systems(dataset, sweep_options(config, name), context):
-                if system.name not in {s.name for s in context.systems}:
-                    context.systems.append(system)
+        for system in get_sweep(name).systems(dataset, sweep_options(config, name), context):
+            if system.name not in {s.name for s in context.systems}:
+                context.systems.append(system)
     return [s for s in context.systems if not hasattr(s, "embedder") or s.embedder in embedders]
 
 
@@ -168,17 +156,14 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: 
 
 def run_experiment(
     config: ExperimentConfig, out: Path, *, dsn: str | None = None, home: str | Path | None = None,
-    progress: bool | RunProgress = False, log=print, previous: Path | None = None,
+    progress: bool | RunProgress = False, log=print, previous: Path | None = None, baseline: Path | None = None,
 ) -> Path:  # fmt: skip
     """Run a configured experiment into `out` and return it. Data sets are loaded and checked before anything
     else; then every data set runs on a fresh database (`dsn`, else the embedded server under `home`, else
     MEMLAB_HOME). Results of an earlier run in `out` are removed first: a folder holds one run. `previous`
-    names an earlier run folder to compare hit distances with (drift). `progress` draws one overall line
-    (steps done of the total, ETA): True on the terminal, or a given RunProgress; no bar per step."""
-    import shutil
-
-    from memlab.storage.store import scratch_store
-
+    names an earlier run folder to compare hit distances with (drift); `baseline` the committed metrics report.md
+    compares the run with (none: no comparison). `progress` draws one overall line (steps done of the total,
+    ETA): True on the terminal, or a given RunProgress; no bar per step."""
     started = time.perf_counter()
     out = claim_folder(out)  # a folder memlab did not make is refused before anything is read or written
     cfg = config.resolved
@@ -213,8 +198,7 @@ def run_experiment(
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
             systems = systems_for(scoped, cfg, embedders) if scoped.questions else []
-            work.append((scoped, systems, [n for n in applies(cfg, dataset.name)
-                                           if hasattr(sweep_module(n), "measure")]))  # fmt: skip
+            work.append((scoped, systems, [n for n in applies(cfg, dataset.name) if get_sweep(n).measures]))
         steps.plan(sum(sum(map(counted_step, systems)) + len(measured) for _, systems, measured in work) + 1)
         for scoped, systems, measured in work:
             save_labels(out, scoped)
@@ -222,13 +206,13 @@ def run_experiment(
             run_systems(env, scoped, systems, out, steps=steps)
             context = SweepContext(cfg, systems)
             for name in steps.each(measured, lambda n, d=scoped.name: f"{d}: {n} sweep"):
-                sweep_module(name).measure(env, scoped, sweep_options(cfg, name), context, out)
+                get_sweep(name).measure(env, scoped, sweep_options(cfg, name), context, out)
         with steps.step("scores and report"):
             score_folder(out)
             manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             seconds=round(time.perf_counter() - started, 1), peak_memory_mb=peak_memory_mb())
             _write_manifest(out, manifest)
-            write_report(out)
+            write_report(RunFolder(out), baseline=baseline)
     return out
 
 
@@ -266,10 +250,8 @@ def score_folder(out: Path) -> pd.DataFrame:
             base = pd.DataFrame(columns=SCORE_COLUMNS)
         parts = [base]
         for name in applies(cfg, dataset):
-            module = sweep_module(name)
-            if hasattr(module, "scores"):
-                earlier = pd.concat([*long_frames, base], ignore_index=True)  # a sweep may read earlier data sets
-                parts.append(module.scores(folder, dataset, sweep_options(cfg, name), earlier))
+            earlier = pd.concat([*long_frames, base], ignore_index=True)  # a sweep may read earlier data sets
+            parts.append(get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier))
         long_frames.append(pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts)
                            else base)  # fmt: skip
         per_question.append(qs)
@@ -283,12 +265,6 @@ def score_folder(out: Path) -> pd.DataFrame:
         write_parquet(qs_all, out / "question_scores.parquet")
     write_json(out / "metrics.json", flat_metrics(scores), indent=2, sort_keys=True)
     return scores
-
-
-def write_report(out: Path, *, baseline: Path | None = None) -> Path:
-    from memlab.lab.report import write_report as _write
-
-    return _write(RunFolder(Path(out)), baseline=baseline)
 
 
 def is_finished(out: Path) -> bool:

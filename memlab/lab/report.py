@@ -1,17 +1,25 @@
-"""Write a run folder: the per-question table, the summary, a manifest, and report.md that a person reads first."""
+"""report.md, the page a person reads first, and report.html beside it: written once per run, from the run
+folder's saved scores and runs only (the headline, the data sets, each data set's tables, each sweep's section,
+the comparison with the baseline)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from memlab.lab.cutoff_advice import CutoffAdvice, advise, cutoff_options
 from memlab.lab.cutoff_advice import sentence as cutoff_sentence
+from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.dataset_checks import warning_lines
-from memlab.lab.sweeps.cutoff import DEFAULT_GRID, FALSE_MEMORY_TARGET
-from memlab.lab.uncertainty import MIN_QUESTIONS, intervals, tied, too_few
+from memlab.lab.folder import RunFolder
+from memlab.lab.gate import gate_table, metrics_experiment
+from memlab.lab.redacted import write_text
+from memlab.lab.scoring import metric_key
+from memlab.lab.sweeps import applies, get_sweep, sweep_options
+from memlab.lab.tables import breakdown, markdown_table, pivot_scores
+from memlab.lab.uncertainty import MIN_QUESTIONS, intervals, paired_differences, tied, too_few
+from memlab.lab.viewer import write_html
 
 COLUMN_NOTES = (
     "`recall@k`, `precision@k`, `mrr@k`, `ndcg@k`, `hit@k`: against the labelled event ids (ir-measures); "
@@ -30,75 +38,6 @@ COLUMN_NOTES = (
 )
 
 
-def _counts(values: pd.Series) -> bool:
-    """A float column that holds counts (every value whole, some above 1): printed as integers. Rates (0 to 1)
-    and measured times are not whole numbers, so they keep their decimals."""
-    numbers = pd.to_numeric(values, errors="coerce").dropna()
-    return bool(len(numbers)) and bool((numbers == numbers.round()).all()) and bool((numbers.abs() > 1).any())
-
-
-def format_cell(value: object, floatfmt: str = ".3f", whole: bool = False) -> str:
-    """One table cell: integers as integers, floats to `floatfmt` (3 decimals; rates and small figures), floats
-    of 100 and more without decimals (thousands separated from 10,000), missing values empty."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return ""
-    if isinstance(value, float | np.floating) and np.isnan(value):
-        return ""
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value)).lower()
-    if isinstance(value, int | np.integer):
-        return f"{int(value):,}" if abs(int(value)) >= 10_000 else str(int(value))
-    if isinstance(value, float | np.floating):
-        if whole or abs(value) >= 100:  # counts, characters, rows/s, long latencies: no decimals
-            return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.0f}"
-        return format(float(value), floatfmt)
-    return str(value)
-
-
-def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
-    """A pipe table without extra dependencies (pandas' to_markdown needs tabulate). Column dtypes are kept
-    (counts print as integers, see `format_cell`)."""
-    cols = list(frame.columns)
-    whole = {col: frame[col].dtype.kind == "f" and _counts(frame[col]) for col in cols}
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in frame.itertuples(index=False, name=None):
-        cells = [format_cell(value, floatfmt, whole[col]) for col, value in zip(cols, row, strict=True)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def pivot_scores(scores: pd.DataFrame, systems: list[str], metrics: list[str]) -> pd.DataFrame:
-    """Wide table from long scores: one row per system (in the order given), one column per metric present."""
-    sub = scores[scores.system.isin(systems) & scores.metric.isin(metrics)]
-    if sub.empty:
-        return pd.DataFrame({"system": systems})
-    wide = sub.pivot_table(index="system", columns="metric", values="value", sort=False)
-    questions = scores[scores.system.isin(systems) & (scores.metric == metrics[0])].set_index("system").questions
-    wide = wide.reindex([s for s in systems if s in wide.index])
-    cols = [m for m in metrics if m in wide.columns]
-    # Without a cut-off no system returns nothing, so an all-zero correct-empty rate says nothing: left out.
-    cols = [m for m in cols if m != "correct_empty_rate" or wide[m].fillna(0).abs().sum() > 0]
-    out = wide[cols].reset_index()
-    if len(questions):
-        out.insert(1, "questions", out.system.map(questions).fillna(0).astype(int))
-    return out
-
-
-def breakdown(scores: pd.DataFrame, systems: list[str], metric: str, group: str) -> pd.DataFrame | None:
-    """`metric[group=value]` rows of `systems` as a table: one row per system, one column per group value
-    (None when there is at most one value: nothing to break down)."""
-    rows = scores[scores.system.isin(systems) & scores.metric.str.startswith(f"{metric}[{group}=")]
-    if rows.metric.nunique() <= 1:
-        return None
-    wide = rows.assign(group=rows.metric.str.extract(r"=(.*)\]$")[0]).pivot_table(
-        index="system", columns="group", values="value", sort=False)
-    if group == "size":  # memory-size buckets in size order, not alphabetical
-        from memlab.lab.scoring import SIZE_LABELS
-
-        wide = wide[[b for b in SIZE_LABELS if b in wide.columns] + [c for c in wide.columns if c not in SIZE_LABELS]]
-    return wide.reindex([s for s in systems if s in wide.index]).reset_index()
-
-
 def _is_main(system: str) -> bool:
     return "@cut" not in system and not system.startswith(("filtered:", "extractor:", "ingest"))
 
@@ -108,9 +47,6 @@ REFERENCES = ("text/vector", "pg-exact", "event", "auto")  # plain vector search
 
 def with_interval(folder, dataset: str, table: pd.DataFrame, metric: str) -> pd.DataFrame:
     """`table` (one row per system) with the 95% bootstrap interval of `metric` over questions beside it."""
-    from memlab.lab.scoring import metric_key
-    from memlab.lab.uncertainty import intervals
-
     if metric not in table.columns or folder.question_scores.empty:
         return table
     iv = intervals(folder.question_table, [metric_key(dataset, s, metric) for s in table.system])
@@ -129,9 +65,6 @@ def against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.Data
 
 
 def _against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.DataFrame]:
-    from memlab.lab.scoring import metric_key
-    from memlab.lab.uncertainty import paired_differences
-
     metric = f"recall@{k}"
     scores = folder.scores
     rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & scores.system.map(_is_main)]
@@ -164,8 +97,6 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
     with its 95% interval and its difference from plain vector search (paired test), a warning when the data
     set has too few questions to judge, the best system's cut-off with its cost (or why none is advised), and
     the biggest change against the baseline."""
-    from memlab.lab.scoring import metric_key
-
     scores = folder.scores
     if folder.question_scores.empty:
         return []
@@ -241,8 +172,6 @@ def _gate_table(folder, baseline: Path | None) -> pd.DataFrame | None:
     """The run against the baseline (tolerances, then paired tests), or None without a baseline."""
     if baseline is None or not Path(baseline).exists():
         return None
-    from memlab.lab.gate import gate_table, metrics_experiment
-
     base, run = metrics_experiment(baseline), metrics_experiment(folder.path)
     if base is not None and run is not None and base != run:
         return None  # another suite's baseline: nothing compares (report.md says so)
@@ -250,11 +179,11 @@ def _gate_table(folder, baseline: Path | None) -> pd.DataFrame | None:
     return gate_table(baseline, folder.path, run_questions=None if questions.empty else questions)
 
 
-def write_report(folder, *, baseline: Path | None = None) -> Path:
-    """report.md from a run folder's saved scores and runs only (and each sweep's section)."""
-    from memlab.lab.experiment import applies, sweep_options
-    from memlab.lab.sweeps import sweep_module
-
+def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None) -> Path:
+    """report.md (and report.html) from a run folder's saved scores and runs only (and each sweep's section),
+    compared with `baseline` when given. `run_experiment` calls it once at the end of a run; call it again only
+    to redo the report of a saved run."""
+    folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
     manifest = folder.manifest
     cfg = manifest.get("config", {}).get("resolved", {})
     k = folder.k
@@ -313,11 +242,9 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
             if wide is not None:
                 parts += [f"recall@{k} by question type:", "", markdown_table(wide), ""]
         for name in applies(cfg, dataset):
-            module = sweep_module(name)
-            if hasattr(module, "section"):
-                body = module.section(folder, dataset, sweep_options(cfg, name))
-                if body:
-                    parts += [f"### {name} ({dataset})", "", body, ""]
+            body = get_sweep(name).section(folder, dataset, sweep_options(cfg, name))
+            if body:
+                parts += [f"### {name} ({dataset})", "", body, ""]
     parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
     if gate is None and baseline is not None and Path(baseline).exists():
         parts += ["## Against the committed baseline", "",
@@ -333,11 +260,7 @@ def write_report(folder, *, baseline: Path | None = None) -> Path:
                   f"tolerance, {noise} more dropped beyond tolerance but not significantly (paired test on the "
                   f"questions, Holm-corrected; `p_adjusted`), {new} are new (not in the baseline).", "",
                   markdown_table(changed) if len(changed) else "", ""]
-    from memlab.lab.redacted import write_text
-
     path = write_text(folder.path / "report.md", "\n".join(parts))  # through the redactor
-    from memlab.lab.viewer import write_html
-
     if gate is not None:
         html_tables.append(("against the baseline", gate[gate.verdict != "ok"]))
     write_html(folder, head, html_tables)

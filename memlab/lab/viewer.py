@@ -16,7 +16,9 @@ import pandas as pd
 from memlab.lab.dataset import Question
 from memlab.lab.folder import RunFolder
 from memlab.lab.identity import relevant_hits, run_events, unique_sessions
+from memlab.lab.redacted import clean, clean_deep
 from memlab.lab.scoring import SIZE_LABELS
+from memlab.lab.tables import format_cell
 
 HIDDEN = ("@cut", "filtered:", "extractor:", "ingest", "answerability:")
 TEMPLATE = Path(__file__).with_name("report_page.html")
@@ -114,8 +116,6 @@ def _inline(markdown: str) -> str:
 
 
 def _table(frame: pd.DataFrame) -> dict:
-    from memlab.lab.report import format_cell
-
     return {"columns": [str(c) for c in frame.columns],
             "rows": [[format_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]}  # fmt: skip
 
@@ -176,8 +176,6 @@ def write_html(folder: str | Path | RunFolder, headline: list[str],
                tables: list[tuple[str, pd.DataFrame]]) -> Path:  # fmt: skip
     """report.html: one self-contained page (data and plots inline, no network) drawn by TEMPLATE's script. Its
     data passes the run folder's redactor (`memlab.lab.redacted`) and is escaped for the script element."""
-    from memlab.lab.redacted import clean, clean_deep
-
     folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
     data = page_data(folder, headline, tables)
     plots = data.pop("plots")  # generated images, not text: nothing to redact

@@ -113,9 +113,7 @@ def test_the_labelled_extractor_replays_the_gold_per_session(synth):
     assert not extractor.extract(next(s for s in synth.sessions() if s.id not in extractor.gold).events,
                                  session_id="elsewhere", registry=REGISTRY)  # fmt: skip
     # the workbench adds the labelled fact system wherever a data set has gold
-    from memlab.lab.sweeps import granularity
-
-    names = [s.name for s in granularity.systems(synth, {"extractors": ["labelled", "rules"]}, None)]
+    names = [s.name for s in lab.SWEEPS["granularity"].systems(synth, {"extractors": ["labelled", "rules"]}, None)]
     assert "facts-labelled" in names and "facts-rules" in names
 
 

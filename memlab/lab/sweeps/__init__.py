@@ -1,39 +1,35 @@
-"""Sweeps: each is one module that yields systems (and may measure what is not a ranked list), scores what it
-adds from saved runs, and writes its report section. Add a module here and name it in SWEEPS to add a sweep.
-
-A sweep module may define, all optional:
-    systems(dataset, options, context) -> list[System]     systems to run on the data set
-    measure(env, dataset, options, context, out) -> None  measurements saved as tables (not ranked lists)
-    scores(folder, dataset, options, base) -> DataFrame   extra long-form scores from saved runs and tables
-    section(folder, dataset, options) -> str | None       its part of report.md (may draw PNGs into the folder)
-`context` is a SweepContext: the resolved config and the systems already chosen for the data set."""
+"""Sweeps: each is a `Sweep` (memlab.lab.sweeps.base) that yields systems, may measure what is not a ranked list,
+scores what it adds from saved runs and writes its report section. SWEEPS is the one table of them by name, in
+the order the README lists them: to add a sweep, write its class in a module here and add it to SWEEPS."""
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
 
-SWEEPS = ("granularity", "retrieval", "cutoff", "filtered", "models", "facts", "ingest")
+from memlab.errors import ConfigError
+from memlab.lab.sweeps.base import Sweep, SweepContext, applies, sweep_options
+from memlab.lab.sweeps.cutoff import CutoffSweep
+from memlab.lab.sweeps.facts import FactsSweep
+from memlab.lab.sweeps.filtered import FilteredSweep
+from memlab.lab.sweeps.granularity import GranularitySweep
+from memlab.lab.sweeps.ingest import IngestSweep
+from memlab.lab.sweeps.models import ModelsSweep
+from memlab.lab.sweeps.retrieval import RetrievalSweep
+
+SWEEPS: Mapping[str, Sweep] = MappingProxyType({
+    sweep.name: sweep
+    for sweep in (GranularitySweep(), RetrievalSweep(), CutoffSweep(), FilteredSweep(), ModelsSweep(), FactsSweep(),
+                  IngestSweep())
+})  # fmt: skip
 
 
-@dataclass
-class SweepContext:
-    config: dict[str, Any]
-    systems: list[Any] = field(default_factory=list)
-
-    @property
-    def embedder_names(self) -> list[str]:
-        return [e["name"] for e in self.config.get("embedders", [])]
-
-
-def sweep_module(name: str) -> ModuleType:
+def get_sweep(name: str) -> Sweep:
+    """The sweep called `name` (config checks refuse unknown names first; this is the error for a caller that
+    skipped them)."""
     if name not in SWEEPS:
-        from memlab.errors import ConfigError
-
-        raise ConfigError(f"unknown sweep {name!r}; use some of {SWEEPS}")
-    return importlib.import_module(f"memlab.lab.sweeps.{name}")
+        raise ConfigError(f"unknown sweep {name!r}; use some of {tuple(SWEEPS)}")
+    return SWEEPS[name]
 
 
-__all__ = ["SWEEPS", "SweepContext", "sweep_module"]
+__all__ = ["SWEEPS", "Sweep", "SweepContext", "applies", "get_sweep", "sweep_options"]

@@ -7,25 +7,30 @@ is configured)."""
 
 from __future__ import annotations
 
+import uuid
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
 import pandas as pd
 
+from memlab.facts.extractors.base import Extractor
+from memlab.facts.memory import FactMemory
+from memlab.facts.types import DOMAIN_USER
+from memlab.lab.dataset import Dataset
 from memlab.lab.fact_run import run_fact_eval, summarize_facts
-from memlab.lab.folder import save_table
-from memlab.lab.report import markdown_table
-from memlab.lab.systems import make_extractor
+from memlab.lab.folder import RunFolder, save_table
+from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.systems import Env, make_extractor
+from memlab.lab.tables import markdown_table
 
 METRICS = ("key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped", "seconds_per_session")
 
 
-def _yield(env, dataset, extractor) -> dict:
+def _yield(env: Env, dataset: Dataset, extractor: Extractor) -> dict:
     """Ingest every session with `extractor` under a throw-away app; count what came out."""
-    import uuid
-    from collections import Counter
-    from dataclasses import replace
-
-    from memlab.facts.memory import FactMemory
-    from memlab.facts.types import DOMAIN_USER
-
     facts = FactMemory(env.store, env.embedder("default"), extractor=extractor)
     app = f"facts-yield-{uuid.uuid4().hex[:8]}"
     cited: set[tuple[str, str, str]] = set()  # (user, session, event): the app is this throw-away one
@@ -48,52 +53,62 @@ def _yield(env, dataset, extractor) -> dict:
             "evidence_coverage": len(relevant & cited) / len(relevant) if relevant else float("nan")}  # fmt: skip
 
 
-def measure(env, dataset, options: dict, context, out) -> None:
-    if not any(u.expected_facts is not None for u in dataset.users):
-        has_gold = any(u.gold_candidates for u in dataset.users)
-        names = [n for n in options.get("extractors", ["labelled", "rules"]) if n != "labelled" or has_gold]
-        rows = [_yield(env, dataset, make_extractor(n, dataset, env.extractor_options)) for n in names]
-        save_table(out, "fact_yield", dataset.name, pd.DataFrame(rows))
-        return
-    frames = []
-    for name in options.get("extractors", ["labelled", "rules"]):
-        extractor = make_extractor(name, dataset, env.extractor_options)
-        frames.append(run_fact_eval(env.store, env.embedder("default"), dataset, extractor, progress=env.progress))
-    frame = pd.concat(frames, ignore_index=True)
-    frame["dropped_by_reason"] = frame.dropped_by_reason.map(
-        lambda d: ", ".join(f"{reason} {count}" for reason, count in sorted(dict(d).items())))
-    frame["missed"] = frame.missed.map(lambda m: "; ".join(_fact_text(*fact) for fact in m))
-    save_table(out, "facts", dataset.name, frame)
-
-
 def _fact_text(subject: str, predicate: str, value: str, negated: bool) -> str:
     """A missed fact as a reader writes it: `user savings_goal: not 20,000 in two years`."""
     return f"{subject} {predicate}: {'not ' if negated else ''}{value}"
 
 
-def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:
-    frame = folder.table("facts", dataset)
-    rows = []
-    yields = folder.table("fact_yield", dataset)
-    if yields is not None:
-        for r in yields.itertuples(index=False):
-            rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.sessions))
-                     for m in ("facts_per_session", "dropped", "evidence_coverage")]
-    if frame is not None:
-        for r in summarize_facts(frame).itertuples(index=False):
-            rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.fixtures)) for m in METRICS]
-    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+class FactsSweep(Sweep):
+    """Fact extractors compared on gold facts, or by what they yield."""
 
+    name = "facts"
+    measures = True
 
-def section(folder, dataset: str, options: dict) -> str | None:
-    frame = folder.table("facts", dataset)
-    if frame is None:
+    def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
+                out: Path) -> None:  # fmt: skip
+        if not any(u.expected_facts is not None for u in dataset.users):
+            has_gold = any(u.gold_candidates for u in dataset.users)
+            names = [n for n in options.get("extractors", ["labelled", "rules"]) if n != "labelled" or has_gold]
+            rows = [_yield(env, dataset, make_extractor(n, dataset, env.extractor_options)) for n in names]
+            save_table(out, "fact_yield", dataset.name, pd.DataFrame(rows))
+            return
+        frames = []
+        for name in options.get("extractors", ["labelled", "rules"]):
+            extractor = make_extractor(name, dataset, env.extractor_options)
+            frames.append(run_fact_eval(env.store, env.embedder("default"), dataset, extractor,
+                                        progress=env.progress))  # fmt: skip
+        frame = pd.concat(frames, ignore_index=True)
+        frame["dropped_by_reason"] = frame.dropped_by_reason.map(
+            lambda d: ", ".join(f"{reason} {count}" for reason, count in sorted(dict(d).items())))
+        frame["missed"] = frame.missed.map(lambda m: "; ".join(_fact_text(*fact) for fact in m))
+        save_table(out, "facts", dataset.name, frame)
+
+    def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
+        frame = folder.table("facts", dataset)
+        rows = []
         yields = folder.table("fact_yield", dataset)
-        if yields is None:
-            return None
-        return (markdown_table(yields) + "\n\nNo expected facts in this data set: `evidence_coverage` is the share "
-                "of the questions' relevant events that some accepted fact cites.")
-    missed = frame[(frame.extractor != "labelled") & (frame.missed != "")][["extractor", "fixture", "missed"]]
-    return (markdown_table(summarize_facts(frame)) + "\n\n`key_accuracy`: share of keys whose current values equal "
-            "the expected ones. `candidate_recall`/`precision`: against the gold candidates after the quote and "
-            "registry checks.\n\n" + (markdown_table(missed) if len(missed) else "No gold candidate missed."))
+        if yields is not None:
+            for r in yields.itertuples(index=False):
+                rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.sessions))
+                         for m in ("facts_per_session", "dropped", "evidence_coverage")]
+        if frame is not None:
+            for r in summarize_facts(frame).itertuples(index=False):
+                rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.fixtures))
+                         for m in METRICS]  # fmt: skip
+        return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        frame = folder.table("facts", dataset)
+        if frame is None:
+            yields = folder.table("fact_yield", dataset)
+            if yields is None:
+                return None
+            return (markdown_table(yields) + "\n\nNo expected facts in this data set: `evidence_coverage` is the "
+                    "share of the questions' relevant events that some accepted fact cites.")
+        missed = frame[(frame.extractor != "labelled") & (frame.missed != "")][["extractor", "fixture", "missed"]]
+        return (markdown_table(summarize_facts(frame)) + "\n\n`key_accuracy`: share of keys whose current values "
+                "equal the expected ones. `candidate_recall`/`precision`: against the gold candidates after the quote "
+                "and registry checks.\n\n" + (markdown_table(missed) if len(missed) else "No gold candidate missed."))
+
+
+__all__ = ["METRICS", "FactsSweep"]

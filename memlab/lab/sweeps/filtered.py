@@ -16,17 +16,27 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from rich.progress import track
 
 from memlab.embedding.base import Embedder
+from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
+from memlab.lab.dataset import Dataset
 from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.folder import RunFolder, save_table
+from memlab.lab.plots import recall_latency
 from memlab.lab.redacted import write_csv
+from memlab.lab.runs import slug
+from memlab.lab.sweeps.base import Sweep, SweepContext
 from memlab.lab.synth.vectors import background_rows, jitter
+from memlab.lab.systems import Env
+from memlab.lab.tables import markdown_table
 from memlab.storage.store import Store, scratch_store
 from memlab.types import SearchSettings
 
@@ -197,16 +207,12 @@ def _grid(options: dict) -> FilteredGrid:
     allowed = set(FilteredGrid.__dataclass_fields__) - {"settings_extra"}
     extra = set(options) - allowed - {"texts"}
     if extra:
-        from memlab.errors import ConfigError
-
         raise ConfigError(f"options.filtered: unknown key(s) {sorted(extra)}; allowed: {sorted(allowed | {'texts'})}")
     return FilteredGrid(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in allowed})
 
 
 def measure(env, dataset, options: dict, context, out) -> None:
     """The trap measured with the data set's own texts (as tenants' rows) and questions (as queries)."""
-    from memlab.lab.folder import save_table
-
     grid = _grid(options)
     texts = dataset.texts()[: int(options.get("texts", 3000))]
     questions = [q.text for q in dataset.questions if q.answerable] or [q.text for q in dataset.questions]
@@ -236,18 +242,13 @@ def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFr
 
 
 def section(folder, dataset: str, options: dict) -> str | None:
-    from memlab.lab import plots
-    from memlab.lab.report import markdown_table
-
     frame = folder.table("filtered", dataset)
     if frame is None:
         return "Skipped: the data set has fewer than 5 distinct texts or no questions."
     fs = summarize_filtered(frame)
-    from memlab.lab.runs import slug
-
     stem = slug(dataset)  # the file name every output of this data set uses (distinct names, distinct files)
-    plots.recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
-                         order="ef_search", k=folder.k)  # fmt: skip
+    recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
+                   order="ef_search", k=folder.k)  # fmt: skip
     fs[["size_bucket", "config", "recall", "returned", "empty_rate", "short_rate", "latency_ms_p50", "latency_ms_p95",
         "predicted_recall"]].pipe(write_csv, folder.path / f"filtered__{stem}.csv")
     smallest = fs[fs.share == fs.share.min()]
@@ -263,3 +264,20 @@ def section(folder, dataset: str, options: dict) -> str | None:
         f"All {len(fs)} cells (every tenant size x configuration, with predicted recall and the short-result rate) "
         f"are in `filtered__{stem}.csv`.",
     ])  # fmt: skip
+
+
+class FilteredSweep(Sweep):
+    """The filtered-search trap on the data set's own texts and questions (the hooks above)."""
+
+    name = "filtered"
+    measures = True
+
+    def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
+                out: Path) -> None:  # fmt: skip
+        measure(env, dataset, options, context, out)
+
+    def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
+        return scores(folder, dataset, options, base)
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        return section(folder, dataset, options)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlab.lab import plots
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
-from memlab.lab.report import breakdown, markdown_table, pivot_scores
-from memlab.lab.systems import EventSystem, FactSystem
+from memlab.lab.plots import granularity_bars
+from memlab.lab.runs import slug
+from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.systems import EventSystem, FactSystem, System
+from memlab.lab.tables import breakdown, markdown_table, pivot_scores
 from memlab.types import SearchSettings
 
 DEFAULT_CHUNKS = ((2, 0), (4, 1), (8, 2))
@@ -24,39 +26,41 @@ def names(options: dict[str, Any]) -> list[str]:
             *[f"facts-{e}" for e in options.get("extractors", ["rules"])]]  # fmt: skip
 
 
-def systems(dataset: Dataset, options: dict[str, Any], context) -> list:
-    settings = SearchSettings(strategy=options.get("strategy", "auto"))
-    out: list = [EventSystem("event", settings=settings)]
-    for size, overlap in options.get("chunks", DEFAULT_CHUNKS):
-        out.append(EventSystem(f"chunk{size}o{overlap}", "chunk", int(size), int(overlap), settings=settings))
-    if options.get("session", True):
-        out.append(EventSystem("session", "session", settings=settings))
-    for extractor in options.get("extractors", ["rules"]):
-        if extractor == "labelled" and not any(u.gold_candidates for u in dataset.users):
-            continue  # nothing to replay: this data set has no gold candidates
-        out.append(FactSystem(f"facts-{extractor}", extractor))
-    return out
+class GranularitySweep(Sweep):
+    """Events, chunks, sessions and facts as the unit of memory, side by side."""
+
+    name = "granularity"
+
+    def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
+        settings = SearchSettings(strategy=options.get("strategy", "auto"))
+        out: list = [EventSystem("event", settings=settings)]
+        for size, overlap in options.get("chunks", DEFAULT_CHUNKS):
+            out.append(EventSystem(f"chunk{size}o{overlap}", "chunk", int(size), int(overlap), settings=settings))
+        if options.get("session", True):
+            out.append(EventSystem("session", "session", settings=settings))
+        for extractor in options.get("extractors", ["rules"]):
+            if extractor == "labelled" and not any(u.gold_candidates for u in dataset.users):
+                continue  # nothing to replay: this data set has no gold candidates
+            out.append(FactSystem(f"facts-{extractor}", extractor))
+        return out
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        k = folder.k
+        scores = folder.scores[folder.scores.dataset == dataset]
+        wanted = [n for n in names(options) if n in set(scores.system)]
+        if not wanted:
+            return None
+        metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "empty_rate", "recall_vs_exact",
+                   "context_chars", "correct_empty_rate"]  # fmt: skip
+        table = pivot_scores(scores, wanted, metrics)
+        png = folder.path / f"granularity__{slug(dataset)}.png"
+        granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png, k=k)
+        parts = [markdown_table(table), "", f"![granularity]({png.name})"]
+        for group, label in (("qtype", "question type"), ("size", "memory size (events)")):
+            wide = breakdown(scores, wanted, f"recall@{k}", group)
+            if wide is not None:
+                parts += ["", f"recall@{k} by {label}:", "", markdown_table(wide)]
+        return "\n".join(parts)
 
 
-def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
-    k = folder.k
-    scores = folder.scores[folder.scores.dataset == dataset]
-    wanted = [n for n in names(options) if n in set(scores.system)]
-    if not wanted:
-        return None
-    metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "empty_rate", "recall_vs_exact",
-               "context_chars", "correct_empty_rate"]  # fmt: skip
-    table = pivot_scores(scores, wanted, metrics)
-    from memlab.lab.runs import slug
-
-    png = folder.path / f"granularity__{slug(dataset)}.png"
-    plots.granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png, k=k)
-    parts = [markdown_table(table), "", f"![granularity]({png.name})"]
-    for group, label in (("qtype", "question type"), ("size", "memory size (events)")):
-        wide = breakdown(scores, wanted, f"recall@{k}", group)
-        if wide is not None:
-            parts += ["", f"recall@{k} by {label}:", "", markdown_table(wide)]
-    return "\n".join(parts)
-
-
-__all__ = ["names", "section", "systems"]
+__all__ = ["GranularitySweep", "names"]

@@ -3,43 +3,58 @@ the machine is noisy). Options: `repeat` (copies of the sessions, default 1)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.bench.ingest import measure_ingest
-from memlab.lab.folder import save_table
+from memlab.lab.dataset import Dataset
+from memlab.lab.folder import RunFolder, save_table
+from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.systems import Env
 
 METRICS = ("ingest_units_per_s", "raw_encode_per_s", "ratio", "texts")
 
 
-def check_options(options: dict, source: str = "<config>") -> None:
-    repeat = options.get("repeat", 1)
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 100:
-        raise ConfigError(f"{source}: options.ingest.repeat must be a whole number in 1..100 (copies of the "
-                          f"sessions ingested), got {repeat!r}.")  # fmt: skip
+class IngestSweep(Sweep):
+    """Ingest units/s against the model's raw encode rate, one table per data set."""
 
+    name = "ingest"
+    measures = True
 
-def measure(env, dataset, options: dict, context, out) -> None:
-    check_options(options)
-    embedder = env.embedder("default")
-    bench = measure_ingest(env.store, getattr(embedder, "inner", embedder), dataset, repeat=options.get("repeat", 1))
-    save_table(out, "ingest", dataset.name, pd.DataFrame([bench.as_dict()]))
+    def check_options(self, options: dict[str, Any], source: str = "<config>") -> None:
+        repeat = options.get("repeat", 1)
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 100:
+            raise ConfigError(f"{source}: options.ingest.repeat must be a whole number in 1..100 (copies of the "
+                              f"sessions ingested), got {repeat!r}.")  # fmt: skip
 
+    def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
+                out: Path) -> None:  # fmt: skip
+        self.check_options(options)
+        embedder = env.embedder("default")
+        bench = measure_ingest(env.store, getattr(embedder, "inner", embedder), dataset,
+                               repeat=options.get("repeat", 1))  # fmt: skip
+        save_table(out, "ingest", dataset.name, pd.DataFrame([bench.as_dict()]))
 
-def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:
-    frame = folder.table("ingest", dataset)
-    rows = []
-    if frame is not None:
+    def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
+        frame = folder.table("ingest", dataset)
+        rows = []
+        if frame is not None:
+            r = frame.iloc[0]
+            rows = [(dataset, "ingest", m, float(r[m]), int(r.texts)) for m in METRICS]
+        return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        frame = folder.table("ingest", dataset)
+        if frame is None:
+            return None
         r = frame.iloc[0]
-        rows = [(dataset, "ingest", m, float(r[m]), int(r.texts)) for m in METRICS]
-    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+        return (f"Ingest {r.ingest_units_per_s:.1f} units/s vs the model's raw encode rate {r.raw_encode_per_s:.1f} "
+                f"texts/s on the same {int(r.texts)} texts: ratio {r.ratio:.2f} (the rest is filtering, secret "
+                "scanning, bookkeeping and HNSW maintenance).")
 
 
-def section(folder, dataset: str, options: dict) -> str | None:
-    frame = folder.table("ingest", dataset)
-    if frame is None:
-        return None
-    r = frame.iloc[0]
-    return (f"Ingest {r.ingest_units_per_s:.1f} units/s vs the model's raw encode rate {r.raw_encode_per_s:.1f} "
-            f"texts/s on the same {int(r.texts)} texts: ratio {r.ratio:.2f} (the rest is filtering, secret scanning, "
-            "bookkeeping and HNSW maintenance).")
+__all__ = ["METRICS", "IngestSweep"]

@@ -4,30 +4,44 @@ default all configured), `granularity` (event)."""
 
 from __future__ import annotations
 
-from memlab.lab.report import markdown_table, pivot_scores
-from memlab.lab.systems import EventSystem
+from typing import Any
+
+from memlab.lab.dataset import Dataset
+from memlab.lab.folder import RunFolder
+from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.systems import EventSystem, System
+from memlab.lab.tables import markdown_table, pivot_scores
 
 
 def system_name(embedder: str) -> str:
     return f"event[{embedder}]"
 
 
-def systems(dataset, options: dict, context) -> list:
-    names = options.get("embedders") or context.embedder_names
-    return [EventSystem(system_name(n), granularity=options.get("granularity", "event"), embedder=n) for n in names]
+class ModelsSweep(Sweep):
+    """The event system once per configured embedder."""
+
+    name = "models"
+
+    def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
+        names = options.get("embedders") or context.embedder_names
+        return [EventSystem(system_name(n), granularity=options.get("granularity", "event"), embedder=n)
+                for n in names]  # fmt: skip
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        k = folder.k
+        scores = folder.scores[folder.scores.dataset == dataset]
+        wanted = [s for s in dict.fromkeys(scores.system) if s.startswith("event[")]
+        if not wanted:
+            return None
+        table = pivot_scores(scores, wanted, [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", "recall_vs_exact",
+                                              "latency_ms_p50"])  # fmt: skip
+        note = "" if len(wanted) > 1 else ("\n\nOne embedder configured: add more under `embedders:` (a local "
+                                           "sentence-transformers folder or an OpenAI-compatible endpoint) to "
+                                           "compare.")  # fmt: skip
+        skipped = folder.manifest.get("skipped_embedders") or {}
+        if skipped:
+            note += "\n\nSkipped embedders: " + "; ".join(f"{n}: {why}" for n, why in skipped.items())
+        return markdown_table(table) + note
 
 
-def section(folder, dataset: str, options: dict) -> str | None:
-    k = folder.k
-    scores = folder.scores[folder.scores.dataset == dataset]
-    wanted = [s for s in dict.fromkeys(scores.system) if s.startswith("event[")]
-    if not wanted:
-        return None
-    table = pivot_scores(scores, wanted, [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", "recall_vs_exact",
-                                          "latency_ms_p50"])  # fmt: skip
-    note = "" if len(wanted) > 1 else ("\n\nOne embedder configured: add more under `embedders:` (a local "
-                                       "sentence-transformers folder or an OpenAI-compatible endpoint) to compare.")
-    skipped = folder.manifest.get("skipped_embedders") or {}
-    if skipped:
-        note += "\n\nSkipped embedders: " + "; ".join(f"{n}: {why}" for n, why in skipped.items())
-    return markdown_table(table) + note
+__all__ = ["ModelsSweep", "system_name"]

@@ -20,15 +20,19 @@ from typing import Any
 
 import pandas as pd
 
+import memlab.lab.answerability as answerability
 from memlab.errors import ConfigError
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.renderings import RENDERINGS
-from memlab.lab import answerability, plots
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
+from memlab.lab.plots import answerability_curves
 from memlab.lab.redacted import write_csv
-from memlab.lab.report import breakdown, markdown_table, pivot_scores
+from memlab.lab.runs import slug
+from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.sweeps.base import Sweep, SweepContext
 from memlab.lab.systems import EventSystem
+from memlab.lab.tables import breakdown, markdown_table, pivot_scores
 from memlab.types import SEARCH_MODES, SearchSettings
 
 BASELINE = "text/vector"  # plain vector search on the raw text: what every gain is measured against
@@ -110,14 +114,6 @@ def names(dataset: Dataset, options: dict[str, Any]) -> list[str]:
     return [cell.name for cell in _grid(dataset, options)]
 
 
-def systems(dataset: Dataset, options: dict[str, Any], context) -> list[EventSystem]:
-    granularity = options.get("granularity", "event")
-    strategy = options.get("strategy", "exact")
-    return [EventSystem(cell.name, granularity, settings=SearchSettings(strategy=strategy, **cell.search()),
-                        rendering=cell.rendering, fact_keys=cell.fact_keys)
-            for cell in _grid(dataset, options)]  # fmt: skip
-
-
 def _settings_of(system: str) -> dict[str, Any]:
     """The search settings a retrieval system name stands for (what the gate expects its hits from)."""
     cell = Cell.parse(system)
@@ -161,46 +157,6 @@ def _train(folder: RunFolder, train: str, system: str):
     )
 
 
-def scores(folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
-    """Answerability on this data set: the gate fitted on `answerability.train` (default synth; cross-validated
-    when this is that data set) and the single distance cut-off picked there, as long-form rows of systems
-    `answerability:gate`, `answerability:boosting`, `answerability:distance-cut`. The gate fitted on the train
-    set is saved as `answerability.json` in the run folder."""
-    train = (options.get("answerability") or {}).get("train", "synth")
-    system = gate_system(folder, dataset, options)
-    if system is None or train not in folder.datasets or gate_system(folder, train, options) != system:
-        return pd.DataFrame(columns=["dataset", "system", "metric", "value", "questions"])
-    trained = _trained(folder, train, system)
-    if trained is None:
-        return pd.DataFrame(columns=["dataset", "system", "metric", "value", "questions"])
-    fitted, cutoff, train_hits = trained
-    k = folder.k
-    if dataset == train:
-        fitted.gate.save(folder.path / "answerability.json")
-        gate = {m: fitted.cv[m] for m in ("roc_auc", "false_memory_rate", "recall_kept", "brier",
-                                          "calibration_error")}  # fmt: skip
-        boosting = {"roc_auc": fitted.cv["boosting_roc_auc"]}
-    else:
-        table = _table(folder, dataset, system)
-        found = answerability.evaluate(fitted, table)
-        gate = {m: found[m] for m in ("roc_auc", "false_memory_rate", "recall_kept", "brier", "calibration_error")}
-        boosting = {m: found[f"boosting_{m}"] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
-    run = folder.runs(dataset)[system].frame
-    cut = answerability.cut_rates(run, folder.questions(dataset), k, cutoff)
-    test_hits = train_hits if dataset == train else answerability.hit_table(run, folder.questions(dataset), k)
-    per_hit = answerability.hit_aucs(train_hits, test_hits)
-    n = len(folder.questions(dataset))
-    rows = []
-    for method, values in (("gate", gate), ("boosting", boosting), ("distance-cut", cut)):
-        rows += [(dataset, f"answerability:{method}", metric, float(v), n) for metric, v in values.items()]
-    rows.append((dataset, "answerability:distance-cut", "max_distance", float("nan") if cutoff is None else cutoff, n))
-    rows.append((dataset, "answerability:gate", "threshold", fitted.gate.threshold, n))
-    if per_hit:
-        rows.append((dataset, "answerability:hit-model", "roc_auc", per_hit["hit_roc_auc"], len(test_hits)))
-        rows.append((dataset, "answerability:hit-distance", "roc_auc", per_hit["hit_distance_roc_auc"], len(test_hits)))
-    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
-
-
 def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
     """The answerability curve of this data set (the gate fitted on the train set at every threshold, one
     distance cut-off at every max_distance), saved as a table and a PNG."""
@@ -214,11 +170,9 @@ def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
     run = folder.runs(dataset)[system].frame
     frame = answerability.curve(run, folder.questions(dataset), _table(folder, dataset, system), gate, folder.k)
     frame = frame.assign(dataset=dataset)
-    from memlab.lab.runs import slug
-
     write_csv(frame, folder.path / f"answerability_curve__{slug(dataset)}.csv")
     png = folder.path / f"answerability__{slug(dataset)}.png"
-    plots.answerability_curves(frame, png, k=folder.k)
+    answerability_curves(frame, png, k=folder.k)
     return png
 
 
@@ -246,38 +200,92 @@ def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def section(folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
-    k = folder.k
-    scores = folder.scores[folder.scores.dataset == dataset]
-    wanted = [n for n in dict.fromkeys(scores.system) if "/" in n and not n.startswith("answerability:")]
-    if BASELINE not in wanted:
-        return None
-    metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "context_chars", "empty_rate"]
-    table = pivot_scores(scores, wanted, metrics)
-    parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]"
-             "[/cap-<N>][/author-<who>]`; `q-first_person` puts a question about \"the user\" in the memory's first "
-             "person; `cap-N` keeps at most N hits of one conversation in the top k; `author-user` ranks the user's "
-             "own turns as if 0.05 nearer in the vector list; the baseline is "
-             f"`{BASELINE}` (plain vector search on the raw text).", "", markdown_table(table)]  # fmt: skip
-    summary = gains(scores, k)
-    if len(summary):
-        parts += ["", "Best configuration against the baseline:", "", markdown_table(summary)]
-    wide = breakdown(scores, wanted, f"recall@{k}", "qtype")
-    if wide is not None:
-        parts += ["", f"recall@{k} by question type:", "", markdown_table(wide)]
-    gate = scores[scores.system.str.startswith("answerability:")]
-    png = _curve_plot(folder, dataset, options)
-    if png is not None:
-        parts += ["", f"![answerability]({png.name})"]
-    if len(gate):
-        wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
-        parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
-                  "questions; gate and boosting read the hits' distances, gaps, full-text ranks and coverage and "
-                  "the memory size; distance-cut is one max_distance; thresholds picked on the train data set; "
-                  "brier and calibration_error (expected, 10 bins) say how far the gate's p(answerable) reads as a "
-                  "probability, 0 = calibrated):", "",
-                  markdown_table(wide)]  # fmt: skip
-    return "\n".join(parts)
+class RetrievalSweep(Sweep):
+    """Renderings x search modes x fact keys x time handling, and the answerability gate fitted on their hits."""
+
+    name = "retrieval"
+
+    def systems(self, dataset: Dataset, options: dict[str, Any],
+                context: SweepContext) -> list[EventSystem]:  # fmt: skip
+        granularity = options.get("granularity", "event")
+        strategy = options.get("strategy", "exact")
+        return [EventSystem(cell.name, granularity, settings=SearchSettings(strategy=strategy, **cell.search()),
+                            rendering=cell.rendering, fact_keys=cell.fact_keys)
+                for cell in _grid(dataset, options)]  # fmt: skip
+
+    def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
+        """Answerability on this data set: the gate fitted on `answerability.train` (default synth; cross-validated
+        when this is that data set) and the single distance cut-off picked there, as long-form rows of systems
+        `answerability:gate`, `answerability:boosting`, `answerability:distance-cut`. The gate fitted on the train
+        set is saved as `answerability.json` in the run folder."""
+        train = (options.get("answerability") or {}).get("train", "synth")
+        system = gate_system(folder, dataset, options)
+        if system is None or train not in folder.datasets or gate_system(folder, train, options) != system:
+            return pd.DataFrame(columns=SCORE_COLUMNS)
+        trained = _trained(folder, train, system)
+        if trained is None:
+            return pd.DataFrame(columns=SCORE_COLUMNS)
+        fitted, cutoff, train_hits = trained
+        k = folder.k
+        if dataset == train:
+            fitted.gate.save(folder.path / "answerability.json")
+            gate = {m: fitted.cv[m] for m in ("roc_auc", "false_memory_rate", "recall_kept", "brier",
+                                              "calibration_error")}  # fmt: skip
+            boosting = {"roc_auc": fitted.cv["boosting_roc_auc"]}
+        else:
+            table = _table(folder, dataset, system)
+            found = answerability.evaluate(fitted, table)
+            gate = {m: found[m] for m in ("roc_auc", "false_memory_rate", "recall_kept", "brier", "calibration_error")}
+            boosting = {m: found[f"boosting_{m}"] for m in ("roc_auc", "false_memory_rate", "recall_kept")}
+        run = folder.runs(dataset)[system].frame
+        cut = answerability.cut_rates(run, folder.questions(dataset), k, cutoff)
+        test_hits = train_hits if dataset == train else answerability.hit_table(run, folder.questions(dataset), k)
+        per_hit = answerability.hit_aucs(train_hits, test_hits)
+        n = len(folder.questions(dataset))
+        rows = []
+        for method, values in (("gate", gate), ("boosting", boosting), ("distance-cut", cut)):
+            rows += [(dataset, f"answerability:{method}", metric, float(v), n) for metric, v in values.items()]
+        rows.append((dataset, "answerability:distance-cut", "max_distance", float("nan") if cutoff is None else cutoff,
+                     n))  # fmt: skip
+        rows.append((dataset, "answerability:gate", "threshold", fitted.gate.threshold, n))
+        if per_hit:
+            rows.append((dataset, "answerability:hit-model", "roc_auc", per_hit["hit_roc_auc"], len(test_hits)))
+            rows.append((dataset, "answerability:hit-distance", "roc_auc", per_hit["hit_distance_roc_auc"],
+                         len(test_hits)))  # fmt: skip
+        return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        k = folder.k
+        scores = folder.scores[folder.scores.dataset == dataset]
+        wanted = [n for n in dict.fromkeys(scores.system) if "/" in n and not n.startswith("answerability:")]
+        if BASELINE not in wanted:
+            return None
+        metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "context_chars", "empty_rate"]
+        table = pivot_scores(scores, wanted, metrics)
+        parts = ["System names read `<rendering>[+facts:<extractor>]/<mode>[/time-<how>][/q-<query rendering>]"
+                 "[/cap-<N>][/author-<who>]`; `q-first_person` puts a question about \"the user\" in the memory's "
+                 "first person; `cap-N` keeps at most N hits of one conversation in the top k; `author-user` ranks "
+                 "the user's own turns as if 0.05 nearer in the vector list; the baseline is "
+                 f"`{BASELINE}` (plain vector search on the raw text).", "", markdown_table(table)]  # fmt: skip
+        summary = gains(scores, k)
+        if len(summary):
+            parts += ["", "Best configuration against the baseline:", "", markdown_table(summary)]
+        wide = breakdown(scores, wanted, f"recall@{k}", "qtype")
+        if wide is not None:
+            parts += ["", f"recall@{k} by question type:", "", markdown_table(wide)]
+        gate = scores[scores.system.str.startswith("answerability:")]
+        png = _curve_plot(folder, dataset, options)
+        if png is not None:
+            parts += ["", f"![answerability]({png.name})"]
+        if len(gate):
+            wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
+            parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
+                      "questions; gate and boosting read the hits' distances, gaps, full-text ranks and coverage and "
+                      "the memory size; distance-cut is one max_distance; thresholds picked on the train data set; "
+                      "brier and calibration_error (expected, 10 bins) say how far the gate's p(answerable) reads as a "
+                      "probability, 0 = calibrated):", "",
+                      markdown_table(wide)]  # fmt: skip
+        return "\n".join(parts)
 
 
-__all__ = ["BASELINE", "Cell", "gains", "gate_system", "names", "scores", "section", "systems"]
+__all__ = ["BASELINE", "Cell", "RetrievalSweep", "gains", "gate_system", "names"]

@@ -1,0 +1,79 @@
+"""The sweep protocol: what a sweep may add to a run, as declared hooks with their types.
+
+A sweep yields systems to run on a data set (`systems`), may measure what is not a ranked list and save it as
+tables (`measure`, with `measures = True` so the progress line counts it), adds long-form scores read from the
+saved runs and tables (`scores`), and writes its part of report.md (`section`). Every hook has a do-nothing
+default, so a sweep declares only what it adds. The run (memlab.lab.experiment) and the report (memlab.lab.report)
+call the hooks of the sweeps a config names, in the config's order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from memlab.lab.dataset import Dataset
+from memlab.lab.folder import RunFolder
+from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.systems import Env, System
+
+
+@dataclass
+class SweepContext:
+    """What a sweep's `systems` and `measure` see besides the data set: the resolved config and the systems
+    already chosen for the data set (configured ones first, then earlier sweeps')."""
+
+    config: dict[str, Any]
+    systems: list[Any] = field(default_factory=list)
+
+    @property
+    def embedder_names(self) -> list[str]:
+        return [e["name"] for e in self.config.get("embedders", [])]
+
+
+class Sweep:
+    """One sweep. Subclasses set `name` and override the hooks they need; `options` is the sweep's block of the
+    config's `options` without `datasets` (which only says where the sweep runs)."""
+
+    name: ClassVar[str]
+    measures: ClassVar[bool] = False  # True when `measure` does work (a step of the run's progress line)
+
+    def check_options(self, options: dict[str, Any], source: str) -> None:
+        """Refuse bad options when the config is read, before any work (raise ConfigError)."""
+
+    def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
+        """Systems to run on `dataset` besides the configured ones (names already taken are skipped)."""
+        return []
+
+    def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
+                out: Path) -> None:  # fmt: skip
+        """Measurements that are not ranked lists, saved as tables in the run folder `out`."""
+
+    def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
+        """Extra long-form scores (SCORE_COLUMNS) from saved runs and tables; `base` holds the scores so far,
+        earlier data sets included."""
+        return pd.DataFrame(columns=SCORE_COLUMNS)
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        """Its part of report.md (may draw PNGs into the folder); None adds nothing."""
+        return None
+
+
+def sweep_options(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """A sweep's options without `datasets` (which only says where the sweep runs)."""
+    return {k: v for k, v in (config.get("options") or {}).get(name, {}).items() if k != "datasets"}
+
+
+def applies(config: dict[str, Any], dataset: str) -> list[str]:
+    """The sweeps that run on `dataset`: all configured ones, unless a sweep's options list its `datasets`."""
+    out = []
+    for name in config.get("sweeps", []):
+        only = (config.get("options") or {}).get(name, {}).get("datasets")
+        if only is None or dataset in only:
+            out.append(name)
+    return out
+
+
+__all__ = ["Sweep", "SweepContext", "applies", "sweep_options"]
