@@ -42,8 +42,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/events/test_retrieval_modes.py", "memlab.events.fusion"): "unit test of rank fusion and time re-ranking",
     ("tests/facts/test_rule_gates.py", "memlab.facts.extractors"): "unit test of the rule extractor's gates "
     "against its rules, with the gates on and off",
-    ("tests/facts/test_rule_gates.py", "memlab.facts.extractors.rule_gates"): "unit test of the pure gate derivation",
-    ("tests/facts/test_rule_gates.py", "memlab.events.secrets"): "the case folding the gates search",
+    ("tests/facts/test_rule_gates.py", "memlab.events.pattern_gates"): "unit test of the pure gate derivation and "
+    "the case folding the gates search",
     ("tests/events/test_erasure.py", "memlab.events"): "checks that erasure drops the memo of texts scanned clean",
     ("tests/lab/test_ingest_bench.py", "memlab.events"): "counts the secret scans of each measured round",
     ("tests/lab/test_scoring.py", "memlab.lab.scoring"): "unit test of the pure size buckets against pandas.cut",

@@ -24,6 +24,7 @@ import yaml
 from detect_secrets.filters import heuristic as h
 
 import memlab.events.secret_shapes as shapes
+from memlab.events.pattern_gates import fold, required_words
 
 SCAN_FAILED = "Scan failed (treated as a secret)"
 I = re.IGNORECASE  # noqa: E741
@@ -69,7 +70,6 @@ def _ds_plugins() -> tuple:
 # Every pattern of detect-secrets' KeywordDetector (its DENYLIST: api_key, passwd, secret, contraseña, ...)
 # holds one of these words; a test checks the list against the installed DENYLIST.
 KEYWORD_WORDS = ("key", "pass", "pwd", "secret", "contrase")
-_KEYWORD_GATE = re.compile("|".join(KEYWORD_WORDS))
 
 
 @dataclass(frozen=True)
@@ -89,69 +89,63 @@ def exact_words(*words: str) -> _Words:
     return _Words(words, as_written=True)
 
 
-def fold(text: str) -> str:
-    """`text` as the gates search it: every character re.IGNORECASE equates with an ASCII letter becomes that
-    letter (casefold maps ſ to s and the Kelvin sign to k; only the dotless ı is left, and is mapped here), so
-    a gate word is found wherever a case-insensitive pattern could match."""
-    return text.casefold().replace("ı", "i")
+def derived_gate(patterns) -> _Words | None:
+    """The gate read off the patterns themselves (`pattern_gates.required_words`: words one of which every match
+    holds, so it is never narrower than they are), or None when some pattern requires no word."""
+    words = [required_words(p) for p in patterns]
+    return None if not words or None in words else _Words(tuple(sorted(frozenset().union(*words))))
 
 
-# One gate per detect-secrets plugin, by class. A tuple lists words one of which every match of the plugin's
-# patterns holds once case-folded; a str is a regex every folded match holds; exact_words(...) lists words a match holds
-# as written (for the plugins whose patterns are case-sensitive). A plugin whose gate the text lacks is not run on
-# any of its lines; tests draw texts from each plugin's own patterns and check its gate holds on them.
+# A gate per detect-secrets plugin whose patterns require no word the derivation can read (classes, short
+# prefixes), or whose derived gate lets more lines of fixtures/secrets through than this one: a tuple lists words
+# one of which every match holds once case-folded; a str is a regex every folded match holds; exact_words(...)
+# lists words a match holds as written (for case-sensitive patterns). Every other plugin's gate is derived from
+# its patterns (`ds_gate`). Tests check each written gate is needed and never narrower than its plugin.
 _DS_GATES: dict[str, tuple[str, ...] | str | _Words] = {
     "ArtifactoryDetector": exact_words("AKC", "AP"),
     "AWSKeyDetector": ("a3t", "abia", "acca", "akia", "asia", "aws"),
-    "AzureStorageKeyDetector": ("accountkey=",),
-    "BasicAuthDetector": ("://",),
     "CloudantDetector": r"cl(?:ou)?(?:dant)?[_-]?(?:api)?(?:key|pw|pass|token)|\.cloudant\.com",
     "DiscordBotTokenDetector": r"\.[a-z\d_-]{6}\.",
     "GitHubTokenDetector": exact_words("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     "GitLabTokenDetector": exact_words("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-",
                                  "glptt-", "glagent-", "gloas-"),
-    "IbmCloudIamDetector": ("key", "pwd", "pass", "token"),
-    "IbmCosHmacDetector": ("secret",),
-    "JwtTokenDetector": exact_words("eyJ"),
     "KeywordDetector": KEYWORD_WORDS,
-    "MailchimpDetector": exact_words("-us"),
-    "NpmDetector": exact_words(":_authToken="),
-    "OpenAIDetector": exact_words("T3BlbkFJ"),
-    "PrivateKeyDetector": exact_words("PRIVATE KEY", "PuTTY-User-Key-File-2"),
-    "PypiTokenDetector": exact_words("pypi-AgE"),
-    "SendGridDetector": exact_words("SG."),
-    "SlackDetector": ("xox", "hooks.slack.com"),
     "SoftlayerDetector": r"s(?:oftlayer|l)[_-]?(?:api)?[_-]?(?:key|pwd|pass|token)|softlayer",
-    "SquareOAuthDetector": exact_words("sq0csp-"),
-    "StripeDetector": exact_words("k_live_"),
     "TelegramBotTokenDetector": r"\d{8}:",
     "TwilioKeyDetector": exact_words("AC", "SK"),
 }  # fmt: skip
 
 
 @cache
-def ds_gate(plugin_name: str) -> re.Pattern | _Words:
-    """The gate of one detect-secrets plugin (see _DS_GATES)."""
-    needs = _DS_GATES[plugin_name]
+def ds_gate(plugin_name: str) -> re.Pattern | _Words | None:
+    """The gate of one detect-secrets plugin: written in _DS_GATES, else derived from its patterns (None: the
+    plugin runs on every line)."""
+    needs = _DS_GATES.get(plugin_name)
+    if needs is None:
+        plugin = next(p for p in _ds_plugins() if type(p).__name__ == plugin_name)
+        return derived_gate(getattr(plugin, "denylist", ()))
     if isinstance(needs, str):
         return re.compile(needs)
     return needs if isinstance(needs, _Words) else _Words(needs)
 
 
-def gate_holds(gate: re.Pattern | _Words, text: str, folded: str | None = None) -> bool:
+def gate_holds(gate: re.Pattern | _Words | None, text: str, folded: str | None = None) -> bool:
     """Whether `gate` lets `text` through (`folded` is fold(text), when the caller has it already)."""
+    if gate is None:
+        return True
     if isinstance(gate, _Words) and gate.as_written:
         return gate.search(text)
     return bool(gate.search(fold(text) if folded is None else folded))
 
 
-def _ds_findings(line: str, plugins: tuple = ()) -> Iterator[str]:
-    """detect-secrets' `plugins` (default: all) on one line, with the heuristic filters its `scan_line` applies by
-    default. Only pure functions are called: nothing here reads or writes detect-secrets' global settings."""
-    keyword_free = _KEYWORD_GATE.search(fold(line)) is None
-    for plugin in plugins or _ds_plugins():
-        if keyword_free and type(plugin).__name__ == "KeywordDetector":
-            continue  # its patterns all name one of these words; checking for them first saves most of its cost
+def _ds_findings(line: str) -> Iterator[str]:
+    """detect-secrets' plugins on one line, each only if its gate holds on the line (the one place the plugin
+    gates are applied), with the heuristic filters its `scan_line` applies by default. Only pure functions are
+    called: nothing here reads or writes detect-secrets' global settings."""
+    folded = fold(line)
+    for plugin in _ds_plugins():
+        if not gate_holds(ds_gate(type(plugin).__name__), line, folded):
+            continue
         for secret in plugin.analyze_string(line):
             if (
                 h.is_indirect_reference(line)
@@ -399,16 +393,18 @@ _B64_40 = r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/])"
 def _d(
     kind: str, *parts: str, check: Check | None = None, flags: int = 0, needs: tuple[str, ...] | str | None = None
 ) -> tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None]:
-    """A detector: its kind, the pattern (its parts joined as alternatives), an optional check of a match, and
-    an optional gate: `needs` lists words one of which every match contains (or a regex every match contains),
-    searched in the case-folded text first. The gate only saves time (the full pattern is costly on long turns);
-    it must never be narrower than the pattern, and the labelled corpus in fixtures/secrets checks it is not."""
-    gate: re.Pattern | _Words | None = None
+    """A detector: its kind, the pattern (its parts joined as alternatives), an optional check of a match, and a
+    gate searched in the case-folded text first (it only saves time: the full pattern is costly on long turns).
+    The gate is derived from the pattern (`derived_gate`); `needs` (words one of which every match contains, or
+    a regex every match contains) is written only where the derivation reads no word, or its gate lets more texts
+    of fixtures/secrets through. Tests check both, and draw texts from each pattern to check its gate holds."""
+    pattern = re.compile("|".join(parts), flags)
+    gate: re.Pattern | _Words | None = derived_gate([pattern])
     if isinstance(needs, str):
         gate = re.compile(needs)
     elif needs:
         gate = _Words(needs)
-    return kind, re.compile("|".join(parts), flags), check, gate
+    return kind, pattern, check, gate
 
 
 def _not_placeholder(match: re.Match) -> bool:
@@ -439,53 +435,48 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
     # cloud
     _d("AWS access key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", needs=("akia", "asia", "abia", "acca")),
     _d("AWS secret key", rf"\baws.{{0,25}}?secret.{{0,30}}?{_B64_40}", rf"\bsecret\s*access\s*key\b.{{0,30}}?{_B64_40}",
-       flags=I, needs=("secret",)),
-    _d("Azure key", r"\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/=]{20,}", flags=I,
-       needs=("accountkey", "sharedaccesskey")),
+       flags=I),
+    _d("Azure key", r"\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/=]{20,}", flags=I),
     _d("Azure SAS", r"\bSharedAccessSignature\s+\S*sig=", r"[?&]sig=[A-Za-z0-9%+/=]{20,}",
-       r"\bsig=[A-Za-z0-9%+/]{30,}", needs=("sig=",)),
+       r"\bsig=[A-Za-z0-9%+/]{30,}"),
     _d("Azure client secret", r"(?<![\w~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~])", needs=("q~",)),
-    _d("GCP service account key", r"\bprivate_key_id[\"']?\s*(?:[:=]|is)?\s*[\"']?[0-9a-f]{40}\b", flags=I,
-       needs=("private_key_id",)),
-    _d("Google OAuth", r"\bya29\.[A-Za-z0-9_-]{20,}", r"\b1//0[A-Za-z0-9_-]{30,}", r"\bGOCSPX-[A-Za-z0-9_-]{20,}",
-       needs=("ya29.", "1//0", "gocspx-")),
-    _d("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b", needs=("aiza",)),
+    _d("GCP service account key", r"\bprivate_key_id[\"']?\s*(?:[:=]|is)?\s*[\"']?[0-9a-f]{40}\b", flags=I),
+    _d("Google OAuth", r"\bya29\.[A-Za-z0-9_-]{20,}", r"\b1//0[A-Za-z0-9_-]{30,}", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
+    _d("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
     _d("Cloud platform token", r"\bdo[por]_v1_[0-9a-f]{64}\b", r"\bHRKU-[A-Za-z0-9_-]{20,}",
        r"\bfo1_[A-Za-z0-9_-]{20,}", r"\bnfp_[A-Za-z0-9]{30,}", r"\bsbp_[0-9a-f]{40}\b",
-       r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
-       needs=("_v1_", "hrku-", "fo1_", "nfp_", "sbp_", ".atlasv1.")),
+       r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
     # version control, registries, CI, secret stores
     _d("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}", r"\bgithub_pat_[A-Za-z0-9_]{40,}",
        needs=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     _d("GitLab token", r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_-]{20,}", needs=r"gl[a-z]+-"),
-    _d("npm token", r"\bnpm_[A-Za-z0-9]{36}\b", needs=("npm_",)),
-    _d("PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", needs=("pypi-age",)),
-    _d("Docker token", r"\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}", needs=("dckr_",)),
-    _d("CI token", r"\bCCIPAT_[A-Za-z0-9]{20,}_[0-9a-f]{40}\b", r"\bbkua_[0-9a-f]{40}\b",
-       needs=("ccipat_", "bkua_")),
+    _d("npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    _d("PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    _d("Docker token", r"\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"),
+    _d("CI token", r"\bCCIPAT_[A-Za-z0-9]{20,}_[0-9a-f]{40}\b", r"\bbkua_[0-9a-f]{40}\b"),
     _d("Vault token", r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}", needs=("hvs.", "hvb.", "hvr.")),
     # payment
     _d("Stripe key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}", r"\bwhsec_[A-Za-z0-9+/=]{24,}",
        needs=("_live_", "_test_", "whsec_")),
     _d("Square/Braintree token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,}", r"\bEAAA[A-Za-z0-9_-]{60,}",
-       r"\baccess_token\$production\$[a-z0-9]{16}\$[0-9a-f]{32}", needs=("sq0", "eaaa", "access_token$production$")),
-    _d("Shopify token", r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b", needs=("shp",)),
+       r"\baccess_token\$production\$[a-z0-9]{16}\$[0-9a-f]{32}"),
+    _d("Shopify token", r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"),
     _d("Payment card", r"(?<![\w-])(?<!\d{4}[ -])(?:\d[ -]?){12,18}\d(?![\w-]|[ -]\d{4}\b)", check=_card,
        needs=r"\d[ -]?\d"),
     _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=_iban, flags=I,
        needs=r"\d\d"),
     # chat, mail, AI and other SaaS
     _d("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}",
-       r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+", needs=("xox", "xapp-", "hooks.slack.com")),
-    _d("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}", needs=("discord",)),
+       r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
+    _d("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}"),
     _d("Discord bot token", r"\b[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,}",
        needs=r"\.[a-z\d_-]{6}\."),
-    _d("SendGrid key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b", needs=("sg.",)),
+    _d("SendGrid key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
     _d("Mailgun key", r"\bkey-[0-9a-f]{32}\b", r"\b[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}\b",
        needs=("-",)),
     _d("AI API key", r"\bsk-(?:proj-|ant-(?:api|admin)\d\d-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
        r"\bhf_[A-Za-z]{30,}\b", r"\bgsk_[A-Za-z0-9]{40,}", r"\bxai-[A-Za-z0-9]{40,}", r"\bpplx-[A-Za-z0-9]{40,}",
-       r"\br8_[A-Za-z0-9]{30,}", needs=("sk-", "hf_", "gsk_", "xai-", "pplx-", "r8_")),
+       r"\br8_[A-Za-z0-9]{30,}"),
     _d("SaaS token", r"\bATATT3[A-Za-z0-9_=-]{50,}", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b",
        r"\blin_(?:api|oauth)_[A-Za-z0-9]{32,}", r"\bgl(?:sa|c)_[A-Za-z0-9_+/=]{32,}", r"\bsecret_[A-Za-z0-9]{43}\b",
        r"\bntn_[A-Za-z0-9]{40,}", r"\bsntr[ysu]_[A-Za-z0-9_=+/-]{30,}", r"\bNRAK-[A-Z0-9]{27}\b",
@@ -502,39 +493,34 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
        r"\b[A-Za-z][A-Za-z0-9]{1,9}_(?:[A-Za-z0-9]{2,8}_)?(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)"
        r"[A-Za-z0-9]{30,}\b", needs=("_",)),
     # private keys, URLs, headers, cookies, config
-    _d("Private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", r"\bPuTTY-User-Key-File-\d",
-       needs=("private key", "putty-user-key-file")),
+    _d("Private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", r"\bPuTTY-User-Key-File-\d"),
     _d("Private key body", r"(?:^|\n)[ \t]*(?:[A-Za-z0-9+/]{40,120}[ \t]*\r?\n[ \t]*){2,}[A-Za-z0-9+/]*={0,2}",
        check=_pem_body, needs=r"[a-z0-9+/]{40}"),
-    _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}",
-       needs=("mii", "b3blbnnzac1rzxktdje")),
+    _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}"),
     # any base64 run that decodes to a private key (EC, RSA, DSA, PKCS#8, OpenSSH), armor or not
     _d("Private key body", r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40,}", check=_key_body, needs=r"[a-z0-9+/]{40}"),
     _d("Basic credentials in base64",
        r"(?<![\w+/-])(?P<v>(?=[A-Za-z0-9+/]*[A-Z0-9])[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=-])", check=_basic_base64,
        needs=r"[a-z0-9+/]{8}"),
     _d("URL credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*(?:@[^\s/:@]+)?:(?P<v>[^\s/@]{3,})@[\w.-]+",
-       check=_url_password, flags=I, needs=("://",)),
+       check=_url_password, flags=I),
     _d("Auth header",
        r"\b(?:proxy-)?authorization\s*[:=]\s*(?:basic|bearer|token|digest|apikey|api-key|key|sso-key|hmac)?\s*"
        r"[\"']?[A-Za-z0-9._~+/=:-]{12,}",
        r"\bx-(?:[a-z0-9]+-)*(?:api-?key|auth-?token|access-?token|token|secret|key)[\"']?\s*[:=]\s*[\"']?"
        r"[A-Za-z0-9._~+/=-]{12,}", flags=I, needs=("authorization", "x-")),
-    _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=_context_token, flags=I,
-       needs=("bearer",)),
+    _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=_context_token, flags=I),
     _d("Session cookie", r"\b(?:set-)?cookie\s*:\s*[\w.-]+=[^\s;]{16,}",
        r"\b(?:[\w.]{0,30}?sess(?:ion)?(?:id)?|[\w.]{0,30}?sid|jsessionid|phpsessid|auth_token|remember_token|access_token"
-       r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I, needs=("cookie", "sess", "sid", "token")),
-    _d("JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}", needs=("eyj",)),
+       r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I),
+    _d("JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}"),
     _d("Config secret",
        r"(?P<name>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|app_?key"
        r"|private_?key|auth_?token|credentials?|client_?secret|secret_?key)\d*)[\"']?[ \t]*(?P<op>=|:)[ \t]*[\"']?"
-       r"(?P<v>[^\s\"',;]+)", check=_config_value, flags=I,
-       needs=("pass", "pwd", "secret", "token", "key", "credential")),
+       r"(?P<v>[^\s\"',;]+)", check=_config_value, flags=I),
     _d("Config secret",
        r"(?P<name>\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_?(?:KEY|TOKEN|SECRET|PASS(?:WORD)?|PWD|AUTH)(?:_[A-Z0-9]+)*)"
-       r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?(?P<v>[^\s\"',;]+)", check=_env_secret,
-       needs=("key", "token", "secret", "pass", "pwd", "auth")),
+       r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?(?P<v>[^\s\"',;]+)", check=_env_secret),
     _d("Password on a command line",
        r"(?:--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)[= ]"
        r"|\bmysql(?:dump|admin)?\b[^\n]*?\s-p|\bsshpass\s+-p\s*|\bredis-cli\b[^\n]*?\s-a\s+"
@@ -552,14 +538,13 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
        r"(?:code|token|pin|password|passcode)\b)"
        r"[^\d\n.]{0,25}?(?:\b[A-Z]-|(?<![\d.:/-]))(?:\d{3}[ -]\d{3}|\d{6,8})(?![\d.:/-])",
        r"(?<![\d.:/-])\d{6,8}(?![\d.:/-])\s+(?:(?:is|as)\s+(?:the|your|my)\s+(?:one[- ]time|verification|2fa|otp|mfa"
-       r"|login|security|sign[- ]in)|to\s+(?:log ?in|sign ?in|verify|confirm))", flags=I, needs=r"\d{3}"),
+       r"|login|security|sign[- ]in)|to\s+(?:log ?in|sign ?in|verify|confirm))", flags=I),
     _d("Recovery codes",
        r"\b(?:recovery|backup|scratch|emergency|rescue)\s+(?:codes?|keys?)\b.{0,40}?(?:\b[a-z0-9]{4,5}-[a-z0-9]{4,5}\b"
-       r"|\b\d{4} \d{4}\b|\b\d{8,10}\b|\b[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3,}\b)", flags=I | re.S,
-       needs=("recovery", "backup", "scratch", "emergency", "rescue")),
+       r"|\b\d{4} \d{4}\b|\b\d{8,10}\b|\b[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3,}\b)", flags=I | re.S),
     _d("Recovery codes", r"\b\d{6}(?:-\d{6}){7}\b", needs=r"\d-\d"),  # a BitLocker recovery key
     _d("Wallet seed phrase", r"\b(?:seed|recovery|secret recovery|backup)\s+(?:phrase|words)|\bmnemonic\b",
-       check=_seed_words, flags=I, needs=("phrase", "words", "mnemonic")),
+       check=_seed_words, flags=I),
     # passwords in prose
     _d("Credential in prose",
        rf"\b{_PW_WORD}(?:'s|\b)"
@@ -572,8 +557,7 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
        r"(?<!\S)[\"'`]?(?P<v>[^\s\"'`]{6,64})[\"'`]?[ \t]+(?:is|as|was)[ \t]+(?:the|my|our|your)[ \t]+"
        rf"(?:[\w-]+[ \t]+)?{_PW_WORD}\b", check=_prose_password, flags=I, needs=_PW_NEEDS),
     _d("Passphrase in prose",
-       r"\b(?:pass(?:word|phrase)|unlock phrase)\b[^\"'\n]{0,30}?\b(?:is|:|=)\s*[\"'][^\"'\n]{8,}[\"']", flags=I,
-       needs=_PW_NEEDS),
+       r"\b(?:pass(?:word|phrase)|unlock phrase)\b[^\"'\n]{0,30}?\b(?:is|:|=)\s*[\"'][^\"'\n]{8,}[\"']", flags=I),
     # the same in other languages: "das Passwort lautet ...", "mi contraseña es ...", "X est mon mot de passe"
     _d("Credential in prose",
        rf"{shapes.FOREIGN_PW_WORD}\w{{0,3}}"
@@ -582,8 +566,7 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
        r"[\"'`«]?(?P<v>\S+)", check=_prose_password, flags=I, needs=shapes.FOREIGN_PW_NEEDS),
     _d("Credential in prose",  # the English word, with a copula or a preposition of another language
        rf"\bpassword\w{{0,3}}(?:[ \t]+{shapes.FOREIGN_FOR}(?:[ \t]+{shapes.FOREIGN_THE})?[ \t]+[\w.@-]+)?"
-       rf"(?P<sep>[ \t]+{shapes.FOREIGN_IS_STRICT}[ \t]+)[\"'`«]?(?P<v>\S+)", check=_prose_password, flags=I,
-       needs=("password",)),
+       rf"(?P<sep>[ \t]+{shapes.FOREIGN_IS_STRICT}[ \t]+)[\"'`«]?(?P<v>\S+)", check=_prose_password, flags=I),
     _d("Credential in prose",
        r"(?<!\S)[\"'`«]?(?P<v>[^\s\"'`»]{6,64})[\"'`»]?[ \t]+"
        rf"{shapes.FOREIGN_IS}[ \t]+(?:[\w'-]+[ \t]+){{0,2}}(?:{shapes.FOREIGN_PW_WORD}|password)",
@@ -600,13 +583,11 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
        needs=(":", "/")),
     _d("PIN", r"\b(?:pin(?: code| number)?|passcode)\s*(?:is|:|=)\s*\d{4,8}\b", flags=I, needs=("pin", "passcode")),
     # an opaque key next to a word that names it
-    _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=_context_token, flags=I,
-       needs=("key",)),
+    _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=_context_token, flags=I),
     _d("API key in prose",
        r"\b(?:api[ _-]?key|apikey|access[ _-]?key|secret(?:[ _-]?key)?|client[ _-]?secret|(?:auth|access|refresh|api"
        r"|bot|personal|bearer|session|ci|deploy)?[ _-]?token|app(?:lication)?[ _-]?key|signing[ _-]?key|credentials?)\b"
-       rf"[^\n]{{0,40}}?(?<![\w./~+=-])(?P<v>{_TOKEN_CHARS}{{16,}})", check=_context_token, flags=I,
-       needs=("key", "secret", "token", "credential")),
+       rf"[^\n]{{0,40}}?(?<![\w./~+=-])(?P<v>{_TOKEN_CHARS}{{16,}})", check=_context_token, flags=I),
 ]  # fmt: skip
 
 
@@ -624,12 +605,9 @@ def find_secrets(text: str) -> list[str]:
     scanning raises, the answer is `[SCAN_FAILED]`, so the text is treated as a secret and never stored."""
     try:
         kinds = set(_own_findings(text))
-        folded = fold(text)
-        plugins = tuple(p for p in _ds_plugins() if gate_holds(ds_gate(type(p).__name__), text, folded))
-        if plugins:
-            for line in text.splitlines():
-                if line.strip():
-                    kinds.update(_ds_findings(line, plugins))
+        for line in text.splitlines():
+            if line.strip():
+                kinds.update(_ds_findings(line))
         return sorted(kinds)
     except Exception:  # fail closed, whatever went wrong
         return [SCAN_FAILED]

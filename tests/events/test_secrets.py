@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
+import yaml
 
 import memlab
 from memlab import find_secrets, skip_reason
@@ -253,7 +254,51 @@ def test_a_detect_secrets_plugin_gate_is_never_narrower_than_its_patterns(plugin
 
 
 def test_every_detect_secrets_plugin_has_a_gate():
-    assert {type(p).__name__ for p in secrets._ds_plugins()} == set(secrets._DS_GATES)
+    assert all(secrets.ds_gate(type(p).__name__) is not None for p in secrets._ds_plugins())
+    assert set(secrets._DS_GATES) <= {type(p).__name__ for p in secrets._ds_plugins()}
+
+
+def _corpus_texts() -> list[str]:
+    folder = secrets.SECRET_CORPUS
+    texts = [c["text"] for c in yaml.safe_load((folder / "credentials.yaml").read_text())["credentials"]]
+    return texts + [o["text"] for o in yaml.safe_load((folder / "ordinary.yaml").read_text())["ordinary"]]
+
+
+def _passes(gate, texts: list[str]) -> int:
+    return sum(secrets.gate_holds(gate, t) for t in texts)
+
+
+def test_gates_are_derived_from_the_patterns_unless_a_written_one_does_better():
+    """A detector's or plugin's gate is read off its patterns (pattern_gates.required_words, as the rule
+    extractor's are); a written gate stays only where the derivation reads no word, or where it lets fewer texts
+    (lines, for the plugins) of fixtures/secrets through than the derived gate would."""
+    texts = _corpus_texts()
+    lines = [line for t in texts for line in t.splitlines() if line.strip()]
+    for kind, pattern, _, gate in secrets._DETECTORS:
+        derived = secrets.derived_gate([pattern])
+        if gate != derived:
+            assert derived is None or _passes(gate, texts) < _passes(derived, texts), (kind, pattern.pattern[:40])
+    for plugin in secrets._ds_plugins():
+        name = type(plugin).__name__
+        derived = secrets.derived_gate(getattr(plugin, "denylist", ()))
+        if name in secrets._DS_GATES:
+            assert derived is None or _passes(secrets.ds_gate(name), lines) < _passes(derived, lines), name
+
+
+def test_a_plugin_runs_only_on_the_lines_that_hold_its_gate(monkeypatch):
+    """One gate per plugin, applied per line (not per text and then again per line): a plugin whose words are on
+    one line of a turn is not run on its other lines."""
+    plugin = next(p for p in secrets._ds_plugins() if type(p).__name__ == "IbmCosHmacDetector")
+    seen: list[str] = []
+    real = plugin.analyze_string
+
+    def counting(line: str):
+        seen.append(line)
+        return real(line)
+
+    monkeypatch.setattr(plugin, "analyze_string", counting)
+    assert find_secrets("we keep the secret santa list in the wiki\nthe deploy is on friday\nlunch at noon") == []
+    assert seen == ["we keep the secret santa list in the wiki"]
 
 
 def test_the_plugin_gate_check_catches_a_narrow_gate(monkeypatch):

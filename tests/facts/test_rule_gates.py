@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 
 import memlab
 from memlab import lab
-from memlab.events.secrets import fold
+from memlab.events.pattern_gates import Gates, fold, required_words
 from memlab.facts.extractors import rules
-from memlab.facts.extractors.rule_gates import Gates, required_words
 from tests.conftest import ROOT, examples
 
 

@@ -1,11 +1,12 @@
-"""Cheap gates for the rule extractor's patterns, derived from the patterns themselves.
+"""Cheap gates for regexes, derived from the patterns themselves: the rule extractor's rules and the secret
+filter's detectors use the same derivation.
 
-A rule's regex is tried on every sentence; on long conversational turns most rules cannot match and the
-regex engine still walks the sentence. `required_words(pattern)` reads the parsed pattern and returns words
-one of which every match contains (a literal run it cannot match without, or the alternatives of a group
-it must pass through). A sentence whose case-folded text holds none of them cannot match, so the rule is
-skipped without running its regex. None means no such words were found: the rule always runs. `Gates` checks
-the gates of all rules in one pass over the sentence.
+A regex is tried on every sentence (every line of a turn); on long conversational turns most patterns cannot
+match and the regex engine still walks the text. `required_words(pattern)` reads the parsed pattern and returns
+words one of which every match contains (a literal run it cannot match without, or the alternatives of a group
+it must pass through). A text whose case-folded form holds none of them cannot match, so the pattern is
+skipped without running it. None means no such words were found: the pattern always runs. `Gates` checks the
+gates of many patterns together.
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_constants as _C  # type: ignore[no-redef]
     import sre_parse as _parser  # type: ignore[no-redef]
 
-from memlab.events.secrets import fold
-
 Words = frozenset[str]
+
+
+def fold(text: str) -> str:
+    """`text` as the gates search it: every character re.IGNORECASE equates with an ASCII letter becomes that
+    letter (casefold maps ſ to s and the Kelvin sign to k; only the dotless ı is left, and is mapped here), so
+    a gate word is found wherever a case-insensitive pattern could match."""
+    return text.casefold().replace("ı", "i")
+
+
 _REPEATS = {_C.MAX_REPEAT, _C.MIN_REPEAT, getattr(_C, "POSSESSIVE_REPEAT", _C.MAX_REPEAT)}
 MIN_USEFUL = 3  # a gate whose shortest word is shorter is nearly always present: not worth checking
 
@@ -79,14 +87,12 @@ def required_words(pattern: str | re.Pattern[str]) -> Words | None:
 
 
 class Gates:
-    """The gates of a list of patterns, checked together: one regex pass over a folded sentence finds the gate
-    words it holds (at every position the longest word starting there, and every shorter word that is a prefix
-    of it), and `candidates` lists the patterns that may match, in their order."""
+    """The gates of a list of patterns, checked together: `present` lists the gate words a folded text holds
+    (a substring test per word, which scans in C; a regex of all the words would be tried at every character),
+    and `candidates` lists the patterns that may match, in their order."""
 
     def __init__(self, gates: list[Words | None]) -> None:
-        words = sorted({w for gate in gates if gate for w in gate}, key=lambda w: (-len(w), w))
-        self._pattern = re.compile("(?=(" + "|".join(map(re.escape, words)) + "))") if words else None
-        self._prefixes = {w: frozenset(p for p in words if w.startswith(p)) for w in words}
+        self._words = tuple(sorted({w for gate in gates if gate for w in gate}))
         self._ungated = frozenset(i for i, gate in enumerate(gates) if gate is None)
         self._by_word: dict[str, set[int]] = {}
         for i, gate in enumerate(gates):
@@ -94,18 +100,15 @@ class Gates:
                 self._by_word.setdefault(w, set()).add(i)
 
     def present(self, folded: str) -> frozenset[str]:
-        """The gate words a folded sentence holds."""
-        if self._pattern is None:
-            return frozenset()
-        longest = {m.group(1) for m in self._pattern.finditer(folded)}
-        return frozenset().union(*(self._prefixes[w] for w in longest))
+        """The gate words a folded text holds."""
+        return frozenset(w for w in self._words if w in folded)
 
     def candidates(self, folded: str) -> list[int]:
-        """Indices of the patterns whose gate the sentence holds (or that have none), in order."""
+        """Indices of the patterns whose gate the text holds (or that have none), in order."""
         found = set(self._ungated)
         for word in self.present(folded):
             found |= self._by_word[word]
         return sorted(found)
 
 
-__all__ = ["Gates", "Words", "required_words"]
+__all__ = ["Gates", "Words", "fold", "required_words"]
