@@ -196,16 +196,25 @@ def test_notebook_runs_at_ci_size(path: Path, kernel, store, memlab_home, out_di
 
 
 def test_notebooks_render_to_html_for_a_run(tmp_path, store, memlab_home):
-    """`memlab eval --notebooks` renders executed notebooks into the run folder (one notebook here, for time)."""
+    """`memlab eval --notebooks` renders executed notebooks into the run folder: a small notebook that opens the
+    store its injected parameters name (each real notebook already runs at ci size above; quickstart ran twice)."""
     from memlab import lab
 
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("DSN = 'unset'\nMEMLAB_HOME = 'unset'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("import memlab\nwith memlab.open_store(home=MEMLAB_HOME, dsn=DSN) as s, "
+                                  "s.connection() as conn:\n"
+                                  "    print('server', conn.execute('SHOW port').fetchone()[0])"),
+    ])  # fmt: skip
     folder = tmp_path / "nb"
     folder.mkdir()
-    shutil.copy(NOTEBOOKS / "01_quickstart.ipynb", folder)
-    shutil.copytree(NOTEBOOKS.parent / "fixtures", tmp_path / "fixtures")
+    nbformat.write(nb, folder / "small.ipynb")
     seconds = lab.render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": None}, folder=folder)
-    html = (tmp_path / "html" / "01_quickstart.html").read_text()
-    assert set(seconds) == {"01_quickstart"} and "<html" in html.lower() and "Traceback" not in html
+    html = (tmp_path / "html" / "small.html").read_text()
+    with store.connection() as conn:
+        port = conn.execute("SHOW port").fetchone()[0]
+    assert set(seconds) == {"small"} and "<html" in html.lower() and "Traceback" not in html
+    assert f"server {port}" in html, "the notebook reached this run's server through its injected MEMLAB_HOME"
 
 
 def test_a_dsn_password_never_reaches_the_rendered_html(tmp_path, memlab_home):
