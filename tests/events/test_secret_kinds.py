@@ -4,6 +4,7 @@ look-alikes. The examples here are written apart from fixtures/secrets (whose he
 from __future__ import annotations
 
 import base64
+import random
 import uuid
 
 import pytest
@@ -12,6 +13,14 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 
 from memlab import find_secrets
 from memlab.events import secret_shapes
+
+_RNG = random.Random(2203)
+
+
+def _uuid4() -> uuid.UUID:
+    """A random-looking version-4 UUID, the same on every collection: test ids hold it, and pytest-xdist's workers
+    must collect identical ids."""
+    return uuid.UUID(int=_RNG.getrandbits(128), version=4)
 
 
 def _body(key, fmt=ser.PrivateFormat.PKCS8, encryption=None) -> str:
@@ -45,8 +54,8 @@ PASSPHRASES = [
     "mi contraseña es barco nube pájaro limón.",
 ]
 ORDINARY = [
-    f"the request {uuid.uuid4()} was retried with idempotency key {uuid.uuid4()}",
-    f"TRACE_ID={uuid.uuid4()} CACHE_KEY={uuid.uuid4()}",
+    f"the request {_uuid4()} was retried with idempotency key {_uuid4()}",
+    f"TRACE_ID={_uuid4()} CACHE_KEY={_uuid4()}",
     "ich habe mein Passwort vergessen",
     "le mot de passe doit contenir 12 caractères",
     "la contraseña es demasiado corta",
@@ -89,11 +98,11 @@ def test_basic_credentials_in_base64_are_found(text):
 @pytest.mark.parametrize(
     "text",
     [
-        f"HEROKU_API_KEY={uuid.uuid4()}",
-        f"export MYAPP_SECRET_TOKEN='{uuid.uuid4()}'",
-        f'{{"licenseKey": "{uuid.uuid4()}"}}'.replace("licenseKey", "api_key"),
-        f"the pagerduty api key is {uuid.uuid4()}",
-        f"ROLLBAR_ACCESS_TOKEN: {uuid.uuid4()}",
+        f"HEROKU_API_KEY={_uuid4()}",
+        f"export MYAPP_SECRET_TOKEN='{_uuid4()}'",
+        f'{{"licenseKey": "{_uuid4()}"}}'.replace("licenseKey", "api_key"),
+        f"the pagerduty api key is {_uuid4()}",
+        f"ROLLBAR_ACCESS_TOKEN: {_uuid4()}",
     ],
 )
 def test_a_uuid_named_a_key_or_token_is_found(text):
