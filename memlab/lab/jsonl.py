@@ -20,6 +20,7 @@ and nothing is returned from a file that did not load completely."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import replace
 from datetime import datetime
@@ -303,8 +304,6 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
 
 def load_jsonl(path: str | Path, name: str | None = None) -> Dataset:
     """Read a memlab JSONL data set (plain or .gz)."""
-    import gzip
-
     path = Path(path)
     try:
         if path.suffix == ".gz":

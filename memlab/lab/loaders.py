@@ -14,7 +14,11 @@ from typing import Any
 
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Dataset
+from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
+from memlab.lab.jsonl import load_jsonl
+from memlab.lab.longmemeval import load_longmemeval
 from memlab.lab.suggest import did_you_mean, unknown_keys
+from memlab.lab.synth import generate
 
 FORMATS = ("memlab", "longmemeval", "fixtures", "synth")
 ALIASES = {"jsonl": "memlab"}  # `format: jsonl` reads memlab's JSON Lines, as `format: memlab` does
@@ -75,12 +79,8 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
             raise ConfigError(f"data set {name!r}: `path` is required for format {fmt}")
         path = resolve_path(spec["path"], base_dirs, f"data set {name!r}")
     if fmt == "memlab":
-        from memlab.lab.jsonl import load_jsonl
-
         data = load_jsonl(path, name)
     elif fmt == "fixtures":
-        from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
-
         if path.is_dir():
             data = load_event_fixtures(path, name)
         else:
@@ -89,8 +89,6 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
     elif fmt == "longmemeval":
         data = _longmemeval(path, spec)
     else:
-        from memlab.lab.synth import generate
-
         options = {k: int(spec[k]) for k in ("users", "max_events", "min_events", "near_miss") if k in spec}
         data = generate(int(spec.get("seed", 0)), **options)
     data.name = name
@@ -102,8 +100,6 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
 def _longmemeval(path: Path, spec: dict[str, Any]) -> Dataset:
     """A LongMemEval file; `per_type: N` keeps the first N questions of each question type (abstention counts as
     a type), `limit: N` the first N overall, `question_types` a subset."""
-    from memlab.lab.longmemeval import load_longmemeval
-
     data = load_longmemeval(path, question_types=spec.get("question_types"),
                             include_abstention=bool(spec.get("include_abstention", True)))  # fmt: skip
     questions = data.questions

@@ -17,13 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memlab.errors import ConfigError
+from memlab.redact import dsn_secrets, hide_known, redact
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 KERNEL = "memlab-run"
 
 
 def _nbformat():
-    try:
+    try:  # optional: nbformat, nbclient and nbconvert come with the `lab` extra, not with memlab itself
         import nbformat
     except ImportError as exc:  # pragma: no cover - depends on extras
         raise ConfigError("running notebooks needs nbclient and nbformat: pip install 'memlab[lab]'") from exc
@@ -86,7 +87,7 @@ def this_interpreter_kernel(name: str = KERNEL) -> Iterator[str]:
 
 def execute(nb, kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) -> float:
     """Run every cell; raises on the first cell error. Returns seconds."""
-    from nbclient import NotebookClient
+    from nbclient import NotebookClient  # optional (the `lab` extra); render_notebooks checked nbformat first
 
     started = time.perf_counter()
     NotebookClient(nb, kernel_name=kernel_name, timeout=timeout, allow_errors=False,
@@ -97,8 +98,6 @@ def execute(nb, kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) 
 def secret_parameters(overrides: dict[str, object]) -> dict[str, str]:
     """The overrides the redactor would change (a DSN with a password, a key): passed through the kernel's
     environment, never written into a cell."""
-    from memlab.redact import redact
-
     return {k: v for k, v in overrides.items() if isinstance(v, str) and redact(v) != v}
 
 
@@ -119,8 +118,6 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 def redact_outputs(nb, secrets: list[str]) -> None:
     """Every output of the executed notebook (printed text, values, HTML, tracebacks) through the redactor, which
     also knows the secret parameters; cell sources have the secrets' literal values replaced."""
-    from memlab.redact import hide_known, redact
-
     def clean(text):
         return [clean(t) for t in text] if isinstance(text, list) else redact(text, secrets)
 
@@ -141,9 +138,8 @@ def render_notebooks(out: Path, overrides: dict[str, object], *, folder: Path = 
     """Execute every notebook of `folder` with `overrides` and write `<out>/<name>.html`; seconds per notebook.
     A parameter holding a secret (`secret_parameters`) reaches the kernel through its environment, and every
     output passes the redactor, so the pages in a run folder hold no password."""
-    from memlab.redact import dsn_secrets, hide_known
     nbformat = _nbformat()
-    try:
+    try:  # optional: the `lab` extra
         from nbconvert import HTMLExporter
     except ImportError as exc:  # pragma: no cover - depends on extras
         raise ConfigError("rendering notebooks to HTML needs nbconvert: pip install 'memlab[lab]'") from exc

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from rich.progress import track
 
+from memlab.errors import ConfigError
 from memlab.lab.dataset import Question
 from memlab.lab.redacted import write_parquet
 from memlab.types import Hit
@@ -38,8 +40,6 @@ def collect(
     rows: list[tuple] = []
     items: Sequence[Question] = questions
     if progress:
-        from rich.progress import track
-
         items = track(questions, description=progress, transient=True)
     for q in items:
         started = time.perf_counter()
@@ -91,8 +91,6 @@ class Run:
         if path.exists():
             before = pd.read_parquet(path, columns=["dataset", "system"]).head(1)
             if len(before) and (str(before.dataset.iloc[0]), str(before.system.iloc[0])) != (self.dataset, self.system):
-                from memlab.errors import ConfigError
-
                 raise ConfigError(f"data set {self.dataset!r} x system {self.system!r} and data set "
                                   f"{before.dataset.iloc[0]!r} x system {before.system.iloc[0]!r} share the file "
                                   f"{path.name}; rename one")  # fmt: skip

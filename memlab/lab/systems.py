@@ -16,12 +16,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from rich.progress import track
 
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.events.renderings import RENDERINGS
 from memlab.facts.extractors.base import ExtractorKeys
+from memlab.facts.extractors.labelled import LabelledExtractor
+from memlab.facts.extractors.llm import LlmExtractor
+from memlab.facts.extractors.rules import RuleExtractor
 from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset, Question
@@ -175,10 +179,6 @@ EXTRACTORS = ("rules", "labelled", "llm")
 
 def make_extractor(name: str, dataset: Dataset, options: dict[str, Any]):
     """An extractor by name; `labelled` replays the data set's own gold candidates."""
-    from memlab.facts.extractors.labelled import LabelledExtractor
-    from memlab.facts.extractors.llm import LlmExtractor
-    from memlab.facts.extractors.rules import RuleExtractor
-
     if name == "rules":
         return RuleExtractor()
     if name == "labelled":
@@ -223,8 +223,6 @@ class FactSystem:
         facts = FactMemory(env.store, env.embedder(self.embedder), extractor=extractor)
         sessions = list(dataset.namespaced(self.namespace).sessions())
         if env.progress:
-            from rich.progress import track
-
             sessions = track(sessions, description=f"facts ({self.extractor})")
         for session in sessions:
             if session.user_id == DOMAIN_USER:
