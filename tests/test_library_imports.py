@@ -16,7 +16,7 @@ BASE = {"memlab.errors", "memlab.redact", "memlab.config", "memlab.types", "meml
 LAYERS = ("storage", "embedding", "events", "facts")
 TOP = {"memlab.erasure", "memlab.adk", "memlab.adapters"}
 # The credential detector decides which events become memory, so it lives in events; the base redactor uses it
-# too. It imports nothing of memlab (only its own shapes), so the redactor pulls no event memory in with it.
+# too. It imports nothing of memlab but its shapes and the pattern gates, so the redactor pulls no event memory in.
 BASE_LEAVES = {"memlab.events.secrets", "memlab.events.secret_shapes", "memlab.events.pattern_gates"}
 
 # (file, imported module) -> why it is imported inside a function. One line each.
