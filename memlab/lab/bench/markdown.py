@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.lab.bench.ingest_sets import describe
-from memlab.lab.report import markdown_table
+from memlab.lab.tables import markdown_table
 
 
 def _f(value: float, digits: int = 3) -> str:
