@@ -88,6 +88,27 @@ def scratch_store(store, scratch_db):
         yield s
 
 
+@pytest.fixture(scope="module")
+def own_home():
+    """A private MEMLAB_HOME with an embedded server of its own, for a module that stops or kills its server
+    (the session's server is never touched); stopped and deleted after the module (memlab.lab.probes, the
+    helper `memlab check reliability` uses for the same)."""
+    from memlab.lab import probes
+
+    with probes.private_home("memlab-own-") as home:
+        yield home
+
+
+@pytest.fixture
+def own_store(own_home, monkeypatch, request):
+    """A Store on `own_home`'s server whatever MEMLAB_DSN says; its database timeout is the module's TIMEOUT."""
+    import memlab
+
+    monkeypatch.delenv("MEMLAB_DSN", raising=False)
+    with memlab.open_store(home=own_home, timeout=request.module.TIMEOUT) as s:
+        yield s
+
+
 @pytest.fixture(scope="session")
 def embedder(memlab_home: Path):
     import memlab

@@ -11,21 +11,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import memlab
-from memlab.lab.probes.erasure_disk import (
-    Planted,
-    checkpoint,
-    erasure_disk_family,
-    holders,
-    outside_wal,
-    private_server,
-    recycle_ahead,
-)
+from memlab.lab.probes import Planted, checkpoint, disk_server, erasure_disk_family, holders, outside_wal, recycle_ahead
 from memlab.storage.disk_erasure import USER_TABLES, purge_wal
 
 
 @pytest.fixture(scope="module")
 def private():
-    with private_server() as (store, pgdata):
+    with disk_server() as (store, pgdata):
         yield store, pgdata
 
 

@@ -5,81 +5,13 @@ returned, so every run exercises the same interleaving; no sleep decides anythin
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 import memlab
 from memlab.events.filters import DELETED
+from memlab.lab.probes import FACT_TEXTS, GatedEmbedder, GatedExtractor, race
+from memlab.lab.probes import RACE_TEXTS as TEXTS
 from tests.conftest import make_session
-
-TEXTS = [
-    "I adopted a grey cat called Pixel last spring.",
-    "My sister Ines lives in Lisbon and teaches chemistry.",
-    "I am allergic to peanuts, so I avoid satay sauce.",
-    "We deploy the billing service with Argo CD every Tuesday.",
-]
-
-
-class GatedEmbedder:
-    """The real embedder, whose `embed_documents` waits at a gate: an add that reached it is provably between
-    its planning read and its write transaction."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimension = inner.dimension
-        self.entered = threading.Event()
-        self.gate = threading.Event()
-
-    def embed_documents(self, texts):
-        self.entered.set()
-        assert self.gate.wait(120), "the test never opened the gate"
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
-
-
-class GatedExtractor:
-    """The real rule extractor, whose `extract` waits at a gate (fact memory's slow phase)."""
-
-    name = "gated-rules"
-
-    def __init__(self) -> None:
-        self.inner = memlab.RuleExtractor()
-        self.entered = threading.Event()
-        self.gate = threading.Event()
-
-    def extract(self, events, **kwargs):
-        self.entered.set()
-        assert self.gate.wait(120), "the test never opened the gate"
-        return self.inner.extract(events, **kwargs)
-
-
-def race(gated, add, erase):
-    """Start `add` in a thread, wait until it is held in its slow phase, run `erase` here, open the gate and
-    return (what erase returned, the add's report)."""
-    out: dict = {}
-
-    def run() -> None:
-        try:
-            out["report"] = add()
-        except BaseException as exc:  # surfaced below
-            out["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    assert gated.entered.wait(120), "the add never reached its slow phase"
-    try:
-        erased = erase()
-    finally:
-        gated.gate.set()
-        worker.join(120)
-    assert not worker.is_alive()
-    if "error" in out:
-        raise out["error"]
-    return erased, out["report"]
 
 
 def stored(store, app: str, user: str) -> list[tuple[str, str, list[str]]]:
@@ -140,9 +72,6 @@ def test_forget_user_during_an_add_leaves_nothing_of_the_user(store, embedder, a
     assert report.skipped[ERASED_DURING_INGEST] == len(TEXTS), report
     assert stored(store, app_name, "v"), "another user's units of the same batch are written"
     assert not mem.search(app_name, "u", "Who lives in Lisbon?")
-
-
-FACT_TEXTS = ["I live in Berlin now.", "Noted, Berlin it is.", "I am vegetarian these days.", "Great, noted."]
 
 
 def test_fact_forget_user_during_an_add_resurrects_no_fact(store, embedder, app_name):

@@ -11,9 +11,7 @@ import importlib
 import json
 import logging
 import pkgutil
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from typer.testing import CliRunner
@@ -21,17 +19,7 @@ from typer.testing import CliRunner
 import memlab
 import memlab.redact as redaction
 from memlab.cli import app
-
-MARK = "Zq7MarkerSecret"  # part of every planted secret: it must appear nowhere
-
-MALFORMED_DSNS = [
-    f"postgresql://u:Pa%ZZw0rd{MARK}@localhost/db",  # invalid percent-encoding: the parser quotes the token
-    f"postgresql://u:pa ss{MARK}@localhost/db",  # a space: "unexpected spaces found in ..."
-    f"postgresql://u:{MARK}@[::1/db",  # an unclosed IPv6 host: the parser quotes the whole URI
-    f"postgres://u:{MARK}%G1@h:5432/db?sslmode=require",
-    f"host=localhost password='{MARK} dbname=x",  # an unterminated quote
-    f"host=localhost password={MARK}%ZZ dbname=a b",  # a word without '='
-]
+from memlab.lab.probes import MALFORMED_DSNS, MARK, EchoEndpoint
 
 
 @pytest.mark.parametrize("dsn", MALFORMED_DSNS)
@@ -64,37 +52,11 @@ def test_an_unreachable_dsn_with_a_password_is_named_without_it(monkeypatch):
     assert result.exit_code == 2 and MARK not in result.output and "127.0.0.1" in result.output, result.output
 
 
-class EchoServer:
-    """An OpenAI-compatible endpoint that answers `status` and echoes the request's headers in its body."""
-
-    def __init__(self, status: int) -> None:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.dumps({"echo": self.headers.get("Authorization"), "error": "invalid key",
-                                   "headers": dict(self.headers)}).encode()  # fmt: skip
-                self.send_response(outer.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.status = status
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture(params=[401, 200], ids=["401", "200-without-the-expected-reply"])
 def echo(request):
-    server = EchoServer(request.param)
+    server = EchoEndpoint(request.param)
     yield server
-    server.server.shutdown()
+    server.close()
 
 
 def test_the_llm_extractor_never_echoes_the_authorization_header(echo):

@@ -27,6 +27,7 @@ PUBLIC: dict[str, set[str]] = {
     "memlab": set(memlab.__all__) | {"lab"},
     "memlab.lab": set(lab.__all__),
     "memlab.lab.bench": set(lab.bench.__all__),
+    "memlab.lab.probes": set(lab.probes.__all__),
     "memlab.adk": _static_all(ROOT / "memlab" / "adk.py"),
     "memlab.cli": {"app"},
 }
@@ -85,8 +86,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_scaling_sql.py", "memlab.storage"): "runs docs/scaling.md's SQL beside the unit table's",
     ("tests/storage/test_scaling_sql.py", "memlab.storage.schema"): "creates a partitioned copy of the unit table",
     ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",
-    ("tests/test_erasure_on_disk.py", "memlab.lab.probes.erasure_disk"): "plants markers on the family's private "
-    "server and byte-searches its data folder",
     ("tests/test_erasure_on_disk.py", "memlab.storage.disk_erasure"): "the list of tables erasure vacuums; purge_wal",
     ("tests/test_leaks.py", "memlab.redact"): "unit test of the one redactor behind errors, logs and run folders",
     ("tests/lab/test_leaks_run_folder.py", "memlab.lab.probes.leaks"): "runs the leaks family and its hostile run",

@@ -8,7 +8,7 @@
 
 The memory library (memlab) never imports this package; the CLI, the notebooks and the tests use these names."""
 
-from memlab.lab import bench, outputs, plots
+from memlab.lab import bench, outputs, plots, probes
 from memlab.lab.answerability import calibration as answerability_calibration
 from memlab.lab.answerability import evaluate as evaluate_answerability
 from memlab.lab.answerability import fit as fit_answerability
@@ -146,6 +146,7 @@ __all__ = [
     "paired_p",
     "parse_config",
     "plots",
+    "probes",
     "publish_latest",
     "quantile_ratio_ci",
     "question_hits",

@@ -54,7 +54,7 @@ from memlab.lab.probes.leaks import leaks_family
 from memlab.lab.probes.lexical import lexical_family
 from memlab.lab.probes.races import races_family
 from memlab.lab.probes.secret_rates import secrets_family
-from memlab.lab.probes.sizes import SIZES, _embedder
+from memlab.lab.probes.sizes import SIZES, memory_cached_embedder
 from memlab.lab.probes.split_secrets import split_secrets_family
 
 SECOND_PROBE: tuple[Callable[[memlab.Store, memlab.Embedder, Path], Family], ...] = (
@@ -86,7 +86,7 @@ def run_reliability(
     folder = Path(out) / run_id
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    embedder = _embedder()
+    embedder = memory_cached_embedder()
     families: list[Family] = []
     with memlab.open_store(dsn=dsn) as store, tempfile.TemporaryDirectory(prefix="memlab-reliability-") as work:
         plan: list[tuple[str, Callable[[], Family]]] = [

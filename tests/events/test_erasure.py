@@ -4,16 +4,14 @@ entry of the embedding cache holds the texts, ids or query hashes of what was er
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import time
 import uuid
-from contextlib import closing
 from datetime import timedelta
 
 import pytest
-from psycopg import sql
 
 import memlab
+from memlab.lab import probes
 from tests.conftest import T0, make_session
 
 KEPT = [
@@ -73,29 +71,12 @@ class World:
             return {r[0] for r in rows.fetchall()}
 
     def cache_keys(self) -> set[str]:
-        with closing(sqlite3.connect(self.cache_path)) as db:
-            return {k for (k,) in db.execute("SELECT text_sha256 FROM embedding")}
+        return probes.cache_keys(self.cache_path)
 
     def table_traces(self, needles: list[str]) -> dict[str, list[str]]:
-        """needle -> tables of the current schema with a row whose text form holds it."""
-        found: dict[str, list[str]] = {}
-        with self.store.connection() as conn:
-            tables = [r[0] for r in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
-            ).fetchall()]  # fmt: skip
-            assert {"memory_unit", "memory_tombstone"} <= set(tables)
-            for table in tables:
-                rows = conn.execute(sql.SQL("SELECT t::text FROM {} AS t").format(sql.Identifier(table))).fetchall()
-                for needle in needles:
-                    if any(needle in r[0] for r in rows):
-                        found.setdefault(needle, []).append(table)
-            indexes = conn.execute(
-                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexdef LIKE %s",
-                [f"%{self.user}%"],
-            ).fetchall()
-            if indexes:
-                found.setdefault(self.user, []).extend(r[0] for r in indexes)
-        return found
+        """needle -> tables of the current schema with a row whose text form holds it, and indexes whose
+        definition does (the erasure family's scan of `memlab check reliability`)."""
+        return probes.table_traces(self.store, needles)
 
 
 @pytest.fixture

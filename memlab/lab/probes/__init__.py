@@ -1,2 +1,153 @@
-"""Reliability probes added after the second hostile probe (issue 22): one module per class of hole, each with
-a `*_family(store, embedder, workdir) -> Family` run by `memlab check reliability`."""
+"""The reliability probes behind `memlab check reliability`: one module per class of hole, each with a
+`*_family(...) -> Family` the run calls. The tests call the same families and the same parts of them (and use
+the same helpers: the tripwire embedder, the private server, the writer processes, the look-alike ids), so
+each check has one source of truth; these are their public names. Probe modules import each other directly,
+never this package."""
+
+from memlab.lab.probes.concurrency import (
+    SCRIPT,
+    concurrency_family,
+    concurrency_figures,
+    concurrent_ingest,
+    current_settings,
+    fact_rows,
+    ingest_rounds,
+    late_snapshot,
+    memories,
+    observations,
+    script_sessions,
+    server_defaults,
+    settings_leaks,
+    units,
+    writer_process,
+)
+from memlab.lab.probes.erasure_disk import (
+    Planted,
+    checkpoint,
+    disk_server,
+    erasure_disk_family,
+    holders,
+    outside_wal,
+    recycle_ahead,
+)
+from memlab.lab.probes.erasure_traces import (
+    ERASURE_CASES,
+    ErasureCase,
+    cache_keys,
+    erasure_family,
+    erasure_figures,
+    table_traces,
+)
+from memlab.lab.probes.family import Family
+from memlab.lab.probes.faults import (
+    Tripwire,
+    embedder_faults,
+    fault_sessions,
+    faults_family,
+    faults_figures,
+    sigkill_faults,
+)
+from memlab.lab.probes.folders import folders_family
+from memlab.lab.probes.inputs import inputs_family
+from memlab.lab.probes.isolation import (
+    APP_BASES,
+    TOPICS,
+    USER_BASES,
+    IsolationCheck,
+    MarkerExtractor,
+    isolation_family,
+    isolation_figures,
+    look_alike_matrix,
+    look_alikes,
+)
+from memlab.lab.probes.leaks import (
+    CREDENTIALS,
+    HOSTILE,
+    MALFORMED_DSNS,
+    MARK,
+    EchoEndpoint,
+    echo_endpoints,
+    files_holding,
+    hostile_run,
+    leaks_family,
+    page_data,
+    script_data_problems,
+)
+from memlab.lab.probes.races import FACT_TEXTS, GatedEmbedder, GatedExtractor, race, races_family
+from memlab.lab.probes.races import TEXTS as RACE_TEXTS
+from memlab.lab.probes.server import postmaster_pid, private_home, private_server, signal_postmaster
+from memlab.lab.probes.sizes import Size, memory_cached_embedder
+from memlab.lab.probes.split_secrets import split_secrets_family
+
+__all__ = [
+    "APP_BASES",
+    "CREDENTIALS",
+    "ERASURE_CASES",
+    "FACT_TEXTS",
+    "HOSTILE",
+    "MALFORMED_DSNS",
+    "MARK",
+    "RACE_TEXTS",
+    "SCRIPT",
+    "TOPICS",
+    "USER_BASES",
+    "EchoEndpoint",
+    "ErasureCase",
+    "Family",
+    "GatedEmbedder",
+    "GatedExtractor",
+    "IsolationCheck",
+    "MarkerExtractor",
+    "Planted",
+    "Size",
+    "Tripwire",
+    "cache_keys",
+    "checkpoint",
+    "concurrency_family",
+    "concurrency_figures",
+    "concurrent_ingest",
+    "current_settings",
+    "disk_server",
+    "echo_endpoints",
+    "embedder_faults",
+    "erasure_disk_family",
+    "erasure_family",
+    "erasure_figures",
+    "fact_rows",
+    "fault_sessions",
+    "faults_family",
+    "faults_figures",
+    "files_holding",
+    "folders_family",
+    "holders",
+    "hostile_run",
+    "ingest_rounds",
+    "inputs_family",
+    "isolation_family",
+    "isolation_figures",
+    "late_snapshot",
+    "leaks_family",
+    "look_alike_matrix",
+    "look_alikes",
+    "memories",
+    "memory_cached_embedder",
+    "observations",
+    "outside_wal",
+    "page_data",
+    "postmaster_pid",
+    "private_home",
+    "private_server",
+    "race",
+    "races_family",
+    "recycle_ahead",
+    "script_data_problems",
+    "script_sessions",
+    "server_defaults",
+    "settings_leaks",
+    "sigkill_faults",
+    "signal_postmaster",
+    "split_secrets_family",
+    "table_traces",
+    "units",
+    "writer_process",
+]

@@ -15,11 +15,12 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import psycopg
 
 import memlab
 from memlab.lab.probes.family import Family
-from memlab.lab.probes.isolation import _random_settings
-from memlab.lab.probes.sizes import Size, _embedder
+from memlab.lab.probes.isolation import random_settings
+from memlab.lab.probes.sizes import Size, memory_cached_embedder
 
 # -- concurrency ------------------------------------------------------------------------------------------------
 
@@ -36,7 +37,7 @@ SCRIPT = [  # one session per entry: the user at even positions, the model at od
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
-def _script_sessions(app: str, users: int) -> list[memlab.Session]:
+def script_sessions(app: str, users: int) -> list[memlab.Session]:
     names = ["ana", "Ana", "bo", "ANA", "ana ", "bö", "bo\u0308", "cy"][:users]
     return [
         memlab.Session(app, user, f"s{k}", [
@@ -48,7 +49,7 @@ def _script_sessions(app: str, users: int) -> list[memlab.Session]:
     ]  # fmt: skip
 
 
-def _memories(store: memlab.Store, embedder: memlab.Embedder) -> dict:
+def memories(store: memlab.Store, embedder: memlab.Embedder) -> dict:
     return {
         "event": memlab.EventMemory(store, embedder),
         "chunk": memlab.EventMemory(store, embedder, "chunk", chunk_size=3, chunk_overlap=1),
@@ -56,7 +57,7 @@ def _memories(store: memlab.Store, embedder: memlab.Embedder) -> dict:
     }
 
 
-def _ingest_rounds(
+def ingest_rounds(
     mems: dict, todo: list[memlab.Session], rounds: int, seed: int, *, prefixes: bool = True
 ) -> Counter:
     """Add every session `rounds` times in a shuffled order, with `prefixes` half the time its first four events
@@ -79,21 +80,21 @@ def _ingest_rounds(
     return totals
 
 
-def _writer_process(dsn: str, todo, rounds: int, seed: int, ready, go, results) -> None:
+def writer_process(dsn: str, todo, rounds: int, seed: int, ready, go, results) -> None:
     """A writer in its own process: its own store on the same database and its own model."""
     try:
         store = memlab.open_store(dsn=dsn)
-        mems = _memories(store, _embedder())
+        mems = memories(store, memory_cached_embedder())
         ready.put(os.getpid())
         go.wait(300)
-        results.put(("ok", dict(_ingest_rounds(mems, todo, rounds, seed))))
+        results.put(("ok", dict(ingest_rounds(mems, todo, rounds, seed))))
         store.close()
     except BaseException as exc:  # reported to the parent
         ready.put(-1)
         results.put(("error", "".join(traceback.format_exception_only(exc)).strip()))
 
 
-def _units(mems: dict, app: str, users: Iterable[str]) -> list[tuple]:
+def units(mems: dict, app: str, users: Iterable[str]) -> list[tuple]:
     """(user, layer, session, unit id, event ids, body) of every unit of these users in the event and chunk
     layers, read through the public search (exact: every row of the user is scored)."""
     out = []
@@ -107,7 +108,7 @@ def _units(mems: dict, app: str, users: Iterable[str]) -> list[tuple]:
     return sorted(out)
 
 
-def _fact_rows(mems: dict, app: str, users: Iterable[str]) -> list[tuple]:
+def fact_rows(mems: dict, app: str, users: Iterable[str]) -> list[tuple]:
     """(user, subject, predicate, value, status, confidence, sessions, cardinality, basis) of every fact row."""
     return sorted(
         (user, f.subject, f.predicate, f.value, f.status, round(f.confidence, 4), tuple(f.sessions), f.cardinality,
@@ -117,11 +118,19 @@ def _fact_rows(mems: dict, app: str, users: Iterable[str]) -> list[tuple]:
     )  # fmt: skip
 
 
-def _users(todo: list[memlab.Session]) -> list[str]:
+def observations(mems: dict, app: str, users: Iterable[str]) -> list[tuple]:
+    """(user, session, event, subject, predicate, value, negated) of every observation behind the fact rows."""
+    facts = mems["facts"]
+    keys = {(user, f.subject, f.predicate) for user in users for f in facts.rows(app, user)}
+    return sorted((user, p.session_id, p.event_id, subject, predicate, p.value, p.negated)
+                  for user, subject, predicate in keys for p in facts.why(app, user, subject, predicate))  # fmt: skip
+
+
+def users_of(todo: list[memlab.Session]) -> list[str]:
     return sorted({s.user_id for s in todo})
 
 
-def _compare_units(family: Family, got: list[tuple], want: list[tuple], where: str, *, extra: str) -> None:
+def compare_units(family: Family, got: list[tuple], want: list[tuple], where: str, *, extra: str) -> None:
     """Lost writes (in a clean ingest, not here) and extra units (here, not in a clean ingest)."""
     got_set, want_set = set(got), set(want)
     for row in sorted(want_set - got_set)[:5]:
@@ -136,7 +145,7 @@ def _compare_units(family: Family, got: list[tuple], want: list[tuple], where: s
             family.problem("duplicates", f"{where}: events {key} are stored in {n} units")
 
 
-def _check_facts(family: Family, got: list[tuple], want: list[tuple], where: str) -> None:
+def check_facts(family: Family, got: list[tuple], want: list[tuple], where: str) -> None:
     current = Counter((r[0], r[1], r[2]) for r in got if r[4] == "current" and r[7] == "one")
     for key, n in current.items():
         if n > 1:
@@ -155,18 +164,21 @@ SETTINGS_SEEN = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples"
                  "plan_cache_mode", "maintenance_work_mem")  # fmt: skip
 
 
-def _current_settings(conn) -> dict[str, str | None]:
+def current_settings(conn) -> dict[str, str | None]:
     return {n: conn.execute("SELECT current_setting(%s, true)", [n]).fetchone()[0] for n in SETTINGS_SEEN}
 
 
-def _settings_leaks(family: Family, db: memlab.Store, embedder: memlab.Embedder, app: str, size: Size) -> None:
+def server_defaults(dsn: str) -> dict[str, str | None]:
+    """SETTINGS_SEEN on a fresh connection (not from a pool), pgvector loaded: the values no search may leave."""
+    with psycopg.connect(dsn, autocommit=True) as fresh:
+        fresh.execute("SELECT '[1]'::vector")  # loads pgvector, which defines its settings with their defaults
+        return current_settings(fresh)
+
+
+def settings_leaks(family: Family, db: memlab.Store, embedder: memlab.Embedder, app: str, size: Size) -> None:
     """Searches with random settings from many threads on a 2-connection pool, each followed by a plain use of a
     pooled connection: what it sees must be the server's defaults."""
-    import psycopg
-
-    with psycopg.connect(db.dsn, autocommit=True) as fresh:
-        fresh.execute("SELECT '[1]'::vector")  # loads pgvector, which defines its settings
-        defaults = _current_settings(fresh)
+    defaults = server_defaults(db.dsn)
     errors: list[str] = []
     with memlab.open_store(dsn=db.dsn, pool_size=2) as small:
         mem = memlab.EventMemory(small, embedder)
@@ -177,12 +189,12 @@ def _settings_leaks(family: Family, db: memlab.Store, embedder: memlab.Embedder,
             barrier.wait()
             try:
                 for i in range(size.searches):
-                    look = _random_settings(rng)
+                    look = random_settings(rng)
                     look = replace(look, ef_search=rng.randint(1, 999), max_scan_tuples=rng.randint(1, 50_000),
                                    iterative_scan=rng.choice(["strict_order", "relaxed_order"]))  # fmt: skip
                     (mem.explain if i % 3 == 2 else mem.search)(app, "ana", "what do I eat?", look)
                     with small.connection() as conn:
-                        seen = _current_settings(conn)
+                        seen = current_settings(conn)
                     family.add("setting_checks")
                     changed = {k: v for k, v in seen.items() if v not in (None, defaults[k])}
                     if changed:
@@ -198,33 +210,51 @@ def _settings_leaks(family: Family, db: memlab.Store, embedder: memlab.Embedder,
         with small.connection() as a, small.connection() as b:
             for conn in (a, b):
                 family.add("setting_checks")
-                changed = {k: v for k, v in _current_settings(conn).items() if v not in (None, defaults[k])}
+                changed = {k: v for k, v in current_settings(conn).items() if v not in (None, defaults[k])}
                 if changed:
                     family.problem("setting_leaks", f"a pooled connection kept {changed}")
     for error in errors:
         family.problem("errors", error)
 
 
+CONCURRENCY_MUST_BE_ZERO = ["duplicates", "lost_writes", "added_mismatch", "two_current_values",
+                            "confidence_not_once_per_session", "fact_mismatches", "setting_leaks",
+                            "late_snapshot_chunks_rolled_back", "errors"]  # fmt: skip
+
+
+def concurrency_figures(size: Size) -> Family:
+    """The concurrency family before any check ran: every figure at zero, the must-be-zero ones named."""
+    return Family("concurrency", {"writers": size.threads + size.processes, "threads": size.threads,
+                                  "processes": size.processes, "sessions": 0, "adds": 0, "units": 0,
+                                  "duplicates": 0, "lost_writes": 0, "added_mismatch": 0,
+                                  "two_current_values": 0, "confidence_not_once_per_session": 0,
+                                  "fact_mismatches": 0, "setting_checks": 0, "setting_leaks": 0, "errors": 0},
+                  must_be_zero=list(CONCURRENCY_MUST_BE_ZERO))  # fmt: skip
+
+
 def concurrency_family(db: memlab.Store, embedder: memlab.Embedder, size: Size) -> Family:
-    family = Family("concurrency", {"writers": size.threads + size.processes, "threads": size.threads,
-                                    "processes": size.processes, "sessions": 0, "adds": 0, "units": 0,
-                                    "duplicates": 0, "lost_writes": 0, "added_mismatch": 0,
-                                    "two_current_values": 0, "confidence_not_once_per_session": 0,
-                                    "fact_mismatches": 0, "setting_checks": 0, "setting_leaks": 0, "errors": 0},
-                    must_be_zero=["duplicates", "lost_writes", "added_mismatch", "two_current_values",
-                                  "confidence_not_once_per_session", "fact_mismatches", "setting_leaks",
-                                  "late_snapshot_chunks_rolled_back", "errors"])  # fmt: skip
-    app, reference = "concurrent", "concurrent-clean"
-    todo = _script_sessions(app, size.users)
+    family = concurrency_figures(size)
+    concurrent_ingest(family, db, embedder, size, "concurrent")
+    settings_leaks(family, db, embedder, "concurrent", size)
+    late_snapshot(family, db, embedder, "late-snapshot")
+    return family
+
+
+def concurrent_ingest(family: Family, db: memlab.Store, embedder: memlab.Embedder, size: Size, app: str) -> dict:
+    """The script's sessions from `size.threads` threads and `size.processes` spawned processes at once, then one
+    clean sequential ingest into `<app>-clean`: units, facts and observations must match it. Returns the
+    memories the threads shared (to read the result)."""
+    reference = f"{app}-clean"
+    todo = script_sessions(app, size.users)
     family.figures["sessions"] = len(todo)
     ctx = multiprocessing.get_context("spawn")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=_writer_process, args=(db.dsn, todo, size.rounds, 100 + i, ready, go, results))
+    procs = [ctx.Process(target=writer_process, args=(db.dsn, todo, size.rounds, 100 + i, ready, go, results))
              for i in range(size.processes)]  # fmt: skip
     for p in procs:
         p.start()
     totals: list[Counter] = []
-    mems = _memories(db, embedder)  # shared by the threads
+    mems = memories(db, embedder)  # shared by the threads
     try:
         started = [ready.get(timeout=300) for _ in procs]
         if any(pid < 0 for pid in started):
@@ -234,7 +264,7 @@ def concurrency_family(db: memlab.Store, embedder: memlab.Embedder, size: Size) 
         def writer(seed: int) -> None:
             barrier.wait()
             try:
-                totals.append(_ingest_rounds(mems, todo, size.rounds, seed))
+                totals.append(ingest_rounds(mems, todo, size.rounds, seed))
             except BaseException as exc:  # counted below
                 family.problem("errors", repr(exc))
 
@@ -263,11 +293,11 @@ def concurrency_family(db: memlab.Store, embedder: memlab.Embedder, size: Size) 
                 p.kill()
     total = sum(totals, Counter())
     family.figures["adds"] = total["adds"]
-    clean = _ingest_rounds(_memories(db, embedder), _script_sessions(reference, size.users), 1, 0, prefixes=False)
-    users = _users(todo)
-    got, want = _units(mems, app, users), _units(mems, reference, users)
+    clean = ingest_rounds(memories(db, embedder), script_sessions(reference, size.users), 1, 0, prefixes=False)
+    users = users_of(todo)
+    got, want = units(mems, app, users), units(mems, reference, users)
     family.figures["units"] = len(got)
-    _compare_units(family, got, want, "concurrent ingest", extra="duplicates")
+    compare_units(family, got, want, "concurrent ingest", extra="duplicates")
     for layer, name in (("event", "event"), ("chunk:3:1", "chunk")):
         stored = sum(1 for r in got if r[1] == layer)
         if total[f"{name}_added"] != stored:
@@ -277,25 +307,25 @@ def concurrency_family(db: memlab.Store, embedder: memlab.Embedder, size: Size) 
         family.problem("confidence_not_once_per_session",
                        f"{total['facts_consolidated']} candidates consolidated ({total['facts_duplicates']} as "
                        f"duplicates), a clean ingest consolidates {clean['facts_consolidated']}")  # fmt: skip
-    _check_facts(family, _fact_rows(mems, app, users), _fact_rows(mems, reference, users), "concurrent ingest")
-    _settings_leaks(family, db, embedder, app, size)
-    _late_snapshot(family, db, embedder)
-    return family
+    check_facts(family, fact_rows(mems, app, users), fact_rows(mems, reference, users), "concurrent ingest")
+    got_obs, want_obs = Counter(observations(mems, app, users)), Counter(observations(mems, reference, users))
+    for row in sorted((got_obs - want_obs) + (want_obs - got_obs))[:5]:
+        family.problem("fact_mismatches", f"concurrent ingest: observation {row} differs from a clean ingest")
+    if clean["facts_consolidated"] != want_obs.total():
+        family.problem("confidence_not_once_per_session", f"a clean ingest consolidated {clean['facts_consolidated']} "
+                       f"candidates into {want_obs.total()} observations")  # fmt: skip
+    return mems
 
 
-
-
-def _late_snapshot(family: Family, db: memlab.Store, embedder: memlab.Embedder) -> None:
+def late_snapshot(family: Family, db: memlab.Store, embedder: memlab.Embedder, app: str) -> None:
     """Two writers with different snapshots of one live session, the older arriving last: the chunks must end
-    as after the newer snapshot alone."""
-    mems = _memories(db, embedder)
-    for app, late in (("late-snapshot", True), ("late-snapshot-clean", False)):
-        for session in _script_sessions(app, 1):
+    as after the newer snapshot alone (`<app>-clean`)."""
+    mems = memories(db, embedder)
+    for name, late in ((app, True), (f"{app}-clean", False)):
+        for session in script_sessions(name, 1):
             mems["chunk"].add_session(session)
             if late:
                 mems["chunk"].add_session(replace(session, events=session.events[:4]))
-    users = _users(_script_sessions("late-snapshot", 1))
-    got, want = set(_units(mems, "late-snapshot", users)), set(_units(mems, "late-snapshot-clean", users))
-    family.figures["late_snapshot_chunks_rolled_back"] = len(want - got)
-
-
+    users = users_of(script_sessions(app, 1))
+    got, want = set(units(mems, app, users)), set(units(mems, f"{app}-clean", users))
+    family.figures["late_snapshot_chunks_rolled_back"] = len(want ^ got)  # chunks lost or cut back

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import memlab
 from memlab.lab.probes.family import Family
-from memlab.lab.probes.server import private_server as _server
+from memlab.lab.probes.server import private_server
 from memlab.storage.disk_erasure import purge_wal
 
 CHUNK = 1 << 20
@@ -49,9 +49,9 @@ def outside_wal(files: list[str]) -> list[str]:
 
 
 @contextmanager
-def private_server() -> Iterator[tuple[memlab.Store, Path]]:
+def disk_server() -> Iterator[tuple[memlab.Store, Path]]:
     """A store on an embedded server of its own, and its data folder (what the byte search reads)."""
-    with _server("memlab-erasure-disk-") as (store, home):
+    with private_server("memlab-erasure-disk-") as (store, home):
         yield store, home / "pgdata"
 
 
@@ -117,7 +117,7 @@ def erasure_disk_family(store: memlab.Store, embedder: memlab.Embedder, workdir:
     started = time.monotonic()
     for key in ("marker_files_after_full", "marker_in_wal_after_purge", "not_planted"):
         family.figures[key] = 0
-    with private_server() as (private, pgdata):
+    with disk_server() as (private, pgdata):
         planted = Planted(private, embedder, "erasure-disk")
         checkpoint(private)
         before = holders(pgdata, planted.needles)

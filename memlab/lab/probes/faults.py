@@ -7,11 +7,12 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import memlab
-from memlab.lab.probes.concurrency import T0, _compare_units, _fact_rows, _memories, _units
+from memlab.lab.probes.concurrency import T0, compare_units, fact_rows, memories, units
 from memlab.lab.probes.family import Family
-from memlab.lab.probes.server import private_server, signal_postmaster
+from memlab.lab.probes.server import postmaster_pid, private_server, signal_postmaster
 from memlab.lab.probes.sizes import Size
 
 # -- faults -----------------------------------------------------------------------------------------------------
@@ -26,15 +27,16 @@ FAULT_TEXTS = [
 ]
 
 
-def _fault_sessions(app: str, size: Size) -> list[memlab.Session]:
+def fault_sessions(app: str, users: int, per_user: int) -> list[memlab.Session]:
+    """`per_user` sessions of five events for each of `users` users (`user-0`, ...), texts from FAULT_TEXTS."""
     return [
         memlab.Session(app, f"user-{u}", f"s{k}", [
             memlab.Event(f"e{i}", "user" if i % 2 == 0 else "model", T0 + timedelta(days=k, minutes=i),
                          f"{FAULT_TEXTS[(i + k + u) % len(FAULT_TEXTS)]} (u{u} s{k} #{i})")
             for i in range(5)
         ])
-        for u in range(size.fault_users)
-        for k in range(size.fault_sessions)
+        for u in range(users)
+        for k in range(per_user)
     ]  # fmt: skip
 
 
@@ -86,73 +88,103 @@ def _whole(family: Family, partial: list[tuple], clean: list[tuple], where: str)
                            f"{len(whole.get(key, ()))} units")  # fmt: skip
 
 
+def faults_figures() -> Family:
+    """The faults family before any check ran: every figure at zero, the must-be-zero ones named."""
+    return Family("faults", {"kills": 0, "cut_mid_ingest": 0, "recovered": 0, "recovery_seconds_max": 0.0,
+                             "embedder_failures": 0, "embedder_failures_mid_ingest": 0, "sessions_checked": 0,
+                             "facts_compared": 0, "half_written_sessions": 0, "lost_writes": 0, "extra_units": 0,
+                             "duplicates": 0, "fact_mismatches": 0, "not_recovered": 0},
+                  must_be_zero=["half_written_sessions", "lost_writes", "extra_units", "duplicates",
+                                "fact_mismatches", "not_recovered"])  # fmt: skip
+
+
 def faults_family(embedder: memlab.Embedder, size: Size) -> Family:
-    family = Family("faults", {"kills": 0, "recovered": 0, "recovery_seconds_max": 0.0, "embedder_failures": 0,
-                               "sessions_checked": 0, "half_written_sessions": 0, "lost_writes": 0,
-                               "extra_units": 0, "duplicates": 0, "fact_mismatches": 0, "not_recovered": 0},
-                    must_be_zero=["half_written_sessions", "lost_writes", "extra_units", "duplicates",
-                                  "fact_mismatches", "not_recovered"])  # fmt: skip
-    users = [f"user-{u}" for u in range(size.fault_users)]
+    family = faults_figures()
     with private_server("memlab-reliability-", timeout=5.0) as (store, home):
-        reader = _memories(store, embedder)
-        for how in ("inside-a-write", "at-a-random-moment"):
-            app = f"faults-{how}"
-            todo = _fault_sessions(app, size)
-            try:
-                if how == "inside-a-write":  # batch 2 is embedded inside its open transaction, then the server dies
-                    wire = Tripwire(embedder, 2, lambda: signal_postmaster(home))
-                    _fault_ingest(_memories(store, wire), todo)
-                else:
-                    mems = _memories(store, embedder)
-                    killer = threading.Timer(0.4, signal_postmaster, [home])
-                    killer.start()
-                    try:
-                        for _ in range(100):
-                            _fault_ingest(mems, todo, batch=4)
-                    finally:
-                        killer.join()
-                family.notes.append(f"SIGKILL {how}: the ingest finished before the kill took effect")
-            except memlab.DatabaseUnavailableError:
-                family.add("kills")
-            started = time.monotonic()
-            try:
-                before = _units(reader, app, users)  # the next call restarts the server
-            except memlab.MemlabError as exc:
-                family.problem("not_recovered", f"{how}: {exc}")
-                continue
-            seconds = round(time.monotonic() - started, 2)
-            family.add("recovered")
-            family.figures["recovery_seconds_max"] = max(family.figures["recovery_seconds_max"], seconds)
-            reference = f"{app}-clean"
-            _fault_ingest(_memories(store, embedder), _fault_sessions(reference, size))
-            want = _units(reader, reference, users)
-            _whole(family, before, want, f"after SIGKILL {how}")
-            _fault_ingest(_memories(store, embedder), todo)
-            got = _units(reader, app, users)
-            _compare_units(family, got, want, f"re-ingest after SIGKILL {how}", extra="extra_units")
-            for row in sorted(set(_fact_rows(reader, app, users)) ^ set(_fact_rows(reader, reference, users)))[:5]:
-                family.problem("fact_mismatches", f"re-ingest after SIGKILL {how}: {row}")
-
-        app, reference = "faults-embedder", "faults-embedder-clean"
-        todo = _fault_sessions(app, size)
-        _fault_ingest(_memories(store, embedder), _fault_sessions(reference, size), facts=False)
-        want = _units(reader, reference, users)
-
-        def fail() -> None:
-            raise RuntimeError("the embedding endpoint went away")
-
-        for layer in ("event", "chunk"):
-            mem = _memories(store, Tripwire(embedder, 2, fail))[layer]
-            try:
-                mem.add_sessions(todo, batch_units=8)  # batch 1 is written, batch 2 fails whole
-                family.notes.append(f"embedder failure ({layer}): the ingest finished before the 2nd call")
-            except RuntimeError:
-                family.add("embedder_failures")
-            partial = [r for r in _units(reader, app, users) if r[1] == mem.layer]
-            _whole(family, partial, want, f"embedder failure ({layer})")
-        _fault_ingest(_memories(store, embedder), todo, facts=False)
-        got = _units(reader, app, users)
-        _compare_units(family, got, want, "re-ingest after embedder failures", extra="extra_units")
+        sigkill_faults(family, store, home, embedder, size)
+        embedder_faults(family, store, embedder, size, "faults-embedder")
     return family
 
 
+def sigkill_faults(family: Family, store: memlab.Store, home: Path, embedder: memlab.Embedder, size: Size) -> None:
+    """SIGKILL of `home`'s postmaster (a private server: `store` is on it) inside a write and at a random moment
+    of an ingest; the next call must start a new server, and a re-ingest must equal one clean ingest."""
+    users = [f"user-{u}" for u in range(size.fault_users)]
+    reader = memories(store, embedder)
+    for how in ("inside-a-write", "at-a-random-moment"):
+        app = f"faults-{how}"
+        todo = fault_sessions(app, size.fault_users, size.fault_sessions)
+        old_pid = postmaster_pid(home)
+        try:
+            if how == "inside-a-write":  # batch 2 is embedded inside its open transaction, then the server dies
+                wire = Tripwire(embedder, 2, lambda: signal_postmaster(home))
+                _fault_ingest(memories(store, wire), todo)
+            else:
+                mems = memories(store, embedder)
+                killer = threading.Timer(0.4, signal_postmaster, [home])
+                killer.start()
+                try:
+                    for _ in range(100):  # keeps writing (re-adds are no-ops) until the server is gone
+                        _fault_ingest(mems, todo, batch=4)
+                finally:
+                    killer.join()
+            family.notes.append(f"SIGKILL {how}: the ingest finished before the kill took effect")
+        except memlab.DatabaseUnavailableError:
+            family.add("kills")
+        started = time.monotonic()
+        try:
+            before = units(reader, app, users)  # the next call restarts the server
+        except memlab.MemlabError as exc:
+            family.problem("not_recovered", f"{how}: {exc}")
+            continue
+        seconds = round(time.monotonic() - started, 2)
+        if postmaster_pid(home) in (None, old_pid):
+            family.problem("not_recovered", f"{how}: the next call did not start a new server")
+            continue
+        family.add("recovered")
+        family.figures["recovery_seconds_max"] = max(family.figures["recovery_seconds_max"], seconds)
+        reference = f"{app}-clean"
+        _fault_ingest(memories(store, embedder), fault_sessions(reference, size.fault_users, size.fault_sessions))
+        want = units(reader, reference, users)
+        _whole(family, before, want, f"after SIGKILL {how}")
+        if 0 < len(before) < len(want):
+            family.add("cut_mid_ingest")
+        _fault_ingest(memories(store, embedder), todo)
+        got = units(reader, app, users)
+        compare_units(family, got, want, f"re-ingest after SIGKILL {how}", extra="extra_units")
+        facts, clean_facts = fact_rows(reader, app, users), fact_rows(reader, reference, users)
+        family.add("facts_compared", len(clean_facts))
+        for row in sorted(set(facts) ^ set(clean_facts))[:5]:
+            family.problem("fact_mismatches", f"re-ingest after SIGKILL {how}: {row}")
+
+
+def embedder_faults(family: Family, store: memlab.Store, embedder: memlab.Embedder, size: Size, app: str) -> None:
+    """An embedder raising on its 2nd call of a batched ingest, and on the 1st of a single session's add, in
+    both layers: every session is whole or absent, and a re-ingest equals one clean ingest (`<app>-clean`)."""
+    users = [f"user-{u}" for u in range(size.fault_users)]
+    reader = memories(store, embedder)
+    reference = f"{app}-clean"
+    todo = fault_sessions(app, size.fault_users, size.fault_sessions)
+    _fault_ingest(memories(store, embedder), fault_sessions(reference, size.fault_users, size.fault_sessions),
+                  facts=False)  # fmt: skip
+    want = units(reader, reference, users)
+
+    def fail() -> None:
+        raise RuntimeError("the embedding endpoint went away")
+
+    for layer in ("event", "chunk"):
+        for at, add in ((2, lambda mem: mem.add_sessions(todo, batch_units=8)),  # batch 1 is written, 2 fails whole
+                        (1, lambda mem: mem.add_session(todo[-1]))):  # fmt: skip
+            mem = memories(store, Tripwire(embedder, at, fail))[layer]
+            try:
+                add(mem)
+                family.notes.append(f"embedder failure ({layer}, call {at}): the ingest finished before it")
+            except RuntimeError:
+                family.add("embedder_failures")
+        partial = [r for r in units(reader, app, users) if r[1] == mem.layer]
+        if 0 < len({r[:3] for r in partial}) < len(todo):
+            family.add("embedder_failures_mid_ingest")
+        _whole(family, partial, want, f"embedder failure ({layer})")
+    _fault_ingest(memories(store, embedder), todo, facts=False)
+    got = units(reader, app, users)
+    compare_units(family, got, want, "re-ingest after embedder failures", extra="extra_units")

