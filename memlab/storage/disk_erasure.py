@@ -43,6 +43,7 @@ USER_TABLES = (
     "memory_tombstone",
     "memory_unit_count",
     "memory_unit_terms",
+    "memory_unit_postings",  # no user_id column, but the lexemes of the user's texts
     "semantic_fact",
     "semantic_fact_observation",
     "fact_watermark",

@@ -69,6 +69,21 @@ def _side_rows(conn, app: str, user: str | None = None) -> int:
     ).fetchone()[0]
 
 
+def _postings(conn) -> tuple[int, int]:
+    """(postings rows, (unit, lexeme) pairs of every unit): equal when the postings follow the unit table exactly."""
+    kept = conn.execute(f"SELECT count(*) FROM {lex.POSTINGS_TABLE}").fetchone()[0]
+    true = conn.execute("SELECT count(*) FROM memory_unit m, unnest(m.lexemes)").fetchone()[0]
+    return kept, true
+
+
+def _user_postings(conn, memory: EventMemory, app: str, user: str) -> int:
+    scope = memory.scope(app, user)
+    return conn.execute(
+        f"SELECT count(*) FROM {lex.POSTINGS_TABLE} WHERE scope = memlab_scope_key(%s, %s, %s, %s)",
+        [app, user, scope.layer, scope.model.model_id],
+    ).fetchone()[0]
+
+
 def _queries(rng: random.Random, n: int) -> list[str]:
     """Random questions over the probe's Zipf vocabulary: common and rare words mixed, repeated words, a phrase,
     a negation, an `or`, a word no unit holds and a query of stop words only."""
@@ -127,22 +142,27 @@ def test_side_table_follows_writes_updates_and_every_forget_path(scratch_store, 
         row = conn.execute("SELECT dl, lexemes @@ 'quetzalcoatl'::tsquery FROM memory_unit_terms "
                            "WHERE user_id = 'u2' AND unit_id = 'e0' AND session_id = 's1'").fetchall()  # fmt: skip
         assert row == [(1, True)] and _side_rows(conn, "app") == 16
+        kept, true = _postings(conn)
+        assert kept == true > 16
     assert [h.unit_id for h in memory.search("app", "u2", "Quetzalcoatl", SearchSettings(mode="lexical", top_k=3))] == [
         "e0"
     ]
     assert memory.delete_memory("app", "u1", "e1", session_id="s1") == 1
     with scratch_store.transaction() as conn:
         assert _side_rows(conn, "app", "u1") == 7
+        assert _postings(conn)[0] == _postings(conn)[1]
     memory.forget_session("app", "u1", "s2")
     with scratch_store.transaction() as conn:
         assert _side_rows(conn, "app", "u1") == 3
     assert memory.forget_user("app", "u1") == 3
     with scratch_store.transaction() as conn:
         assert _side_rows(conn, "app", "u1") == 0 and _side_rows(conn, "app", "u2") == 8
+        assert _user_postings(conn, memory, "app", "u1") == 0 < _user_postings(conn, memory, "app", "u2")
+        assert _postings(conn)[0] == _postings(conn)[1]
         hits = sqlu.lexical_search(conn, memory.scope("app", "u1"), "Mittens Reykjavik", np.ones(384) / 20, 5)
         assert hits == []
         conn.execute("TRUNCATE memory_unit CASCADE")
-        assert _side_rows(conn, "app") == 0
+        assert _side_rows(conn, "app") == 0 and _postings(conn) == (0, 0)
 
 
 def test_a_database_from_before_the_side_table_gets_it_filled_on_open(scratch_store, embedder):
@@ -166,6 +186,14 @@ def test_a_database_from_before_the_side_table_gets_it_filled_on_open(scratch_st
     probe.add_user(memory, "app", "b", probe.cheap_texts(5, seed=4), analyze=False, seed=4)
     with scratch_store.transaction() as conn:
         assert _side_rows(conn, "app", "b") == 5, "the triggers are back"
+        # a side table from before the postings (no unit number): they are added and filled on open
+        conn.execute(f"DROP TABLE {lex.POSTINGS_TABLE}")
+        conn.execute(f"ALTER TABLE {lex.TERMS_TABLE} DROP COLUMN id")
+    with scratch_store.transaction() as conn:
+        sqlu.create_terms(conn)
+        kept, true = _postings(conn)
+        assert kept == true > 50
+        assert [(h.unit_id, h.lexical) for h in sqlu.lexical_search(conn, scope, "w1 w30 w7", vector, 10)] == before
 
 
 def _removed(plan: dict) -> float:
