@@ -88,11 +88,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",
     ("tests/test_erasure_on_disk.py", "memlab.storage.disk_erasure"): "the list of tables erasure vacuums; purge_wal",
     ("tests/test_leaks.py", "memlab.redact"): "unit test of the one redactor behind errors, logs and run folders",
-    ("tests/lab/test_leaks_run_folder.py", "memlab.lab.probes.leaks"): "runs the leaks family and its hostile run",
     ("tests/lab/test_leaks_run_folder.py", "memlab.lab.viewer"): "unit test of the script-data escaping",
     ("tests/lab/test_report_html.py", "memlab.lab.probes.leaks"): "the hostile run whose page the browser opens",
-    ("tests/lab/test_probe_inputs.py", "memlab.lab.probes.inputs"): "runs the input-checks reliability family "
-    "directly",
     ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
     ("tests/events/test_secret_kinds.py", "memlab.events"): "unit test of the decoded-shape detectors "
     "(secret_shapes) behind the secret filter",
@@ -100,10 +97,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_bench_lexical.py", "memlab.lab.bench.markdown"): "renders the lexical section of bench.md",
     ("tests/lab/test_bench_lexical.py", "memlab.lab.probes.lexical"): "the probe's cheap texts and vectors",
     ("tests/lab/test_leaks_run_folder.py", "memlab.lab.redacted"): "unit test of the run folder's redacting writers",
-    ("tests/lab/test_probe_folders.py", "memlab.lab.probes.folders"): "runs the folder-safety family directly",
-    ("tests/lab/test_races_family.py", "memlab.lab.probes.races"): "runs the erasure-vs-write races family directly",
     ("tests/lab/test_run_folder_safety.py", "memlab.lab.outputs"): "unit test of the folder claim and its marker",
-    ("tests/lab/test_split_secrets_probe.py", "memlab.lab.probes.split_secrets"): "runs the split-secrets family",
     ("tests/lab/test_split_secrets_probe.py", "memlab.events.ingest"): "switches the session scan off to show the "
     "family sees what it guards",
     ("tests/lab/test_split_secrets_probe.py", "memlab.facts.memory"): "the same switch in fact memory",

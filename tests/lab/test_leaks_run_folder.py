@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from memlab.lab.probes.leaks import (
+from memlab.lab.probes import (
     CREDENTIALS,
     HOSTILE,
     MARK,
