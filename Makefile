@@ -26,9 +26,11 @@ eval: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# Two pytest-xdist workers, each with its own embedded server and model (tests/conftest.py groups a module's tests
+# on one worker and hands out the longest first); --durations lists the slowest tests of every run.
 test: $(STAMP) browser
 	$(BIN)/ruff check memlab tests
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=25
 
 reliability: $(STAMP)
 	$(BIN)/memlab check reliability --size ci

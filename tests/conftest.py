@@ -40,6 +40,27 @@ def examples(ci: int) -> int:
     return ci * EXAMPLE_SCALE[HYPOTHESIS_PROFILE]
 
 
+# `make test` runs two pytest-xdist workers (`-n 2 --dist loadgroup --no-loadscope-reorder`): each worker has its
+# own MEMLAB_HOME, embedded server and model (the session fixtures below). A module's tests stay on one worker, so a
+# module fixture is built once; tests using `fixtures_run` share a group, so that run is made once. The modules
+# that take longest (pytest --durations) are handed out first, so the two workers finish close together.
+LONGEST_FIRST = ["tests/test_isolation.py", "tests/lab/test_reliability.py", "tests/test_notebooks.py",
+                 "tests/test_concurrency.py", "tests/lab/test_sweeps.py", "fixtures_run",
+                 "tests/lab/test_experiment.py", "tests/test_faults.py", "tests/test_erasure_everywhere.py"]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group each test for xdist (its module, or `fixtures_run`) and, on a worker, put the longest groups first."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            group = "fixtures_run" if "fixtures_run" in item.fixturenames else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one order on every worker; a plain run keeps the file order
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.get_closest_marker("xdist_group").args[0], len(rank)))
+
+
 @pytest.fixture(scope="session")
 def memlab_home():
     """A private MEMLAB_HOME for the run. Not under pytest's tmp_path: pytest prunes old base folders when

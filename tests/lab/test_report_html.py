@@ -15,6 +15,7 @@ import pytest
 from memlab import lab
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.xdist_group("fixtures_run")  # under xdist, on the worker that makes the fixtures run
 
 
 @pytest.fixture(scope="module")
