@@ -263,8 +263,9 @@ def export_command(
 @check_app.command("reliability")
 @user_errors
 def reliability_command(
-    size: str = typer.Option("ci", help="ci (a few minutes on 2 cores; what CI runs) or full (longer loops, more "
-                             "users and look-alike ids)."),
+    size: str = typer.Option("ci", help="smoke (every family, least work: what the test suite runs), ci "
+                             "(a few minutes on 2 cores; `make reliability`) or full (longer loops, more users and "
+                             "look-alike ids)."),
     out: Path = typer.Option(Path("reports/reliability"), help="Where <run-id>/reliability.md and .json go."),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server); "
                                    "the checks write to throw-away databases on it."),
@@ -273,8 +274,8 @@ def reliability_command(
     write a report and exit 1 when a must-be-zero figure is not zero or a goal is missed."""
     lab = workbench()
     logging.basicConfig(level=logging.WARNING)
-    if size not in ("ci", "full"):
-        fail(f"--size must be ci or full, got {size!r}")
+    if size not in lab.RELIABILITY_SIZES:
+        fail(f"--size must be one of {', '.join(lab.RELIABILITY_SIZES)}, got {size!r}")
     if out.exists() and not out.is_dir():
         fail(f"--out {out}: this is a file, not a folder; each run goes to a new folder inside --out.")
     run_id = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{size}"

@@ -19,8 +19,6 @@ MAX_LINES = 700
 # fails the test. The workbench flows config -> experiment -> systems -> runs -> scores -> report, with the bench
 # and the probes on top (they run experiments), so a sweep importing the bench points back up.
 CIRCLE_EDGES: dict[tuple[str, str], str] = {
-    ("memlab.lab.sweeps.ingest", "memlab.lab.bench"): "measure_ingest lives in bench/ingest.py, and bench/__init__ "
-    "imports run, markdown and lexical, which import experiment, report and probes (bench is helper B's)",
 }
 
 # (file, imported module) -> why it is imported inside a function. One line each; remove an entry once unused.

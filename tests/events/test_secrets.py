@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-import yaml
 
 import memlab
 from memlab import find_secrets, skip_reason

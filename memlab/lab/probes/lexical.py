@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 import memlab
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
+from memlab.lab.plan_rows import TOP_K, PlanRows, lexical_plan_rows, plan_rows, random_vectors  # noqa: F401 (the tests read them here)
 from memlab.lab.probes.family import Family
 from memlab.storage import units as sqlu
 
@@ -34,7 +34,6 @@ QUERIES = ("w1 w5 w30 w200 w999", "w3 w40", "what did w2 say about w60 and w1500
 SELECTIVE = ("w2990 w2991 w2992 w2993 w2994 w2995 w2996 w2997 w2998 w2999", "w2801 w2802 w2803")
 VOCABULARY = 3_000  # distinct words of the probe's texts, drawn Zipf-like (a few common, many rare)
 LAYER = "probe:lexical"
-TOP_K = 50
 _T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
@@ -46,12 +45,6 @@ def cheap_texts(n: int, *, seed: int = 0) -> list[str]:
     words = rng.choice(VOCABULARY, size=(n, 24), p=weights / weights.sum())
     lengths = rng.integers(5, 25, size=n)
     return [" ".join(f"w{w}" for w in row[:length]) for row, length in zip(words, lengths, strict=True)]
-
-
-def random_vectors(n: int, dimension: int, *, seed: int = 0) -> np.ndarray:
-    """Random unit vectors: lexical search reads the text; a vector only gives each hit its distance."""
-    vectors = np.random.default_rng(seed).normal(size=(n, dimension)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def _units(user: str, texts: list[str]) -> Iterator[Unit]:
@@ -70,42 +63,6 @@ def add_user(memory: EventMemory, app: str, user: str, texts: list[str], *, anal
     scope = memory.scope(app, user)
     with memory.store.transaction() as conn:
         sqlu.copy_rows(conn, [sqlu.unit_row(scope, unit, v) for _, _, unit, v in rows])
-
-
-@dataclass(frozen=True)
-class PlanRows:
-    """Rows one statement's plan handled: produced plus removed by filters, each node times its loops."""
-
-    rows: float
-    removed_by_join_filter: float
-    max_loops: int
-
-
-def plan_rows(plan: dict) -> PlanRows:
-    """Count the rows of an EXPLAIN (ANALYZE, FORMAT JSON) plan (its top node or the whole JSON)."""
-    node = plan[0]["Plan"] if isinstance(plan, list) else plan.get("Plan", plan)
-    total = joined = 0.0
-    loops_max = 0
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        loops = int(n.get("Actual Loops", 1))
-        loops_max = max(loops_max, loops)
-        removed = sum(n.get(k, 0) for k in ("Rows Removed by Filter", "Rows Removed by Join Filter",
-                                            "Rows Removed by Index Recheck"))  # fmt: skip
-        total += (float(n.get("Actual Rows", 0)) + removed) * loops
-        joined += float(n.get("Rows Removed by Join Filter", 0)) * loops
-        stack.extend(n.get("Plans", []))
-    return PlanRows(total, joined, loops_max)
-
-
-def lexical_plan_rows(memory: EventMemory, app: str, user: str, query: str, top_k: int = TOP_K) -> PlanRows:
-    """Run the lexical search statement of (app, user) under EXPLAIN ANALYZE and count its rows."""
-    scope = memory.scope(app, user)
-    vector = random_vectors(1, memory.model.dimension, seed=1)[0]
-    with memory.store.transaction() as conn:
-        plan = conn.execute(*sqlu.lexical_statement(conn, scope, query, vector, top_k, explain=True)).fetchone()[0]
-    return plan_rows(plan)
 
 
 def growth(memory: EventMemory, app: str, small: str, big: str, query: str) -> tuple[PlanRows, PlanRows, float]:
