@@ -228,6 +228,7 @@ def test_a_dsn_password_never_reaches_the_rendered_html(tmp_path, memlab_home):
         nbformat.v4.new_code_cell("DSN = None\nMEMLAB_HOME = None", metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell("print('got the dsn:', DSN is not None and DSN.startswith('postgresql://'))"),
         nbformat.v4.new_code_cell("print(DSN)\nDSN"),
+        nbformat.v4.new_code_cell("print(DSN.split(':')[2].split('@')[0][::-1][::-1])"),  # the password alone
     ])  # fmt: skip
     folder = tmp_path / "nb"
     folder.mkdir()

@@ -151,9 +151,9 @@ def render_notebooks(out: Path, overrides: dict[str, object], *, folder: Path = 
     with this_interpreter_kernel() as kernel, _environ(env):
         for path in sorted(folder.glob("*.ipynb")):
             nb = nbformat.read(path, as_version=4)
-            known = set(parameter_names(parameters_cell(nb)))
-            with_parameters(nb, {k: v for k, v in overrides.items() if k in known and k not in secrets},
-                            from_env={k: f"MEMLAB_NB_{k}" for k in secrets if k in known})  # fmt: skip
+            names = set(parameter_names(parameters_cell(nb)))
+            with_parameters(nb, {k: v for k, v in overrides.items() if k in names and k not in secrets},
+                            from_env={k: f"MEMLAB_NB_{k}" for k in secrets if k in names})  # fmt: skip
             try:
                 timings[path.stem] = execute(nb, kernel, cwd=folder)
             finally:
