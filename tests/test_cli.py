@@ -107,7 +107,7 @@ def test_bad_inputs_end_in_one_line_and_exit_code_2(tmp_path):
         ("report", "--run", str(tmp_path / "missing")): "no metrics file",
         ("report", "--baseline", str(tmp_path / "none.json"), "--run", str(tmp_path)): "memlab baseline --run",
         ("bench", "--size", "huge", "--out", str(tmp_path / "b")): "bench size 'huge' is unknown",
-        ("check", "reliability", "--size", "huge"): "--size must be ci or full",
+        ("check", "reliability", "--size", "huge"): "--size must be one of smoke, ci, full",
     }
     (tmp_path / "metrics.json").write_text("{}")
     for args, words in cases.items():

@@ -39,6 +39,9 @@ _ROW = (
     " FROM unnest(lexemes) AS u WHERE cardinality(u.positions) > 1),"
     " lexemes || array_to_tsvector(ARRAY[memlab_scope_lexeme(app_name, user_id, layer, embed_model)])"
 )
+_COLUMNS = (*_KEY.split(", "), "occurred_at", "dl", "repeats", "lexemes")  # the side table's layout (id: postings)
+_EXPECTED = ", ".join(f"'{c}'" for c in _COLUMNS)
+_EXPECTED_COUNT = len(_COLUMNS)
 _MATCH = "(t.app_name, t.user_id, t.layer, t.session_id, t.unit_id, t.embed_model) = " \
          "(r.app_name, r.user_id, r.layer, r.session_id, r.unit_id, r.embed_model)"  # fmt: skip
 # Postings: one row per (unit, lexeme) of the side table, keyed (scope, lexeme, unit) with the lexeme's count and
@@ -93,6 +96,19 @@ BEGIN
 END $$;
 DO $$
 BEGIN
+    -- the side table and postings are derived from the unit table: one of another layout (a build between
+    -- releases) is dropped and rebuilt rather than half-migrated
+    IF to_regclass('{TERMS_TABLE}') IS NOT NULL THEN
+        IF (SELECT count(*) FROM pg_attribute WHERE attrelid = '{TERMS_TABLE}'::regclass AND NOT attisdropped
+            AND attname IN ({_EXPECTED})) < {_EXPECTED_COUNT} THEN
+            DROP TABLE IF EXISTS {POSTINGS_TABLE};
+            DROP TABLE {TERMS_TABLE};
+            DROP TRIGGER IF EXISTS memlab_terms_insert ON {UNITS_TABLE};
+            DROP TRIGGER IF EXISTS memlab_terms_delete ON {UNITS_TABLE};
+            DROP TRIGGER IF EXISTS memlab_terms_update ON {UNITS_TABLE};
+            DROP TRIGGER IF EXISTS memlab_terms_truncate ON {UNITS_TABLE};
+        END IF;
+    END IF;
     IF to_regclass('{TERMS_TABLE}') IS NULL THEN
         LOCK TABLE {UNITS_TABLE} IN SHARE MODE;  -- writers wait while the table is filled
         CREATE TABLE {TERMS_TABLE} (

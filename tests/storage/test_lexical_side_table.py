@@ -194,6 +194,15 @@ def test_a_database_from_before_the_side_table_gets_it_filled_on_open(scratch_st
         kept, true = _postings(conn)
         assert kept == true > 50
         assert [(h.unit_id, h.lexical) for h in sqlu.lexical_search(conn, scope, "w1 w30 w7", vector, 10)] == before
+    with scratch_store.transaction() as conn:  # a side table of another layout (a build between releases) is rebuilt
+        conn.execute(f"ALTER TABLE {lex.TERMS_TABLE} DROP COLUMN occurred_at")
+    with scratch_store.transaction() as conn:
+        sqlu.create_terms(conn)
+        assert _side_rows(conn, "app", "a") == 50 and _postings(conn)[0] == _postings(conn)[1] > 50
+        assert [(h.unit_id, h.lexical) for h in sqlu.lexical_search(conn, scope, "w1 w30 w7", vector, 10)] == before
+    probe.add_user(memory, "app", "c", probe.cheap_texts(5, seed=5), analyze=False, seed=5)
+    with scratch_store.transaction() as conn:
+        assert _side_rows(conn, "app", "c") == 5, "the rebuilt side table's triggers write to it"
 
 
 def _removed(plan: dict) -> float:

@@ -116,8 +116,9 @@ def sigkill_faults(family: Family, store: memlab.Store, home: Path, embedder: me
         todo = fault_sessions(app, size.fault_users, size.fault_sessions)
         old_pid = postmaster_pid(home)
         try:
-            if how == "inside-a-write":  # batch 2 is embedded inside its open transaction, then the server dies
-                wire = Tripwire(embedder, 2, lambda: signal_postmaster(home))
+            if how == "inside-a-write":  # the server dies as batch 3 is embedded: batch 1 is committed by then
+                # (embedding a batch overlaps the previous batch's write, so at call 2 batch 1 may still be open)
+                wire = Tripwire(embedder, 3, lambda: signal_postmaster(home))
                 _fault_ingest(memories(store, wire), todo)
             else:
                 mems = memories(store, embedder)
