@@ -10,8 +10,8 @@ import ast
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.test_import_graph import imported_names, module_files
 
-MEMLAB = ROOT / "memlab"
 BASE = {"memlab.errors", "memlab.redact", "memlab.config", "memlab.types", "memlab.inputs"}
 LAYERS = ("storage", "embedding", "events", "facts")
 TOP = {"memlab.erasure", "memlab.adk", "memlab.adapters"}
@@ -28,33 +28,13 @@ DEFERRED: dict[tuple[str, str], str] = {
 
 
 def _library_files() -> dict[str, Path]:
-    """module name -> file, for the memory library."""
-    out = {}
-    for path in MEMLAB.rglob("*.py"):
-        rel = path.relative_to(MEMLAB)
-        if rel.parts[0] == "lab" or rel.name == "cli.py":
-            continue
-        parts = ["memlab", *path.relative_to(MEMLAB).with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
-    return out
+    """module name -> file, for the memory library (the workbench and the CLI left out)."""
+    return {m: p for m, p in module_files().items() if not (m.startswith("memlab.lab") or m == "memlab.cli")}
 
 
 def _imports(module: str, path: Path) -> list[tuple[ast.stmt, list[str]]]:
-    """Each import statement of a module with the modules it names (a `from p import x` names p, and p.x)."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out.append((node, [a.name for a in node.names]))
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parts, base] if base else parts)
-            out.append((node, [base, *(f"{base}.{a.name}" for a in node.names)]))
-    return out
+    """Each import statement of a module with the modules it names (tests/test_import_graph.py reads them)."""
+    return imported_names(module, path, ast.parse(path.read_text()))
 
 
 def _graph() -> dict[str, set[str]]:
