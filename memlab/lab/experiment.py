@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import platform
-import resource
 import shutil
 import subprocess
 import time
@@ -25,6 +24,7 @@ import memlab
 from memlab.embedding import make_embedder
 from memlab.embedding.base import Embedder, embed_queries
 from memlab.errors import ConfigError
+from memlab.lab.bench.hardware import peak_memory_mb
 from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
 from memlab.lab.dataset_checks import dataset_warnings
@@ -66,11 +66,6 @@ def _versions(store=None) -> dict[str, str]:
     if store is not None:
         out["pgvector"] = store.vector_version
     return out
-
-
-def peak_memory_mb() -> float:
-    """This process's peak resident memory so far, in MB (Linux reports ru_maxrss in KiB)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _write_manifest(out: Path, manifest: dict) -> None:
