@@ -260,6 +260,47 @@ def export_command(
                   f"to {out}")
 
 
+judge_app = typer.Typer(help="Label your own queries: pool systems' hits, judge them in judge.html.",
+                        no_args_is_help=True)
+app.add_typer(judge_app, name="judge")
+
+
+@judge_app.command("pool")
+@user_errors
+def judge_pool_command(
+    config: Path = typer.Option(..., "--config", "-c", help="The experiment whose systems make the pool."),
+    queries: Path = typer.Option(..., help="The query file (JSONL: query_id, app, user, text, asked_at, origin)."),
+    depth: int = typer.Option(10, help="Events each system contributes per query (its first d events)."),
+    out: Path = typer.Option(..., help="The pool file to write (JSON)."),
+    dataset: str | None = typer.Option(None, help="The config's data set holding the queries' sessions (needed "
+                                       "when it has several)."),
+    dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server); "
+                                   "the systems are built in a throw-away database on it."),
+) -> None:
+    """Run every system of an experiment on the queries and pool the union of their top-d hits per query."""
+    lab = workbench()
+    experiment = lab.load_config(config)
+    with memlab.open_store(dsn) as store:
+        pool = lab.pool_queries(experiment, queries, depth, store, dataset=dataset)
+    lab.write_pool(pool, out)
+    hits = sum(len(q["hits"]) for q in pool["queries"])
+    console.print(f"[green]wrote[/] {out}: {len(pool['queries'])} queries, {hits} pooled events from "
+                  f"{len(pool['systems'])} systems at depth {depth}")
+
+
+@judge_app.command("page")
+@user_errors
+def judge_page_command(
+    pool: Path = typer.Option(..., help="A pool file from `memlab judge pool`."),
+    out: Path = typer.Option(Path("judge.html"), help="The judging page to write (one file, works offline)."),
+    seed: int = typer.Option(0, help="Seed of the shuffled hit order."),
+) -> None:
+    """Write judge.html: judge each query's pooled hits from the keyboard and export judgments as JSONL."""
+    lab = workbench()
+    lab.write_judge_page(lab.read_pool(pool), out, seed=seed)
+    console.print(f"[green]wrote[/] {out}; open it in a browser")
+
+
 @check_app.command("reliability")
 @user_errors
 def reliability_command(

@@ -49,6 +49,9 @@ from memlab.lab.gate import (
 )
 from memlab.lab.identity import is_relevant
 from memlab.lab.jsonl import load_jsonl, write_jsonl
+from memlab.lab.judging.pool import pool_queries
+from memlab.lab.judging.pool_file import Pool, read_pool, write_pool
+from memlab.lab.judging.query_file import Query, read_queries
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
@@ -87,6 +90,8 @@ __all__ = [
     "FactSystem",
     "FaissExact",
     "FaissExactSystem",
+    "Pool",
+    "Query",
     "Question",
     "QuestionTable",
     "Run",
@@ -146,11 +151,14 @@ __all__ = [
     "paired_p",
     "parse_config",
     "plots",
+    "pool_queries",
     "probes",
     "publish_latest",
     "quantile_ratio_ci",
     "question_hits",
     "question_scores",
+    "read_pool",
+    "read_queries",
     "recommend",
     "regressions",
     "reliability_markdown",
@@ -172,5 +180,6 @@ __all__ = [
     "write_comparison",
     "write_html",
     "write_jsonl",
+    "write_pool",
     "write_report",
 ]

@@ -1,0 +1,127 @@
+"""Pooling (TREC style): every system of an experiment answers the queries, and the union of each system's top-d
+hits per query is what a person judges. The pool file records which systems and depth made it, when, and from
+which config, so a report can say which systems its labels are fair to.
+
+Judgments are per event: a chunk or a fact holds several events, and the judged set's labels name events, as
+every memlab label does. So depth counts events in rank order (each event at the rank of the first unit holding
+it, as scoring ranks them): a system contributes its first d events, whatever its granularity.
+
+    {"memlab": "pool", "version": 1, "config": ..., "dataset": ..., "depth": 10, "created_at": ...,
+     "systems": [{"name": ..., "kind": ...}], "queries": [{"query_id": ..., "text": ..., "hits":
+       [{"event_id": ..., "session": ..., "text": ..., "at": ..., "author": ..., "found_by": [{"system": ...,
+         "rank": 1}]}]}]}"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memlab.embedding.base import Embedder, embed_queries
+from memlab.errors import ConfigError, FixtureError
+from memlab.lab.config import ExperimentConfig
+from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.experiment import make_embedders
+from memlab.lab.jsonl import load_jsonl
+from memlab.lab.judging.pool_file import POOL_KIND, POOL_VERSION
+from memlab.lab.judging.query_file import Query, read_queries
+from memlab.lab.loaders import check_spec, load_dataset, resolve_path
+from memlab.lab.runs import event_sessions
+from memlab.lab.systems import Env, system_from_config
+from memlab.storage.store import Store, scratch_store
+from memlab.types import Event
+
+
+def session_source(config: ExperimentConfig, dataset: str | None) -> tuple[str, Dataset]:
+    """The experiment's data set whose sessions the queries' users have: the one named, or the only one. A memlab
+    JSONL file of sessions alone is fine here (pooling needs no questions)."""
+    specs = config.resolved["datasets"]
+    names = [str(s.get("name")) for s in specs]
+    if dataset is None and len(specs) > 1:
+        raise ConfigError(f"{config.source}: the config has {len(specs)} data sets ({', '.join(names)}); name the "
+                          "one holding the queries' sessions with --dataset")  # fmt: skip
+    spec = specs[0] if dataset is None else next((s for s in specs if s.get("name") == dataset), None)
+    if spec is None:
+        raise ConfigError(f"--dataset {dataset!r} is not in {config.source}; its data sets: {', '.join(names)}")
+    if check_spec(spec, f"data set {spec['name']!r}") == "memlab":
+        return str(spec["name"]), load_jsonl(resolve_path(spec["path"], config.base_dirs, f"data set "
+                                                                                          f"{spec['name']!r}"))
+    return str(spec["name"]), load_dataset(spec, config.base_dirs)
+
+
+def queries_dataset(name: str, source: Dataset, queries: list[Query]) -> Dataset:
+    """The asking users' sessions with the queries as unlabelled questions; a query of a user the data set does
+    not hold is refused (its pool would be empty, silently)."""
+    users = {(u.app_name, u.user_id): u for u in source.users}
+    missing = sorted({(q.app, q.user) for q in queries} - set(users))
+    if missing:
+        raise FixtureError(f"{name}: no sessions for user(s) {', '.join(f'{a}/{u}' for a, u in missing[:5])} that "
+                           f"the queries name; add their sessions to the data set or drop those queries (known "
+                           f"users: {', '.join(f'{a}/{u}' for a, u in list(users)[:5])})")  # fmt: skip
+    asked = list(dict.fromkeys((q.app, q.user) for q in queries))
+    kept = [UserHistory(users[key].app_name, users[key].user_id, users[key].sessions) for key in asked]
+    questions = [Question(q.query_id, q.app, q.user, q.text, (), asked_at=q.asked_at, qtype=q.origin)
+                 for q in queries]  # fmt: skip
+    return Dataset(name, kept, questions)
+
+
+def _event_index(dataset: Dataset) -> dict[tuple[str, str, str | None, str], Event]:
+    return {(s.app_name, s.user_id, s.id, e.id): e for s in dataset.sessions() for e in s.events}
+
+
+def _ranked_events(hits, depth: int) -> list[tuple[str | None, str]]:
+    """The first `depth` distinct (session, event id) of a ranking, each at its first unit's rank."""
+    seen: dict[tuple[str | None, str], None] = {}
+    for hit in hits:
+        for key in zip(event_sessions(hit), hit.event_ids, strict=True):
+            seen.setdefault(key, None)
+    return list(seen)[:depth]
+
+
+def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int, store: Store, *,
+                 dataset: str | None = None, embedders: dict[str, Embedder] | None = None,
+                 home: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run every configured system of `config` on the queries (on a fresh scratch database of `store`'s server)
+    and return the pool: per query the union of each system's first `depth` events, with who found each."""
+    if not isinstance(depth, int) or depth < 1:
+        raise ConfigError(f"--depth must be a whole number of at least 1, got {depth!r}")
+    queries = read_queries(queries_path)
+    cfg = config.resolved
+    name, source = session_source(config, dataset)
+    data = queries_dataset(name, source, queries)
+    if embedders is None:
+        embedders, _ = make_embedders(cfg["embedders"], home=home)
+    systems = [system_from_config(s) for s in cfg["systems"]]
+    systems = [s for s in systems if s.embedder in embedders]
+    if not systems:
+        raise ConfigError(f"{config.source}: no system to pool; list at least one under `systems`")
+    events = _event_index(data)
+    found: dict[str, dict[tuple[str | None, str], list[dict[str, Any]]]] = {q.query_id: {} for q in queries}
+    with scratch_store(store, prefix="memlab_pool") as fresh:
+        env = Env(fresh, embedders, k=depth, extractor_options={"llm": cfg.get("llm")})
+        vectors = {}
+        for system in systems:
+            handle = env.handle(system, data)
+            if system.embedder not in vectors:
+                model = env.embedder(system.embedder)
+                vectors[system.embedder] = dict(zip([q.id for q in data.questions],
+                                                    embed_queries(model, [q.text for q in data.questions]),
+                                                    strict=True))  # fmt: skip
+            for question in data.questions:
+                hits = system.search(handle, question, vectors[system.embedder][question.id], depth)
+                for rank, key in enumerate(_ranked_events(hits, depth), start=1):
+                    found[question.id].setdefault(key, []).append({"system": system.name, "rank": rank})
+    pooled = []
+    for query in queries:
+        hits = []
+        for (session, event_id), by in sorted(found[query.query_id].items(),
+                                              key=lambda item: min(f["rank"] for f in item[1])):  # fmt: skip
+            event = events.get((query.app, query.user, session, event_id))
+            hits.append({"event_id": event_id, "session": session, "text": event.text if event else "",
+                         "at": event.timestamp.isoformat() if event else None,
+                         "author": event.author if event else None, "found_by": by})  # fmt: skip
+        pooled.append({**query.record(), "hits": hits})
+    return {"memlab": POOL_KIND, "version": POOL_VERSION, "config": config.name, "config_source": config.source,
+            "dataset": name, "depth": depth, "depth_unit": "events",
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "queries_file": str(queries_path),
+            "systems": [{"name": s.name, **s.describe()} for s in systems], "queries": pooled}  # fmt: skip
