@@ -31,6 +31,7 @@ from memlab.errors import (
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.filters import SKIP_REASONS, find_secrets, skip_reason
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
+from memlab.events.query_log import LoggedQuery, QueryLog, logged_queries, purge_query_log, query_log_users
 from memlab.events.renderings import RENDERINGS
 from memlab.events.timewords import EventAnchor, TimeWindow, event_anchor, resolve_time
 from memlab.facts.decide import decide
@@ -131,10 +132,12 @@ __all__ = [
     "InputLimits",
     "LabelledExtractor",
     "LlmExtractor",
+    "LoggedQuery",
     "MemlabError",
     "MigrationReport",
     "OpenAICompatibleEmbedder",
     "PredicateRegistry",
+    "QueryLog",
     "RuleExtractor",
     "SearchSettings",
     "SentenceTransformerEmbedder",
@@ -154,6 +157,7 @@ __all__ = [
     "find_secrets",
     "forget_event",
     "forget_session",
+    "logged_queries",
     "make_embedder",
     "memlab_home",
     "migrate_embeddings",
@@ -162,6 +166,8 @@ __all__ = [
     "packaged_minilm_path",
     "parse_fact_id",
     "prepare_mpnet",
+    "purge_query_log",
+    "query_log_users",
     "redact_secrets",
     "render_fact",
     "resolve_time",

@@ -409,11 +409,12 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class DeletionReport:
-    """What an erasure removed: memory units, tombstones, embedding-cache entries (of the deleted texts) and
-    per-tenant indexes, and which tables were vacuumed afterwards."""
+    """What an erasure removed: memory units, tombstones, embedding-cache entries (of the deleted texts),
+    per-tenant indexes and logged queries (memlab.QueryLog), and which tables were vacuumed afterwards."""
 
     units: int = 0
     tombstones: int = 0
     cache_entries: int = 0
     tenant_indexes: int = 0
     vacuumed: tuple[str, ...] = ()
+    queries: int = 0

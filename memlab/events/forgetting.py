@@ -13,6 +13,7 @@ from memlab.events.core import MemoryCore
 from memlab.events.write_guard import erasing
 from memlab.inputs import MAX_ID_BYTES, check_ids, check_text
 from memlab.storage import disk_erasure, erasures
+from memlab.storage import query_log as sql_log
 from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.types import DeletionReport
@@ -24,7 +25,7 @@ class Forgetting:
     def __init__(self, core: MemoryCore) -> None:
         self.core = core
 
-    def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str) -> DeletionReport:
+    def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str, queries: int = 0) -> DeletionReport:
         """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
         self.core.changed()
         cache_entries = self.core.forget_cached(deleted.text_keys)
@@ -41,6 +42,7 @@ class Forgetting:
             cache_entries=cache_entries,
             tenant_indexes=deleted.tenant_indexes,
             vacuumed=vacuumed,
+            queries=queries,
         )
 
     def delete_memory(
@@ -64,7 +66,8 @@ class Forgetting:
             marker = erasures.units_session(app_name, user_id, session_id, self.core.model.model_id)
             erasing(conn, app_name, user_id, [marker])  # an add of the session in flight writes nothing of it
             deleted = housekeeping.erase_session(conn, app_name, user_id, session_id, self.core.model.model_id)
-        return self._finish_erasure(deleted, vacuum)
+            queries = sql_log.delete_sessions(conn, app_name, user_id, [session_id])  # queries whose hits it held
+        return self._finish_erasure(deleted, vacuum, queries)
 
     def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> int:
         """See `EventMemory.forget_user`."""
@@ -73,7 +76,8 @@ class Forgetting:
         with self.core.store.transaction() as conn:
             erasing(conn, app_name, user_id, [erasures.units_user(app_name, user_id)])
             deleted = housekeeping.erase_user(conn, app_name, user_id)
-        return self._finish_erasure(deleted, vacuum).units
+            queries = sql_log.delete_user(conn, app_name, user_id)  # the user's logged queries, every memory's
+        return self._finish_erasure(deleted, vacuum, queries).units
 
     def purge_before(
         self, cutoff: datetime, *, app_name: str | None = None, user_id: str | None = None, vacuum: bool | str = False

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import datetime
 
 import numpy as np
@@ -38,6 +39,7 @@ from memlab.events.core import MemoryCore
 from memlab.events.forgetting import Forgetting
 from memlab.events.ingest import DUPLICATE_ID, SKIP_REASONS, Ingest, record_failure
 from memlab.events.migration import MigrationReport, migrate_embeddings
+from memlab.events.query_log import QueryLog, QueryRecorder, event_hits
 from memlab.events.renderings import check_rendering, rendered_layer
 from memlab.events.search import GATE_COUNT_LIMIT, Explain, Search
 from memlab.events.units import Unit, layer_name
@@ -84,7 +86,9 @@ class EventMemory:
         rendering: str = "text",
         fact_keys: FactKeys | None = None,
         limits: InputLimits | None = None,
+        query_log: QueryLog | None = None,
     ) -> None:
+        # `query_log`: QueryLog(enabled=True) records the queries `search` and `search_fused` serve (off by default).
         # `layer` names a separate corpus with its own HNSW index (benchmarks use it to stay apart).
         # The rendering (what is embedded) and fact keys are part of the layer, so they coexist in one table.
         rendering = check_rendering(rendering)
@@ -110,6 +114,7 @@ class EventMemory:
         self._ingest = Ingest(self._core)
         self._search = Search(self._core)
         self._forgetting = Forgetting(self._core)
+        self._queries = QueryRecorder(store, query_log, "events", layer)
 
     # -- settings, read-only ----------------------------------------------------------------------------
     store = property(lambda self: self._core.store)
@@ -125,6 +130,7 @@ class EventMemory:
     limits = property(lambda self: self._core.limits)
     rendering = property(lambda self: self._core.rendering)
     fact_keys = property(lambda self: self._core.fact_keys)
+    query_log = property(lambda self: self._queries)  # its settings, and counts of queries recorded and skipped
 
     def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
         return self._core.scope(app_name, user_id)
@@ -205,8 +211,11 @@ class EventMemory:
         the question is asked, lets time phrases in it count). With an answerability `gate` (fitted by the
         workbench's retrieval sweep, `AnswerabilityGate.load("answerability.json")`) a question the gate
         judges unanswerable gets no hits (`dropped_by_cutoff` counts them). The query is embedded without
-        being written to the embedding cache (it is the user's data too)."""
-        return self._search.search(app_name, user_id, query, settings, asked_at=asked_at, gate=gate)
+        being written to the embedding cache (it is the user's data too). With recording on (`query_log=`) the
+        query is recorded after it was served, unless it holds a credential."""
+        hits = self._search.search(app_name, user_id, query, settings, asked_at=asked_at, gate=gate)
+        self._record(app_name, user_id, query, asked_at, settings, hits, gate=gate is not None)
+        return hits
 
     def search_fused(
         self,
@@ -222,8 +231,20 @@ class EventMemory:
         its vector already embedded: each list `settings.candidates` deep (the vector list ordered with the
         preferred author's margin), fused by reciprocal rank, re-ranked by the
         question's time window, spread by the per-session cap, then cut to `top_k` and `max_distance`. The
-        query text is used as given (`search` renders it first)."""
-        return self._search.search_fused(app_name, user_id, query, vector, settings, asked_at=asked_at)
+        query text is used as given (`search` renders it first). Recorded like `search` when recording is on."""
+        hits = self._search.search_fused(app_name, user_id, query, vector, settings, asked_at=asked_at)
+        self._record(app_name, user_id, query, asked_at, settings, hits)
+        return hits
+
+    def _record(self, app_name: str, user_id: str, query: str, asked_at: datetime | None,
+                settings: SearchSettings | None, hits: Hits, *, gate: bool = False) -> None:  # fmt: skip
+        """Record a served query (a no-op unless recording is on; never raises). A vector-only search
+        (`search_vector`, `explain*`) has no text to record and is never recorded."""
+        if not self._queries.enabled:
+            return
+        scope = self._core.scope(app_name, user_id)
+        self._queries.record(app_name, user_id, query, asked_at, {**asdict(settings or SearchSettings()), "gate": gate},
+                             event_hits(hits), lambda conn: self._core.scope_facts(conn, scope).units)  # fmt: skip
 
     def search_vector(
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
@@ -245,8 +266,16 @@ class EventMemory:
     def maintain(self, app_name: str | None = None) -> list[str]:
         """Build a per-tenant partial HNSW index for every user of this layer and model (of one app, or all)
         holding at least the policy's `tenant_index_above` units, so `auto` serves them from a graph dense in
-        their own rows. Run it after large loads (or on a schedule); returns the indexes created."""
-        return self._search.maintain(app_name)
+        their own rows. Run it after large loads (or on a schedule); returns the indexes created. With a
+        `query_log`, it also deletes logged queries older than its retention (`purge_queries`)."""
+        created = self._search.maintain(app_name)
+        self.purge_queries(app_name=app_name)
+        return created
+
+    def purge_queries(self, *, now: datetime | None = None, app_name: str | None = None) -> int:
+        """Delete logged queries (of every user, or of one app) recorded more than this memory's
+        `query_log.retention` before `now`; nothing when the memory has no `query_log`. Returns rows deleted."""
+        return self._queries.purge(now=now, app_name=app_name)
 
     def count(self, app_name: str, user_id: str) -> int:
         """How many units of this layer and model the user has (the count the triggers keep: no scan)."""

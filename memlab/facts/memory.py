@@ -33,6 +33,7 @@ from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
 from memlab.events.filters import forget_scans, holds_secret
+from memlab.events.query_log import QueryLog, QueryRecorder, fact_hits
 from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
@@ -55,6 +56,7 @@ from memlab.inputs import (
     timestamp_problem,
 )
 from memlab.storage import erasures
+from memlab.storage import query_log as sql_log
 from memlab.storage.disk_erasure import after_erasure, check_level
 from memlab.storage.schema import SCHEMA_LOCK_KEY
 from memlab.storage.store import Store
@@ -147,6 +149,7 @@ class FactForgetReport:
     restored: list[tuple[str, str, str]] = field(default_factory=list)  # (subject, predicate, value)
     changed: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # (s, p, value, before, after)
     vacuumed: tuple[str, ...] = ()  # what the `vacuum=` level vacuumed afterwards (memlab.storage.disk_erasure)
+    queries: int = 0  # logged queries whose hits touched the forgotten session (memlab.QueryLog)
 
 
 @dataclass(frozen=True)
@@ -191,9 +194,12 @@ class FactMemory:
         registry: PredicateRegistry | None = None,
         timestamps: TimestampWindow | None = None,
         limits: InputLimits | None = None,
+        query_log: QueryLog | None = None,
     ) -> None:
         """`timestamps`: the times a fact may be stated at (1970 .. now + 1 day by default; widen it to replay
-        old data); `limits`: the longest texts, queries and values accepted (see `memlab.inputs.InputLimits`)."""
+        old data); `limits`: the longest texts, queries and values accepted (see `memlab.inputs.InputLimits`);
+        `query_log`: QueryLog(enabled=True) records the queries `search` serves (off by default)."""
+        self.query_log = QueryRecorder(store, query_log, "facts", "facts")  # settings, counts recorded/skipped
         if timestamps is not None and not isinstance(timestamps, TimestampWindow):
             raise ConfigError(f"timestamps must be a memlab.TimestampWindow, got {type(timestamps).__name__}.")
         if limits is not None and not isinstance(limits, InputLimits):
@@ -436,7 +442,15 @@ class FactMemory:
         in `allow` ('personal', 'health'), ranked by relevance to `query` then by recency, at most `limit`.
         Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
         `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
-        served."""
+        served. Recorded when recording is on (`query_log=`), unless the query holds a credential."""
+        hits = self._search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
+        self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
+                              "limit": limit, "include_domain": include_domain}, fact_hits(hits),
+                              lambda conn: sql_log.fact_count(conn, app_name, user_id))  # fmt: skip
+        return hits
+
+    def _search(self, app_name: str, user_id: str, query: str, allow: Sequence[str], threshold: float, limit: int,
+                now: datetime | None, include_domain: bool) -> list[FactHit]:  # fmt: skip
         self._check_search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
         now = now or datetime.now(UTC)
         users = [user_id, DOMAIN_USER] if include_domain and user_id != DOMAIN_USER else [user_id]
@@ -589,6 +603,8 @@ class FactMemory:
             for subject, predicate in keys:
                 tables.lock_fact_key(conn, app, user, subject, predicate)
             removed = tables.delete_observations(conn, app, user, event_ids=event_ids, session_id=session_id)
+            if event_ids is None and session_id is not None:  # the queries whose hits the session held
+                report.queries = sql_log.delete_sessions(conn, app, user, [session_id])
             report.observations = len(removed)
             touched = sorted(set(keys) | set(removed))
             for subject, predicate in sorted(set(removed) - set(keys)):  # written since the keys were read
@@ -644,6 +660,7 @@ class FactMemory:
             erasing(conn, app_name, user_id, [erasures.facts_user(app_name, user_id),
                                               erasures.units_user(app_name, user_id)])  # fmt: skip
             counts = tables.forget_user(conn, app_name, user_id)
+            counts[sql_log.QUERY_LOG_TABLE] = sql_log.delete_user(conn, app_name, user_id)  # every memory's
             deleted = erase_units_of_user(conn, app_name, user_id)
         counts["memory_unit"] = deleted.units
         counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))

@@ -47,6 +47,7 @@ USER_TABLES = (
     "semantic_fact",
     "semantic_fact_observation",
     "fact_watermark",
+    "memlab_query_log",
 )
 SEGMENT = re.compile(r"[0-9A-F]{24}")  # a WAL segment file's name (timeline, log, segment)
 RELOAD_PAUSE = 0.5  # seconds for the checkpointer to read wal_recycle=off before the first purge checkpoint

@@ -25,6 +25,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 import memlab.storage.policy as policy
+import memlab.storage.query_log as query_log
 import memlab.storage.unit_housekeeping as housekeeping
 import memlab.storage.units as sqlu
 from memlab.config import configured_dsn, db_timeout, memlab_home
@@ -169,6 +170,7 @@ class Store:
                     conn.execute(TOMBSTONE_DDL)
                     conn.execute(ERASURE_DDL)
                     policy.create_settings(conn)
+                    query_log.create_table(conn)  # served queries, when a memory records them
             except psycopg.Error as exc:
                 if not (conn.broken or conn.closed):
                     raise
