@@ -177,6 +177,8 @@ _DATASET = {
     "min_events": lambda w, v: check_whole(w, v, 1, 100_000),
     "near_miss": lambda w, v: check_whole(w, v, 0, 100_000),
     "seed": lambda w, v: check_whole(w, v, 0, 2**32 - 1),
+    **{key: lambda w, v: check_text(w, v, limit=4096) for key in ("queries", "sessions", "judgments", "pool")},
+    "assessor": lambda w, v: check_text(w, v),
 }
 
 

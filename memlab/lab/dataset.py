@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from memlab.errors import FixtureError
 from memlab.facts.types import Candidate
@@ -34,6 +35,8 @@ class Question:
     relevant_sessions: tuple[str, ...] = ()  # session-level labels, where turn-level ones are not enough
     answer: str | None = None  # the expected answer text, when the data set gives one
     evidence: tuple[EventKey, ...] = ()  # (session, event id) of each relevant event; session None until resolved
+    judged: tuple[EventKey, ...] = ()  # every event judged for it, relevant or not (a judged set's pool); () where
+    # the labels are complete (every event not in `evidence` is not relevant)
 
     def __post_init__(self) -> None:
         ids = tuple(dict.fromkeys(e for _, e in self.evidence))
@@ -76,6 +79,7 @@ class Dataset:
     name: str
     users: list[UserHistory]
     questions: list[Question]
+    pool: dict[str, Any] | None = None  # a judged set's pool: the systems and depth its labels come from
 
     def __post_init__(self) -> None:
         """Every label gets its session (refused where an id is ambiguous): scoring compares (session, event).
@@ -127,7 +131,7 @@ class Dataset:
             for u in self.users
         ]
         questions = [replace(q, app_name=app(q.app_name)) for q in self.questions]
-        return Dataset(self.name, users, questions)
+        return Dataset(self.name, users, questions, pool=self.pool)
 
     def checksum(self) -> str:
         """sha256 over the content (sessions, events, questions): two runs on the same data show the same value."""
@@ -143,7 +147,8 @@ class Dataset:
         for q in self.questions:
             row = [q.id, q.app_name, q.user_id, q.text, list(q.relevant), q.qtype,
                    q.asked_at.isoformat() if q.asked_at else None]  # fmt: skip
-            digest.update(json.dumps(row + ([[s for s, _ in q.evidence]] if repeats else []),
+            judged = [[list(key) for key in q.judged]] if q.judged else []  # pooled labels only: others' sums stay
+            digest.update(json.dumps(row + ([[s for s, _ in q.evidence]] if repeats else []) + judged,
                                      ensure_ascii=False).encode())  # fmt: skip
         return digest.hexdigest()
 

@@ -177,7 +177,8 @@ def run_experiment(
         "previous": str(previous) if previous is not None and Path(previous).exists() else None,
         "config": {"source": config.source, "given": config.raw, "overrides": config.overrides, "resolved": cfg},
         "datasets": [{"name": d.name, "checksum": d.checksum(), **d.summary(),
-                      "path": str(spec.get("path", "")), "format": spec.get("format")}
+                      "path": str(spec.get("path", "")), "format": spec.get("format"),
+                      **({"pool": d.pool} if d.pool else {})}  # a judged set's pool (the report names it)
                      for d, spec in zip(datasets, cfg["datasets"], strict=True)],
         "warnings": dataset_warnings(datasets, cfg, log),  # features the data cannot serve (run log, report.md)
     }  # fmt: skip

@@ -50,7 +50,8 @@ def save_labels(folder: Path, dataset: Dataset) -> None:
         [{"id": q.id, "app_name": q.app_name, "user_id": q.user_id, "text": q.text, "relevant": list(q.relevant),
           "asked_at": q.asked_at.isoformat() if q.asked_at else None, "qtype": q.qtype, "fact_key": q.fact_key,
           "relevant_sessions": list(q.relevant_sessions), "answer": q.answer,
-          "evidence_sessions": [s for s, _ in q.evidence], "evidence_events": [e for _, e in q.evidence]}
+          "evidence_sessions": [s for s, _ in q.evidence], "evidence_events": [e for _, e in q.evidence],
+          "judged_sessions": [s for s, _ in q.judged], "judged_events": [e for _, e in q.judged]}
          for q in dataset.questions]
     ).pipe(write_parquet, labels / f"{slug(dataset.name)}.questions.parquet")  # fmt: skip
     pd.DataFrame(
@@ -155,7 +156,8 @@ class RunFolder:
             Question(id=r.id, app_name=r.app_name, user_id=r.user_id, text=r.text, relevant=tuple(r.relevant),
                      asked_at=datetime.fromisoformat(r.asked_at) if r.asked_at else None, qtype=r.qtype,
                      fact_key=r.fact_key, relevant_sessions=tuple(r.relevant_sessions), answer=r.answer,
-                     evidence=_pairs(getattr(r, "evidence_sessions", None), getattr(r, "evidence_events", None)))
+                     evidence=_pairs(getattr(r, "evidence_sessions", None), getattr(r, "evidence_events", None)),
+                     judged=_pairs(getattr(r, "judged_sessions", None), getattr(r, "judged_events", None)))
             for r in frame.itertuples(index=False)
         ]  # fmt: skip
         if all(session is not None for q in questions for session, _ in q.evidence):

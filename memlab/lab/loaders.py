@@ -4,6 +4,7 @@
     {name: lme-s, format: longmemeval, path: longmemeval_s_knowledge_update.json.gz, limit: 20}
     {name: fixtures, format: fixtures, path: fixtures/events}
     {name: synth, format: synth, users: 16, max_events: 300, seed: 0}
+    {name: mine, format: judged, queries: queries.jsonl, sessions: logs.jsonl, pool: pool.json, judgments: j.jsonl}
 
 The name given in the config is the name every output uses."""
 
@@ -16,17 +17,21 @@ from memlab.errors import ConfigError
 from memlab.lab.dataset import Dataset
 from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
 from memlab.lab.jsonl import load_jsonl
+from memlab.lab.judging.judged_set import OPTIONS as JUDGED_OPTIONS
+from memlab.lab.judging.judged_set import PATHS as JUDGED_PATHS
+from memlab.lab.judging.judged_set import load_judged
 from memlab.lab.longmemeval import load_longmemeval
 from memlab.lab.suggest import did_you_mean, unknown_keys
 from memlab.lab.synth import generate
 
-FORMATS = ("memlab", "longmemeval", "fixtures", "synth")
+FORMATS = ("memlab", "longmemeval", "fixtures", "synth", "judged")
 ALIASES = {"jsonl": "memlab"}  # `format: jsonl` reads memlab's JSON Lines, as `format: memlab` does
 _OPTIONS: dict[str, set[str]] = {
     "memlab": {"path"},
     "longmemeval": {"path", "limit", "per_type", "question_types", "include_abstention"},
     "fixtures": {"path"},
     "synth": {"users", "max_events", "min_events", "seed", "near_miss"},
+    "judged": JUDGED_OPTIONS,
 }
 CHECKOUT = Path(__file__).resolve().parents[2]  # the memlab checkout (an editable install)
 
@@ -74,7 +79,13 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
     name = str(spec["name"])
     fmt = check_spec(spec, f"data set {name!r}")
     base_dirs = base_dirs or []
-    if fmt != "synth":
+    if fmt == "judged":  # a judged set names four files, not one path (memlab.lab.judging.judged_set)
+        missing = [key for key in JUDGED_PATHS if not spec.get(key)]
+        if missing:
+            raise ConfigError(f"data set {name!r}: format judged needs {', '.join(f'`{m}`' for m in missing)} (the "
+                              "query file, the sessions JSONL, the pool file and the judgments file)")  # fmt: skip
+        files = {key: resolve_path(spec[key], base_dirs, f"data set {name!r} `{key}`") for key in JUDGED_PATHS}
+    elif fmt != "synth":
         if not spec.get("path"):
             raise ConfigError(f"data set {name!r}: `path` is required for format {fmt}")
         path = resolve_path(spec["path"], base_dirs, f"data set {name!r}")
@@ -88,6 +99,8 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
             data = Dataset(name, [user], questions)
     elif fmt == "longmemeval":
         data = _longmemeval(path, spec)
+    elif fmt == "judged":
+        data = load_judged(name, **files, assessor=spec.get("assessor"))
     else:
         options = {k: int(spec[k]) for k in ("users", "max_events", "min_events", "near_miss") if k in spec}
         data = generate(int(spec.get("seed", 0)), **options)

@@ -14,6 +14,7 @@ from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.dataset_checks import warning_lines
 from memlab.lab.folder import RunFolder
 from memlab.lab.gate import gate_table, metrics_experiment
+from memlab.lab.judging.report_lines import pool_lines
 from memlab.lab.redacted import write_text
 from memlab.lab.scoring import metric_key
 from memlab.lab.sweeps import applies, get_sweep, sweep_options
@@ -188,7 +189,8 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
     cfg = manifest.get("config", {}).get("resolved", {})
     k = folder.k
     scores = folder.scores
-    main_metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"hit@{k}", f"session_recall@{k}", "empty_rate",
+    main_metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"hit@{k}", f"session_recall@{k}", f"judged@{k}", "bpref",
+                    "empty_rate",
                     "correct_empty_rate", "recall_vs_exact", "context_chars", "latency_ms_p50"]  # fmt: skip
     parts = [f"# memlab run: {cfg.get('name', '')}", "",
              f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, k = {k}, "
@@ -222,6 +224,8 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
         sub = scores[scores.dataset == dataset]
         systems = [s for s in dict.fromkeys(sub.system) if _is_main(s)]
         parts += [f"## {dataset}", ""]
+        pool = next((d.get("pool") for d in manifest.get("datasets", []) if d.get("name") == dataset), None)
+        parts += pool_lines(pool, list(dict.fromkeys(sub.system)), k)  # a judged set: its pool, unpooled systems
         if systems:
             main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics), f"recall@{k}")
             parts += [markdown_table(main), ""]

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import ir_measures
 import numpy as np
 import pandas as pd
-from ir_measures import RR, P, R, Success, nDCG
+from ir_measures import RR, Bpref, Judged, P, R, Success, nDCG
 
 from memlab.lab.dataset import Question
 from memlab.lab.identity import doc_id, labelled, run_events, unit_keys
@@ -62,12 +62,16 @@ def score(
     run = run[run.question_id.isin(by_id)]
     trimmed = cut(run[run["rank"] <= k], max_distance)
     qrels = [ir_measures.Qrel(q.id, doc_id(key), 1) for q in questions for key in q.evidence]
+    # a judged set's labels are incomplete: its judged non-relevant events go in as relevance 0, so judged@k and
+    # bpref can tell a hit judged wrong from one nobody judged (recall and the rest ignore relevance 0)
+    pooled = any(q.judged for q in questions)
+    qrels += [ir_measures.Qrel(q.id, doc_id(key), 0) for q in questions for key in q.judged if key not in q.evidence]
     rows = []
     exact_ids = {}
     if exact is not None:
         for qid, grp in exact[exact["rank"] > 0].groupby("question_id"):
             exact_ids[qid] = unit_keys(grp.sort_values("rank"))
-    measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k]
+    measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k] + ([Judged @ k, Bpref] if pooled else [])
     columns = ["question_id", "rank", "unit_id", "event_ids", "chars", "latency_ms", "plan"]
     for system, sys_run in trimmed.groupby("system", sort=False):
         docs = []
@@ -83,7 +87,8 @@ def score(
         for qid, rows_of_q in by_question.items():
             hits = [r for r, _ in rows_of_q if r.rank > 0]
             gold = by_id[qid].evidence
-            events = events_in_rank_order([[_as_labelled(gold, key) for key in keys] for r, keys in rows_of_q
+            known = (*gold, *by_id[qid].judged)
+            events = events_in_rank_order([[_as_labelled(known, key) for key in keys] for r, keys in rows_of_q
                                            if r.rank > 0])  # fmt: skip
             docs.extend(ir_measures.ScoredDoc(qid, doc_id(e), float(len(events) - i)) for i, e in enumerate(events))
             rows_of_q = [r for r, _ in rows_of_q]
@@ -111,6 +116,9 @@ def score(
             ):
                 row[name] = values.get((qid, str(m)), 0.0) if answerable else np.nan
             row["correct_empty"] = extra["empty"] if not answerable else np.nan
+            if pooled:  # judged@k: share of the hits within k someone judged (none returned: nothing to judge)
+                row["judged"] = np.nan if extra["empty"] else values.get((qid, str(Judged @ k)), 0.0)
+                row["bpref"] = values.get((qid, str(Bpref)), 0.0) if answerable else np.nan
             if memory_sizes is not None:
                 row["memory_units"] = memory_sizes.get((q.app_name, q.user_id), 0)
                 row["size_bucket"] = size_bucket(row["memory_units"])
@@ -140,15 +148,19 @@ def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataF
     no_answer = scores[~scores.answerable].groupby(list(by), sort=False)["correct_empty"].mean()
     out = out.join(overall, how="outer")
     out["correct_empty_rate"] = no_answer.reindex(out.index).astype(float)
+    for column, rows in (("judged", scores), ("bpref", answerable)):  # a judged set's (memlab.lab.judging)
+        if column in scores.columns:
+            out[column] = rows.groupby(list(by), sort=False)[column].mean().reindex(out.index).astype(float)
     return out.reset_index()
 
 
 # -- long form: one row per (dataset, system, metric) -----------------------------------------------------------
 
 _AT_K = {"recall": "recall", "precision": "precision", "mrr": "mrr", "ndcg": "ndcg", "hit_rate": "hit",
-         "session_recall": "session_recall"}  # fmt: skip
+         "session_recall": "session_recall", "judged": "judged"}  # fmt: skip
 _GROUP_TAGS = {"size_bucket": "size"}  # memory size in events: <=50, 51-500, 501-2000, >2000
-_PLAIN = ("empty_rate", "recall_vs_exact", "correct_empty_rate", "context_chars", "latency_ms_p50", "latency_ms_p95")
+_PLAIN = ("empty_rate", "recall_vs_exact", "correct_empty_rate", "context_chars", "latency_ms_p50", "latency_ms_p95",
+          "bpref")
 
 
 def metric_name(column: str, k: int) -> str:
@@ -209,7 +221,7 @@ def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[
                 if col not in summary.columns or pd.isna(r[col]):
                     continue
                 n = {"correct_empty_rate": r.no_answer, "context_chars": r["all"], "latency_ms_p50": r["all"],
-                     "latency_ms_p95": r["all"]}.get(col, r.answerable)  # fmt: skip
+                     "latency_ms_p95": r["all"], "judged": r["all"]}.get(col, r.answerable)  # fmt: skip
                 if col == "session_recall":
                     n = r.session_questions
                 rows.append((dataset, r.system, metric_name(col, k) + tag, float(r[col]), int(n)))
