@@ -368,5 +368,56 @@ def bench_command(
     console.print(f"[green]wrote[/] {folder / 'bench.md'} and bench.json")
 
 
+queries_app = typer.Typer(help="Queries from real traffic: sample the query log (memlab.QueryLog), read your own "
+                          "JSON Lines file.", no_args_is_help=True)  # fmt: skip
+app.add_typer(queries_app, name="queries")
+
+
+def _write_queries(out: Path, queries: list[dict]) -> None:
+    lab = workbench()
+    lab.outputs.claim_file(out, lab.is_query_file, flag="--out", what="query file")
+    lab.write_query_file(out, queries)
+
+
+@queries_app.command("sample")
+@user_errors
+def queries_sample_command(
+    out: Path = typer.Option(..., help="The query file to write (JSON Lines; an earlier query file is replaced)."),
+    n: int = typer.Option(200, "--n", help="How many distinct queries to draw at most."),
+    app_name: str | None = typer.Option(None, "--app", help="Only this app's queries (default: every app)."),
+    seed: int = typer.Option(0, help="Random seed: the same log and seed draw the same sample."),
+    kind: str | None = typer.Option(None, help="Only queries served by this memory: events or facts (default: both)."),
+    dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server)."),
+) -> None:
+    """Draw a sample of the logged queries, stratified by memory-size bucket and empty vs non-empty result (each
+    stratum an equal share), and write it as a query file (origin "logged") for `memlab judge pool`."""
+    lab = workbench()
+    with memlab.open_store(dsn=dsn) as store:
+        sample = lab.sample_logged_queries(store, n=n, app=app_name, seed=seed, kind=kind)
+    if not sample.queries:
+        fail("the query log holds no queries" + (f" of app {app_name!r}" if app_name else "") + "; turn recording "
+             "on with EventMemory(..., query_log=memlab.QueryLog(enabled=True)) and serve some searches first")
+    _write_queries(out, sample.queries)
+    table = Table(title="query log sample")
+    for col in ("stratum", "logged", "sampled"):
+        table.add_column(col, justify="left" if col == "stratum" else "right")
+    for name, size in sample.population.items():
+        table.add_row(name, str(size), str(sample.sampled[name]))
+    console.print(table)
+    console.print(f"[green]wrote[/] {out} ({len(sample.queries)} queries)")
+
+
+@queries_app.command("import")
+@user_errors
+def queries_import_command(
+    path: Path = typer.Argument(..., help="A JSON Lines file of your queries: app, user, text, asked_at a line."),
+    out: Path = typer.Option(..., help="The query file to write (origin \"file\")."),
+) -> None:
+    """Check a plain JSON Lines file of queries and write it as a query file for `memlab judge pool`."""
+    queries = workbench().read_plain_queries(path)
+    _write_queries(out, queries)
+    console.print(f"[green]wrote[/] {out} ({len(queries)} queries)")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -56,6 +56,14 @@ from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
 from memlab.lab.progress import RunProgress
+from memlab.lab.queries import (
+    QuerySample,
+    is_query_file,
+    query_record,
+    read_plain_queries,
+    sample_logged_queries,
+    write_query_file,
+)
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import write_report
@@ -92,6 +100,7 @@ __all__ = [
     "FaissExactSystem",
     "Pool",
     "Query",
+    "QuerySample",
     "Question",
     "QuestionTable",
     "Run",
@@ -127,6 +136,7 @@ __all__ = [
     "holm",
     "intervals",
     "is_finished",
+    "is_query_file",
     "is_relevant",
     "judge",
     "labelled_distances",
@@ -155,8 +165,10 @@ __all__ = [
     "probes",
     "publish_latest",
     "quantile_ratio_ci",
+    "query_record",
     "question_hits",
     "question_scores",
+    "read_plain_queries",
     "read_pool",
     "read_queries",
     "recommend",
@@ -167,6 +179,7 @@ __all__ = [
     "run_fact_eval",
     "run_reliability",
     "run_systems",
+    "sample_logged_queries",
     "score",
     "score_folder",
     "session_recall",
@@ -181,5 +194,6 @@ __all__ = [
     "write_html",
     "write_jsonl",
     "write_pool",
+    "write_query_file",
     "write_report",
 ]
