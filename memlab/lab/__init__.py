@@ -49,6 +49,10 @@ from memlab.lab.gate import (
 )
 from memlab.lab.identity import is_relevant
 from memlab.lab.jsonl import load_jsonl, write_jsonl
+from memlab.lab.judging.judged_set import load_judged
+from memlab.lab.judging.judgments import Judgment, read_judgments
+from memlab.lab.judging.page import page_data as judging_page_data
+from memlab.lab.judging.page import write_judge_page
 from memlab.lab.judging.pool import pool_queries
 from memlab.lab.judging.pool_file import Pool, read_pool, write_pool
 from memlab.lab.judging.query_file import Query, read_queries
@@ -98,6 +102,7 @@ __all__ = [
     "FactSystem",
     "FaissExact",
     "FaissExactSystem",
+    "Judgment",
     "Pool",
     "Query",
     "QuerySample",
@@ -139,12 +144,14 @@ __all__ = [
     "is_query_file",
     "is_relevant",
     "judge",
+    "judging_page_data",
     "labelled_distances",
     "load_config",
     "load_dataset",
     "load_fixture_file",
     "load_fixtures",
     "load_jsonl",
+    "load_judged",
     "load_longmemeval",
     "load_metrics",
     "load_questions",
@@ -168,6 +175,7 @@ __all__ = [
     "query_record",
     "question_hits",
     "question_scores",
+    "read_judgments",
     "read_plain_queries",
     "read_pool",
     "read_queries",
@@ -193,6 +201,7 @@ __all__ = [
     "write_comparison",
     "write_html",
     "write_jsonl",
+    "write_judge_page",
     "write_pool",
     "write_query_file",
     "write_report",
