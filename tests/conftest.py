@@ -21,6 +21,12 @@ EVENT_FIXTURES = ROOT / "fixtures" / "events"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One OpenMP thread per test process (torch's model, FAISS), read when torch loads, so set before any test imports
+# it: `make test` runs two workers (plus their servers) on two cores, and a worker's two spinning OpenMP threads
+# then wait on each other's core. Measured on this machine with the other core busy: embedding 100 pairs of short
+# texts took 23-44 s on two threads, 1.8-2.4 s on one; the isolation look-alike matrix 135 s -> 41 s. Children
+# (notebook kernels, spawned writer processes, the CLI runs) inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # Hypothesis example counts come from a profile, chosen by MEMLAB_HYPOTHESIS_PROFILE: `ci` (the default, what
 # `make test` runs) keeps each test's own count; `nightly` runs ten times as many examples. A test states its
