@@ -51,9 +51,10 @@ class ErasureCase:
     def __init__(self, db: memlab.Store, inner: memlab.Embedder, case: str, cache_path: Path) -> None:
         self.db, self.case, self.cache_path = db, case, cache_path
         cached = memlab.CachedEmbedder(inner, memlab.EmbeddingCache(cache_path))
-        self.events = memlab.EventMemory(db, cached)
-        self.chunks = memlab.EventMemory(db, cached, "chunk", chunk_size=2, chunk_overlap=1)
-        self.facts = memlab.FactMemory(db, cached, extractor=memlab.RuleExtractor())
+        log = memlab.QueryLog(enabled=True)  # the searches' queries are recorded: the query log must forget them too
+        self.events = memlab.EventMemory(db, cached, query_log=log)
+        self.chunks = memlab.EventMemory(db, cached, "chunk", chunk_size=2, chunk_overlap=1, query_log=log)
+        self.facts = memlab.FactMemory(db, cached, extractor=memlab.RuleExtractor(), query_log=log)
         self.app, self.tag = "erasure", uuid.uuid4().hex[:8]
         self.start = datetime.now(UTC) - timedelta(days=2)  # recent: facts are served (and so embedded)
 
@@ -76,6 +77,8 @@ class ErasureCase:
             family.problem("table_traces", f"{self.case}: {user}'s facts were not served to begin with")
         if not self.events.search(self.app, user, f"when does the project of {user} ship?"):
             family.problem("table_traces", f"{self.case}: {user}'s events were not found to begin with")
+        if not memlab.logged_queries(self.db, self.app, user):
+            family.problem("table_traces", f"{self.case}: {user}'s queries were not recorded to begin with")
         return sids
 
     def run(self, family: Family) -> None:
