@@ -301,6 +301,30 @@ def judge_page_command(
     console.print(f"[green]wrote[/] {out}; open it in a browser")
 
 
+@judge_app.command("model")
+@user_errors
+def judge_model_command(
+    pool: Path = typer.Option(..., help="A pool file from `memlab judge pool`."),
+    out: Path = typer.Option(..., help="The judgments file to write (JSONL, assessor model:<model>)."),
+    base_url: str | None = typer.Option(None, help="OpenAI-compatible chat endpoint (default: MEMLAB_LLM_BASE_URL)."),
+    model: str | None = typer.Option(None, help="Model name (default: MEMLAB_LLM_MODEL)."),
+) -> None:
+    """Let a model judge every pooled hit under its own assessor id (one chat call per hit)."""
+    lab = workbench()
+    lines = lab.model_judgments(lab.read_pool(pool), memlab.LlmExtractor(base_url, model))
+    lab.write_model_judgments(lines, out)
+    console.print(f"[green]wrote[/] {out}: {len(lines)} judgments, {sum(j['relevance'] for j in lines)} relevant")
+
+
+@judge_app.command("agreement")
+@user_errors
+def judge_agreement_command(judgments: list[Path] = typer.Argument(..., help="Judgments files (JSONL).")) -> None:
+    """Cohen's kappa between every two assessors on the events both judged."""
+    for pair in workbench().assessor_agreement(*judgments):
+        console.print(f"{pair['assessors'][0]} vs {pair['assessors'][1]}: {pair['items']} events, kappa "
+                      f"{pair['kappa']:.3f}, same verdict {pair['agreement']:.0%}")
+
+
 @check_app.command("reliability")
 @user_errors
 def reliability_command(

@@ -51,11 +51,15 @@ from memlab.lab.identity import is_relevant
 from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.judging.judged_set import load_judged
 from memlab.lab.judging.judgments import Judgment, read_judgments
+from memlab.lab.judging.model_assessor import agreement as assessor_agreement
+from memlab.lab.judging.model_assessor import model_judgments
+from memlab.lab.judging.model_assessor import write_judgments as write_model_judgments
 from memlab.lab.judging.page import page_data as judging_page_data
 from memlab.lab.judging.page import write_judge_page
 from memlab.lab.judging.pool import pool_queries
 from memlab.lab.judging.pool_file import Pool, read_pool, write_pool
 from memlab.lab.judging.query_file import Query, read_queries
+from memlab.lab.judging.report_lines import pool_lines as judged_pool_lines
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
@@ -116,6 +120,7 @@ __all__ = [
     "UserHistory",
     "answerability_calibration",
     "answerability_table",
+    "assessor_agreement",
     "author_note",
     "bench",
     "bootstrap_ci",
@@ -144,6 +149,7 @@ __all__ = [
     "is_query_file",
     "is_relevant",
     "judge",
+    "judged_pool_lines",
     "judging_page_data",
     "labelled_distances",
     "load_config",
@@ -163,6 +169,7 @@ __all__ = [
     "markdown_table",
     "metric_key",
     "metrics_experiment",
+    "model_judgments",
     "outputs",
     "paired_differences",
     "paired_p",
@@ -202,6 +209,7 @@ __all__ = [
     "write_html",
     "write_jsonl",
     "write_judge_page",
+    "write_model_judgments",
     "write_pool",
     "write_query_file",
     "write_report",

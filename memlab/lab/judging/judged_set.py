@@ -17,6 +17,7 @@ from memlab.errors import FixtureError
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.judgments import read_judgments
+from memlab.lab.judging.model_assessor import agreement
 from memlab.lab.judging.pool_file import read_pool
 from memlab.lab.judging.query_file import read_queries
 
@@ -50,6 +51,8 @@ def load_judged(name: str, queries: Path, sessions: Path, judgments: Path, pool:
         questions.append(Question(qid, q.app, q.user, q.text, tuple(e for _, e in relevant), asked_at=q.asked_at,
                                   qtype=q.origin, evidence=relevant, judged=tuple(verdicts)))  # fmt: skip
     kept = list(dict.fromkeys((q.app_name, q.user_id) for q in questions))
-    data = Dataset(name, [UserHistory(a, u, users[(a, u)].sessions) for a, u in kept], questions,
-                   pool=made.describe())  # fmt: skip
-    return data
+    pool_info = made.describe()
+    pairs = agreement(judgments)  # a person and the model (or two people) on the same events: Cohen's kappa
+    if pairs:
+        pool_info["agreement"] = pairs
+    return Dataset(name, [UserHistory(a, u, users[(a, u)].sessions) for a, u in kept], questions, pool=pool_info)

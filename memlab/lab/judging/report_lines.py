@@ -35,6 +35,11 @@ def pool_lines(pool: dict[str, Any] | None, systems: list[str], k: int) -> list[
         lines.append("**Not in the pool**: " + ", ".join(f"`{s}`" for s in outside) + f". Their hits outside the "
                      f"pool were never judged and count as misses, so their recall@{k} is biased low (the trec_eval "
                      "convention); compare them by bpref and judged@k, or pool again with them.")  # fmt: skip
+    for pair in pool.get("agreement", []):
+        a, b = pair["assessors"]
+        kappa = "undefined (one label throughout)" if pair["kappa"] != pair["kappa"] else f"{pair['kappa']:.2f}"
+        lines.append(f"`{a}` and `{b}` both judged {pair['items']} events: Cohen's kappa {kappa}, same verdict on "
+                     f"{pair['agreement']:.0%}.")  # fmt: skip
     if k > depth:
         lines.append(f"k = {k} is beyond the pool depth {depth}: a pooled system's hits below rank {depth} were "
                      "judged only where another system pooled them.")  # fmt: skip

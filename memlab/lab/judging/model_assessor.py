@@ -1,0 +1,100 @@
+"""An optional model assessor: a chat endpoint (the client the LLM extractor uses, so the same settings and
+MEMLAB_LLM_* variables) judges every pooled hit of a pool under its own assessor id, `model:<model>`, writing the
+same judgments file a person exports from judge.html. Where a person and the model judged the same events, their
+agreement is Cohen's kappa (`agreement`): how far the model can stand in for a person on this data.
+
+One call per (query, hit); the reply must be JSON `{"relevant": true|false}`, anything else is an error naming
+the query and the event (a reply quietly read as "not relevant" would bias every figure made from it)."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sklearn.metrics import cohen_kappa_score
+
+from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
+from memlab.lab.judging.pool_file import Pool
+from memlab.lab.judging.query_file import json_lines
+from memlab.redact import redact
+
+RELEVANCE_SCHEMA = {"type": "object", "properties": {"relevant": {"type": "boolean"}}, "required": ["relevant"],
+                    "additionalProperties": False}  # fmt: skip
+PROMPT = """You judge a memory system. A user's agent asked its memory a query; below is one memory it returned.
+Is this memory relevant: does it help answer the query, or state something the query asks about?
+Answer with JSON only: {"relevant": true} or {"relevant": false}."""
+
+
+def _verdict(content: str, where: str) -> int:
+    text = (content or "").strip()
+    if text.startswith("```"):  # some servers fence JSON despite the schema
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or not isinstance(value.get("relevant"), bool):
+        raise ExtractionError(f"{where}: the model's reply is not {{\"relevant\": true|false}}: "
+                              f"{redact(text)[:200]!r}")  # fmt: skip
+    return int(value["relevant"])
+
+
+def model_judgments(pool: Pool, client: LlmExtractor) -> list[dict[str, Any]]:
+    """The model's judgment of every pooled hit, as judgments-file lines (assessor `model:<model>`)."""
+    out = []
+    for query in pool.queries:
+        repeats = [h["event_id"] for h in query["hits"]]
+        for hit in query["hits"]:
+            body: dict[str, Any] = {"model": client.model, "temperature": 0, "messages": [
+                {"role": "system", "content": PROMPT},
+                {"role": "user", "content": f"Query (asked {query.get('asked_at')}): {query['text']}\n\nMemory "
+                                            f"({hit.get('author')}, {hit.get('at')}): {hit.get('text')}"}]}  # fmt: skip
+            if client.json_schema:
+                body["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": "relevance", "schema": RELEVANCE_SCHEMA, "strict": True}}  # fmt: skip
+            reply = client._post(body)  # the extractor's HTTP exchange: settings, redaction and errors as there
+            where = f"{client.base_url}: query {query['query_id']!r}, event {hit['event_id']!r}"
+            try:
+                content = reply["choices"][0]["message"]["content"]
+            except (KeyError, IndexError, TypeError):
+                raise ExtractionError(f"{where}: reply has no choices[0].message.content") from None
+            line = {"query": query["query_id"], "event_id": hit["event_id"], "relevance": _verdict(content, where),
+                    "assessor": f"model:{client.model}", "time": datetime.now(UTC).isoformat(timespec="seconds")}
+            if repeats.count(hit["event_id"]) > 1:
+                line["session"] = hit["session"]
+            out.append(line)
+    return out
+
+
+def write_judgments(lines: list[dict[str, Any]], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def agreement(*paths: str | Path) -> list[dict[str, Any]]:
+    """Cohen's kappa for every pair of assessors in the judgments files, over the events both judged (each
+    assessor's latest verdict per event). Kappa is NaN where both gave one same label throughout (no variation to
+    agree beyond chance on); `agreement` is then the plain share of equal verdicts."""
+    verdicts: dict[str, dict[tuple, int]] = {}
+    for path in paths:
+        for _, raw in json_lines(Path(path)):
+            if isinstance(raw, dict) and {"assessor", "query", "event_id", "relevance"} <= set(raw):
+                key = (raw["query"], raw.get("session"), raw["event_id"])
+                verdicts.setdefault(str(raw["assessor"]), {})[key] = int(raw["relevance"])
+    out = []
+    names = sorted(verdicts)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = sorted(set(verdicts[a]) & set(verdicts[b]))
+            if not both:
+                continue
+            x, y = [verdicts[a][k] for k in both], [verdicts[b][k] for k in both]
+            kappa = float(cohen_kappa_score(x, y)) if len(set(x) | set(y)) > 1 else math.nan
+            out.append({"assessors": [a, b], "items": len(both), "kappa": kappa,
+                        "agreement": sum(p == q for p, q in zip(x, y, strict=True)) / len(both)})  # fmt: skip
+    return out
