@@ -63,7 +63,7 @@ class Planted:
         self.user = f"zquser{tag}9"
         self.marker = f"Zqmark{tag}7"  # capitalised so the rule extractor takes it for an employer's name
         self.needles = [self.marker[1:].encode(), self.user.encode()]  # the tail matches lower-cased lexemes too
-        self.events = memlab.EventMemory(store, embedder)
+        self.events = memlab.EventMemory(store, embedder, query_log=memlab.QueryLog(enabled=True))
         self.chunks = memlab.EventMemory(store, embedder, "chunk", chunk_size=2, chunk_overlap=1)
         self.facts = memlab.FactMemory(store, embedder, extractor=memlab.RuleExtractor())
         filler = " ".join(secrets.token_hex(4) for _ in range(700))  # incompressible: stored out of line (TOAST)
@@ -78,6 +78,7 @@ class Planted:
             self.events.add_session(session)
             self.chunks.add_session(session)
             self.facts.add_session(session)
+        self.events.search(app, self.user, f"When is the {self.marker} launch?")  # the query log holds it too
 
     def forget(self, vacuum: bool | str) -> None:
         self.facts.forget_user(self.app, self.user, vacuum=False)
