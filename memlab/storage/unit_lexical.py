@@ -167,14 +167,18 @@ def create_terms(conn: psycopg.Connection) -> None:
 #
 # Cost: one index tuple per (hit, query word it holds), nothing unpacked, and no pass over the user's units:
 # - N and the mean document length come from the kept counts (COUNTS_TABLE, O(1));
-# - `post`: word by word, one index-only range scan of the postings (scope key, word): unit number, tf and dl
-#   from the index (other users' postings are never read). A word's document frequency is its number of rows in
-#   `post`, a unit's score the sum over its rows. (Reading the side rows through the GIN index instead cost about
-#   2.8 us of CPU per posting, 8.7x vector search's p95 at 50k units; the postings about 1 us);
+# - `idf`: each word's document frequency, an index-only count of its postings under (scope key, word): no row
+#   leaves the index (about 0.13 us a posting), and other users' postings are never read;
+# - `bm25`: word by word, one index-only range scan of the same postings, tf and dl from the index, each row scored
+#   with its word's weight and summed per unit in one hash aggregate. (Reading the side rows through the GIN index
+#   cost about 2.8 us of CPU a posting, 8.7x vector search's p95 at 50k units; the postings gathered first and
+#   grouped twice, for df and then for scores, about 1 us; counted first and scored once, about half that);
+# - `kth` and `top`: the k-th best (every word first, then score) from a bounded top-k sort, and the hits at or
+#   above it, which are the first k with their ties, without sorting every hit;
 # - `every`: units holding every word, found by the side table's GIN index (the query AND the scope lexeme);
 # - the k rows returned: their side rows by unit number, then the unit table by primary key (body, author, time,
 #   distance).
-# No join pairs two row sets that grow with the user, and nothing is computed per unit beyond its rows in `post`.
+# No join pairs two row sets that grow with the user, and nothing is computed per unit beyond its postings' rows.
 # The side table's scope filters compare under COLLATE "C" (the same equality for text) so no b-tree can serve
 # them: its rows are found through the GIN index only, even when stale statistics would have the planner walk
 # every row of the user through its primary key, once per word.
@@ -197,22 +201,26 @@ _LEXICAL = (
     "  memlab_scope_key(%(app)s, %(user)s, %(layer)s, %(model)s) AS key FROM q),"
     " stats AS MATERIALIZED (SELECT coalesce(sum(delta), 0)::float8 AS n,"
     "  coalesce(sum(doc_length) / nullif(sum(delta), 0), 1)::float8 AS avgdl FROM {counts} WHERE " + _SCOPE + "),"
-    " post AS MATERIALIZED (SELECT p.unit AS row, t AS lexeme, p.dl::float8 AS dl, p.tf::float8 AS tf"
-    "  FROM qq CROSS JOIN unnest(qq.terms) AS t CROSS JOIN LATERAL (SELECT p.unit, p.dl, p.tf"
-    "   FROM {postings} p WHERE p.scope = qq.key AND p.lexeme = t OFFSET 0) AS p),"
-    " df AS (SELECT lexeme, count(*)::float8 AS df FROM post GROUP BY lexeme),"
-    " idf AS MATERIALIZED (SELECT t AS lexeme,"
-    "  ln(1 + (s.n - coalesce(df.df, 1) + 0.5) / (coalesce(df.df, 1) + 0.5)) AS idf"
-    "  FROM qq CROSS JOIN unnest(qq.terms) AS t LEFT JOIN df ON df.lexeme = t CROSS JOIN stats s),"
+    # document frequencies: an index-only count per word (no row leaves the index), before any posting is scored
+    " idf AS MATERIALIZED (SELECT lexeme, idf, idf * 2.2 AS weight, 1.2 * 0.75 / avgdl AS per_length"
+    "  FROM (SELECT t AS lexeme, ln(1 + (s.n - greatest(d.df, 1) + 0.5) / (greatest(d.df, 1) + 0.5)) AS idf, s.avgdl"
+    "  FROM qq CROSS JOIN unnest(qq.terms) AS t CROSS JOIN stats s CROSS JOIN LATERAL (SELECT count(*)::float8 AS df"
+    "   FROM {postings} p WHERE p.scope = qq.key AND p.lexeme = t) AS d) AS w),"
     " total AS MATERIALIZED (SELECT nullif(sum(idf), 0) AS idf FROM idf),"
     " every AS MATERIALIZED (SELECT c.id AS row FROM {terms} c WHERE " + _C_SCOPE + " AND c.lexemes @@"
     "  (SELECT CASE WHEN numnode(web) > 0 THEN web && anyq && mine END FROM qq)),"
-    " bm25 AS (SELECT p.row, sum(idf.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / s.avgdl))) AS score,"
-    "  sum(idf.idf) / max(total.idf) AS coverage"
-    "  FROM post p JOIN idf USING (lexeme) CROSS JOIN stats s CROSS JOIN total GROUP BY p.row),"
-    " top AS MATERIALIZED (SELECT b.row, e.row IS NOT NULL AS every_word, b.score, b.coverage"
-    "  FROM bm25 b LEFT JOIN every e ON e.row = b.row"
-    "  ORDER BY every_word DESC, b.score DESC FETCH FIRST %(k)s ROWS WITH TIES),"
+    " bm25 AS MATERIALIZED (SELECT p.unit AS row, p.unit IN (SELECT e.row FROM every e) AS every_word,"
+    "  sum(i.weight * p.tf / (p.tf + 0.3 + i.per_length * p.dl)) AS score,"
+    "  sum(i.idf) / max(total.idf) AS coverage"
+    "  FROM qq CROSS JOIN idf i CROSS JOIN total CROSS JOIN LATERAL (SELECT p.unit, p.tf::float8 AS tf,"
+    "   p.dl::float8 AS dl FROM {postings} p WHERE p.scope = qq.key AND p.lexeme = i.lexeme OFFSET 0) AS p"
+    "  GROUP BY p.unit),"
+    # the k-th best (every word first, then score): a top-k heap rather than a sort of every hit; the rows at or
+    # above it are the first k with their ties, which the unit ids then order
+    " kth AS MATERIALIZED (SELECT b.every_word, b.score FROM bm25 b ORDER BY b.every_word DESC, b.score DESC"
+    "  LIMIT 1 OFFSET greatest(%(k)s, 1) - 1),"
+    " top AS MATERIALIZED (SELECT b.row, b.every_word, b.score, b.coverage FROM bm25 b"
+    "  WHERE NOT EXISTS (SELECT FROM kth) OR (b.every_word, b.score) >= (SELECT k.every_word, k.score FROM kth k)),"
     " ranked AS (SELECT c.session_id, c.unit_id, c.occurred_at, t.every_word, t.score, t.coverage FROM top t"
     "  CROSS JOIN LATERAL (SELECT c.session_id, c.unit_id, c.occurred_at FROM {terms} c WHERE "
     + _C_SCOPE

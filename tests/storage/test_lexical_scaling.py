@@ -83,9 +83,10 @@ def test_lexical_family_finds_no_quadratic_plan(scratch_store, embedder, tmp_pat
 def test_statement_reads_the_table_only_scoped_by_app_and_user():
     """Every read of the unit table (the rows returned), of its side table (the units holding every word, the keys
     of the rows returned) and of the kept counts (N and the mean document length) filters by app and user in SQL;
-    the postings (each word's rows) are read by the key of the user's scope, computed from app and user."""
+    the postings (each word's rows, counted and then scored) are read by the key of the user's scope, computed from
+    app and user."""
     reads = {t: sqlu._LEXICAL.count(f"FROM {{{t}}}") for t in ("table", "terms", "counts", "postings")}
-    assert reads == {"table": 1, "terms": 2, "counts": 1, "postings": 1} and "JOIN {" not in sqlu._LEXICAL
+    assert reads == {"table": 1, "terms": 2, "counts": 1, "postings": 2} and "JOIN {" not in sqlu._LEXICAL
     assert sqlu._LEXICAL.count("app_name = %(app)s") == sum(reads.values()) - reads["postings"]
     assert sqlu._LEXICAL.count("user_id = %(user)s") == sum(reads.values()) - reads["postings"]
     assert "memlab_scope_key(%(app)s, %(user)s, %(layer)s, %(model)s) AS key" in sqlu._LEXICAL

@@ -206,10 +206,12 @@ def test_a_database_from_before_the_side_table_gets_it_filled_on_open(scratch_st
 
 
 def _removed(plan: dict) -> float:
-    """Rows a plan's scans read and threw away (filters and index rechecks), over every node and loop."""
+    """Rows a plan's scans of tables read and threw away (filters and index rechecks), over every node and loop;
+    a filter on the statement's own intermediate rows (the hits below the k-th best) reads no table."""
     node = plan[0]["Plan"] if isinstance(plan, list) else plan
     loops = node.get("Actual Loops", 1)
-    here = sum(node.get(k, 0) for k in ("Rows Removed by Filter", "Rows Removed by Index Recheck")) * loops
+    removed = ("Rows Removed by Filter", "Rows Removed by Index Recheck")
+    here = sum(node.get(k, 0) for k in removed) * loops if "Relation Name" in node else 0
     return here + sum(_removed(child) for child in node.get("Plans", []))
 
 
