@@ -60,6 +60,7 @@ from memlab.lab.judging.pool import pool_queries
 from memlab.lab.judging.pool_file import Pool, read_pool, write_pool
 from memlab.lab.judging.query_file import Query, read_queries
 from memlab.lab.judging.report_lines import pool_lines as judged_pool_lines
+from memlab.lab.judging.widget import JudgeWidget, judge_widget
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
@@ -106,6 +107,7 @@ __all__ = [
     "FactSystem",
     "FaissExact",
     "FaissExactSystem",
+    "JudgeWidget",
     "Judgment",
     "Pool",
     "Query",
@@ -149,6 +151,7 @@ __all__ = [
     "is_query_file",
     "is_relevant",
     "judge",
+    "judge_widget",
     "judged_pool_lines",
     "judging_page_data",
     "labelled_distances",
