@@ -508,9 +508,11 @@ class Store:
         return deleted
 
     def analyze(self) -> None:
-        """Refresh planner statistics (the `planner` strategy depends on them)."""
+        """Refresh planner statistics (the `planner` strategy depends on them), and vacuum the lexical postings so
+        lexical search's index-only scans skip the heap from the first query after a bulk load."""
         with self.connection() as conn:
             sqlu.analyze(conn)
+            sqlu.vacuum_postings(conn)
 
 
 @contextmanager

@@ -154,6 +154,13 @@ def create_terms(conn: psycopg.Connection) -> None:
     conn.execute(TERMS_DDL)
 
 
+def vacuum_postings(conn: psycopg.Connection) -> None:
+    """VACUUM (ANALYZE) the postings and the side table (autocommit connection). Lexical search reads the postings by
+    index-only scans, which skip the heap only for pages the visibility map marks all-visible: right after a bulk
+    load none is until autovacuum comes by, and every posting read costs a heap fetch as well."""
+    conn.execute(sql.SQL("VACUUM (ANALYZE) {}, {}").format(sql.Identifier(POSTINGS_TABLE), sql.Identifier(TERMS_TABLE)))
+
+
 # -- the search -------------------------------------------------------------------------------------------
 # Full-text search, ranked by BM25 over the rendered text's lexemes (PostgreSQL's ts_rank_cd has no inverse
 # document frequency, so a common word ranks like a rare name). `terms` are the query's lexemes; a unit is a

@@ -50,6 +50,9 @@ from memlab.storage.unit_lexical import (
 from memlab.storage.unit_lexical import (
     lexical_statement as lexical_statement,
 )
+from memlab.storage.unit_lexical import (
+    vacuum_postings as vacuum_postings,
+)
 from memlab.storage.unit_table import (
     _COLUMNS as _COLUMNS,
 )

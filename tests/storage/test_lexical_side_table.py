@@ -234,3 +234,29 @@ def test_other_users_units_holding_the_words_are_never_read(two_users):
     after = plans()
     assert [_removed(p) for p in after] == [0, 0]
     assert [probe.plan_rows(p).rows for p in after] == [probe.plan_rows(p).rows for p in before]
+
+
+def _heap_fetches(plan: dict) -> float:
+    node = plan[0]["Plan"] if isinstance(plan, list) else plan
+    return node.get("Heap Fetches", 0) * node.get("Actual Loops", 1) + sum(
+        _heap_fetches(child) for child in node.get("Plans", [])
+    )
+
+
+def test_bulk_load_leaves_the_postings_readable_without_the_heap(scratch_store, embedder):
+    """Lexical search reads the postings by index-only scans, which skip the heap only on pages the visibility map
+    marks all-visible: `bulk_load` vacuums them, so the first search after a load makes no heap fetch (without it,
+    every posting read also fetched its heap tuple until autovacuum came by)."""
+    memory = EventMemory(scratch_store, embedder, layer=LAYER)
+    probe.add_user(memory, "app", "big", probe.cheap_texts(400, seed=21), analyze=True, seed=21)
+    with scratch_store.connection() as conn:
+        pages, visible = conn.execute(
+            "SELECT pg_relation_size(oid) / current_setting('block_size')::int, relallvisible FROM pg_class"
+            " WHERE oid = %s::regclass", [lex.POSTINGS_TABLE]
+        ).fetchone()
+    assert pages > 0 and visible == pages
+    scope = memory.scope("app", "big")
+    vector = probe.random_vectors(1, memory.model.dimension, seed=1)[0]
+    with scratch_store.transaction() as conn:
+        plan = conn.execute(*sqlu.lexical_statement(conn, scope, "w1 w2 w3 w7", vector, 10, explain=True)).fetchone()[0]
+    assert _heap_fetches(plan) == 0
