@@ -4,10 +4,13 @@ by reciprocal rank; the answerability gate; EXPLAIN of the same statement; the p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
+import psycopg
 
 from memlab.errors import ConfigError
 from memlab.events.answerability import AnswerabilityGate
@@ -129,14 +132,8 @@ class Search:
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
     ) -> Hits:
         """See `EventMemory.search_vector`."""
-        settings = check_settings(settings)
-        scope = self.core.scope(app_name, user_id)
-        vector = self.core.check_vector(vector)
-        policy = self._policy_for(settings)
-        with self.core.store.transaction() as conn:
-            settings, own_index = self._resolve(conn, scope, settings, policy)
+        with self._vector_search(app_name, user_id, vector, settings) as (conn, scope, vector, settings, own_index):
             literal = own_index or settings.literal_scope
-            sqlu.apply_settings(conn, settings)
             plan = "tenant-index" if own_index else settings.strategy
             if settings.strategy == "planner":
                 _, plan, _ = sqlu.explain_search(conn, scope, vector, settings, analyze=False, literal=literal)
@@ -145,6 +142,21 @@ class Search:
             return Hits(found, plan=plan)
         kept = [h for h in found if h.distance <= settings.max_distance]
         return Hits(kept, plan=plan, dropped_by_cutoff=len(found) - len(kept))
+
+    @contextmanager
+    def _vector_search(
+        self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None
+    ) -> Iterator[tuple[psycopg.Connection, sqlu.Scope, np.ndarray, SearchSettings, bool]]:
+        """What a vector search and its EXPLAIN share: the inputs checked, `auto` resolved for this user and the
+        settings applied, in one transaction; yields (conn, scope, vector, resolved settings, own_index)."""
+        settings = check_settings(settings)
+        scope = self.core.scope(app_name, user_id)
+        vector = self.core.check_vector(vector)
+        policy = self._policy_for(settings)
+        with self.core.store.transaction() as conn:
+            settings, own_index = self._resolve(conn, scope, settings, policy)
+            sqlu.apply_settings(conn, settings)
+            yield conn, scope, vector, settings, own_index
 
     def _policy_for(self, settings: SearchSettings) -> AutoPolicy | None:
         """The store's policy, read before the search opens its transaction: reading it inside would take a
@@ -209,13 +221,7 @@ class Search:
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None
     ) -> Explain:
         """See `EventMemory.explain_vector`."""
-        settings = check_settings(settings)
-        scope = self.core.scope(app_name, user_id)
-        vector = self.core.check_vector(vector)
-        policy = self._policy_for(settings)
-        with self.core.store.transaction() as conn:
-            settings, own_index = self._resolve(conn, scope, settings, policy)
-            sqlu.apply_settings(conn, settings)
+        with self._vector_search(app_name, user_id, vector, settings) as (conn, scope, vector, settings, own_index):
             text, path, removed = sqlu.explain_search(conn, scope, vector, settings, analyze=True,
                                                       literal=own_index or settings.literal_scope)  # fmt: skip
         return Explain(plan=text, access_path=path, rows_removed_by_filter=removed)
