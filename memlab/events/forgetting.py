@@ -64,7 +64,8 @@ class Forgetting:
         disk_erasure.check_level(vacuum)
         with self.core.store.transaction() as conn:
             marker = erasures.units_session(app_name, user_id, session_id, self.core.model.model_id)
-            erasing(conn, app_name, user_id, [marker])  # an add of the session in flight writes nothing of it
+            # an add of the session in flight writes nothing of it, nor a search in flight its query
+            erasing(conn, app_name, user_id, [marker, sql_log.marker_session(app_name, user_id, session_id)])
             deleted = housekeeping.erase_session(conn, app_name, user_id, session_id, self.core.model.model_id)
             queries = sql_log.delete_sessions(conn, app_name, user_id, [session_id])  # queries whose hits it held
         return self._finish_erasure(deleted, vacuum, queries)
@@ -74,7 +75,8 @@ class Forgetting:
         self.core.scope(app_name, user_id)
         disk_erasure.check_level(vacuum)
         with self.core.store.transaction() as conn:
-            erasing(conn, app_name, user_id, [erasures.units_user(app_name, user_id)])
+            erasing(conn, app_name, user_id, [erasures.units_user(app_name, user_id),
+                                              sql_log.marker_user(app_name, user_id)])  # fmt: skip
             deleted = housekeeping.erase_user(conn, app_name, user_id)
             queries = sql_log.delete_user(conn, app_name, user_id)  # the user's logged queries, every memory's
         return self._finish_erasure(deleted, vacuum, queries).units

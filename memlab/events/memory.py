@@ -213,8 +213,9 @@ class EventMemory:
         judges unanswerable gets no hits (`dropped_by_cutoff` counts them). The query is embedded without
         being written to the embedding cache (it is the user's data too). With recording on (`query_log=`) the
         query is recorded after it was served, unless it holds a credential."""
+        generation = self._queries.begin(app_name, user_id)
         hits = self._search.search(app_name, user_id, query, settings, asked_at=asked_at, gate=gate)
-        self._record(app_name, user_id, query, asked_at, settings, hits, gate=gate is not None)
+        self._record(app_name, user_id, query, asked_at, settings, hits, generation, gate=gate is not None)
         return hits
 
     def search_fused(
@@ -232,19 +233,22 @@ class EventMemory:
         preferred author's margin), fused by reciprocal rank, re-ranked by the
         question's time window, spread by the per-session cap, then cut to `top_k` and `max_distance`. The
         query text is used as given (`search` renders it first). Recorded like `search` when recording is on."""
+        generation = self._queries.begin(app_name, user_id)
         hits = self._search.search_fused(app_name, user_id, query, vector, settings, asked_at=asked_at)
-        self._record(app_name, user_id, query, asked_at, settings, hits)
+        self._record(app_name, user_id, query, asked_at, settings, hits, generation)
         return hits
 
     def _record(self, app_name: str, user_id: str, query: str, asked_at: datetime | None,
-                settings: SearchSettings | None, hits: Hits, *, gate: bool = False) -> None:  # fmt: skip
+                settings: SearchSettings | None, hits: Hits, generation: int | None, *,
+                gate: bool = False) -> None:  # fmt: skip
         """Record a served query (a no-op unless recording is on; never raises). A vector-only search
         (`search_vector`, `explain*`) has no text to record and is never recorded."""
         if not self._queries.enabled:
             return
         scope = self._core.scope(app_name, user_id)
         self._queries.record(app_name, user_id, query, asked_at, {**asdict(settings or SearchSettings()), "gate": gate},
-                             event_hits(hits), lambda conn: self._core.scope_facts(conn, scope).units)  # fmt: skip
+                             event_hits(hits), lambda conn: self._core.scope_facts(conn, scope).units,
+                             generation)  # fmt: skip
 
     def search_vector(
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None

@@ -6,6 +6,11 @@ the query text, when it was asked, the search settings, and the unit ids, distan
 (`filters.holds_secret`): a query holding a credential is not recorded, and the skip is counted
 (`QueryRecorder.counts["secret"]`).
 
+An erasure wins against a search in flight, as against an add (memlab.storage.erasures): `begin` draws a
+generation before the search runs; the row is written under the user's shared guard only if no `forget_user` of
+the user, nor `forget_session` of a session its hits came from, marked an erasure since (else it is counted as
+`erased_during_search`).
+
 Recording never fails a search: a write that fails is logged as a warning and counted (`counts["failed"]`); the
 query is not kept to retry, because a query waiting in memory could outlive an erasure of its user."""
 
@@ -24,6 +29,7 @@ from memlab.errors import ConfigError
 from memlab.events.filters import holds_secret
 from memlab.inputs import check_ids
 from memlab.redact import get_logger
+from memlab.storage import erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage.query_log import LoggedQuery
 from memlab.storage.store import Store
@@ -94,7 +100,8 @@ class QueryRecorder:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Queries recorded, and skipped by reason: `secret` (held a credential), `failed` (the write failed)."""
+        """Queries recorded, and skipped by reason: `secret` (held a credential), `failed` (the write failed),
+        `erased_during_search` (the user, or a session of its hits, was forgotten while it ran)."""
         with self._lock:
             return dict(self._counts)
 
@@ -102,13 +109,31 @@ class QueryRecorder:
         with self._lock:
             self._counts[what] += 1
 
+    def _failed(self, app_name: str, user_id: str, exc: Exception) -> None:
+        self._count("failed")
+        log.warning("query log: a %s query of app %r user %r was not recorded (%s: %s); the search itself "
+                    "succeeded", self.kind, app_name, user_id, type(exc).__name__, exc)  # fmt: skip
+
+    def begin(self, app_name: str, user_id: str) -> int | None:
+        """Before a search: the erasure generation it starts at (None when recording is off, or the draw failed:
+        then the query is not recorded). Never raises."""
+        if not self.enabled:
+            return None
+        try:
+            with self.store.connection() as conn:
+                return sql_log.generation(conn, app_name, user_id)
+        except Exception as exc:  # recording must never fail the search
+            self._failed(app_name, user_id, exc)
+            return None
+
     def record(
         self, app_name: str, user_id: str, text: str, asked_at: datetime | None, settings: object,
-        hits: Sequence[Served], size: Callable[[psycopg.Connection], int | None],
+        hits: Sequence[Served], size: Callable[[psycopg.Connection], int | None], generation: int | None,
     ) -> bool:  # fmt: skip
-        """Record one served query when recording is on; `size` reads the user's memory size in the write's
-        transaction. Returns whether a row was written. Never raises."""
-        if not self.enabled:
+        """Record one served query when recording is on; `generation` is what `begin` drew before the search,
+        `size` reads the user's memory size in the write's transaction. Returns whether a row was written.
+        Never raises."""
+        if not self.enabled or generation is None:
             return False
         if holds_secret(text):
             self._count("secret")
@@ -118,15 +143,18 @@ class QueryRecorder:
                               datetime.now(UTC), settings_json(settings), tuple(h[0] for h in hits),
                               tuple(float(h[1]) for h in hits), tuple(h[2] for h in hits),
                               tuple(dict.fromkeys(s for h in hits for s in h[3])), None)  # fmt: skip
+            names = [sql_log.marker_user(app_name, user_id),
+                     *(sql_log.marker_session(app_name, user_id, s) for s in row.sessions)]  # fmt: skip
             with self.store.transaction() as conn:
-                sql_log.insert(conn, dataclasses.replace(row, memory_size=size(conn)))
+                erasures.guard(conn, [(app_name, user_id)], exclusive=False)  # an erasure waits, or is seen
+                erased = bool(erasures.erased_after(conn, names, generation))
+                if not erased:
+                    sql_log.insert(conn, dataclasses.replace(row, memory_size=size(conn)))
         except Exception as exc:  # a failed recording must never fail the search it describes
-            self._count("failed")
-            log.warning("query log: a %s query of app %r user %r was not recorded (%s: %s); the search itself "
-                        "succeeded", self.kind, app_name, user_id, type(exc).__name__, exc)  # fmt: skip
+            self._failed(app_name, user_id, exc)
             return False
-        self._count("recorded")
-        return True
+        self._count("erased_during_search" if erased else "recorded")
+        return not erased
 
     def purge(self, *, now: datetime | None = None, app_name: str | None = None) -> int:
         """Delete logged queries older than this memory's retention (nothing without a QueryLog)."""

@@ -443,10 +443,11 @@ class FactMemory:
         Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
         `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
         served. Recorded when recording is on (`query_log=`), unless the query holds a credential."""
+        generation = self.query_log.begin(app_name, user_id)
         hits = self._search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
         self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
                               "limit": limit, "include_domain": include_domain}, fact_hits(hits),
-                              lambda conn: sql_log.fact_count(conn, app_name, user_id))  # fmt: skip
+                              lambda conn: sql_log.fact_count(conn, app_name, user_id), generation)  # fmt: skip
         return hits
 
     def _search(self, app_name: str, user_id: str, query: str, allow: Sequence[str], threshold: float, limit: int,
@@ -593,7 +594,8 @@ class FactMemory:
         self, app: str, user: str, event_ids: list[str] | None, session_id: str | None, vacuum: bool | str = False
     ) -> FactForgetReport:
         report = FactForgetReport()
-        marks = ([erasures.facts_session(app, user, session_id)] if event_ids is None and session_id is not None
+        marks = ([erasures.facts_session(app, user, session_id), sql_log.marker_session(app, user, session_id)]
+                 if event_ids is None and session_id is not None
                  else [erasures.facts_event(app, user, session_id, e) for e in event_ids or ()])  # fmt: skip
         with self.store.transaction() as conn:
             erasing(conn, app, user, marks)  # an add extracting these events meanwhile leaves them out
@@ -658,7 +660,8 @@ class FactMemory:
         with self.store.transaction() as conn:
             # an add of the user in flight (either memory) writes nothing of the user afterwards
             erasing(conn, app_name, user_id, [erasures.facts_user(app_name, user_id),
-                                              erasures.units_user(app_name, user_id)])  # fmt: skip
+                                              erasures.units_user(app_name, user_id),
+                                              sql_log.marker_user(app_name, user_id)])  # fmt: skip
             counts = tables.forget_user(conn, app_name, user_id)
             counts[sql_log.QUERY_LOG_TABLE] = sql_log.delete_user(conn, app_name, user_id)  # every memory's
             deleted = erase_units_of_user(conn, app_name, user_id)

@@ -15,6 +15,8 @@ from datetime import datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memlab.storage.erasures import Name, guard
+
 QUERY_LOG_TABLE = "memlab_query_log"
 KINDS = ("events", "facts")
 
@@ -67,6 +69,27 @@ class LoggedQuery:
 
 _COLUMNS = ("app_name, user_id, kind, layer, query_text, asked_at, recorded_at, settings, unit_ids, distances, "
             "hit_sessions, sessions, memory_size")  # fmt: skip
+
+
+def marker_user(app_name: str, user_id: str) -> Name:
+    """The erasure marker (memlab.storage.erasures) a forget_user leaves for queries being recorded meanwhile."""
+    return ("queries", app_name, user_id)
+
+
+def marker_session(app_name: str, user_id: str, session_id: str) -> Name:
+    """The erasure marker a forget_session leaves for queries being recorded meanwhile."""
+    return ("queries", app_name, user_id, session_id)
+
+
+def generation(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
+    """The erasure generation a search starts at, read (not drawn) under the user's shared guard: an erasure of
+    the user draws its generation while holding the guard exclusively, so one that drew before this read has
+    committed, and one that draws later gets a higher number. A read writes no WAL, so its commit waits for no
+    disk flush (drawing with nextval, as an add's plan does, cost a flush per search)."""
+    with conn.transaction():
+        guard(conn, [(app_name, user_id)], exclusive=False)
+        last, called = conn.execute("SELECT last_value, is_called FROM memlab_erasure_generation").fetchone()
+    return int(last) if called else int(last) - 1
 
 
 def create_table(conn: psycopg.Connection) -> None:

@@ -135,6 +135,39 @@ def test_a_failed_recording_does_not_fail_the_search(scratch_store, embedder, ap
     assert "was not recorded" in caplog.text and QUESTION not in caplog.text
 
 
+class ErasingEmbedder:
+    """The real embedder; while it embeds the next query, `erase` runs (a forget that lands mid-search)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+        self.erase = None
+
+    def embed_documents(self, texts):
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        erase, self.erase = self.erase, None
+        if erase is not None:
+            erase()
+        return self.inner.embed_query(text)
+
+
+def test_a_user_forgotten_while_a_search_runs_gets_no_row(store, embedder, app_name):
+    erasing = ErasingEmbedder(embedder)
+    memory = memlab.EventMemory(store, erasing, query_log=ON)
+    facts = memlab.FactMemory(store, erasing, query_log=ON)
+    for forget, search in ((memory, memory.search), (facts, facts.search), (facts, memory.search)):
+        _fill(memory, app_name)
+        _facts(facts, app_name)  # served facts: the fact search embeds its query
+        erasing.erase = lambda forget=forget: forget.forget_user(app_name, "u1")
+        search(app_name, "u1", QUESTION)
+        assert memlab.logged_queries(store, app_name, "u1") == [], "the search began before the erasure returned"
+    assert memory.query_log.counts["erased_during_search"] == 2 and facts.query_log.counts == {
+        "erased_during_search": 1}
+    memory.search(app_name, "u1", QUESTION)  # a search after the erasure is recorded
+    assert len(memlab.logged_queries(store, app_name, "u1")) == 1
+
+
 def test_query_log_settings_are_checked(store, embedder):
     with pytest.raises(memlab.ConfigError, match="retention"):
         memlab.QueryLog(enabled=True, retention=timedelta(0))
