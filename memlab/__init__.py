@@ -33,6 +33,7 @@ from memlab.events.filters import SKIP_REASONS, find_secrets, skip_reason
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
 from memlab.events.query_log import LoggedQuery, QueryLog, logged_queries, purge_query_log, query_log_users
 from memlab.events.renderings import RENDERINGS
+from memlab.events.stored_sessions import read_stored_sessions, stored_layers
 from memlab.events.timewords import EventAnchor, TimeWindow, event_anchor, resolve_time
 from memlab.facts.decide import decide
 from memlab.facts.extractors.base import Extractor, ExtractorKeys
@@ -168,6 +169,7 @@ __all__ = [
     "prepare_mpnet",
     "purge_query_log",
     "query_log_users",
+    "read_stored_sessions",
     "redact_secrets",
     "render_fact",
     "resolve_time",
@@ -175,4 +177,5 @@ __all__ = [
     "shared_cache",
     "skip_reason",
     "state_of",
+    "stored_layers",
 ]

@@ -177,8 +177,11 @@ _DATASET = {
     "min_events": lambda w, v: check_whole(w, v, 1, 100_000),
     "near_miss": lambda w, v: check_whole(w, v, 0, 100_000),
     "seed": lambda w, v: check_whole(w, v, 0, 2**32 - 1),
-    **{key: lambda w, v: check_text(w, v, limit=4096) for key in ("queries", "sessions", "judgments", "pool")},
-    "assessor": lambda w, v: check_text(w, v),
+    **{key: lambda w, v: check_text(w, v, limit=4096) for key in ("queries", "sessions", "pool", "dsn")},
+    # one judgments file, or several (a person's and the model's) read together
+    "judgments": lambda w, v: check_list(w, v, lambda w2, v2: check_text(w2, v2, limit=4096)) if isinstance(
+        v, list) else check_text(w, v, limit=4096),
+    **{key: lambda w, v: check_text(w, v) for key in ("assessor", "dsn_env", "app", "layer")},
 }
 
 
@@ -228,11 +231,12 @@ _UNTYPED = {
     "filtered": {"shares", "relations", "iterative", "max_scan_tuples", "k", "background_tenants",
                  "remedy_min_share", "seed"},
     "ingest": {"repeat"},
+    "labels": {"systems", "depths", "pool_sizes", "loo_depth", "generated"},  # typed by LabelsSweep.check_options
     "retrieval": {"answerability"},
 }  # fmt: skip
 OPTION_KEYS: dict[str, set[str]] = {
     sweep: {"datasets"} | set(_OPTIONS.get(sweep, {})) | _UNTYPED.get(sweep, set())
-    for sweep in ("cutoff", "facts", "filtered", "granularity", "ingest", "models", "retrieval")
+    for sweep in ("cutoff", "facts", "filtered", "granularity", "ingest", "labels", "models", "retrieval")
 }
 
 

@@ -5,6 +5,7 @@
     {name: fixtures, format: fixtures, path: fixtures/events}
     {name: synth, format: synth, users: 16, max_events: 300, seed: 0}
     {name: mine, format: judged, queries: queries.jsonl, sessions: logs.jsonl, pool: pool.json, judgments: j.jsonl}
+    {name: mine, format: judged, queries: q.jsonl, dsn_env: AGENT_DSN, app: my-agent, pool: p.json, judgments: j.jsonl}
 
 The name given in the config is the name every output uses."""
 
@@ -18,8 +19,8 @@ from memlab.lab.dataset import Dataset
 from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
 from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.judged_set import OPTIONS as JUDGED_OPTIONS
-from memlab.lab.judging.judged_set import PATHS as JUDGED_PATHS
 from memlab.lab.judging.judged_set import load_judged
+from memlab.lab.judging.judged_set import sessions_source as judged_sessions_source
 from memlab.lab.longmemeval import load_longmemeval
 from memlab.lab.suggest import did_you_mean, unknown_keys
 from memlab.lab.synth import generate
@@ -36,13 +37,13 @@ _OPTIONS: dict[str, set[str]] = {
 CHECKOUT = Path(__file__).resolve().parents[2]  # the memlab checkout (an editable install)
 
 
-def resolve_path(raw: str | Path, base_dirs: list[Path], what: str) -> Path:
+def resolve_path(raw: str | Path, base_dirs: list[Path], what: str, key: str = "path") -> Path:
     """An absolute path as given; a relative one against the config's folder, then the memlab checkout.
-    A path that is nowhere raises a ConfigError naming every place looked at."""
+    A path that is nowhere raises a ConfigError naming every place looked at and the key (`key`) to fix."""
     path = Path(raw).expanduser()
     if path.is_absolute():
         if not path.exists():
-            raise ConfigError(f"{what}: {path} does not exist; fix `path` in the config")
+            raise ConfigError(f"{what}: {path} does not exist; fix `{key}` in the config")
         return path
     tried = []
     for base in [*base_dirs, CHECKOUT]:
@@ -50,8 +51,8 @@ def resolve_path(raw: str | Path, base_dirs: list[Path], what: str) -> Path:
         tried.append(str(candidate))
         if candidate.exists():
             return candidate
-    raise ConfigError(f"{what}: {raw} not found (looked in {', '.join(dict.fromkeys(tried))}); give an absolute "
-                      "path or one relative to the config file")  # fmt: skip
+    raise ConfigError(f"{what}: {raw} not found (looked in {', '.join(dict.fromkeys(tried))}); fix `{key}`: give an "
+                      "absolute path or one relative to the config file")  # fmt: skip
 
 
 def check_spec(spec: dict[str, Any], where: str) -> str:
@@ -79,12 +80,8 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
     name = str(spec["name"])
     fmt = check_spec(spec, f"data set {name!r}")
     base_dirs = base_dirs or []
-    if fmt == "judged":  # a judged set names four files, not one path (memlab.lab.judging.judged_set)
-        missing = [key for key in JUDGED_PATHS if not spec.get(key)]
-        if missing:
-            raise ConfigError(f"data set {name!r}: format judged needs {', '.join(f'`{m}`' for m in missing)} (the "
-                              "query file, the sessions JSONL, the pool file and the judgments file)")  # fmt: skip
-        files = {key: resolve_path(spec[key], base_dirs, f"data set {name!r} `{key}`") for key in JUDGED_PATHS}
+    if fmt == "judged":  # a judged set names its files (or a DSN for its sessions), not one path
+        files = _judged_files(name, spec, base_dirs)
     elif fmt != "synth":
         if not spec.get("path"):
             raise ConfigError(f"data set {name!r}: `path` is required for format {fmt}")
@@ -108,6 +105,26 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
     if not data.questions and not any(u.expected_facts is not None for u in data.users):
         raise ConfigError(f"data set {name!r}: no questions after loading (check `limit` and the file)")
     return data
+
+
+def _judged_files(name: str, spec: dict[str, Any], base_dirs: list[Path]) -> dict[str, Any]:
+    """The judged set's files resolved, each error naming its key (`judgments` may list several), and its
+    sessions: a file, or the agent's memory by DSN (memlab.lab.judging.judged_set)."""
+    missing = [key for key in ("queries", "pool", "judgments") if not spec.get(key)]
+    if missing:
+        raise ConfigError(f"data set {name!r}: format judged needs {', '.join(f'`{m}`' for m in missing)} (the "
+                          "query file, the pool file and the judgments file(s)), and `sessions` or `dsn`")  # fmt: skip
+    store = judged_sessions_source(name, spec)
+
+    def one(key: str, raw: Any, label: str) -> Path:
+        return resolve_path(raw, base_dirs, f"data set {name!r} `{label}`", key)
+
+    files: dict[str, Any] = {key: one(key, spec[key], key) for key in ("queries", "pool")}
+    given = spec["judgments"]
+    files["judgments"] = ([one("judgments", raw, f"judgments[{i}]") for i, raw in enumerate(given)]
+                          if isinstance(given, list) else one("judgments", given, "judgments"))  # fmt: skip
+    files["sessions"] = store if store is not None else one("sessions", spec["sessions"], "sessions")
+    return files
 
 
 def _longmemeval(path: Path, spec: dict[str, Any]) -> Dataset:

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from memlab.storage.schema import ANY_SESSION, UNITS_TABLE, ModelInfo
-from memlab.storage.unit_table import drop_index, tenant_index_name
+from memlab.storage.unit_table import READABLE_TIME, drop_index, tenant_index_name
 from memlab.storage.units import _BODY_KEY, Deleted, SessionKey, _unnest_keys
 
 # -- reads for baselines and housekeeping ---------------------------------------------------------------
@@ -238,3 +238,23 @@ def user_rows(conn: psycopg.Connection, app_name: str, user_id: str) -> list[tup
     )
     return [(r[0], r[1], list(r[2])) for r in conn.execute(query, [app_name, user_id]).fetchall()]
 
+
+
+def stored_units(conn: psycopg.Connection, app_name: str, user_id: str, layer: str) -> list[tuple]:
+    """(session, unit id, event ids, author, occurred_at, body) of every unit of one user in one layer, once each
+    (a unit stored under two models during a migration comes back once), in session and time order: what
+    reading a user's sessions back from memory needs (memlab.events.stored_sessions)."""
+    query = sql.SQL(
+        "SELECT DISTINCT ON (session_id, occurred_at, unit_id) session_id, unit_id, event_ids, author, "
+        f"{READABLE_TIME}, body FROM {{}} WHERE app_name = %s AND user_id = %s AND layer = %s "
+        "ORDER BY session_id, occurred_at, unit_id, embed_model"
+    ).format(sql.Identifier(UNITS_TABLE))
+    return conn.execute(query, [app_name, user_id, layer]).fetchall()
+
+
+def stored_layers(conn: psycopg.Connection, app_name: str, user_id: str) -> list[str]:
+    """The layers one user has units in (to name them when the layer asked for holds nothing)."""
+    query = sql.SQL("SELECT DISTINCT layer FROM {} WHERE app_name = %s AND user_id = %s ORDER BY layer").format(
+        sql.Identifier(UNITS_TABLE)
+    )
+    return [r[0] for r in conn.execute(query, [app_name, user_id]).fetchall()]

@@ -7,27 +7,82 @@ hits were all judged not relevant is a no-answer question (by the pooling assump
     {name: mine, format: judged, queries: queries.jsonl, sessions: logs.jsonl, pool: pool.json,
      judgments: judgments.jsonl}       (optional `assessor: ana`: only that assessor's judgments count)
 
-The sessions are a memlab JSONL file (reading them from a database by DSN is not there yet)."""
+`judgments` may list several files (a person's and the model's), read as one. The sessions are a memlab JSONL
+file, or the agent's own event memory: `dsn: postgresql://...` (or `dsn_env: VAR` naming the environment variable
+that holds it, the way config names secrets; `dsn: default` is MEMLAB_DSN, else the embedded server), with
+optional `app` (every query must be of it) and `layer` (an event layer, default `event`). Then exactly the users
+of the judged queries are read, read-only, through `memlab.read_stored_sessions`; the DSN's password never
+reaches an error line (memlab's redactor) or a run folder (which passes the same redactor)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from memlab.errors import FixtureError
+from memlab.config import configured_dsn
+from memlab.errors import ConfigError, FixtureError
+from memlab.events.stored_sessions import read_stored_sessions, stored_layers
+from memlab.events.units import EVENT_LAYER
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.judgments import read_judgments
 from memlab.lab.judging.model_assessor import agreement
+from memlab.lab.judging.origins import origin_info
 from memlab.lab.judging.pool_file import read_pool
-from memlab.lab.judging.query_file import read_queries
+from memlab.lab.judging.query_file import Query, read_queries
 
-OPTIONS = {"queries", "sessions", "judgments", "pool", "assessor"}
-PATHS = ("queries", "sessions", "judgments", "pool")
+OPTIONS = {"queries", "sessions", "judgments", "pool", "assessor", "dsn", "dsn_env", "app", "layer"}
+PATHS = ("queries", "sessions", "judgments", "pool")  # the files a judged set may name (`sessions` or a DSN)
+DEFAULT_DSN = "default"  # `dsn: default`: what memlab.open_store() opens (MEMLAB_DSN, else the embedded server)
 
 
-def load_judged(name: str, queries: Path, sessions: Path, judgments: Path, pool: Path, *,
-                assessor: str | None = None) -> Dataset:  # fmt: skip
-    """The judged set as a Dataset whose `pool` names the systems and depth its labels come from."""
+@dataclass(frozen=True)
+class StoredSessions:
+    """The sessions of a judged set read from the agent's event memory instead of a file."""
+
+    dsn: str | None = field(repr=False)  # None: MEMLAB_DSN, else the embedded server; never shown (a password)
+    app: str | None = None  # when given, every judged query must be of this app
+    layer: str = EVENT_LAYER
+
+
+def sessions_source(name: str, spec: dict[str, Any]) -> StoredSessions | None:
+    """Where a judged set entry's sessions come from: None for a `sessions` file, else the store its `dsn` or
+    `dsn_env` names. Exactly one of the three must be given; `app` and `layer` go with a DSN only."""
+    given = [key for key in ("sessions", "dsn", "dsn_env") if spec.get(key)]
+    if len(given) != 1:
+        raise ConfigError(f"data set {name!r}: format judged reads its sessions from `sessions` (a memlab JSONL "
+                          f"file), `dsn` or `dsn_env` (the agent's memory); give exactly one, got "
+                          f"{', '.join(f'`{k}`' for k in given) or 'none'}")  # fmt: skip
+    if given == ["sessions"]:
+        extra = [key for key in ("app", "layer") if key in spec]
+        if extra:
+            raise ConfigError(f"data set {name!r}: {', '.join(f'`{k}`' for k in extra)} go(es) with `dsn` or "
+                              "`dsn_env` (reading the agent's memory); a sessions file names its own apps")
+        return None
+    if given == ["dsn_env"]:
+        raw = os.environ.get(str(spec["dsn_env"]))
+        if not raw:
+            raise ConfigError(f"data set {name!r}: `dsn_env` names {spec['dsn_env']}, which is not set; export the "
+                              "DSN of the agent's database in it")  # fmt: skip
+        where = f"data set {name!r} `dsn_env` ({spec['dsn_env']})"
+    else:
+        raw, where = str(spec["dsn"]), f"data set {name!r} `dsn`"
+    dsn = None
+    if raw != DEFAULT_DSN:
+        try:
+            dsn = configured_dsn(raw)
+        except ConfigError as exc:  # its message holds no part of the value
+            raise ConfigError(f"{where}: {exc}") from None
+    return StoredSessions(dsn, spec.get("app"), spec.get("layer") or EVENT_LAYER)
+
+
+def load_judged(name: str, queries: Path, sessions: Path | StoredSessions, judgments: Path | Sequence[Path],
+                pool: Path, *, assessor: str | None = None) -> Dataset:  # fmt: skip
+    """The judged set as a Dataset whose `pool` names the systems and depth its labels come from; its sessions
+    from a memlab JSONL file or (StoredSessions) read-only from the agent's event memory."""
     asked = {q.query_id: q for q in read_queries(queries)}
     made = read_pool(pool)
     outside = [q["query_id"] for q in made.queries if q["query_id"] not in asked]
@@ -39,8 +94,10 @@ def load_judged(name: str, queries: Path, sessions: Path, judgments: Path, pool:
         for hit in q["hits"]:
             pooled.setdefault(q["query_id"], {}).setdefault(hit["event_id"], []).append(hit["session"])
     judged = read_judgments(judgments, pooled, assessor=assessor)
-    source = load_jsonl(sessions, name)
-    users = {(u.app_name, u.user_id): u for u in source.users}
+    if isinstance(sessions, StoredSessions):
+        users = _stored_users(name, sessions, [asked[qid] for qid in judged])
+    else:
+        users = {(u.app_name, u.user_id): u for u in load_jsonl(sessions, name).users}
     questions = []
     for qid, verdicts in judged.items():
         q = asked[qid]
@@ -52,7 +109,29 @@ def load_judged(name: str, queries: Path, sessions: Path, judgments: Path, pool:
                                   qtype=q.origin, evidence=relevant, judged=tuple(verdicts)))  # fmt: skip
     kept = list(dict.fromkeys((q.app_name, q.user_id) for q in questions))
     pool_info = made.describe()
-    pairs = agreement(judgments)  # a person and the model (or two people) on the same events: Cohen's kappa
+    pool_info |= origin_info([asked[q.id].origin for q in questions], [asked[q.id].generator for q in questions])
+    files = [judgments] if isinstance(judgments, str | Path) else list(judgments)
+    pairs = agreement(*files)  # a person and the model (or two people) on the same events: Cohen's kappa
     if pairs:
         pool_info["agreement"] = pairs
     return Dataset(name, [UserHistory(a, u, users[(a, u)].sessions) for a, u in kept], questions, pool=pool_info)
+
+
+def _stored_users(name: str, source: StoredSessions, queries: list[Query]) -> dict[tuple[str, str], UserHistory]:
+    """The sessions of exactly the users who asked the judged queries, read from the agent's memory; a user with
+    nothing stored in the layer is refused, naming the layers they do have (a wrong app, layer or database)."""
+    wrong = [q for q in queries if source.app is not None and q.app != source.app]
+    if wrong:
+        raise ConfigError(f"data set {name!r}: query {wrong[0].query_id!r} was asked in app {wrong[0].app!r}, not "
+                          f"{source.app!r} as `app` says; fix `app` (or the query file)")  # fmt: skip
+    users: dict[tuple[str, str], UserHistory] = {}
+    for app in dict.fromkeys(q.app for q in queries):
+        asking = list(dict.fromkeys(q.user for q in queries if q.app == app))
+        for user, found in read_stored_sessions(source.dsn, app, asking, layer=source.layer).items():
+            if not found:
+                layers = stored_layers(source.dsn, app, user)
+                have = f"their memory has layers {layers}" if layers else "it holds nothing of them in any layer"
+                raise ConfigError(f"data set {name!r}: the database `dsn` names holds no events of {app}/{user} in "
+                                  f"layer {source.layer!r} ({have}); check `dsn`, `app` and `layer`")  # fmt: skip
+            users[(app, user)] = UserHistory(app, user, found)
+    return users

@@ -9,6 +9,7 @@ holds: a judgment of anything else is a mistake (another pool, a typo), and each
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +34,7 @@ class Judgment:
     assessor: str
     time: datetime
     line: int
+    file: str = ""  # the judgments file it came from (a judged set may read several)
 
 
 def _session(path: Path, number: int, raw: dict, hits: dict[str, list[str | None]]) -> EventKey:
@@ -77,18 +79,19 @@ def _judgment(path: Path, number: int, raw: Any, pooled: dict[str, dict[str, lis
                            "`query`, or add the query to the query file and pool it")  # fmt: skip
     key = _session(path, number, raw, pooled[raw["query"]])
     return Judgment(raw["query"], key, int(relevance), raw["assessor"], parse_time(raw["time"], where, "time"),
-                    number)  # fmt: skip
+                    number, str(path))  # fmt: skip
 
 
-def read_judgments(path: str | Path, pooled: dict[str, dict[str, list[str | None]]], *,
+def read_judgments(path: str | Path | Sequence[str | Path], pooled: dict[str, dict[str, list[str | None]]], *,
                    assessor: str | None = None) -> dict[str, dict[EventKey, Judgment]]:  # fmt: skip
-    """query id -> event -> the judgment that counts. `pooled` is query id -> event id -> the sessions the pool
-    holds it from (queries missing from the query file are left out of it by the caller). With `assessor`, only
-    that assessor's lines count. One assessor judging an event again replaces the earlier verdict (the page
-    exports the latest); two assessors disagreeing on an event is refused unless `assessor` chooses one."""
-    path = Path(path)
+    """query id -> event -> the judgment that counts. `path` is one judgments file or several (a person's and the
+    model's), read in order as one. `pooled` is query id -> event id -> the sessions the pool holds it from
+    (queries missing from the query file are left out of it by the caller). With `assessor`, only that
+    assessor's lines count. One assessor judging an event again replaces the earlier verdict (the page exports
+    the latest); two assessors disagreeing on an event is refused unless `assessor` chooses one."""
+    paths = [Path(p) for p in ([path] if isinstance(path, str | Path) else path)]
     out: dict[str, dict[EventKey, Judgment]] = {}
-    for number, raw in json_lines(path):
+    for path, number, raw in ((p, n, r) for p in paths for n, r in json_lines(p)):
         judgment = _judgment(path, number, raw, pooled)
         if assessor is not None and judgment.assessor != assessor:
             continue
@@ -96,10 +99,16 @@ def read_judgments(path: str | Path, pooled: dict[str, dict[str, list[str | None
         if before is not None and before.assessor != judgment.assessor and before.relevance != judgment.relevance:
             raise FixtureError(f"{path}:{number}: {judgment.assessor!r} judged event {judgment.event[1]!r} of query "
                                f"{judgment.query!r} {judgment.relevance}, {before.assessor!r} judged it "
-                               f"{before.relevance} on line {before.line}; set `assessor:` in the data set entry to "
-                               "choose whose judgments count")  # fmt: skip
+                               f"{before.relevance} on {_where(before, path)}; set `assessor:` in the data set "
+                               "entry to choose whose judgments count")  # fmt: skip
         out[judgment.query][judgment.event] = judgment
     if not out:
         who = f" by assessor {assessor!r}" if assessor is not None else ""
-        raise FixtureError(f"{path}: no judgments{who}; judge the pool in judge.html and export the file")
+        files = ", ".join(map(str, paths))
+        raise FixtureError(f"{files}: no judgments{who}; judge the pool in judge.html and export the file")
     return out
+
+
+def _where(judgment: Judgment, reading: Path) -> str:
+    """Where an earlier judgment stands, as seen from the file being read: its line, or file and line."""
+    return f"line {judgment.line}" if judgment.file == str(reading) else f"{judgment.file}:{judgment.line}"
