@@ -63,11 +63,13 @@ class IsolationCheck:
         self.marker_owner: dict[str, tuple[str, str]] = {}
         self.session_owner: dict[str, tuple[str, str]] = {}
         self.counter = itertools.count()
+        self.store = store
+        log = memlab.QueryLog(enabled=True)  # every search is recorded: the query log is a read path too
         self.memories = {
-            "event": memlab.EventMemory(store, embedder),
-            "chunk": memlab.EventMemory(store, embedder, "chunk", chunk_size=2, chunk_overlap=1),
+            "event": memlab.EventMemory(store, embedder, query_log=log),
+            "chunk": memlab.EventMemory(store, embedder, "chunk", chunk_size=2, chunk_overlap=1, query_log=log),
         }
-        self.facts = memlab.FactMemory(store, embedder, extractor=MarkerExtractor())
+        self.facts = memlab.FactMemory(store, embedder, extractor=MarkerExtractor(), query_log=log)
         self.services: dict[str, Any] = {}
         try:  # optional dependency: memlab.adk needs google-adk (the `adk` extra), imported only when checked
             from memlab.adk import EventMemoryService, FactMemoryService
@@ -135,8 +137,15 @@ class IsolationCheck:
         trail = self.facts.why(app, user, "user", PREDICATE) + self.facts.why(app, user, "team:core", DOMAIN_PREDICATE)
         self._rows("FactMemory.why", [self.marker_owner.get(p.value) for p in trail], {me}, ask)
         self._rows("FactMemory.why session", [self.session_owner.get(p.session_id) for p in trail], {me}, ask)
-        if not self.services:
-            return
+        if self.services:
+            self._check_services(app, user, granularity, query, ask)
+        logged = memlab.logged_queries(self.store, app, user)
+        self._rows("logged_queries", [(r.app_name, r.user_id) for r in logged], {me}, ask)
+        self._rows("logged_queries sessions", [self.session_owner.get(s) for r in logged if r.kind == "events"
+                                               for s in r.sessions], {me}, ask)  # fmt: skip
+
+    def _check_services(self, app: str, user: str, granularity: str, query: str, ask: str) -> None:
+        me, domain = (app, user), (app, memlab.DOMAIN_USER)
         entries = asyncio.run(self.services[granularity].search_memory(app_name=app, user_id=user, query=query))
         self._rows("EventMemoryService.search_memory",
                    [self.session_owner.get(e.custom_metadata["session_id"]) for e in entries.memories]
