@@ -120,8 +120,12 @@ def test_retention_purge_removes_rows_older_than_the_retention(recording, store,
     assert memlab.purge_query_log(store, timedelta(days=1), now=datetime.now(UTC) + timedelta(days=2),
                                   app_name=app_name) == 1  # fmt: skip
     recording.search(app_name, "u1", QUESTION)
-    recording.maintain(app_name)  # runs the purge with the memory's retention: a fresh row stays
-    assert len(memlab.logged_queries(store, app_name, "u1")) == 1
+    recording.search(app_name, "u1", "Who is Pixel?")
+    with psycopg.connect(store.dsn, autocommit=True) as conn:  # one row recorded 31 days ago
+        conn.execute("UPDATE memlab_query_log SET recorded_at = now() - interval '31 days' WHERE app_name = %s "
+                     "AND query_text = %s", [app_name, QUESTION])  # fmt: skip
+    recording.maintain(app_name)  # runs the purge with the memory's retention (30 days): the fresh row stays
+    assert [r.text for r in memlab.logged_queries(store, app_name, "u1")] == ["Who is Pixel?"]
 
 
 def test_a_failed_recording_does_not_fail_the_search(scratch_store, embedder, app_name, caplog):
