@@ -73,7 +73,8 @@ def user_run(tmp_path_factory, memlab_home, store):
         "options": {"granularity": {"chunks": [[4, 1]]},
                     "filtered": {"total_rows": 400, "ef_search": [10, 40], "iterative": ["off", "relaxed_order"],
                                  "queries": 2, "background_tenants": 5, "shares": [0.01, 0.1]},
-                    "cutoff": {"grid": [0.3, 0.5, 0.7, 0.9]}},
+                    "cutoff": {"grid": [0.3, 0.5, 0.7, 0.9]},
+                    "labels": {"systems": ["event-exact", "chunk4o1"], "depths": [5], "pool_sizes": [2]}},
     }  # fmt: skip
     path = folder / "experiment.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -133,6 +133,8 @@ def test_every_option_a_sweep_reads_is_a_known_key(tmp_path):
         "granularity": {"extractors": ["rules"], "session": True, "strategy": "exact", "chunks": [[4, 1]]},
         "facts": {"extractors": ["rules"]}, "ingest": {"repeat": 1}, "models": {"embedders": ["default"],
                                                                               "granularity": "event"},
+        "labels": {"systems": ["event", "chunk4o1"], "depths": [5], "pool_sizes": [2], "loo_depth": 5,
+                   "generated": False},
     }  # fmt: skip
     assert set(settings) == set(lab.SWEEPS)
     for sweep, options in settings.items():

@@ -14,13 +14,14 @@ from memlab.lab.sweeps.facts import FactsSweep
 from memlab.lab.sweeps.filtered import FilteredSweep
 from memlab.lab.sweeps.granularity import GranularitySweep
 from memlab.lab.sweeps.ingest import IngestSweep
+from memlab.lab.sweeps.labels import LabelsSweep
 from memlab.lab.sweeps.models import ModelsSweep
 from memlab.lab.sweeps.retrieval import RetrievalSweep
 
 SWEEPS: Mapping[str, Sweep] = MappingProxyType({
     sweep.name: sweep
     for sweep in (GranularitySweep(), RetrievalSweep(), CutoffSweep(), FilteredSweep(), ModelsSweep(), FactsSweep(),
-                  IngestSweep())
+                  IngestSweep(), LabelsSweep())
 })  # fmt: skip
 
 
