@@ -443,5 +443,61 @@ def queries_import_command(
     console.print(f"[green]wrote[/] {out} ({len(queries)} queries)")
 
 
+questions_app = typer.Typer(help="Generated questions, for users with no query log: written from their own "
+                            "sessions, each labelled with its evidence event.", no_args_is_help=True)  # fmt: skip
+app.add_typer(questions_app, name="questions")
+
+
+@questions_app.command("generate")
+@user_errors
+def questions_generate_command(
+    out: Path = typer.Option(..., help="The query file to write (origin \"generated\"); the judgments and pool "
+                             "files go beside it (<out>.judgments.jsonl, <out>.pool.json) unless given."),
+    sessions: Path = typer.Option(..., help="The users' sessions: a memlab JSONL file (what `format: judged` "
+                                  "reads them from)."),
+    generator: str = typer.Option("rules", help="rules (offline: the rule fact extractor and a question template "
+                                  "per predicate) or model (a chat endpoint writes one question per session)."),
+    templates: Path | None = typer.Option(None, help="With rules: your own templates YAML (default: memlab's)."),
+    judgments: Path | None = typer.Option(None, help="The judgments file to write (assessor generator:<id>)."),
+    pool: Path | None = typer.Option(None, help="The pool file to write (the evidence events)."),
+    seed: int = typer.Option(0, help="With model: seed of the turn chosen in each session."),
+    base_url: str | None = typer.Option(None, help="With model: chat endpoint (default: MEMLAB_LLM_BASE_URL)."),
+    model: str | None = typer.Option(None, help="With model: model name (default: MEMLAB_LLM_MODEL)."),
+) -> None:
+    """Generate questions from the users' own sessions and write them as a judged set (query file, judgments,
+    pool): load it with `format: judged`. Counts what was made and what was skipped, by reason."""
+    lab = workbench()
+    if generator not in ("rules", "model"):
+        fail(f"--generator must be rules or model, got {generator!r}")
+    files = {"queries": out, "judgments": judgments or out.with_suffix(".judgments.jsonl"),
+             "pool": pool or out.with_suffix(".pool.json")}  # fmt: skip
+    lab.outputs.claim_file(files["queries"], lab.is_query_file, flag="--out", what="query file")
+    lab.outputs.claim_file(files["judgments"], lab.is_generated_judgments, flag="--judgments",
+                           what="generated judgments file")  # fmt: skip
+    lab.outputs.claim_file(files["pool"], lab.is_generated_pool, flag="--pool", what="generated pool file")
+    source = lab.load_jsonl(sessions, sessions.stem)
+    if generator == "rules":
+        made = lab.template_questions(source, lab.load_templates(templates) if templates else None)
+    else:
+        made = lab.model_questions(source, memlab.LlmExtractor(base_url, model), seed=seed)
+    table = Table(title=f"generated questions ({made.generator})")
+    table.add_column("made from / skipped because")
+    table.add_column("count", justify="right")
+    for name, count in sorted(made.made.items()):
+        table.add_row(name, str(count))
+    for reason, count in sorted(made.skipped.items()):
+        table.add_row(f"skipped: {reason}", str(count), style="yellow")
+    console.print(table)
+    if not made.queries:
+        fail(f"no question was generated from {sessions}; see the counts above (the rule extractor "
+             "found no fact with a template, or every model reply was refused)")
+    written = lab.write_generated(made, source, files["queries"], files["judgments"], files["pool"])
+    entry = {"name": "generated", "format": "judged", "queries": str(written["queries"].resolve()),
+             "sessions": str(sessions.resolve()), "pool": str(written["pool"].resolve()),
+             "judgments": str(written["judgments"].resolve())}  # fmt: skip
+    console.print(f"[green]wrote[/] {len(made.queries)} questions to {out}, with {written['judgments']} and "
+                  f"{written['pool']}. As a data set:\n  {json.dumps(entry)}", soft_wrap=True, highlight=False)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

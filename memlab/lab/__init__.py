@@ -49,17 +49,21 @@ from memlab.lab.gate import (
 )
 from memlab.lab.identity import is_relevant
 from memlab.lab.jsonl import load_jsonl, write_jsonl
+from memlab.lab.judging.generated import Generation, is_generated_judgments, is_generated_pool, write_generated
 from memlab.lab.judging.judged_set import load_judged
 from memlab.lab.judging.judgments import Judgment, read_judgments
 from memlab.lab.judging.model_assessor import agreement as assessor_agreement
 from memlab.lab.judging.model_assessor import model_judgments
 from memlab.lab.judging.model_assessor import write_judgments as write_model_judgments
+from memlab.lab.judging.model_questions import model_questions
+from memlab.lab.judging.origins import origin_lines
 from memlab.lab.judging.page import page_data as judging_page_data
 from memlab.lab.judging.page import write_judge_page
 from memlab.lab.judging.pool import pool_queries
 from memlab.lab.judging.pool_file import Pool, read_pool, write_pool
 from memlab.lab.judging.query_file import Query, read_queries
 from memlab.lab.judging.report_lines import pool_lines as judged_pool_lines
+from memlab.lab.judging.template_questions import QuestionTemplates, load_templates, template_questions
 from memlab.lab.judging.widget import JudgeWidget, judge_widget
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
@@ -107,6 +111,7 @@ __all__ = [
     "FactSystem",
     "FaissExact",
     "FaissExactSystem",
+    "Generation",
     "JudgeWidget",
     "Judgment",
     "Pool",
@@ -114,6 +119,7 @@ __all__ = [
     "QuerySample",
     "Question",
     "QuestionTable",
+    "QuestionTemplates",
     "Run",
     "RunFolder",
     "RunProgress",
@@ -148,6 +154,8 @@ __all__ = [
     "holm",
     "intervals",
     "is_finished",
+    "is_generated_judgments",
+    "is_generated_pool",
     "is_query_file",
     "is_relevant",
     "judge",
@@ -167,12 +175,15 @@ __all__ = [
     "load_rules",
     "load_runs",
     "load_suite",
+    "load_templates",
     "long_scores",
     "longmemeval_type",
     "markdown_table",
     "metric_key",
     "metrics_experiment",
     "model_judgments",
+    "model_questions",
+    "origin_lines",
     "outputs",
     "paired_differences",
     "paired_p",
@@ -206,9 +217,11 @@ __all__ = [
     "summarize",
     "summarize_facts",
     "summarize_longmemeval",
+    "template_questions",
     "viewer_systems",
     "write_baseline",
     "write_comparison",
+    "write_generated",
     "write_html",
     "write_jsonl",
     "write_judge_page",

@@ -14,6 +14,7 @@ from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.dataset_checks import warning_lines
 from memlab.lab.folder import RunFolder
 from memlab.lab.gate import gate_table, metrics_experiment
+from memlab.lab.judging.origins import headline_note
 from memlab.lab.judging.report_lines import pool_lines
 from memlab.lab.redacted import write_text
 from memlab.lab.scoring import metric_key
@@ -124,6 +125,8 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
                  "best (tied: " + ", ".join(f"`{s}`" for s in ties) + ")")  # fmt: skip
         text = (f"- **{dataset}**: {named} recall@{k} {r.value:.3f} (95% CI {r.lo:.3f}-{r.hi:.3f}, "
                 f"{int(r.questions)} questions)")  # fmt: skip
+        pool = next((d.get("pool") for d in folder.manifest.get("datasets", []) if d.get("name") == dataset), None)
+        text += headline_note(pool)  # generated questions, alone or mixed with real ones: said with the figure
         if reference is not None and reference not in ties:
             _, diff = against_reference(folder, dataset, k)
             diff = diff[diff.system == best.system]

@@ -135,3 +135,17 @@ def _stored_users(name: str, source: StoredSessions, queries: list[Query]) -> di
                                   f"layer {source.layer!r} ({have}); check `dsn`, `app` and `layer`")  # fmt: skip
             users[(app, user)] = UserHistory(app, user, found)
     return users
+
+
+def judged_summary(data: Dataset) -> str:
+    """What `memlab check-dataset` says of a judged set beyond its counts: the judged events and the pool (and
+    the assessors' agreement where two judged the same events)."""
+    relevant = sum(len(q.evidence) for q in data.questions)
+    judged = sum(len(q.judged) for q in data.questions)
+    pool = data.pool or {}
+    text = (f"judged: {len(data.questions)} queries, {judged} judged events ({relevant} relevant); pool "
+            f"{pool.get('path')}: systems {', '.join(pool.get('systems', []))} at depth {pool.get('depth')}")
+    for pair in pool.get("agreement", []):
+        kappa = "undefined" if pair["kappa"] != pair["kappa"] else f"{pair['kappa']:.2f}"
+        text += f"; {' and '.join(pair['assessors'])}: Cohen's kappa {kappa} on {pair['items']} events"
+    return text

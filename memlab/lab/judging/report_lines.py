@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memlab.lab.judging.origins import is_generated_only, origin_lines
+
 
 def pooled_system(system: str, pooled: set[str]) -> bool:
     """Whether a system's hits were pooled: its own name, or a distance cut of a pooled system (a cut only drops
@@ -23,6 +25,8 @@ def pool_lines(pool: dict[str, Any] | None, systems: list[str], k: int) -> list[
     """The report's paragraph on a data set's pool (nothing for a data set with complete labels)."""
     if not pool:
         return []
+    if is_generated_only(pool) and not pool.get("systems"):  # the generator's own labels: no system pooled
+        return origin_lines(pool, k)
     names = ", ".join(f"`{s}`" for s in pool.get("systems", []))
     depth = int(pool.get("depth", 0))
     lines = [f"**Judged set**: labels from the pool `{pool.get('path')}` (config `{pool.get('config')}`, made "
@@ -43,4 +47,4 @@ def pool_lines(pool: dict[str, Any] | None, systems: list[str], k: int) -> list[
     if k > depth:
         lines.append(f"k = {k} is beyond the pool depth {depth}: a pooled system's hits below rank {depth} were "
                      "judged only where another system pooled them.")  # fmt: skip
-    return [" ".join(lines), ""]
+    return [" ".join(lines), "", *origin_lines(pool, k)]  # generated questions among them: said, per origin

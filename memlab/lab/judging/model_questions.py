@@ -1,0 +1,109 @@
+"""Generated questions written by a model: for each session, one turn is chosen (seeded, so a rerun picks the same
+turns) and a chat endpoint (the client the LLM extractor uses: same settings, MEMLAB_LLM_* variables, redaction)
+writes a question that turn answers. The generator's id is `model:<model>`.
+
+The reply is checked, never trusted: it must be JSON `{"question": str, "evidence": [event ids]}`, and every
+evidence id must be an event of that session. A reply that fails is not an error for the whole run (a model gets
+some wrong); its session is skipped and counted by reason in `Generation.skipped`, so the report of a run says how
+many were lost and why. A question holding a credential is skipped too (as the query log skips one)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from memlab.events.filters import holds_secret
+from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
+from memlab.lab.dataset import Dataset
+from memlab.lab.judging.generated import Generation, add_question, ask_times
+from memlab.types import Event, Session
+
+QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"},
+                   "evidence": {"type": "array", "items": {"type": "string"}}},
+                   "required": ["question", "evidence"], "additionalProperties": False}  # fmt: skip
+PROMPT = """You write test questions for a memory system. Below is one conversation between a user and their
+assistant; each line starts with its event id in brackets. One turn is marked CHOSEN.
+Write one question the user could ask their assistant weeks later that the CHOSEN turn answers. Ask in the user's
+own voice ("What is my ...?"). Do not copy the answer into the question.
+Answer with JSON only: {"question": "...", "evidence": ["<event id of the CHOSEN turn>", ...]}; evidence lists
+the ids of the turns that answer the question."""
+NOT_JSON = "reply not JSON"
+NOT_SCHEMA = "reply not {question, evidence}"
+FOREIGN = "evidence not an event of the session"
+SECRET = "question holds a secret"
+NO_TURN = "session has no text"
+
+
+def chosen_turn(session: Session, seed: int) -> Event | None:
+    """The turn a session's question is written from: one of the user's turns with text (any turn with text when
+    the user said nothing), drawn with a generator seeded by `seed` and the session, so each session's choice is
+    reproducible and does not depend on the other sessions."""
+    texts = [e for e in session.events if not e.partial and e.text and e.text.strip()]
+    pool = [e for e in texts if e.author == "user"] or texts
+    if not pool:
+        return None
+    return random.Random(f"{seed}\x1f{session.app_name}\x1f{session.user_id}\x1f{session.id}").choice(pool)
+
+
+def request_body(client: LlmExtractor, session: Session, turn: Event) -> dict[str, Any]:
+    lines = [f"[{e.id}] {e.author}{' (CHOSEN)' if e.id == turn.id else ''}: {(e.text or '').strip()}"
+             for e in session.events if e.text and e.text.strip()]  # fmt: skip
+    body: dict[str, Any] = {"model": client.model, "temperature": 0, "messages": [
+        {"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]}  # fmt: skip
+    if client.json_schema:
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "question", "schema": QUESTION_SCHEMA, "strict": True}}  # fmt: skip
+    return body
+
+
+def check_reply(content: Any, session: Session) -> tuple[str, list[str]] | str:
+    """(question, evidence ids) from a reply, or the reason it is refused."""
+    text = content.strip() if isinstance(content, str) else ""
+    if text.startswith("```"):  # some servers fence JSON despite the schema
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return NOT_JSON
+    if not isinstance(value, dict) or set(value) != {"question", "evidence"}:
+        return NOT_SCHEMA
+    question, evidence = value["question"], value["evidence"]
+    if not isinstance(question, str) or not question.strip() or not isinstance(evidence, list) or not evidence or \
+            not all(isinstance(e, str) for e in evidence):  # fmt: skip
+        return NOT_SCHEMA
+    ids = {e.id for e in session.events}
+    if any(e not in ids for e in evidence):
+        return FOREIGN
+    if holds_secret(question):
+        return SECRET
+    return " ".join(question.split()), list(dict.fromkeys(evidence))
+
+
+def model_questions(source: Dataset, client: LlmExtractor, *, seed: int = 0) -> Generation:
+    """One question per session of `source`, written by the model from a chosen turn (see the module docstring).
+    `made` counts questions kept; `skipped` counts sessions lost, by reason. An endpoint that cannot be reached
+    or answers without a message raises ExtractionError: that is the setup, not one bad reply."""
+    generation = Generation(f"model:{client.model}")
+    asked = ask_times(source)
+    for session in source.sessions():
+        turn = chosen_turn(session, seed)
+        if turn is None:
+            generation.skipped[NO_TURN] += 1
+            continue
+        reply = client._post(request_body(client, session, turn))  # the extractor's HTTP exchange and errors
+        try:
+            content = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise ExtractionError(f"{client.base_url}: session {session.id!r}: reply has no "
+                                  "choices[0].message.content") from None  # fmt: skip
+        checked = check_reply(content, session)
+        if isinstance(checked, str):
+            generation.skipped[checked] += 1
+            continue
+        question, evidence = checked
+        for event_id in evidence:
+            add_question(generation, session.app_name, session.user_id, question,
+                         asked[(session.app_name, session.user_id)], (session.id, event_id))  # fmt: skip
+        generation.made["model"] += 1
+    return generation
