@@ -160,15 +160,34 @@ def eval_command(
 @app.command("check-dataset")
 @user_errors
 def check_dataset_command(
-    path: Path = typer.Argument(..., help="The data set file (or fixture folder)."),
+    path: Path = typer.Argument(..., help="The data set file (or fixture folder); for --format judged, the "
+                                "query file."),
     format: str = typer.Option("memlab", help="memlab (JSON Lines; jsonl is the same), longmemeval (a JSON "
-                               "file in LongMemEval's layout) or fixtures (YAML or JSON, one user per file)."),
+                               "file in LongMemEval's layout), fixtures (YAML or JSON, one user per file) or "
+                               "judged (a judged set: PATH is its query file, with --pool, --judgments and "
+                               "--sessions or --dsn)."),
+    pool: Path | None = typer.Option(None, help="judged: the pool file the judgments were made on."),
+    judgments: list[Path] = typer.Option([], "--judgments", help="judged: a judgments file (repeatable)."),
+    sessions: Path | None = typer.Option(None, help="judged: the sessions as a memlab JSONL file."),
+    dsn: str | None = typer.Option(None, help="judged: read the sessions from the agent's event memory at this "
+                                   "DSN instead (read-only; `default` is MEMLAB_DSN, else the embedded server)."),
+    app_name: str | None = typer.Option(None, "--app", help="judged, with --dsn: the app every query must be of."),
+    layer: str | None = typer.Option(None, help="judged, with --dsn: the event layer to read (default event)."),
+    assessor: str | None = typer.Option(None, help="judged: count only this assessor's judgments."),
 ) -> None:
     """Load a data set as `memlab eval` would and print what it holds, or what is wrong with its fix (every bad
     reference of a JSON Lines file at once; a JSON file given as JSON Lines gets the format that reads it)."""
     lab = workbench()
-    data = lab.load_dataset({"name": path.name, "format": format, "path": str(path.resolve())})
+    judged = {"pool": pool, "judgments": [str(j.resolve()) for j in judgments] or None, "sessions": sessions,
+              "dsn": dsn, "app": app_name, "layer": layer, "assessor": assessor}  # fmt: skip
+    judged = {k: str(v.resolve()) if isinstance(v, Path) else v for k, v in judged.items() if v is not None}
+    if format != "judged" and judged:
+        fail(f"{', '.join(f'--{k}' for k in judged)} go(es) with --format judged (a judged set's files)")
+    entry = {"queries": str(path.resolve()), **judged} if format == "judged" else {"path": str(path.resolve())}
+    data = lab.load_dataset({"name": path.name, "format": format, **entry})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
+    if data.pool:
+        console.print(lab.judged_summary(data), soft_wrap=True, highlight=False)
     note = lab.author_note(data)
     if note:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)

@@ -50,7 +50,7 @@ from memlab.lab.gate import (
 from memlab.lab.identity import is_relevant
 from memlab.lab.jsonl import load_jsonl, write_jsonl
 from memlab.lab.judging.generated import Generation, is_generated_judgments, is_generated_pool, write_generated
-from memlab.lab.judging.judged_set import load_judged
+from memlab.lab.judging.judged_set import judged_summary, load_judged
 from memlab.lab.judging.judgments import Judgment, read_judgments
 from memlab.lab.judging.model_assessor import agreement as assessor_agreement
 from memlab.lab.judging.model_assessor import model_judgments
@@ -161,6 +161,7 @@ __all__ = [
     "judge",
     "judge_widget",
     "judged_pool_lines",
+    "judged_summary",
     "judging_page_data",
     "labelled_distances",
     "load_config",
