@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from xdist.scheduler import LoadScopeScheduling
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENT_FIXTURES = ROOT / "fixtures" / "events"
@@ -48,23 +49,52 @@ def examples(ci: int) -> int:
 
 # `make test` runs two pytest-xdist workers (`-n 2 --dist loadgroup --no-loadscope-reorder`): each worker has its
 # own MEMLAB_HOME, embedded server and model (the session fixtures below). A module's tests stay on one worker, so a
-# module fixture is built once; tests using `fixtures_run` share a group, so that run is made once. The modules
-# that take longest (pytest --durations) are handed out first, so the two workers finish close together.
-LONGEST_FIRST = ["tests/test_isolation.py", "tests/lab/test_reliability.py", "tests/test_notebooks.py",
-                 "tests/test_concurrency.py", "tests/lab/test_sweeps.py", "fixtures_run",
-                 "tests/lab/test_experiment.py", "tests/test_faults.py", "tests/test_erasure_everywhere.py"]
+# module fixture is built once; the modules reading `fixtures_run` share a group, so that run is made once. The
+# groups that take longest (pytest --durations) are handed out first, so the two workers finish close together.
+# The grouping is this file's scheduler (`pytest_xdist_make_scheduler`), not xdist's own: xdist 3.8 tags a test's
+# group by rewriting `item._nodeid`, which pytest 9 no longer reads, so every test became its own unit and module
+# fixtures were built on both workers (the sweeps run twice, 2 x 69 s).
+FIXTURES_RUN_MODULES = ("tests/test_cli.py", "tests/lab/test_report_html.py")  # the modules reading fixtures_run
+LONGEST_FIRST = ["tests/test_notebooks.py", "tests/lab/test_reliability.py", "tests/test_isolation.py",
+                 "tests/lab/test_sweeps.py", "tests/lab/test_synth.py", "tests/test_concurrency.py",
+                 "tests/lab/test_progress.py", "tests/storage/test_lexical_scaling.py", "fixtures_run",
+                 "tests/lab/test_ingest_bench.py", "tests/lab/test_leaks_run_folder.py",
+                 "tests/test_erasure_on_disk.py", "tests/lab/test_split_secrets_probe.py",
+                 "tests/lab/test_experiment.py"]  # fmt: skip
+
+
+def xdist_group(nodeid: str) -> str:
+    """The worker group of a test: its module, or `fixtures_run` for the modules that read that run."""
+    module = nodeid.split("::")[0]
+    return "fixtures_run" if module in FIXTURES_RUN_MODULES else module
+
+
+class ModuleGroups(LoadScopeScheduling):
+    """xdist's scope scheduling with `xdist_group` as the scope: each group is one unit of work on one worker."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return xdist_group(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> LoadScopeScheduling | None:
+    """`--dist loadgroup` schedules by `xdist_group` (other modes: xdist's own scheduler)."""
+    return ModuleGroups(config, log) if config.getvalue("dist") == "loadgroup" else None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group each test for xdist (its module, or `fixtures_run`) and, on a worker, put the longest groups first."""
+    """Refuse a test whose group the scheduler cannot see (it reads node ids only), and on a worker put the longest
+    groups first (one order on every worker; a plain run keeps the file order)."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = "fixtures_run" if "fixtures_run" in item.fixturenames else item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group))
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # one order on every worker; a plain run keeps the file order
+        wanted = [m.args[0] for m in item.iter_markers("xdist_group")]
+        if "fixtures_run" in item.fixturenames:
+            wanted.append("fixtures_run")
+        if any(w != xdist_group(item.nodeid) for w in wanted):
+            raise pytest.UsageError(f"{item.nodeid} wants the worker group {wanted[0]!r}: list its module in "
+                                    "FIXTURES_RUN_MODULES of tests/conftest.py (groups go by module)")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(item.get_closest_marker("xdist_group").args[0], len(rank)))
+        items.sort(key=lambda item: rank.get(xdist_group(item.nodeid), len(rank)))
 
 
 @pytest.fixture(scope="session")
