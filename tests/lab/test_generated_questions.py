@@ -63,6 +63,9 @@ def test_template_questions_from_fixture_sessions_name_real_events_and_never_hol
         for fact in facts[(q["app"], q["user"])]:
             assert fact.value.lower() not in q["text"].lower(), (q["text"], fact.value)
     assert {q["text"] for q in generated.queries} >= {"What is my partner's name?", "What is my diet?"}
+    labelled = generated.questions()  # with complete labels assumed: what the labels sweep compares
+    assert [(q.id, q.evidence, q.qtype) for q in labelled] == [
+        (q["query_id"], tuple(generated.evidence[q["query_id"]]), "generated") for q in generated.queries]
 
 
 def test_every_registry_predicate_has_a_shipped_template():
