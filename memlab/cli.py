@@ -488,6 +488,8 @@ def questions_generate_command(
     lab = workbench()
     if generator not in ("rules", "model"):
         fail(f"--generator must be rules or model, got {generator!r}")
+    if templates is not None and generator != "rules":
+        fail("--templates goes with --generator rules (the model writes its questions without templates)")
     files = {"queries": out, "judgments": judgments or out.with_suffix(".judgments.jsonl"),
              "pool": pool or out.with_suffix(".pool.json")}  # fmt: skip
     lab.outputs.claim_file(files["queries"], lab.is_query_file, flag="--out", what="query file")

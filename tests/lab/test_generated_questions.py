@@ -178,3 +178,17 @@ def test_a_judged_set_mixing_generated_and_real_questions_labels_its_figures(tmp
     assert "**Mixed origins**" in report.split("## mixed", 1)[1]
     by_type = report.split("recall@5 by question type:", 1)[1].split("\n\n", 2)[1]
     assert "generated" in by_type.splitlines()[0] and "file" in by_type.splitlines()[0]
+
+
+def test_the_command_shows_the_predicates_it_had_no_template_for(tmp_path):
+    path = tmp_path / "templates.yaml"
+    path.write_text(yaml.safe_dump({"templates": {"home_city": "Which city is {whose} home now?"}}))
+    files = generate(tmp_path, "--templates", str(path))
+    assert re.search(r"skipped: no template: diet\s*│\s*1", CliRunner().invoke(app, [
+        "questions", "generate", "--sessions", str(files["sessions"]), "--out", str(files["queries"]), "--templates",
+        str(path)]).output)  # fmt: skip
+    assert [json.loads(line)["text"] for line in files["queries"].read_text().splitlines()] == [
+        "Which city is my home now?"]
+    wrong = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(files["sessions"]), "--out",
+                                     str(files["queries"]), "--generator", "model", "--templates", str(path)])
+    assert wrong.exit_code == 2 and "--templates goes with --generator rules" in wrong.output
