@@ -68,3 +68,16 @@ def test_bad_labels_options_are_refused_before_any_work():
                              ({"systems": ["event"]}, "at least two"), ({"deph": [5]}, "deph")):  # fmt: skip
         with pytest.raises(ConfigError, match=message):
             lab.parse_config({**base, "options": {"labels": options}})
+
+
+def test_generated_questions_are_answered_by_the_same_systems_and_compared_with_the_own_ones(folder):
+    made = folder.table("labels-generated-questions", "fixtures")
+    assert made is not None and len(made) > 0, "the fixtures' sessions hold facts the templates turn into questions"
+    assert set(folder.table("labels-generated", "fixtures").system) == set(SYSTEMS)
+    report = (folder.path / "report.md").read_text()
+    for system in SYSTEMS:
+        generated = _value(folder, system, "generated_recall@5")
+        assert 0 <= generated <= 1
+        own = _value(folder, system, "recall@5")
+        assert f"| {system} | {own:.3f} | {generated:.3f} | {generated - own:.3f} |" in report
+    assert "Generated questions: recall@5 is" in report

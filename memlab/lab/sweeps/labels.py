@@ -5,15 +5,16 @@ evidence); the analysis is memlab.lab.label_validation.
 Its systems are pooled in the order given: a pool of n systems takes the first n (capture is also averaged over
 every n-subset). `measure` asks each of them every question again down to the largest depth (a run keeps only
 k hits) and saves those runs as the `labels` table; recall@k is scored on the first k units as everywhere else.
-Where generated questions are available (`generated`), the same systems answer them too.
+The same systems also answer questions generated from the data set's own sessions (the offline fact templates of
+memlab.lab.judging.template_questions), each scored on its own labels and compared with the data set's questions.
 
 Options: `systems` (names of the run's systems; default DEFAULT_SYSTEMS, which the sweep adds), `depths` ([5, 10,
 20]), `pool_sizes` ([2, 3, 5]), `loo_depth` (10: the depth of the leave-one-out pools), `generated` (true: fact-
-template questions from the data set's own sessions, when the generator is there)."""
+template questions from the data set's own sessions)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from memlab.embedding.base import embed_queries
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.folder import RunFolder, save_table
-from memlab.lab.label_validation import Validation, generated_vs_own, validate
+from memlab.lab.judging.template_questions import template_questions
+from memlab.lab.label_validation import Validation, generated_vs_own, ranking_tau, validate
 from memlab.lab.runs import collect
 from memlab.lab.scoring import SCORE_COLUMNS
 from memlab.lab.sweeps.base import Sweep, SweepContext
@@ -47,10 +49,12 @@ DEFAULT_SYSTEMS: tuple[EventSystem, ...] = (
 )
 GENERATED = "labels-generated"  # the tables of the generated questions' runs and labels
 
-# Generated questions, (data set) -> questions with complete labels of their own; None until a generator is
-# plugged in (issue 25 item 2's fact templates: memlab.lab.judging.template_questions).
-QuestionSource = Callable[[Dataset], list[Question]]
-generated_source: QuestionSource | None = None
+
+
+def template_source(dataset: Dataset) -> list[Question]:
+    """The offline fact-template questions of the data set's own sessions (issue 25 item 2), each labelled with
+    the event its fact was quoted from."""
+    return template_questions(dataset).questions()
 
 
 def _wholes(options: dict[str, Any], key: str, default: Sequence[int], source: str) -> list[int]:
@@ -136,10 +140,13 @@ def trust_text(result: Validation, generated: pd.DataFrame | None, k: int) -> li
                      "ones only beyond that margin.")  # fmt: skip
     if generated is not None and len(generated):
         mean = float(generated.difference.mean())
+        tau = ranking_tau(generated.set_index("system").own, generated.set_index("system").generated)
         lines.append(f"- Generated questions: recall@{k} is {abs(mean):.3f} {'higher' if mean >= 0 else 'lower'} on "
                      f"them than on the data set's own questions on average ({generated.difference.min():+.3f} to "
                      f"{generated.difference.max():+.3f} by system): they are "
-                     f"{'easier' if mean >= 0 else 'harder'}, so read their absolute figures with that offset.")
+                     f"{'easier' if mean >= 0 else 'harder'}, so read their absolute figures with that offset. "
+                     f"They rank the systems with Kendall's tau {_f(tau, 2)} against the data set's own questions "
+                     f"({len(generated)} systems; 1 is the same order).")
     return lines
 
 
@@ -180,8 +187,8 @@ class LabelsSweep(Sweep):
         systems = self._chosen(options, context, dataset.name)
         depth = max(*_wholes(options, "depths", DEPTHS, "<config>"), env.k)
         save_table(out, "labels", dataset.name, _deep_runs(env, dataset, systems, dataset.questions, depth))
-        if options.get("generated", True) and generated_source is not None:
-            made = generated_source(dataset)
+        if options.get("generated", True):
+            made = template_source(dataset)
             if made:
                 save_table(out, GENERATED, dataset.name, _deep_runs(env, dataset, systems, made, env.k))
                 save_table(out, f"{GENERATED}-questions", dataset.name, _question_rows(made))
@@ -251,10 +258,10 @@ class LabelsSweep(Sweep):
             parts += ["", f"recall@{k} on generated (fact-template) questions against the data set's own questions "
                       "(each on its own labels; never mixed into one figure):", "", markdown_table(generated)]
         elif options.get("generated", True):
-            parts += ["", "Generated questions: not measured (no question generator available for this run)."]
+            parts += ["", "Generated questions: none (the fact templates found no fact in these sessions)."]
         return "\n".join([*parts, "", "**How far to trust each source of labels:**", "",
                           *trust_text(result, generated, k)])  # fmt: skip
 
 
-__all__ = ["DEFAULT_SYSTEMS", "DEPTHS", "LOO_DEPTH", "POOL_SIZES", "LabelsSweep", "generated_source", "pooled_names",
+__all__ = ["DEFAULT_SYSTEMS", "DEPTHS", "LOO_DEPTH", "POOL_SIZES", "LabelsSweep", "pooled_names", "template_source",
            "trust_text"]  # fmt: skip
