@@ -96,6 +96,15 @@ def ranking_tau(full: pd.Series, pooled: pd.Series) -> float:
     return float(kendalltau(a, b).statistic)
 
 
+def largest_swap(full: pd.Series, other: pd.Series) -> float:
+    """The largest full-label gap between two systems that `other` ranks the other way round (0 when it swaps
+    none): a swap of systems a hair apart is noise, a swap of systems far apart is a wrong ranking."""
+    systems = [s for s in full.index if s in other.index]
+    gaps = [abs(full[a] - full[b]) for a, b in itertools.combinations(systems, 2)
+            if (full[a] - full[b]) * (other[a] - other[b]) < 0]  # fmt: skip
+    return float(max(gaps, default=0.0))
+
+
 def conclusions(per_question: pd.DataFrame, systems: Sequence[str], k: int, *, seed: int = 0) -> dict[tuple, int]:
     """For every pair (a, b) of systems: +1 if the paired test (Holm-adjusted over all pairs) finds b's recall@k
     higher, -1 lower, 0 no significant difference."""
@@ -179,13 +188,15 @@ def validate(run: pd.DataFrame, questions: Sequence[Question], systems: Sequence
             same, compared = agreement(full_tests, conclusions(per_q, systems, k, seed=seed))
             mean, low, high = _subsets_capture(rankings, answerable, systems, depth, size)
             outside = [s for s in systems if s not in chosen]
+            outside_bias = float((pooled - full)[outside].mean()) if outside else float("nan")
             rows.append({"pool": pool_name(depth, size), "depth": depth, "systems": size, "pooled": ", ".join(chosen),
                          "capture": capture_share(answerable, pool), "capture_mean": mean, "capture_min": low,
                          "capture_max": high, "questions": len(answerable),
                          "answerable_pooled": sum(q.answerable for q in labels), "tau": ranking_tau(full, pooled),
+                         "largest_swap": largest_swap(full, pooled),
                          "tests_agree": same, "tests": compared,
                          "max_abs_diff": float((pooled - full).abs().max()),
-                         "outside_bias": float((pooled - full)[outside].mean()) if outside else float("nan")})
+                         "outside_bias": outside_bias})  # fmt: skip
     loo = leave_one_out(run, rankings, answerable, systems, loo_depth, k, full) if len(systems) > 1 else \
         pd.DataFrame(columns=["system", "full", "pooled_with", "pooled_without", "bias", "gap_change"])  # fmt: skip
     table = pd.DataFrame(recall).rename_axis("system").reset_index()
@@ -206,6 +217,6 @@ def generated_vs_own(own: pd.DataFrame, own_questions: Sequence[Question], gener
                          "generated_questions": sum(q.answerable for q in generated_questions)})  # fmt: skip
 
 
-__all__ = ["Validation", "agreement", "capture_share", "captured", "conclusions", "generated_vs_own", "leave_one_out",
-           "make_pool", "mean_recall", "per_question_recall", "pool_name", "pooled_labels", "ranked_events",
-           "ranking_tau", "validate"]  # fmt: skip
+__all__ = ["Validation", "agreement", "capture_share", "captured", "conclusions", "generated_vs_own", "largest_swap",
+           "leave_one_out", "make_pool", "mean_recall", "per_question_recall", "pool_name", "pooled_labels",
+           "ranked_events", "ranking_tau", "validate"]  # fmt: skip

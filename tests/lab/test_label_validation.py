@@ -18,6 +18,7 @@ from memlab.lab.label_validation import (
     capture_share,
     conclusions,
     generated_vs_own,
+    largest_swap,
     leave_one_out,
     make_pool,
     mean_recall,
@@ -80,6 +81,8 @@ def test_recall_on_full_and_pooled_labels_and_kendall_tau():
     assert ranking_tau(full, pooled) == pytest.approx(0.5)
     assert ranking_tau(full, full) == pytest.approx(1.0)
     assert np.isnan(ranking_tau(full, pd.Series({"A": 0.5, "B": 0.5, "C": 0.5})))
+    assert largest_swap(full, pooled) == 0.0, "ties are not swaps"
+    assert largest_swap(full, pd.Series({"A": 0.1, "B": 0.9, "C": 0.8})) == pytest.approx(0.5), "A-B swapped, 0.5 apart"
 
 
 def test_leave_one_out_measures_the_bias_against_the_system_outside_the_pool():

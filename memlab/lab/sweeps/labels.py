@@ -26,7 +26,7 @@ from memlab.errors import ConfigError
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.folder import RunFolder, save_table
 from memlab.lab.judging.template_questions import template_questions
-from memlab.lab.label_validation import Validation, generated_vs_own, ranking_tau, validate
+from memlab.lab.label_validation import Validation, generated_vs_own, largest_swap, ranking_tau, validate
 from memlab.lab.runs import collect
 from memlab.lab.scoring import SCORE_COLUMNS
 from memlab.lab.sweeps.base import Sweep, SweepContext
@@ -110,12 +110,12 @@ def trust_text(result: Validation, generated: pd.DataFrame | None, k: int) -> li
     pools = result.pools
     faithful = pools[(pools.tau >= 1.0 - 1e-9) & (pools.tests_agree == pools.tests)]
     if len(pools):
-        smallest = faithful.sort_values(["systems", "depth"]).iloc[0] if len(faithful) else None
-        lines.append("- Ranking systems: " + (f"the smallest pool measured here that ranks the systems as the full "
-                     f"labels do (tau 1) and reaches the same paired-test conclusions is `{smallest.pool}` "
-                     f"({smallest.systems} systems, depth {smallest.depth})." if smallest is not None else
-                     "no pool measured here ranks the systems exactly as the full labels do with the same paired-"
-                     "test conclusions; trust a pooled ranking only as far as its tau and test agreement below."))
+        named = ", ".join(f"`{p}`" for p in faithful.pool) or "none"
+        lines.append(f"- Ranking systems: pools that rank the systems exactly as the full labels do (tau 1) with the "
+                     f"same paired-test conclusions: {named} of {len(pools)}. The others swap systems whose "
+                     f"full-label recall@{k} differs by at most {pools.largest_swap.max():.3f} and disagree on "
+                     f"{int((pools.tests - pools.tests_agree).max())} of {int(pools.tests.max())} paired tests at "
+                     "most: trust a pooled ranking for differences larger than that.")  # fmt: skip
         inside = result.recall.set_index("system")
         shift = [float((inside[r.pool] - inside["full"])[r.pooled.split(", ")].mean()) for r in pools.itertuples()]
         lines.append(f"- Absolute recall@{k} of a pooled system on pooled labels is off by {min(shift):+.3f} to "
@@ -140,13 +140,15 @@ def trust_text(result: Validation, generated: pd.DataFrame | None, k: int) -> li
                      "ones only beyond that margin.")  # fmt: skip
     if generated is not None and len(generated):
         mean = float(generated.difference.mean())
-        tau = ranking_tau(generated.set_index("system").own, generated.set_index("system").generated)
+        own, made = generated.set_index("system").own, generated.set_index("system").generated
+        tau = ranking_tau(own, made)
         lines.append(f"- Generated questions: recall@{k} is {abs(mean):.3f} {'higher' if mean >= 0 else 'lower'} on "
                      f"them than on the data set's own questions on average ({generated.difference.min():+.3f} to "
                      f"{generated.difference.max():+.3f} by system): they are "
                      f"{'easier' if mean >= 0 else 'harder'}, so read their absolute figures with that offset. "
                      f"They rank the systems with Kendall's tau {_f(tau, 2)} against the data set's own questions "
-                     f"({len(generated)} systems; 1 is the same order).")
+                     f"({len(generated)} systems; 1 is the same order), swapping systems up to "
+                     f"{largest_swap(own, made):.3f} apart on the own questions.")
     return lines
 
 
@@ -242,8 +244,8 @@ class LabelsSweep(Sweep):
             return None
         k = folder.k
         pools = result.pools[["pool", "depth", "systems", "capture", "capture_mean", "capture_min", "capture_max",
-                              "answerable_pooled", "questions", "tau", "tests_agree", "tests", "max_abs_diff",
-                              "outside_bias"]]  # fmt: skip
+                              "answerable_pooled", "questions", "tau", "largest_swap", "tests_agree", "tests",
+                              "max_abs_diff", "outside_bias"]]  # fmt: skip
         generated = self.generated(folder, dataset)
         parts = [f"The assessor is simulated from the gold labels (a pooled event is relevant iff it is gold "
                  f"evidence). A pool `dNnM` takes the first N events of the first M systems in this order: "
