@@ -127,7 +127,8 @@ def trust_text(result: Validation, generated: pd.DataFrame | None, k: int) -> li
                      f"{row.systems}, {row.capture_min:.0%}-{row.capture_max:.0%}); "
                      f"{row.questions - row.answerable_pooled} of {row.questions} questions lose all their evidence. "
                      f"The system ranking under its labels has Kendall's tau {_f(row.tau, 2)} against the full "
-                     f"labels (swapping systems up to {row.largest_swap:.3f} apart), {row.tests_agree} of {row.tests} paired tests reach the same conclusion, and recall@{k} "
+                     f"labels (swapping systems up to {row.largest_swap:.3f} apart), {row.tests_agree} of "
+                     f"{row.tests} paired tests reach the same conclusion, and recall@{k} "
                      f"moves by up to {row.max_abs_diff:.3f}"
                      + (f" (systems outside the pool: {row.outside_bias:+.3f} on average)."
                         if not np.isnan(row.outside_bias) else "."))  # fmt: skip
