@@ -92,6 +92,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if any(w != xdist_group(item.nodeid) for w in wanted):
             raise pytest.UsageError(f"{item.nodeid} wants the worker group {wanted[0]!r}: list its module in "
                                     "FIXTURES_RUN_MODULES of tests/conftest.py (groups go by module)")
+        if not wanted:  # the marker says where the test runs (the scheduler reads xdist_group(nodeid))
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item.nodeid)))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(xdist_group(item.nodeid), len(rank)))

@@ -11,7 +11,7 @@ import tomllib
 
 from hypothesis import settings
 
-from tests.conftest import HYPOTHESIS_PROFILE_ENV, ROOT, examples
+from tests.conftest import HYPOTHESIS_PROFILE_ENV, ROOT, examples, xdist_group
 
 PROBE = ("from hypothesis import settings; from tests.conftest import examples; "
          "print(settings.default.max_examples, settings.default.deadline, examples(25))")  # fmt: skip
@@ -42,3 +42,4 @@ def test_make_test_runs_two_workers_that_keep_a_modules_tests_together(request):
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     assert any(d.startswith("pytest-xdist") for d in dev), "the install step must install what make test runs"
     assert request.node.get_closest_marker("xdist_group").args == ("tests/test_ci_setup.py",)
+    assert xdist_group(request.node.nodeid) == "tests/test_ci_setup.py", "the group the scheduler uses"
