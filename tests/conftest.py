@@ -55,12 +55,12 @@ def examples(ci: int) -> int:
 # group by rewriting `item._nodeid`, which pytest 9 no longer reads, so every test became its own unit and module
 # fixtures were built on both workers (the sweeps run twice, 2 x 69 s).
 FIXTURES_RUN_MODULES = ("tests/test_cli.py", "tests/lab/test_report_html.py")  # the modules reading fixtures_run
-LONGEST_FIRST = ["tests/test_notebooks.py", "tests/lab/test_reliability.py", "tests/test_isolation.py",
-                 "tests/lab/test_sweeps.py", "tests/lab/test_synth.py", "tests/test_concurrency.py",
-                 "tests/lab/test_progress.py", "tests/storage/test_lexical_scaling.py", "fixtures_run",
-                 "tests/lab/test_ingest_bench.py", "tests/lab/test_leaks_run_folder.py",
-                 "tests/test_erasure_on_disk.py", "tests/lab/test_split_secrets_probe.py",
-                 "tests/lab/test_experiment.py"]  # fmt: skip
+LONGEST_FIRST = ["tests/test_notebooks.py", "tests/lab/test_sweeps.py", "tests/lab/test_reliability.py",
+                 "tests/test_isolation.py", "fixtures_run", "tests/facts/test_rule_gates.py",
+                 "tests/test_concurrency.py", "tests/lab/test_experiment.py", "tests/lab/test_progress.py",
+                 "tests/lab/test_synth.py", "tests/storage/test_lexical_scaling.py",
+                 "tests/lab/test_leaks_run_folder.py", "tests/lab/test_ingest_bench.py", "tests/events/test_secrets.py",
+                 "tests/test_erasure_on_disk.py", "tests/lab/test_split_secrets_probe.py"]  # fmt: skip
 
 
 def xdist_group(nodeid: str) -> str:
