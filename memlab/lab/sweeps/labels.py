@@ -104,6 +104,13 @@ def _f(value: float, digits: int = 3) -> str:
     return "n/a" if value is None or np.isnan(value) else f"{value:.{digits}f}"
 
 
+def _swaps(gap: float, k: int, verb: str = "swap") -> str:
+    """What a ranking's disagreement with the full labels amounts to, from the largest gap it swaps."""
+    if gap <= 0:
+        return f"{verb} no two systems: a tau below 1 comes from ties the full labels separate"
+    return f"{verb} systems whose full-label recall@{k} differs by up to {gap:.3f}"
+
+
 def trust_text(result: Validation, generated: pd.DataFrame | None, k: int) -> list[str]:
     """How far to trust each source of labels, in words read off the measured numbers."""
     lines = []
@@ -112,8 +119,8 @@ def trust_text(result: Validation, generated: pd.DataFrame | None, k: int) -> li
     if len(pools):
         named = ", ".join(f"`{p}`" for p in faithful.pool) or "none"
         lines.append(f"- Ranking systems: pools that rank the systems exactly as the full labels do (tau 1) with the "
-                     f"same paired-test conclusions: {named} of {len(pools)}. The others swap systems whose "
-                     f"full-label recall@{k} differs by at most {pools.largest_swap.max():.3f} and disagree on "
+                     f"same paired-test conclusions: {named} of {len(pools)}. The others "
+                     f"{_swaps(pools.largest_swap.max(), k)} and disagree on "
                      f"{int((pools.tests - pools.tests_agree).max())} of {int(pools.tests.max())} paired tests at "
                      "most: trust a pooled ranking for differences larger than that.")  # fmt: skip
         inside = result.recall.set_index("system")
@@ -127,7 +134,7 @@ def trust_text(result: Validation, generated: pd.DataFrame | None, k: int) -> li
                      f"{row.systems}, {row.capture_min:.0%}-{row.capture_max:.0%}); "
                      f"{row.questions - row.answerable_pooled} of {row.questions} questions lose all their evidence. "
                      f"The system ranking under its labels has Kendall's tau {_f(row.tau, 2)} against the full "
-                     f"labels (swapping systems up to {row.largest_swap:.3f} apart), {row.tests_agree} of "
+                     f"labels (it {_swaps(row.largest_swap, k, 'swaps')}), {row.tests_agree} of "
                      f"{row.tests} paired tests reach the same conclusion, and recall@{k} "
                      f"moves by up to {row.max_abs_diff:.3f}"
                      + (f" (systems outside the pool: {row.outside_bias:+.3f} on average)."
