@@ -197,7 +197,7 @@ _C_SCOPE = (
     'AND c.layer = %(layer)s COLLATE "C"'
 )
 _M_SCOPE = "m.app_name = %(app)s AND m.user_id = %(user)s AND m.embed_model = %(model)s AND m.layer = %(layer)s"
-_LEXICAL = (
+_PROLOGUE = (
     "WITH q AS (SELECT websearch_to_tsquery({cfg}, %(text)s) AS web,"
     " ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector({cfg}, %(text)s))) AS l"
     "  WHERE l !~ '[''\\\\]') AS terms),"
@@ -216,18 +216,36 @@ _LEXICAL = (
     " total AS MATERIALIZED (SELECT nullif(sum(idf), 0) AS idf FROM idf),"
     " every AS MATERIALIZED (SELECT c.id AS row FROM {terms} c WHERE " + _C_SCOPE + " AND c.lexemes @@"
     "  (SELECT CASE WHEN numnode(web) > 0 THEN web && anyq && mine END FROM qq)),"
-    " bm25 AS MATERIALIZED (SELECT p.unit AS row, p.unit IN (SELECT e.row FROM every e) AS every_word,"
+)
+_BM25 = (
+    " bm25 AS {materialized}(SELECT p.unit AS row, p.unit IN (SELECT e.row FROM every e) AS every_word,"
     "  sum(i.weight * p.tf / (p.tf + 0.3 + i.per_length * p.dl)) AS score,"
     "  sum(i.idf) / max(total.idf) AS coverage"
     "  FROM qq CROSS JOIN idf i CROSS JOIN total CROSS JOIN LATERAL (SELECT p.unit, p.tf::float8 AS tf,"
     "   p.dl::float8 AS dl FROM {postings} p WHERE p.scope = qq.key AND p.lexeme = i.lexeme OFFSET 0) AS p"
     "  GROUP BY p.unit),"
-    # the k-th best (every word first, then score): a top-k heap rather than a sort of every hit; the rows at or
-    # above it are the first k with their ties, which the unit ids then order
+)
+# The first k (every word first, then score) with their ties, which the unit ids then order. Usually from one
+# bounded top-N heap over the hits, TIE_ROOM rows past k deep, with no sort nor copy of every hit; `spill` says the
+# heap's last row ties the k-th, so ties may reach past it: then `_EXACT_TOP` runs instead (the k-th best from a
+# bounded sort, and every hit at or above it).
+TIE_ROOM = 64
+_HEAP_TOP = (
+    " top AS MATERIALIZED (SELECT b.row, b.every_word, b.score, b.coverage FROM bm25 b"
+    "  ORDER BY b.every_word DESC, b.score DESC LIMIT %(k)s + %(room)s),"
+    " spill AS MATERIALIZED (SELECT (SELECT count(*) FROM top) = %(k)s + %(room)s"
+    "  AND (SELECT (t.every_word, t.score) FROM top t ORDER BY t.every_word DESC, t.score DESC"
+    "   OFFSET greatest(%(k)s, 1) - 1 LIMIT 1)"
+    "  = (SELECT (t.every_word, t.score) FROM top t ORDER BY t.every_word, t.score LIMIT 1) AS spill),"
+)
+_EXACT_TOP = (
     " kth AS MATERIALIZED (SELECT b.every_word, b.score FROM bm25 b ORDER BY b.every_word DESC, b.score DESC"
     "  LIMIT 1 OFFSET greatest(%(k)s, 1) - 1),"
     " top AS MATERIALIZED (SELECT b.row, b.every_word, b.score, b.coverage FROM bm25 b"
     "  WHERE NOT EXISTS (SELECT FROM kth) OR (b.every_word, b.score) >= (SELECT k.every_word, k.score FROM kth k)),"
+    " spill AS (SELECT false AS spill),"
+)
+_RANKED = (
     " ranked AS (SELECT c.session_id, c.unit_id, c.occurred_at, t.every_word, t.score, t.coverage FROM top t"
     "  CROSS JOIN LATERAL (SELECT c.session_id, c.unit_id, c.occurred_at FROM {terms} c WHERE "
     + _C_SCOPE
@@ -236,11 +254,14 @@ _LEXICAL = (
     " SELECT m.unit_id, m.body, m.author, "
     + READABLE_TIME.replace("occurred_at", "m.occurred_at")
     + " AS occurred_at, m.session_id, m.event_ids, (m.embedding::{vt} <=> %(q)s::{vt}) AS distance, r.score,"
-    " r.coverage, r.every_word FROM ranked r CROSS JOIN LATERAL (SELECT * FROM {table} m WHERE "
+    " r.coverage, r.every_word, (SELECT spill FROM spill)"
+    " FROM ranked r CROSS JOIN LATERAL (SELECT * FROM {table} m WHERE "
     + _M_SCOPE
     + " AND m.occurred_at = r.occurred_at AND m.session_id = r.session_id AND m.unit_id = r.unit_id OFFSET 0) AS m"
     " ORDER BY r.every_word DESC, r.score DESC, m.unit_id, m.session_id"
 )
+_LEXICAL = _PROLOGUE + _BM25.replace("{materialized}", "") + _HEAP_TOP + _RANKED
+_LEXICAL_EXACT = _PROLOGUE + _BM25.replace("{materialized}", "MATERIALIZED ") + _EXACT_TOP + _RANKED
 
 
 def _statement_settings(conn: psycopg.Connection) -> str:
@@ -262,8 +283,10 @@ def lexical_statement(
     return _compose(scope, text, vector, top_k, explain=explain)
 
 
-def _compose(scope: Scope, text: str, vector: np.ndarray, top_k: int, *, explain: bool) -> tuple[sql.Composed, dict]:
-    query = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) " + _LEXICAL if explain else _LEXICAL).format(
+def _compose(
+    scope: Scope, text: str, vector: np.ndarray, top_k: int, *, explain: bool, statement: str = _LEXICAL
+) -> tuple[sql.Composed, dict]:
+    query = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) " + statement if explain else statement).format(
         cfg=sql.Literal(TEXT_SEARCH_CONFIG),
         vt=scope.model.vector_type(),
         table=sql.Identifier(UNITS_TABLE),
@@ -272,7 +295,7 @@ def _compose(scope: Scope, text: str, vector: np.ndarray, top_k: int, *, explain
         counts=sql.Identifier(COUNTS_TABLE),
     )
     params = {"q": vector, "app": scope.app_name, "user": scope.user_id, "model": scope.model.model_id,
-              "layer": scope.layer, "k": top_k, "text": text}  # fmt: skip
+              "layer": scope.layer, "k": top_k, "text": text, "room": TIE_ROOM}  # fmt: skip
     return query, params
 
 
@@ -282,6 +305,8 @@ def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np
     `Hit.coverage`."""
     previous = _statement_settings(conn)
     rows = conn.execute(*_compose(scope, text, vector, top_k, explain=False)).fetchall()
+    if rows and rows[0][9]:  # ties at the k-th reach past the heap: every hit at or above it, exactly
+        rows = conn.execute(*_compose(scope, text, vector, top_k, explain=False, statement=_LEXICAL_EXACT)).fetchall()
     conn.execute("SELECT set_config('enable_seqscan', %s, true)", [previous])  # the caller's setting again
     return [
         Hit(unit_id=r[0], text=r[1], author=r[2], timestamp=r[3], session_id=r[4], event_ids=tuple(r[5]),

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlab import lab
-from memlab.errors import ConfigError
+from memlab import ConfigError, lab
 from tests.conftest import EVENT_FIXTURES
 
 SYSTEMS = ["event", "text/lexical", "chunk4o1"]

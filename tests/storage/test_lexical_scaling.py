@@ -8,6 +8,7 @@ import pytest
 
 from memlab import EventMemory, SearchSettings
 from memlab.lab.probes import lexical as probe
+from memlab.storage import unit_lexical as lexical
 from memlab.storage import units as sqlu
 
 N = 400
@@ -85,12 +86,13 @@ def test_statement_reads_the_table_only_scoped_by_app_and_user():
     of the rows returned) and of the kept counts (N and the mean document length) filters by app and user in SQL;
     the postings (each word's rows, counted and then scored) are read by the key of the user's scope, computed from
     app and user."""
-    reads = {t: sqlu._LEXICAL.count(f"FROM {{{t}}}") for t in ("table", "terms", "counts", "postings")}
-    assert reads == {"table": 1, "terms": 2, "counts": 1, "postings": 2} and "JOIN {" not in sqlu._LEXICAL
-    assert sqlu._LEXICAL.count("app_name = %(app)s") == sum(reads.values()) - reads["postings"]
-    assert sqlu._LEXICAL.count("user_id = %(user)s") == sum(reads.values()) - reads["postings"]
-    assert "memlab_scope_key(%(app)s, %(user)s, %(layer)s, %(model)s) AS key" in sqlu._LEXICAL
-    assert sqlu._LEXICAL.count("p.scope = qq.key") == reads["postings"]
+    for statement in (sqlu._LEXICAL, lexical._LEXICAL_EXACT):  # the heap's and the exact form of the first k
+        reads = {t: statement.count(f"FROM {{{t}}}") for t in ("table", "terms", "counts", "postings")}
+        assert reads == {"table": 1, "terms": 2, "counts": 1, "postings": 2} and "JOIN {" not in statement
+        assert statement.count("app_name = %(app)s") == sum(reads.values()) - reads["postings"]
+        assert statement.count("user_id = %(user)s") == sum(reads.values()) - reads["postings"]
+        assert "memlab_scope_key(%(app)s, %(user)s, %(layer)s, %(model)s) AS key" in statement
+        assert statement.count("p.scope = qq.key") == reads["postings"]
 
 
 RARE = "w2990 w2991 w2992 w2993 w2994 w2995 w2996 w2997 w2998 w2999"  # each word in a handful of units at most

@@ -260,3 +260,23 @@ def test_bulk_load_leaves_the_postings_readable_without_the_heap(scratch_store, 
     with scratch_store.transaction() as conn:
         plan = conn.execute(*sqlu.lexical_statement(conn, scope, "w1 w2 w3 w7", vector, 10, explain=True)).fetchone()[0]
     assert _heap_fetches(plan) == 0
+
+
+def test_ties_deeper_than_the_heap_are_ranked_exactly(scratch_store, embedder):
+    """Lexical search takes the first k from a bounded heap TIE_ROOM rows past k deep; when the heap's last row ties
+    the k-th, ties may reach past it, and the exact form (every hit at or above the k-th) runs instead. A user whose
+    units repeat one text more often than the heap holds must still get the k tied units of smallest ids, as the
+    reference statement (every hit scored and sorted) ranks them."""
+    memory = EventMemory(scratch_store, embedder, layer=LAYER)
+    repeated = ["w1 w2 w3"] * (lex.TIE_ROOM + 40)
+    probe.add_user(memory, "app", "ties", repeated + probe.cheap_texts(60, seed=31), analyze=True, seed=31)
+    scope = memory.scope("app", "ties")
+    vector = probe.random_vectors(1, memory.model.dimension, seed=1)[0]
+    for k in (1, 5, 10):
+        with scratch_store.transaction() as conn:
+            heap = conn.execute(*sqlu.lexical_statement(conn, scope, "w1 w2 w3", vector, k)).fetchall()
+            assert heap and heap[0][9] is True  # the heap alone spilled: its rows are not the first k
+            want = _reference(conn, scope, "w1 w2 w3", k)
+            got = sqlu.lexical_search(conn, scope, "w1 w2 w3", vector, k)
+        assert [(h.unit_id, h.session_id) for h in got] == [(r[0], r[1]) for r in want]
+        assert [(r[0], r[4]) for r in heap] != [(r[0], r[1]) for r in want] or k == 1
