@@ -230,6 +230,7 @@ _BM25 = (
 # heap's last row ties the k-th, so ties may reach past it: then `_EXACT_TOP` runs instead (the k-th best from a
 # bounded sort, and every hit at or above it).
 TIE_ROOM = 64
+SPILL_COLUMN = 10  # the statement's last column: `spill`, the same on every row
 _HEAP_TOP = (
     " top AS MATERIALIZED (SELECT b.row, b.every_word, b.score, b.coverage FROM bm25 b"
     "  ORDER BY b.every_word DESC, b.score DESC LIMIT %(k)s + %(room)s),"
@@ -305,7 +306,7 @@ def lexical_search(conn: psycopg.Connection, scope: Scope, text: str, vector: np
     `Hit.coverage`."""
     previous = _statement_settings(conn)
     rows = conn.execute(*_compose(scope, text, vector, top_k, explain=False)).fetchall()
-    if rows and rows[0][9]:  # ties at the k-th reach past the heap: every hit at or above it, exactly
+    if rows and rows[0][SPILL_COLUMN]:  # ties at the k-th reach past the heap: every hit at or above it, exactly
         rows = conn.execute(*_compose(scope, text, vector, top_k, explain=False, statement=_LEXICAL_EXACT)).fetchall()
     conn.execute("SELECT set_config('enable_seqscan', %s, true)", [previous])  # the caller's setting again
     return [

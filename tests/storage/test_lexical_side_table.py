@@ -275,7 +275,7 @@ def test_ties_deeper_than_the_heap_are_ranked_exactly(scratch_store, embedder):
     for k in (1, 5, 10):
         with scratch_store.transaction() as conn:
             heap = conn.execute(*sqlu.lexical_statement(conn, scope, "w1 w2 w3", vector, k)).fetchall()
-            assert heap and heap[0][9] is True  # the heap alone spilled: its rows are not the first k
+            assert heap and heap[0][lex.SPILL_COLUMN] is True  # the heap alone spilled: its rows are not the first k
             want = _reference(conn, scope, "w1 w2 w3", k)
             got = sqlu.lexical_search(conn, scope, "w1 w2 w3", vector, k)
         assert [(h.unit_id, h.session_id) for h in got] == [(r[0], r[1]) for r in want]
