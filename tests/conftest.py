@@ -228,3 +228,18 @@ def make_session(app: str, user: str, sid: str, texts: list[str], *, start: date
         for i, text in enumerate(texts)
     ]
     return memlab.Session(app_name=app, user_id=user, id=sid, events=events)
+
+
+# -- headless chromium for the page tests (report.html, judge.html) ---------------------------------------
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # `make browser` installs Debian's chromium
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for the module (Playwright's sync API allows one running instance per thread)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield browser
+        browser.close()

@@ -5,7 +5,6 @@ those judgments; the page hides which system found a hit and keeps its work acro
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,19 +14,6 @@ from memlab import lab
 from memlab.cli import app
 from tests.lab.test_judged_set import APP, write_pool
 from tests.lab.test_pool import QUERIES, write_queries, write_sessions
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One headless chromium for the module (Playwright's sync API allows one running instance per thread)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -7,14 +7,12 @@ runs these tests again on the `ci` run it has just made."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from memlab import lab
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.xdist_group("fixtures_run")  # under xdist, on the worker that makes the fixtures run
 
 
@@ -22,17 +20,6 @@ pytestmark = pytest.mark.xdist_group("fixtures_run")  # under xdist, on the work
 def report_run(request) -> Path:
     given = os.environ.get("MEMLAB_REPORT_RUN")
     return Path(given).resolve() if given else request.getfixturevalue("fixtures_run")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One headless chromium for the module (Playwright's sync API allows one running instance per thread)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
