@@ -66,8 +66,11 @@ def test_check_reliability_writes_a_report_with_every_must_be_zero_figure_zero(t
     fam = {name: f["figures"] for name, f in data["families"].items()}
     assert fam["isolation"]["cases"] >= size.isolation_cases and fam["isolation"]["rows_checked"] > 100
     assert (fam["concurrency"]["threads"], fam["concurrency"]["processes"]) == (size.threads, size.processes)
-    # smoke: a kill at a random moment may land after the small ingest (noted); tests/test_faults.py asserts both at ci
-    assert fam["faults"]["kills"] == fam["faults"]["recovered"] >= 1 and fam["faults"]["embedder_failures"] >= 2
+    # smoke: a kill may land after the small ingest finished (noted: the writer saw no error, the server still died
+    # and restarted); every kill is recovered either way. tests/test_faults.py asserts both kills seen at ci.
+    landed_late = sum("finished before the kill" in note for note in data["families"]["faults"]["notes"])
+    assert fam["faults"]["recovered"] == 2 and fam["faults"]["kills"] + landed_late == 2
+    assert fam["faults"]["embedder_failures"] >= 2
     assert fam["erasure"]["cases"] == 3 and fam["erasure"]["tables_scanned"] >= 5
     assert fam["folders"]["folders_checked"] > 0 and fam["folders"]["collision_cases"] > 0
     assert fam["input_checks"]["cases"] > 100 and fam["input_checks"]["reads_checked"] > 0
