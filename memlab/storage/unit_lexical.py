@@ -279,7 +279,8 @@ def lexical_statement(
     conn: psycopg.Connection, scope: Scope, text: str, vector: np.ndarray, top_k: int, *, explain: bool = False
 ) -> tuple[sql.Composed, dict]:
     """The lexical search statement and its parameters; with `explain`, its EXPLAIN (ANALYZE, FORMAT JSON), so the
-    plan checks count the rows of exactly what `lexical_search` runs (under the same settings, SET LOCAL here)."""
+    plan checks count the rows of what `lexical_search` runs first (under the same settings, SET LOCAL here; the
+    exact form it runs after a heap that spilled on ties is not counted)."""
     _statement_settings(conn)
     return _compose(scope, text, vector, top_k, explain=explain)
 
