@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import FixtureError
+from memlab.lab.queries import QUERY_KEYS
 from memlab.lab.suggest import unknown_keys
 
 ORIGINS = ("logged", "file", "generated")
-_REQUIRED = ("query_id", "app", "user", "text", "asked_at", "origin")
-_KEYS = {*_REQUIRED, "generator", "stratum", "empty", "memory_size"}
+_KEYS = set(QUERY_KEYS)
 
 
 @dataclass(frozen=True)
