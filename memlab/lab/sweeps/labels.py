@@ -204,7 +204,7 @@ class LabelsSweep(Sweep):
                 save_table(out, f"{GENERATED}-questions", dataset.name, _question_rows(made))
 
     def validation(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> Validation | None:
-        run = folder.table("labels", dataset)
+        run = folder.memo("labels-run", dataset, lambda: folder.table("labels", dataset))  # read once per folder
         if run is None:
             return None
         key = (dataset, tuple(sorted((k, str(v)) for k, v in options.items())))
@@ -214,8 +214,12 @@ class LabelsSweep(Sweep):
             loo_depth=int(options.get("loo_depth", LOO_DEPTH))))  # fmt: skip
 
     def generated(self, folder: RunFolder, dataset: str) -> pd.DataFrame | None:
+        """Scored once per folder: `scores` and `section` both ask."""
+        return folder.memo("labels-generated", dataset, lambda: self._generated(folder, dataset))
+
+    def _generated(self, folder: RunFolder, dataset: str) -> pd.DataFrame | None:
         run, made = folder.table(GENERATED, dataset), folder.table(f"{GENERATED}-questions", dataset)
-        own = folder.table("labels", dataset)
+        own = folder.memo("labels-run", dataset, lambda: folder.table("labels", dataset))
         if run is None or made is None or own is None:
             return None
         return generated_vs_own(own, folder.questions(dataset), run, _questions(made), folder.k)
