@@ -24,6 +24,7 @@ from memlab.inputs import check_ids
 from memlab.redact import dsn_secrets, redact
 from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage.embedded import start_embedded
+from memlab.storage.store import _first_line
 from memlab.types import Event, Session
 
 
@@ -40,9 +41,8 @@ def _connect(dsn: str | None, home: str | Path | None, timeout: float) -> tuple[
         conn = psycopg.connect(resolved, connect_timeout=max(2, round(timeout)),
                                options="-c default_transaction_read_only=on")  # fmt: skip
     except psycopg.Error as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseUnavailableError(redact(
-            f"cannot read stored sessions from {shown}: {detail}; fix the DSN (host, port, database, user, "
+            f"cannot read stored sessions from {shown}: {_first_line(exc)}; fix the DSN (host, port, database, user, "
             "password) or start that server", known=dsn_secrets(resolved))) from None  # fmt: skip
     conn.read_only = True
     return conn, shown
@@ -81,8 +81,7 @@ def read_stored_sessions(
         raise ConfigError(f"{shown} holds no event memory (no memlab tables); give the DSN of the database the "
                           "agent's EventMemory writes to") from None  # fmt: skip
     except psycopg.Error as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise DatabaseUnavailableError(redact(f"reading stored sessions from {shown} failed: {detail}",
+        raise DatabaseUnavailableError(redact(f"reading stored sessions from {shown} failed: {_first_line(exc)}",
                                               known=dsn_secrets(dsn))) from None  # fmt: skip
     return out
 
