@@ -445,9 +445,10 @@ class FactMemory:
         served. Recorded when recording is on (`query_log=`), unless the query holds a credential."""
         generation = self.query_log.begin(app_name, user_id)
         hits = self._search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
-        self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
-                              "limit": limit, "include_domain": include_domain}, fact_hits(hits),
-                              lambda conn: sql_log.fact_count(conn, app_name, user_id), generation)  # fmt: skip
+        if generation is not None:  # recording on: nothing to build per search otherwise
+            self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
+                                  "limit": limit, "include_domain": include_domain}, fact_hits(hits),
+                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation)  # fmt: skip
         return hits
 
     def _search(self, app_name: str, user_id: str, query: str, allow: Sequence[str], threshold: float, limit: int,
