@@ -8,7 +8,6 @@ judged, so a system that finds another event answering it gets no credit for it 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,6 +17,7 @@ from typing import Any
 from memlab.errors import MemlabError
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.identity import EventKey
+from memlab.lab.judging.judgments import write_judgments
 from memlab.lab.judging.pool_file import POOL_KIND, POOL_VERSION, read_pool, write_pool
 from memlab.lab.judging.query_file import json_lines
 from memlab.lab.queries import query_record, write_query_file
@@ -121,7 +121,4 @@ def write_generated(generation: Generation, source: Dataset, queries: str | Path
     """Write the query file, the judgments file and the pool file of a generation (see the module docstring)."""
     made, lines = pool_and_judgments(generation, source, queries)
     paths = {"queries": write_query_file(queries, generation.queries), "pool": write_pool(made, pool)}
-    path = Path(judgments)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-    return paths | {"judgments": path}
+    return paths | {"judgments": write_judgments(lines, judgments)}

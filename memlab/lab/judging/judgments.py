@@ -9,6 +9,7 @@ holds: a judgment of anything else is a mistake (another pool, a typo), and each
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -112,3 +113,11 @@ def read_judgments(path: str | Path | Sequence[str | Path], pooled: dict[str, di
 def _where(judgment: Judgment, reading: Path) -> str:
     """Where an earlier judgment stands, as seen from the file being read: its line, or file and line."""
     return f"line {judgment.line}" if judgment.file == str(reading) else f"{judgment.file}:{judgment.line}"
+
+
+def write_judgments(lines: list[dict[str, Any]], path: str | Path) -> Path:
+    """Judgments-file lines as JSON Lines (UTF-8, one judgment a line)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    return path

@@ -17,6 +17,7 @@ from typing import Any
 from sklearn.metrics import cohen_kappa_score
 
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
+from memlab.lab.judging.judgments import write_judgments  # noqa: F401  (memlab.lab exports it from here)
 from memlab.lab.judging.pool_file import Pool
 from memlab.lab.judging.query_file import json_lines
 from memlab.redact import redact
@@ -67,13 +68,6 @@ def model_judgments(pool: Pool, client: LlmExtractor) -> list[dict[str, Any]]:
                 line["session"] = hit["session"]
             out.append(line)
     return out
-
-
-def write_judgments(lines: list[dict[str, Any]], path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def agreement(*paths: str | Path) -> list[dict[str, Any]]:

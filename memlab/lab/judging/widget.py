@@ -5,12 +5,12 @@ closed notebook loses nothing. Reopened on an existing file, it resumes with tha
 from __future__ import annotations
 
 import html
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memlab.errors import ConfigError
+from memlab.lab.judging.judgments import write_judgments
 from memlab.lab.judging.page import page_data
 from memlab.lab.judging.pool_file import Pool
 from memlab.lab.judging.query_file import json_lines
@@ -92,10 +92,7 @@ class JudgeWidget:
         self.move(1)
 
     def save(self) -> Path:
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.out.write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in self.verdicts.values()),
-                            encoding="utf-8")  # fmt: skip
-        return self.out
+        return write_judgments(list(self.verdicts.values()), self.out)
 
     def draw(self) -> None:
         total = sum(len(q["hits"]) for q in self.queries)
