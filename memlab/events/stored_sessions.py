@@ -82,7 +82,7 @@ def read_stored_sessions(
                           "agent's EventMemory writes to") from None  # fmt: skip
     except psycopg.Error as exc:
         raise DatabaseUnavailableError(redact(f"reading stored sessions from {shown} failed: {_first_line(exc)}",
-                                              known=dsn_secrets(dsn))) from None  # fmt: skip
+                                              known=dsn_secrets(configured_dsn(dsn)))) from None  # fmt: skip
     return out
 
 
