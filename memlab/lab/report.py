@@ -94,6 +94,11 @@ INTERVALS_NOTE = (
 )
 
 
+def _pool(folder, dataset: str) -> dict | None:
+    """A judged set's pool as the manifest records it (None for other data sets)."""
+    return next((d.get("pool") for d in folder.manifest.get("datasets", []) if d.get("name") == dataset), None)
+
+
 def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str]:
     """The lines a reader needs first: per data set the best system by recall@k (or the systems tied for best)
     with its 95% interval and its difference from plain vector search (paired test), a warning when the data
@@ -125,8 +130,8 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
                  "best (tied: " + ", ".join(f"`{s}`" for s in ties) + ")")  # fmt: skip
         text = (f"- **{dataset}**: {named} recall@{k} {r.value:.3f} (95% CI {r.lo:.3f}-{r.hi:.3f}, "
                 f"{int(r.questions)} questions)")  # fmt: skip
-        pool = next((d.get("pool") for d in folder.manifest.get("datasets", []) if d.get("name") == dataset), None)
-        text += headline_note(pool)  # generated questions, alone or mixed with real ones: said with the figure
+        # generated questions, alone or mixed with real ones: said with the figure
+        text += headline_note(_pool(folder, dataset))
         if reference is not None and reference not in ties:
             _, diff = against_reference(folder, dataset, k)
             diff = diff[diff.system == best.system]
@@ -227,8 +232,7 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
         sub = scores[scores.dataset == dataset]
         systems = [s for s in dict.fromkeys(sub.system) if _is_main(s)]
         parts += [f"## {dataset}", ""]
-        pool = next((d.get("pool") for d in manifest.get("datasets", []) if d.get("name") == dataset), None)
-        parts += pool_lines(pool, list(dict.fromkeys(sub.system)), k)  # a judged set: its pool, unpooled systems
+        parts += pool_lines(_pool(folder, dataset), list(dict.fromkeys(sub.system)), k)  # a judged set: pool, unpooled
         if systems:
             main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics), f"recall@{k}")
             parts += [markdown_table(main), ""]
