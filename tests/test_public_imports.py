@@ -112,6 +112,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_lexical_side_table.py", "memlab.lab.probes"): "the lexical probe's texts and plan counter",
     ("tests/storage/test_lexical_side_table.py", "memlab.storage"): "compares the lexical statement with a reference "
     "and inspects its side table",
+    ("tests/events/test_split_secret_tails.py", "memlab.events.split_secrets"): "unit test of the pure session "
+    "scan on key bodies whose last line looks like a word",
     ("tests/test_erasure_races.py", "memlab.events.filters"): "the skip reason an erased unit is reported under",
     ("tests/lab/test_filtered.py", "memlab.lab.sweeps.filtered"): "runs the filtered sweep's measurement on a tiny "
     "grid",

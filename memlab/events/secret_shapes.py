@@ -80,6 +80,26 @@ def b64_bytes(run: str, limit: int | None = None) -> bytes | None:
         return None
 
 
+def declared_size(data: bytes) -> int | None:
+    """How many bytes a private key's encoding says it has, from its opening bytes (a DER key's outer length, an
+    OpenSSH key's length-prefixed fields); None when `data` is neither or too short to tell. It tells a body's
+    short last line ("ksscosza") from a word typed after the body: only the first completes the declared size."""
+    if data.startswith(_OPENSSH_MAGIC):
+        at = len(_OPENSSH_MAGIC)
+        for field in range(6):  # cipher, kdf, kdf options, key count, public key, private part
+            if at + 4 > len(data):
+                return None
+            size = int.from_bytes(data[at : at + 4], "big")
+            at += 4 if field == 3 else 4 + size
+            if field == 3 and size != 1:
+                return None  # files with several keys are not read here
+        return at
+    outer = _der(data, 0)
+    if outer is None or outer[0] != 0x30 or not private_key_der(data):
+        return None
+    return outer[1] + outer[2]
+
+
 def key_body(run: str) -> bool:
     """A base64 run that starts (at one of its first few characters: a broken armor line may be glued to it)
     with a private key's encoding."""

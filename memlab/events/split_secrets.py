@@ -56,6 +56,18 @@ def _tail_line(line: str) -> bool:
     return any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)  # "gEdZq", not "Thanks" or "OK"
 
 
+def _completes(body: list[str], line: str) -> bool:
+    """Whether `line` (one base64 word) is the rest of the key whose body so far is `body`: the two together have
+    exactly the length the key's opening bytes declare. A body's last line may be a plain-looking word."""
+    if not _B64_TAIL.fullmatch(line):
+        return False
+    so_far = "".join(ln.strip() for ln in body)
+    size = shapes.declared_size(shapes.b64_bytes(so_far, 256) or b"")
+    if size is None or "=" in so_far:
+        return False
+    return len(so_far) + len(line.strip().rstrip("=")) == -(-size * 4 // 3)
+
+
 def _pem_shape(lines: list[str]) -> bool:
     """Two or more full lines of 40..120 base64 characters, with digits and both cases: a PEM body's shape."""
     full = [ln.strip() for ln in lines if 40 <= len(ln.strip()) <= 120 and _B64_LINE.fullmatch(ln)]
@@ -77,14 +89,23 @@ def split_secret_events(texts: Sequence[str]) -> set[int]:
         if match is not None and _ARMOR.search(line[match.end() :]):
             continue  # BEGIN and END on one line: the whole key is in this event
         step = 1 if match is None or match.group("end").upper() == "BEGIN" else -1  # PuTTY's lines follow its count
+        body: list[str] = [line[match.end() :].lstrip("- ")] if match is not None and step == 1 else []
+        words: set[int] = set()
         for m in range(n + step, n + step * _MAX_LINES, step):
             if not 0 <= m < len(lines) or abs(lines[m][0] - event) > WINDOW:
                 break
-            if _ARMOR.search(lines[m][1]):
+            text = lines[m][1]
+            if _ARMOR.search(text):
                 found.add(lines[m][0])  # the matching END (or BEGIN)
+                found.update(words)  # a base64 word between the armor lines is part of the key
                 break
-            if _b64_line(lines[m][1]) or _tail_line(lines[m][1]) or _ARMOR_HEADER.fullmatch(lines[m][1]):
+            if _b64_line(text) or _tail_line(text) or (step == 1 and _completes(body, text)):
                 found.add(lines[m][0])
+                body.append(text)
+            elif _ARMOR_HEADER.fullmatch(text):
+                found.add(lines[m][0])
+            elif _B64_TAIL.fullmatch(text):
+                words.add(lines[m][0])
     return found | _body_runs(lines) | _answers(texts)
 
 
@@ -96,7 +117,9 @@ def _body_runs(lines: list[tuple[int, str]]) -> set[int]:
     for event, line in [*lines, (-1, "end")]:
         if not line.strip() and event >= 0:
             continue
-        if event >= 0 and (_B64_LINE.fullmatch(line) or (run and len(run[-1][1].strip()) >= 40 and _tail_line(line))):
+        full = bool(run) and len(run[-1][1].strip()) >= 40
+        tail = full and (_tail_line(line) or _completes([ln for _, ln in run], line))
+        if event >= 0 and (_B64_LINE.fullmatch(line) or tail):
             run.append((event, line))
             continue
         events = {e for e, _ in run}
