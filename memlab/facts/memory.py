@@ -212,6 +212,9 @@ class FactMemory:
             extractor = RuleExtractor()
         self.extractor = extractor
         self.registry = registry or default_registry()
+        if store.read_only:  # a read-only store (a probe) creates nothing: the tables must be there
+            store.require_tables(tables.FACT_TABLES, "fact memory")
+            return
         with store.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
             tables.ensure_schema(conn)

@@ -101,6 +101,9 @@ def _fact(row: tuple) -> Fact:
     )  # fmt: skip
 
 
+FACT_TABLES = ("semantic_fact", "semantic_fact_observation", "fact_watermark")  # what a read-only store checks
+
+
 def ensure_schema(conn: psycopg.Connection) -> None:
     conn.execute(FACTS_DDL)
 

@@ -8,6 +8,11 @@ When the database goes away, calls fail with `DatabaseUnavailableError` (the psy
 within the configured timeout (`open_store(timeout=...)` / MEMLAB_DB_TIMEOUT, default 10 s), never with a raw
 psycopg error or a hang: every call checks its pooled connection first, a call whose connection dies under it says
 so, and the next call brings the embedded server back (or, for another PostgreSQL, fails fast until it is back).
+
+`open_store(dsn, read_only=True)` opens an existing store without writing to it (a probe of a production database,
+as a role with SELECT only): no DDL, every pooled connection has `default_transaction_read_only` on, a model is
+looked up instead of registered, an HNSW index is checked instead of built, and any write is refused with a
+`ConfigError` saying the store is read-only.
 """
 
 from __future__ import annotations
@@ -32,10 +37,13 @@ from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
 from memlab.redact import dsn_secrets, redact
 from memlab.storage.embedded import start_embedded
-from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
+from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, UNITS_TABLE, ModelInfo
 from memlab.types import AutoPolicy
 
 MIN_VECTOR_VERSION = (0, 8, 0)
+READ_ONLY_OPTION = "-c default_transaction_read_only=on"
+# The tables a search reads: a read-only store without them is not a memlab store (or not one of this version).
+SEARCH_TABLES = ("memlab_embedding_model", "memlab_vector_index", UNITS_TABLE, sqlu.COUNTS_TABLE, policy.SETTINGS_TABLE)
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -116,8 +124,10 @@ class Store:
         pool_size: int = 4,
         timeout: float | None = None,
         home: str | Path | None = None,
+        read_only: bool = False,
     ) -> None:
         self.dsn = dsn
+        self.read_only = read_only
         self.embedded = embedded
         self.home = Path(home) if home is not None else None
         self.timeout = db_timeout(timeout)
@@ -131,7 +141,7 @@ class Store:
         self._generation = 0
         self._suspect = False
         self._closed = False
-        self.vector_version = self._prepare_database()
+        self.vector_version = self._check_database() if read_only else self._prepare_database()
         self.pool = self._open_pool()
 
     def _open_pool(self) -> ConnectionPool:
@@ -145,6 +155,7 @@ class Store:
                 "autocommit": True,
                 "prepare_threshold": None,
                 "connect_timeout": _connect_timeout(self.timeout),
+                **self._read_only_kwargs(),
             },
             configure=register_vector,
             timeout=self.timeout,
@@ -152,6 +163,49 @@ class Store:
         )
 
     # -- set-up ---------------------------------------------------------------------------------------
+    def _read_only_kwargs(self) -> dict[str, str]:
+        """Connection options of a read-only store: the server refuses every write in its transactions (the DSN's
+        own `options` are kept)."""
+        if not self.read_only:
+            return {}
+        given = psycopg.conninfo.conninfo_to_dict(self.dsn).get("options")
+        return {"options": f"{given} {READ_ONLY_OPTION}" if given else READ_ONLY_OPTION}
+
+    def _check_database(self) -> str:
+        """A read-only store's set-up: pgvector and memlab's tables must be there already; nothing is created."""
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=_connect_timeout(self.timeout),
+                                   **self._read_only_kwargs())  # fmt: skip
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailableError(self._cannot_connect(exc)) from exc
+        with conn:
+            missing = [t for t in SEARCH_TABLES if conn.execute("SELECT to_regclass(%s)", [t]).fetchone()[0] is None]
+            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        if missing:
+            raise ConfigError(self._safe(
+                f"{_redact(self.dsn)} is not a memlab store: table(s) {', '.join(missing)} are missing (opened "
+                "read-only, memlab creates nothing). Fix: give the DSN of the database your agent's memory writes "
+                "to (database name and schema search_path), or open it once with memlab as its owner to create them."
+            ))  # fmt: skip
+        check_vector_version(row[0] if row else None)
+        assert row is not None
+        return str(row[0])
+
+    def require_tables(self, tables: tuple[str, ...], what: str) -> None:
+        """Raise a ConfigError naming the tables of `tables` this database lacks (a read-only memory checks
+        for what it would otherwise create)."""
+        with self.connection() as conn:
+            missing = [t for t in tables if conn.execute("SELECT to_regclass(%s)", [t]).fetchone()[0] is None]
+        if missing:
+            raise ConfigError(f"this store holds no {what}: table(s) {', '.join(missing)} are missing, and a "
+                              "read-only store creates nothing. Fix: give the DSN of the database that memory "
+                              "writes to.")  # fmt: skip
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise ConfigError(f"cannot {what}: this store was opened read-only (open_store(read_only=True)); "
+                              "open it without read_only to write.")  # fmt: skip
+
     def _prepare_database(self) -> str:
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=_connect_timeout(self.timeout))
@@ -220,6 +274,11 @@ class Store:
         pool, conn, generation = self._acquire()
         try:
             yield conn
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            if not self.read_only:
+                raise
+            raise ConfigError(f"this store was opened read-only (open_store(read_only=True)), and the call tried "
+                              f"to write: {_first_line(exc)}. Fix: open it without read_only to write.") from exc
         except psycopg.Error as exc:
             if not (conn.broken or conn.closed):
                 raise  # an ordinary SQL error: the connection is fine
@@ -348,9 +407,12 @@ class Store:
 
     # -- embedding models -----------------------------------------------------------------------------
     def register_model(self, model_id: str, dimension: int) -> ModelInfo:
-        """Record an embedding model (id -> dimension); refuse a changed dimension."""
+        """Record an embedding model (id -> dimension); refuse a changed dimension. A read-only store only looks
+        it up (and names the models it has when it never saw this one)."""
         with self._models_lock:
             known = self._models.get(model_id)
+        if known is None and self.read_only:
+            known = self._stored_model(model_id)
         if known is None:
             with self.transaction() as conn:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK_KEY])
@@ -374,6 +436,20 @@ class Store:
                 f"rows beside the old ones; see migrate_embeddings), or drop the old rows with drop_model()."
             )
         return known
+
+    def _stored_model(self, model_id: str) -> ModelInfo:
+        """A read-only store's registered model, or a ConfigError listing the model ids the store has."""
+        with self.connection() as conn:
+            rows = conn.execute("SELECT model_id, dimension FROM memlab_embedding_model ORDER BY created_at").fetchall()
+        found = {r[0]: ModelInfo(*r) for r in rows}
+        if model_id not in found:
+            have = ", ".join(f"{m!r} ({d}-d)" for m, d in rows) or "none"
+            raise ConfigError(f"this store never stored anything with embedding model {model_id!r} (models it has: "
+                              f"{have}); opened read-only, memlab registers nothing. Fix: search with the embedder "
+                              "your agent writes with (the same model id).")  # fmt: skip
+        with self._models_lock:
+            self._models[model_id] = found[model_id]
+        return found[model_id]
 
     def model(self, model_id: str) -> ModelInfo:
         """The registered model; raise a clear error if nothing was ever stored with it."""
@@ -415,8 +491,12 @@ class Store:
         The build's maintenance_work_mem and max_parallel_maintenance_workers are SET LOCAL for its
         transaction only, sized from the rows indexed unless given (`sqlu.build_settings`; environment
         MEMLAB_BUILD_MEMORY, MEMLAB_BUILD_MEMORY_MAX, MEMLAB_BUILD_WORKERS). An index already there is kept as
-        it is, whatever m and ef_construction it was built with: drop it first to rebuild."""
+        it is, whatever m and ef_construction it was built with: drop it first to rebuild. A read-only store
+        builds nothing: it returns the name (searches without the index scan exactly; index health reports it)."""
         name = sqlu.index_name_for(model_id, layer)
+        if self.read_only:
+            self.model(model_id)
+            return name
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO memlab_vector_index (model_id, layer, index_name) VALUES (%s, %s, %s) "
@@ -444,6 +524,7 @@ class Store:
 
     def drop_vector_index(self, model_id: str, layer: str) -> None:
         """Drop one HNSW index: bulk loads run far faster without it; rebuild with ensure_vector_index."""
+        self._writable("drop an index")
         with self.connection() as conn:
             sqlu.drop_index(conn, sqlu.index_name_for(model_id, layer))
 
@@ -461,6 +542,7 @@ class Store:
 
     def save_auto_policy(self, value: AutoPolicy) -> None:
         """Store a calibrated policy with the database (every process opening it afterwards uses it)."""
+        self._writable("save an auto policy")
         if not isinstance(value, AutoPolicy):
             raise ConfigError(f"save_auto_policy takes a memlab.AutoPolicy, got {type(value).__name__}.")
         with self.transaction() as conn:
@@ -472,6 +554,7 @@ class Store:
     ) -> str:
         """A partial HNSW index over one tenant's rows of a model and layer, if missing (statistics refreshed).
         Searches use it only with app and user inlined as literals. Not registered: `drop_model` leaves it."""
+        self._writable("create an index")
         with self.transaction() as conn:
             return sqlu.create_tenant_index(
                 conn, self.model(model_id), layer, app_name, user_id, m=m, ef_construction=ef_construction
@@ -480,22 +563,26 @@ class Store:
     def drop_tenant_index(self, model_id: str, layer: str, app_name: str, user_id: str) -> None:
         """Drop one tenant's partial HNSW index (`create_tenant_index`) if it exists: benchmarks measure a user
         with and without it, and a dropped index costs nothing to its searches but the graph they lose."""
+        self._writable("drop an index")
         with self.connection() as conn:
             sqlu.drop_index(conn, sqlu.tenant_index_name(model_id, layer, app_name, user_id))
 
     def vacuum(self) -> None:
         """VACUUM (ANALYZE) the unit and tombstone tables, so no dead row is left for a scan to skip (after a
         benchmark deletes a large layer; erasure's own levels are `EventMemory.forget_user(vacuum=...)`)."""
+        self._writable("vacuum")
         with self.connection() as conn:
             housekeeping.vacuum(conn)
 
     def delete_layer(self, app_name: str, layer: str) -> int:
         """Delete every unit of one app in one layer (all users, all models); returns rows deleted."""
+        self._writable("delete a layer")
         with self.transaction() as conn:
             return housekeeping.delete_layer(conn, app_name, layer)
 
     def drop_model(self, model_id: str) -> int:
         """Delete every row stored with a model, its index and its registration (the end of a migration)."""
+        self._writable("drop a model")
         self.model(model_id)
         indexes = self.vector_indexes(model_id)
         with self.transaction() as conn:
@@ -510,6 +597,7 @@ class Store:
     def analyze(self) -> None:
         """Refresh planner statistics (the `planner` strategy depends on them), and vacuum the lexical postings so
         lexical search's index-only scans skip the heap from the first query after a bulk load."""
+        self._writable("analyze")
         with self.connection() as conn:
             sqlu.analyze(conn)
             sqlu.vacuum_postings(conn)
@@ -546,14 +634,17 @@ def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store
 
 
 def open_store(
-    dsn: str | None = None, *, home: str | Path | None = None, pool_size: int = 4, timeout: float | None = None
-) -> Store:
+    dsn: str | None = None, *, home: str | Path | None = None, pool_size: int = 4, timeout: float | None = None,
+    read_only: bool = False,
+) -> Store:  # fmt: skip
     """Open memlab's database: `dsn` (or MEMLAB_DSN) if given, else the embedded PostgreSQL under MEMLAB_HOME
     (started, or restarted if it stopped). `timeout` bounds each call's wait for the server (default
-    MEMLAB_DB_TIMEOUT, else 10 s)."""
+    MEMLAB_DB_TIMEOUT, else 10 s). `read_only=True` opens an existing store without writing anything to it
+    (SELECT privilege is enough to search; see the module docstring)."""
     seconds = db_timeout(timeout)
     resolved = configured_dsn(dsn)
     if resolved is not None:
-        return Store(resolved, pool_size=pool_size, timeout=seconds)
+        return Store(resolved, pool_size=pool_size, timeout=seconds, read_only=read_only)
     path = memlab_home(home)
-    return Store(start_embedded(path, timeout=seconds), embedded=True, pool_size=pool_size, timeout=seconds, home=path)
+    return Store(start_embedded(path, timeout=seconds), embedded=True, pool_size=pool_size, timeout=seconds, home=path,
+                 read_only=read_only)  # fmt: skip
