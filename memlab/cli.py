@@ -353,6 +353,8 @@ def reliability_command(
     out: Path = typer.Option(Path("reports/reliability"), help="Where <run-id>/reliability.md and .json go."),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server); "
                                    "the checks write to throw-away databases on it."),
+    family: list[str] = typer.Option([], "--family", help="Run only this family (repeatable; default: all), e.g. "
+                                     "to re-check one class after a fix: isolation, leaks, split_secrets, ..."),
 ) -> None:
     """Prove isolation, concurrency, fault and erasure safety, the secret filter's rates and bad-input handling;
     write a report and exit 1 when a must-be-zero figure is not zero or a goal is missed."""
@@ -360,11 +362,14 @@ def reliability_command(
     logging.basicConfig(level=logging.WARNING)
     if size not in lab.RELIABILITY_SIZES:
         fail(f"--size must be one of {', '.join(lab.RELIABILITY_SIZES)}, got {size!r}")
+    unknown = [name for name in family if name not in lab.RELIABILITY_FAMILIES]
+    if unknown:
+        fail(f"--family {unknown[0]!r} is not a reliability family; choose from {', '.join(lab.RELIABILITY_FAMILIES)}")
     if out.exists() and not out.is_dir():
         fail(f"--out {out}: this is a file, not a folder; each run goes to a new folder inside --out.")
     run_id = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{size}"
     lab.outputs.claim_folder(out / run_id, lab.outputs.RELIABILITY)
-    result = lab.run_reliability(out, size=size, dsn=dsn, run_id=run_id, log=console.print)
+    result = lab.run_reliability(out, size=size, dsn=dsn, run_id=run_id, log=console.print, families=family)
     table = Table(title=f"reliability ({size})")
     for col in ("figure", "value", "must be"):
         table.add_column(col)

@@ -77,6 +77,7 @@ from memlab.lab.queries import (
     sample_logged_queries,
     write_query_file,
 )
+from memlab.lab.reliability import FAMILY_NAMES as RELIABILITY_FAMILIES
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import write_report
@@ -99,6 +100,7 @@ from memlab.lab.viewer import question_hits, viewer_systems, write_html
 
 __all__ = [
     "FORMATS",
+    "RELIABILITY_FAMILIES",
     "RELIABILITY_SIZES",
     "RUN_COLUMNS",
     "SWEEPS",

@@ -34,7 +34,7 @@ import random
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -57,10 +57,12 @@ from memlab.lab.probes.secret_rates import secrets_family
 from memlab.lab.probes.sizes import SIZES, memory_cached_embedder
 from memlab.lab.probes.split_secrets import split_secrets_family
 
-SECOND_PROBE: tuple[Callable[[memlab.Store, memlab.Embedder, Path], Family], ...] = (
-    folders_family, inputs_family, races_family, lexical_family, leaks_family, split_secrets_family,
-    erasure_disk_family,
-)
+SECOND_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]] = {
+    "folders": folders_family, "input_checks": inputs_family, "races": races_family, "lexical": lexical_family,
+    "leaks": leaks_family, "split_secrets": split_secrets_family, "erasure_disk": erasure_disk_family,
+}  # fmt: skip  (each family's name in the report -> its probe)
+
+FAMILY_NAMES = ("isolation", "concurrency", "faults", "erasure", "secrets", "bad_inputs", *SECOND_PROBE)
 
 
 # -- the run ----------------------------------------------------------------------------------------------------
@@ -73,13 +75,19 @@ def run_reliability(
     dsn: str | None = None,
     run_id: str | None = None,
     log: Callable[[str], None] | None = None,
+    families: Sequence[str] = (),
 ) -> dict:
     """Run every family at `size` ("ci": a few minutes on 2 cores, "full", or "smoke" for tests) and write
     `<out>/<run-id>/reliability.json` and `reliability.md`. Returns the json's content (`ok`, `failures`,
-    `families`, `folder`). Rows go to scratch databases of the configured server (`dsn`, else MEMLAB_DSN, else the
-    embedded one), dropped afterwards; the faults family uses a private embedded server of its own."""
+    `families`, `folder`). `families` runs only those (FAMILY_NAMES; all by default): to re-check one class
+    after a fix without the rest. Rows go to scratch databases of the configured server (`dsn`, else MEMLAB_DSN,
+    else the embedded one), dropped afterwards; the faults family uses a private embedded server of its own."""
     if size not in SIZES:
         raise memlab.ConfigError(f"size {size!r} is unknown; use one of {sorted(SIZES)}")
+    unknown = sorted(set(families) - set(FAMILY_NAMES))
+    if unknown:
+        raise memlab.ConfigError(f"unknown reliability famil{'y' if len(unknown) == 1 else 'ies'} {unknown}; "
+                                 f"choose from {', '.join(FAMILY_NAMES)}")  # fmt: skip
     say = log or (lambda _: None)
     spec = SIZES[size]
     run_id = run_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{size}"
@@ -87,7 +95,7 @@ def run_reliability(
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     embedder = memory_cached_embedder()
-    families: list[Family] = []
+    ran: list[Family] = []
     with memlab.open_store(dsn=dsn) as store, tempfile.TemporaryDirectory(prefix="memlab-reliability-") as work:
         plan: list[tuple[str, Callable[[], Family]]] = [
             ("isolation", lambda: _in_scratch(store, lambda db: isolation_family(db, embedder, spec,
@@ -99,10 +107,12 @@ def run_reliability(
             ("bad_inputs", lambda: _in_scratch(store, lambda db: bad_inputs_family(db, embedder))),
         ]  # fmt: skip
         # The second hostile probe's classes (memlab/lab/probes/), each on its own scratch database.
-        for probe in SECOND_PROBE:
-            plan.append((probe.__name__.removesuffix("_family"),
-                         lambda probe=probe: _in_scratch(store, lambda db: probe(db, embedder, Path(work)))))
+        for name, probe in SECOND_PROBE.items():
+            plan.append((name, lambda probe=probe: _in_scratch(store, lambda db: probe(db, embedder, Path(work)))))
+        assert [name for name, _ in plan] == list(FAMILY_NAMES)
         for name, run in plan:
+            if families and name not in families:
+                continue
             say(f"reliability: {name} ...")
             t0 = time.perf_counter()
             try:
@@ -115,8 +125,8 @@ def run_reliability(
             failures = family.failures()
             say(f"reliability: {name} {'ok' if not failures else 'FAILED: ' + '; '.join(failures)} "
                 f"({family.seconds:.0f} s)")  # fmt: skip
-            families.append(family)
-    failures = [f for family in families for f in family.failures()]
+            ran.append(family)
+    failures = [f for family in ran for f in family.failures()]
     result = {
         "run_id": run_id,
         "size": size,
@@ -126,10 +136,10 @@ def run_reliability(
         "memlab_version": memlab.__version__,
         "ok": not failures,
         "failures": failures,
-        "must_be_zero": {f"{fam.name}.{k}": fam.figures.get(k, 0) for fam in families for k in fam.must_be_zero},
+        "must_be_zero": {f"{fam.name}.{k}": fam.figures.get(k, 0) for fam in ran for k in fam.must_be_zero},
         "goals": {f"{fam.name}.{k}": {"value": fam.figures.get(k), "goal": f"{op} {bound}"}
-                  for fam in families for k, (op, bound) in fam.goals.items()},
-        "families": {fam.name: asdict(fam) for fam in families},
+                  for fam in ran for k, (op, bound) in fam.goals.items()},
+        "families": {fam.name: asdict(fam) for fam in ran},
         "folder": str(folder),
     }
     (folder / "reliability.json").write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
@@ -163,6 +173,8 @@ def reliability_markdown(result: dict) -> str:
     lines = [f"# memlab reliability: {result['run_id']}", "",
              f"Size `{result['size']}`, {result['seconds']:.0f} s, memlab {result['memlab_version']}. "
              f"**{verdict}**" + ("" if result["ok"] else ": " + "; ".join(result["failures"])), "",
+             *([f"Only these families ran (--family): {', '.join(result['families'])}.", ""]
+               if len(result["families"]) < len(FAMILY_NAMES) else []),
              "| family | figure | value | must be |", "|---|---|---|---|"]  # fmt: skip
     for name, fam in result["families"].items():
         unset = {k: 0 for k in fam["must_be_zero"] if k not in fam["figures"]}  # zero because nothing was counted
