@@ -117,6 +117,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/test_erasure_races.py", "memlab.events.filters"): "the skip reason an erased unit is reported under",
     ("tests/lab/test_filtered.py", "memlab.lab.sweeps.filtered"): "runs the filtered sweep's measurement on a tiny "
     "grid",
+    ("tests/lab/test_alerts.py", "memlab.lab.live.alerts"): "unit test of the pure alert grammar and noise rule",
+    ("tests/lab/test_alerts_textfile.py", "memlab.lab.live.alerts"): "the alert results the textfile reports",
+    ("tests/lab/test_alerts_textfile.py", "memlab.lab.live.textfile"): "unit test of the Prometheus textfile writer",
+    ("tests/lab/test_alerts_folders.py", "memlab.lab.live.alerts"): "the noise rule on a scored folder's questions",
+    ("tests/lab/test_alerts_folders.py", "memlab.lab.live.drift"): "unit test of the KS drift of two probe folders",
+    ("tests/lab/test_alerts_folders.py", "memlab.lab.folder"): "writes a run's labels the way a run does, to score "
+    "hand-built runs",
 }
 
 
