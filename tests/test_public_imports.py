@@ -117,6 +117,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/test_erasure_races.py", "memlab.events.filters"): "the skip reason an erased unit is reported under",
     ("tests/lab/test_filtered.py", "memlab.lab.sweeps.filtered"): "runs the filtered sweep's measurement on a tiny "
     "grid",
+    ("tests/lab/test_index_health.py", "memlab.lab.live.index_health"): "index health of a live store, before the "
+    "probe exports it",
     ("tests/lab/test_alerts.py", "memlab.lab.live.alerts"): "unit test of the pure alert grammar and noise rule",
     ("tests/lab/test_alerts_textfile.py", "memlab.lab.live.alerts"): "the alert results the textfile reports",
     ("tests/lab/test_alerts_textfile.py", "memlab.lab.live.textfile"): "unit test of the Prometheus textfile writer",
@@ -182,6 +184,8 @@ def test_the_allowlist_has_no_stale_entries():
 # memlab/lab module -> why it may use the unit table's SQL module itself; everything else goes through EventMemory.
 UNIT_SQL_ALLOWED = {
     "bench/bulk.py": "measures the table's own writers (COPY vs executemany) and HNSW build settings",
+    "live/index_health.py": "EXPLAINs (no ANALYZE) the search on a read-only connection of a live store, where "
+    "EventMemory would write (registering its model, folding counts)",
     "plan_rows.py": "EXPLAINs the lexical statement itself to count the rows its plan reads",
     "probes/lexical.py": "writes its rows with the index in place, as ingest does (no ANALYZE)",
 }

@@ -38,6 +38,29 @@ class Explain:
         return self.access_path == "hnsw"
 
 
+def resolve_auto(settings: SearchSettings, policy: AutoPolicy, facts: sqlu.ScopeFacts) -> tuple[SearchSettings, bool]:
+    """`auto` turned into a fixed strategy for a user of these facts (see `memlab.AutoPolicy`), and whether to inline
+    values (a partial index is usable only with the user's ids in the statement). A pure function: the search and the
+    workbench's index health (which reads the facts itself, read-only) decide the same way."""
+    explicit = settings.exact_below is not None  # the caller's own threshold is taken as given
+    exact_below = settings.exact_below if explicit else policy.exact_below
+    units = facts.units
+    if units <= exact_below:
+        return replace(settings, strategy="exact"), False
+    if facts.tenant_index:
+        return replace(settings, strategy="hnsw", ef_search=max(policy.tenant_ef_search, settings.top_k),
+                       iterative_scan=policy.iterative_scan), True  # fmt: skip
+    # On the shared index, finding k of a user's rows means walking about scan_factor x ef_search / share
+    # tuples; below units^2 = scan_factor x ef_search x table rows that walk is longer than the user's rows.
+    total = max(facts.table_rows, units)
+    walk = policy.scan_factor * policy.ef_search * total / units
+    if not explicit and walk >= units:
+        return replace(settings, strategy="exact"), False
+    budget = max(policy.max_scan_tuples, int(min(walk, units)))
+    return replace(settings, strategy="hnsw", ef_search=max(policy.ef_search, settings.top_k),
+                   iterative_scan=policy.iterative_scan, max_scan_tuples=budget), False  # fmt: skip
+
+
 class Search:
     """The read path of one EventMemory (see the module docstring)."""
 
@@ -172,24 +195,7 @@ class Search:
         only usable with the user's ids in the statement)."""
         if settings.strategy != "auto" or policy is None:
             return settings, False
-        explicit = settings.exact_below is not None  # the caller's own threshold is taken as given
-        exact_below = settings.exact_below if explicit else policy.exact_below
-        facts = self.core.scope_facts(conn, scope)
-        units = facts.units
-        if units <= exact_below:
-            return replace(settings, strategy="exact"), False
-        if facts.tenant_index:
-            return replace(settings, strategy="hnsw", ef_search=max(policy.tenant_ef_search, settings.top_k),
-                           iterative_scan=policy.iterative_scan), True  # fmt: skip
-        # On the shared index, finding k of a user's rows means walking about scan_factor x ef_search / share
-        # tuples; below units^2 = scan_factor x ef_search x table rows that walk is longer than the user's rows.
-        total = max(facts.table_rows, units)
-        walk = policy.scan_factor * policy.ef_search * total / units
-        if not explicit and walk >= units:
-            return replace(settings, strategy="exact"), False
-        budget = max(policy.max_scan_tuples, int(min(walk, units)))
-        return replace(settings, strategy="hnsw", ef_search=max(policy.ef_search, settings.top_k),
-                       iterative_scan=policy.iterative_scan, max_scan_tuples=budget), False  # fmt: skip
+        return resolve_auto(settings, policy, self.core.scope_facts(conn, scope))
 
     def maintain(self, app_name: str | None = None) -> list[str]:
         """See `EventMemory.maintain`."""
