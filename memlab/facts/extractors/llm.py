@@ -12,6 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
+from typing import Any
 
 from memlab.errors import ConfigError, MemlabError
 from memlab.facts.extractors.base import basis_for
@@ -159,16 +160,22 @@ class LlmExtractor:
         return parse_facts(content, events, session_id, source=self.base_url)
 
 
+def reply_json(content: object) -> tuple[Any, str]:
+    """A chat model's JSON reply: (the parsed value, the text it was read from). Some servers wrap the JSON in a
+    code fence despite the schema, so the fence is dropped first; json.JSONDecodeError when it is not JSON."""
+    text = content.strip() if isinstance(content, str) else ""
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    return json.loads(text), text
+
+
 def parse_facts(content: str, events: Sequence[Event], session_id: str, *, source: str = "model") -> list[Candidate]:
     """Turn the model's JSON into candidates; raise ExtractionError on anything that is not the schema."""
-    text = (content or "").strip()
-    if text.startswith("```"):  # some servers wrap JSON in a code fence despite the schema
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        data = json.loads(text)
+        data, text = reply_json(content)
     except json.JSONDecodeError as exc:
-        raise ExtractionError(f"{source}: the model's reply is not valid JSON ({exc.msg}): {redact(text)[:200]!r}"
-                              ) from exc
+        raise ExtractionError(f"{source}: the model's reply is not valid JSON ({exc.msg}): "
+                              f"{redact(str(content or '').strip())[:200]!r}") from exc  # fmt: skip
     facts = data.get("facts") if isinstance(data, dict) else None
     if not isinstance(facts, list):
         raise ExtractionError(f"{source}: the reply has no 'facts' list: {redact(text)[:200]!r}")

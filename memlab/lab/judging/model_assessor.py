@@ -16,7 +16,7 @@ from typing import Any
 
 from sklearn.metrics import cohen_kappa_score
 
-from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
+from memlab.facts.extractors.llm import ExtractionError, LlmExtractor, reply_json
 from memlab.lab.judging.judgments import write_judgments  # noqa: F401  (memlab.lab exports it from here)
 from memlab.lab.judging.pool_file import Pool
 from memlab.lab.judging.query_file import json_lines
@@ -30,13 +30,10 @@ Answer with JSON only: {"relevant": true} or {"relevant": false}."""
 
 
 def _verdict(content: str, where: str) -> int:
-    text = (content or "").strip()
-    if text.startswith("```"):  # some servers fence JSON despite the schema
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        value = json.loads(text)
+        value, text = reply_json(content)
     except json.JSONDecodeError:
-        value = None
+        value, text = None, (content or "").strip()
     if not isinstance(value, dict) or not isinstance(value.get("relevant"), bool):
         raise ExtractionError(f"{where}: the model's reply is not {{\"relevant\": true|false}}: "
                               f"{redact(text)[:200]!r}")  # fmt: skip

@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from memlab.events.filters import holds_secret
-from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
+from memlab.facts.extractors.llm import ExtractionError, LlmExtractor, reply_json
 from memlab.lab.dataset import Dataset
 from memlab.lab.judging.generated import Generation, add_question, ask_times
 from memlab.types import Event, Session
@@ -59,11 +59,8 @@ def request_body(client: LlmExtractor, session: Session, turn: Event) -> dict[st
 
 def check_reply(content: Any, session: Session) -> tuple[str, list[str]] | str:
     """(question, evidence ids) from a reply, or the reason it is refused."""
-    text = content.strip() if isinstance(content, str) else ""
-    if text.startswith("```"):  # some servers fence JSON despite the schema
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        value = json.loads(text)
+        value, _ = reply_json(content)
     except json.JSONDecodeError:
         return NOT_JSON
     if not isinstance(value, dict) or set(value) != {"question", "evidence"}:
