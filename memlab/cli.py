@@ -385,6 +385,51 @@ def reliability_command(
     console.print(f"[green]ok[/] wrote {folder / 'reliability.md'} in {result['seconds']:.0f} s")
 
 
+@app.command("probe")
+@user_errors
+def probe_command(
+    labels: Path = typer.Option(..., help="The labelled set: a memlab JSONL file of questions naming the live "
+                                "store's apps, users and event ids, or an experiment config (YAML) holding it."),
+    dsn: str | None = typer.Option(None, help="The store to probe, read-only (SELECT privilege is enough; default: "
+                                   "MEMLAB_DSN, else the embedded server)."),
+    out: Path | None = typer.Option(None, help="Run folder (default: reports/probe-<time>)."),
+    dataset: str | None = typer.Option(None, help="The data set of a config given as --labels."),
+    config: Path | None = typer.Option(None, help="An experiment config whose --system (embedders, k) to use."),
+    system: str | None = typer.Option(None, help="A system of the config: its layer shape and search settings."),
+    k: int | None = typer.Option(None, help="Hits per question (default: the config's k, else 10)."),
+    max_distance: float | None = typer.Option(None, help="Distance cut-off."),
+    strategy: str | None = typer.Option(None, help="auto, hnsw, exact, planner, ..."),
+    ef_search: int | None = typer.Option(None, help="HNSW ef_search."),
+    layer: str | None = typer.Option(None, help="The layer to search (default: the system's, else event)."),
+    alert: list[str] = typer.Option([], "--alert", help="METRIC OP NUMBER, e.g. 'recall@10<0.80', 'empty_rate>0.10', "
+                                    "'drift_p<0.01' (repeatable); exit 3 when one fires."),
+    against: Path | None = typer.Option(None, help="The previous probe's folder: drift_p, and alerts judged by "
+                                        "the gate's paired test so noise alone does not fire."),
+    textfile: Path | None = typer.Option(None, help="Write a Prometheus textfile (node_exporter's textfile "
+                                         "collector) here, e.g. /var/lib/node_exporter/memlab.prom."),
+) -> None:
+    """Probe the live memory: ask a labelled set's questions of an existing store, read-only, and write a run folder
+    (report.md with stale labels, alerts, drift, index health). Exit 0: no alert fired; 3: one fired; 2: bad input."""
+    lab = workbench()
+    run_dir = out or Path("reports") / f"probe-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
+    result = lab.run_probe(labels, run_dir, dsn=dsn, dataset=dataset, config=config, system=system, k=k,
+                           max_distance=max_distance, strategy=strategy, ef_search=ef_search, layer=layer,
+                           alerts=alert, against=against, textfile=textfile, progress=console.is_terminal)
+    table = Table(title=f"probe {result.dataset}: {result.questions} questions, {len(result.stale)} stale labels")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name in (*(m for m in result.metrics if m.endswith(("@10", "@5", "_rate")) and "[" not in m), "drift_p"):
+        if name in result.metrics:
+            table.add_row(name, lab.format_cell(result.metrics[name]))
+    console.print(table)
+    for a in result.alerts:
+        console.print(f"[{'red' if a.fired else 'green'}]{'FIRING' if a.fired else 'ok'}[/] {escape(a.alert.text)}: "
+                      f"{escape(a.reason)}", soft_wrap=True, highlight=False)  # fmt: skip
+    console.print(f"[green]wrote[/] {run_dir}/report.md" + (f" and {textfile}" if textfile else ""))
+    if result.firing:
+        raise typer.Exit(3)
+
+
 @app.command("bench")
 @user_errors
 def bench_command(

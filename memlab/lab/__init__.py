@@ -65,6 +65,19 @@ from memlab.lab.judging.query_file import Query, read_queries
 from memlab.lab.judging.report_lines import pool_lines as judged_pool_lines
 from memlab.lab.judging.template_questions import QuestionTemplates, load_templates, template_questions
 from memlab.lab.judging.widget import JudgeWidget, judge_widget
+from memlab.lab.live import (
+    Alert,
+    AlertResult,
+    IndexHealth,
+    ProbeResult,
+    distance_drift,
+    evaluate_alerts,
+    health_markdown,
+    index_health,
+    parse_alert,
+    run_probe,
+    write_textfile,
+)
 from memlab.lab.loaders import FORMATS, load_dataset
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
@@ -104,6 +117,8 @@ __all__ = [
     "RELIABILITY_SIZES",
     "RUN_COLUMNS",
     "SWEEPS",
+    "Alert",
+    "AlertResult",
     "Comparison",
     "CutoffSystem",
     "Dataset",
@@ -114,9 +129,11 @@ __all__ = [
     "FaissExact",
     "FaissExactSystem",
     "Generation",
+    "IndexHealth",
     "JudgeWidget",
     "Judgment",
     "Pool",
+    "ProbeResult",
     "Query",
     "QuerySample",
     "Question",
@@ -143,7 +160,9 @@ __all__ = [
     "cutoff_grid",
     "dataset_warnings",
     "default_run_folder",
+    "distance_drift",
     "drift",
+    "evaluate_alerts",
     "evaluate_answerability",
     "export_docid",
     "export_run",
@@ -153,7 +172,9 @@ __all__ = [
     "gate_table",
     "generate_synth",
     "headline",
+    "health_markdown",
     "holm",
+    "index_health",
     "intervals",
     "is_finished",
     "is_generated_judgments",
@@ -190,6 +211,7 @@ __all__ = [
     "outputs",
     "paired_differences",
     "paired_p",
+    "parse_alert",
     "parse_config",
     "plots",
     "pool_queries",
@@ -209,6 +231,7 @@ __all__ = [
     "render_notebooks",
     "run_experiment",
     "run_fact_eval",
+    "run_probe",
     "run_reliability",
     "run_systems",
     "sample_logged_queries",
@@ -232,4 +255,5 @@ __all__ = [
     "write_pool",
     "write_query_file",
     "write_report",
+    "write_textfile",
 ]

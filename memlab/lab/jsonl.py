@@ -305,6 +305,37 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
 def load_jsonl(path: str | Path, name: str | None = None) -> Dataset:
     """Read a memlab JSONL data set (plain or .gz)."""
     path = Path(path)
+    return parse_jsonl(path, _read_lines(path), name)
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Only the question records of a memlab JSONL file (plain or .gz), their labels as written: what a probe asks
+    a live store, whose stored sessions are the truth (session records in the file are skipped, not checked)."""
+    path = Path(path)
+    lines = _read_lines(path)
+    questions, seen = [], set()
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _json_document(path, lines) or _fail(path, number, f"not valid JSON ({exc.msg} at column "
+                                                                     f"{exc.colno})") from None  # fmt: skip
+        if not isinstance(raw, dict) or raw.get("type") not in ("session", "question"):
+            raise _fail(path, number, "expected a JSON object with `type` \"question\" (or \"session\", skipped)")
+        if raw["type"] == "question":
+            question = _question(path, number, raw)
+            if question.id in seen:
+                raise _fail(path, number, f"question id {question.id!r} repeats; question ids must be unique")
+            seen.add(question.id)
+            questions.append(question)
+    if not questions:
+        raise FixtureError(f"{path}: no question records; see datasets/README.md for the format")
+    return questions
+
+
+def _read_lines(path: Path) -> list[str]:
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rt", encoding="utf-8") as f:
@@ -315,7 +346,7 @@ def load_jsonl(path: str | Path, name: str | None = None) -> Dataset:
         raise FixtureError(f"{path}: no such file; give the path of a memlab JSONL data set") from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise FixtureError(f"{path}: cannot read the file: {exc}") from None
-    return parse_jsonl(path, lines, name)
+    return lines
 
 
 def _iso(at: datetime) -> str:

@@ -1,2 +1,25 @@
 """Probing a live memory store (issue 26): a labelled set run read-only against the production database, with
 alerts, drift against the previous probe, and index health. Nothing here writes to the probed store."""
+
+from memlab.lab.live.alerts import Alert, AlertResult, evaluate_alerts, parse_alert
+from memlab.lab.live.drift import distance_drift
+from memlab.lab.live.index_health import IndexHealth, health_markdown, index_health
+from memlab.lab.live.probe import ProbeResult, run_probe
+from memlab.lab.live.probe_set import ProbeSet, load_probe_set
+from memlab.lab.live.textfile import write_textfile
+
+__all__ = [
+    "Alert",
+    "AlertResult",
+    "IndexHealth",
+    "ProbeResult",
+    "ProbeSet",
+    "distance_drift",
+    "evaluate_alerts",
+    "health_markdown",
+    "index_health",
+    "load_probe_set",
+    "parse_alert",
+    "run_probe",
+    "write_textfile",
+]

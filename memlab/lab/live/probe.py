@@ -1,0 +1,244 @@
+"""`memlab probe`: a labelled set's questions asked of an existing (production) store, read-only, saved as a run
+folder the workbench's report and gate read like any `memlab eval` run.
+
+The store is opened read-only (`open_store(read_only=True)`: no DDL, every transaction read-only), so a role with
+SELECT privilege only is enough and nothing is ingested or written: the query log stays off and the users' events
+the viewer shows are read back from the store. Labels the store no longer holds are stale and leave the denominator
+(memlab.lab.live.probe_set). On top of the run's scores come the probe's own metrics (`stale_rate`, and `drift_p`
+against the previous probe), the alerts judged on them (memlab.lab.live.alerts), the index health of the live
+store (memlab.lab.live.index_health), a section of report.md on all of these, and optionally a Prometheus
+textfile (memlab.lab.live.textfile)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import memlab
+from memlab.embedding.base import Embedder, embed_queries
+from memlab.errors import ConfigError
+from memlab.events.memory import EventMemory
+from memlab.lab.config import load_config
+from memlab.lab.experiment import git_commit, make_embedders, score_folder
+from memlab.lab.folder import RunFolder, save_labels
+from memlab.lab.live.alerts import Alert, evaluate_alerts, parse_alert
+from memlab.lab.live.drift import distance_drift
+from memlab.lab.live.index_health import index_health
+from memlab.lab.live.probe_report import ProbeResult, add_probe_section, textfile_rows
+from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, stored_dataset, stored_events
+from memlab.lab.live.textfile import write_textfile
+from memlab.lab.outputs import RUN, claim_folder, mark
+from memlab.lab.redacted import write_json
+from memlab.lab.report import write_report
+from memlab.lab.runs import Run, collect
+from memlab.lab.systems import EventSystem, system_from_config
+from memlab.redact import redact
+from memlab.storage.store import open_store
+from memlab.types import SearchSettings
+
+PROBE_SYSTEM = "probe"  # the system's name when the settings come from flags
+_OUTPUTS = ("scores.csv", "scores.parquet", "metrics.json", "question_scores.parquet", "report.md", "report.html")
+
+
+def _system(config: Any, name: str | None, overrides: dict[str, Any]) -> EventSystem:
+    """The probed system: one of the config's by name, else the flags' settings on the defaults; explicit flags
+    (k, max distance, strategy, ef_search) override a config system's."""
+    if name is None:
+        return EventSystem(PROBE_SYSTEM, settings=replace(SearchSettings(), **overrides))
+    if config is None:
+        raise ConfigError(f"--system {name!r} names a system of an experiment config; give --config (or a config as "
+                          "--labels)")  # fmt: skip
+    entries = {str(s.get("name")): s for s in config.resolved.get("systems", [])}
+    if name not in entries:
+        raise ConfigError(f"{config.source} has no system {name!r}; it has {', '.join(entries) or 'none'}")
+    system = system_from_config(entries[name])
+    if not isinstance(system, EventSystem):
+        raise ConfigError(f"system {name!r} is a fact system; the probe asks event memory (name an event system)")
+    if system.fact_keys is not None:
+        raise ConfigError(f"system {name!r} embeds fact keys (fact_keys: {system.fact_keys}); probe its layer by "
+                          "name with --layer and the settings as flags")  # fmt: skip
+    return replace(system, settings=replace(system.settings, **overrides))
+
+
+def _embedder(config: Any, system: EventSystem, given: Embedder | None, home: str | Path | None) -> Embedder:
+    if given is not None:
+        return given
+    if config is None:
+        return memlab.default_embedder(home=home)
+    embedders, skipped = make_embedders(config.resolved.get("embedders", []), home=home)
+    if system.embedder not in embedders:
+        why = f" (skipped: {skipped[system.embedder]})" if system.embedder in skipped else ""
+        raise ConfigError(f"system {system.name!r} embeds with {system.embedder!r}, which the config does not "
+                          f"give{why}")  # fmt: skip
+    return embedders[system.embedder]
+
+
+def _previous(against: Path | None, out: Path) -> RunFolder | None:
+    if against is None:
+        return None
+    against = Path(against)
+    if not (against / "manifest.json").exists():
+        raise ConfigError(f"--against {against}: not a run folder (no manifest.json); give the --out folder of the "
+                          "previous probe")  # fmt: skip
+    if against.resolve() == out.resolve():
+        raise ConfigError(f"--against {against} is --out too; a probe replaces its folder, so give the previous "
+                          "probe's folder a name of its own (e.g. copy it first)")  # fmt: skip
+    return RunFolder(against)
+
+
+def _clear(out: Path) -> None:
+    """A folder holds one run: what an earlier run left is removed first."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("runs", "labels", "tables"):
+        shutil.rmtree(out / name, ignore_errors=True)
+    for path in (*out.glob("*.png"), *(out / n for n in _OUTPUTS)):
+        path.unlink(missing_ok=True)
+
+
+def _probed(folder: RunFolder) -> tuple[str, str] | None:
+    """(data set, system) a probe folder holds: its manifest's, else the one run it saved."""
+    named = folder.manifest.get("probe", {})
+    if named.get("dataset") and named.get("system"):
+        return named["dataset"], named["system"]
+    runs = folder.all_runs
+    return (runs[0].dataset, runs[0].system) if len(runs) == 1 else None
+
+
+def _flat(folder: RunFolder, probed: tuple[str, str] | None) -> dict[str, float]:
+    if probed is None:
+        return {}
+    scores = folder.scores
+    mine = scores[(scores.dataset == probed[0]) & (scores.system == probed[1])]
+    return {str(m): float(v) for m, v in zip(mine.metric, mine.value, strict=True)}
+
+
+def _question_scores(folder: RunFolder, probed: tuple[str, str] | None) -> pd.DataFrame | None:
+    qs = folder.question_scores
+    if probed is None or qs.empty:
+        return None
+    return qs[(qs.dataset == probed[0]) & (qs.system == probed[1])].reset_index(drop=True)
+
+
+def _drift_p(out: Path, previous: RunFolder, system: str) -> tuple[float, pd.DataFrame]:
+    table = distance_drift(out, previous.path)
+    rows = table[table.hits == "all"]
+    mine = rows[rows.system == system]
+    picked = mine if len(mine) else rows
+    return (float(picked.p_value.iloc[0]) if len(picked) else float("nan")), table
+
+
+def run_probe(
+    labels: str | Path, out: str | Path, *, dsn: str | None = None, home: str | Path | None = None,
+    dataset: str | None = None, config: str | Path | None = None, system: str | None = None, k: int | None = None,
+    max_distance: float | None = None, strategy: str | None = None, ef_search: int | None = None,
+    layer: str | None = None, embedder: Embedder | None = None, alerts: Sequence[str | Alert] = (),
+    against: str | Path | None = None, textfile: str | Path | None = None, health: bool = True,
+    progress: bool = False,
+) -> ProbeResult:  # fmt: skip
+    """Probe the store at `dsn` (None: MEMLAB_DSN, else the embedded server under `home`) with the labelled set
+    `labels` (a memlab JSONL file, or an experiment config with `dataset` naming its data set), read-only, into the
+    run folder `out`. The system: `system` of `config` (or of the labels' config), else the flags' settings;
+    `embedder` replaces the configured one (the default: the packaged model). `alerts` ('recall@10<0.8') are
+    judged against the previous probe `against` when given, which also gives `drift_p`. `textfile` writes the
+    Prometheus textfile. Raises ConfigError (and writes nothing to the store, ever) on bad input."""
+    started = time.perf_counter()
+    out = claim_folder(Path(out))
+    parsed = [a if isinstance(a, Alert) else parse_alert(a) for a in alerts]
+    previous = _previous(Path(against) if against is not None else None, out)
+    if previous is None and any(a.metric == "drift_p" for a in parsed):
+        raise ConfigError("an alert on drift_p needs --against PREVIOUS_RUN (drift is measured against the previous "
+                          "probe's folder)")  # fmt: skip
+    probe = load_probe_set(labels, dataset)
+    source = load_config(Path(config)) if config is not None else probe.config
+    overrides = {key: value for key, value in (("max_distance", max_distance), ("strategy", strategy),
+                                               ("ef_search", ef_search)) if value is not None}  # fmt: skip
+    chosen = _system(source, system, overrides)
+    k = int(k if k is not None else (source.resolved.get("k", 10) if source is not None else 10))
+    model = _embedder(source, chosen, embedder, home)
+    _clear(out)
+    with open_store(dsn, home=home, read_only=True) as store:
+        memory = EventMemory(store, model, layer=layer, **chosen.memory_args()) if layer else \
+            EventMemory(store, model, **chosen.memory_args())  # fmt: skip
+        users = [(q.app_name, q.user_id) for q in probe.questions]
+        stored = stored_events(store, users, memory.layer)
+        questions, stale = drop_stale(probe.questions, stored)
+        data = stored_dataset(probe, questions, stored)
+        save_labels(out, data)
+        vectors = embed_queries(model, [q.text for q in questions])
+        frame = collect(chosen.name, lambda q, v: chosen.search(memory, q, v, k), questions,
+                        {q.id: v for q, v in zip(questions, vectors, strict=True)},
+                        progress=f"probe {data.name}: {chosen.name}" if progress else None)  # fmt: skip
+        Run(data.name, chosen.name, frame, None).save(out)
+        vector_version, layer_used, model_id = store.vector_version, memory.layer, model.model_id
+    manifest = _manifest(probe, data, chosen, k, model_id, layer_used, stale, previous, vector_version)
+    write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
+    score_folder(out)
+    folder = RunFolder(out)
+    probed = (data.name, chosen.name)
+    metrics = {**_flat(folder, probed), "stale_rate": _stale_rate(probe.questions, stale)}
+    drift_table = None
+    if previous is not None:
+        metrics["drift_p"], drift_table = _drift_p(out, previous, chosen.name)
+    results = evaluate_alerts(
+        parsed, metrics, question_scores=_question_scores(folder, probed),
+        previous_question_scores=_question_scores(previous, _probed(previous)) if previous is not None else None,
+        previous_metrics=_flat(previous, _probed(previous)) if previous is not None else None,
+    ) if parsed else []  # fmt: skip
+    apps = sorted({q.app_name for q in probe.questions})
+    checked = index_health(dsn, layer=layer_used, model_id=model_id, apps=apps, home=home) if health else None
+    per_question = float(frame.drop_duplicates("question_id").latency_ms.mean() / 1000) if len(frame) else float("nan")
+    result = ProbeResult(out, data.name, chosen.name, metrics, len(questions), stale, results,
+                         metrics.get("drift_p"), checked, per_question)  # fmt: skip
+    manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    seconds=round(time.perf_counter() - started, 2), probe={
+                        **manifest["probe"], "metrics": {"stale_rate": metrics["stale_rate"],
+                                                         "drift_p": metrics.get("drift_p")},
+                        "seconds_per_question": per_question,
+                        "alerts": [{"alert": a.alert.text, "value": a.value, "fired": a.fired, "reason": a.reason,
+                                    "p_value": a.p_value} for a in results]})  # fmt: skip
+    write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
+    write_report(folder)
+    add_probe_section(out, result, drift_table)
+    if textfile is not None:
+        write_textfile(Path(textfile), textfile_rows(folder, result, probe.questions),
+                       run_time=datetime.now(UTC), questions=result.questions, stale_labels=len(stale),
+                       alerts=results)  # fmt: skip
+    return result
+
+
+def _stale_rate(questions: Sequence, stale: pd.DataFrame) -> float:
+    """Stale labelled events over all labelled events (session labels included) of the set."""
+    labelled = sum(len(q.evidence) + len(q.relevant_sessions) for q in questions)
+    return len(stale) / labelled if labelled else 0.0
+
+
+def _manifest(probe: ProbeSet, data: Any, system: EventSystem, k: int, model_id: str, layer: str,
+              stale: pd.DataFrame, previous: RunFolder | None, vector_version: str) -> dict[str, Any]:  # fmt: skip
+    """The run folder's manifest: what `memlab eval` writes (so the report and gate read it), plus `probe`."""
+    return {
+        **mark(RUN), "status": "running", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git_commit": git_commit(), "previous": str(previous.path) if previous is not None else None,
+        "config": {"source": probe.source, "given": {}, "overrides": [],
+                   "resolved": {"name": f"probe {data.name}", "k": k, "sweeps": [], "systems": [system.describe()],
+                                "datasets": [{"name": data.name, "format": probe.format, "path": probe.source}]}},
+        "datasets": [{"name": data.name, "checksum": data.checksum(), **data.summary(), "path": probe.source,
+                      "format": probe.format, **({"pool": data.pool} if data.pool else {})}],
+        "warnings": [], "embedders": {system.embedder: model_id}, "skipped_embedders": {},
+        "versions": {"memlab": memlab.__version__, "pgvector": vector_version},
+        "probe": {"dataset": data.name, "system": system.name, "layer": layer, "model_id": model_id,
+                  "labelled_questions": len(probe.questions), "asked": len(data.questions),
+                  "stale_labels": len(stale), "left_out": int(stale.drop_duplicates("question_id")
+                                                              .question_left_out.sum()) if len(stale) else 0,
+                  "stale": [{k: (bool(v) if k == "question_left_out" else redact(str(v))) for k, v in row.items()}
+                            for row in stale.to_dict("records")]},
+    }  # fmt: skip
+
+
+__all__ = ["PROBE_SYSTEM", "ProbeResult", "run_probe"]

@@ -1,0 +1,146 @@
+"""The labelled set a probe asks, checked against the live store it probes.
+
+Its questions name apps, users and event ids of the live store. The store is the truth: the users' events are
+read back from it (read-only, scoped by app, user and layer in SQL), and a labelled event the store no longer holds
+for that user and layer (erased, purged by retention) is stale. A stale label is taken out of its question's
+relevant set; a question whose every label is stale is not asked at all, so it leaves the denominator instead of
+counting as a miss. A user the store holds nothing of in the layer is an error (a wrong DSN, app, user or layer).
+
+Labels come from a memlab JSONL file (its question records; session records are skipped) or from a data set of an
+experiment config (any format `memlab eval` reads, judged sets included)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memlab.errors import ConfigError
+from memlab.lab.config import ExperimentConfig, load_config
+from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.jsonl import load_questions
+from memlab.lab.loaders import load_dataset
+from memlab.storage import unit_housekeeping as housekeeping
+from memlab.storage.store import Store
+from memlab.types import Event, Session
+
+CONFIG_SUFFIXES = (".yaml", ".yml")
+STALE_COLUMNS = ["question_id", "app_name", "user_id", "session_id", "event_id", "question_left_out"]
+UserKey = tuple[str, str]
+
+
+@dataclass
+class ProbeSet:
+    """The questions of a labelled set (labels as given), with the config they came from, if any."""
+
+    name: str
+    questions: list[Question]
+    source: str
+    format: str
+    pool: dict[str, Any] | None = None
+    config: ExperimentConfig | None = None
+
+
+def load_probe_set(labels: str | Path, dataset: str | None = None) -> ProbeSet:
+    """A memlab JSONL file's questions, or one data set of an experiment config (`dataset` names it when the
+    config has several)."""
+    path = Path(labels)
+    if not path.exists():
+        raise ConfigError(f"--labels {path}: no such file; give a memlab JSONL file of questions or an experiment "
+                          "config (YAML) whose data set holds them")  # fmt: skip
+    if path.suffix not in CONFIG_SUFFIXES:
+        if dataset is not None:
+            raise ConfigError(f"--dataset {dataset!r} picks a data set of an experiment config; {path} is a JSONL "
+                              "file (one labelled set)")  # fmt: skip
+        return ProbeSet(path.name.split(".")[0], load_questions(path), str(path), "memlab")
+    config = load_config(path)
+    specs = config.resolved["datasets"]
+    names = [str(s.get("name")) for s in specs]
+    if dataset is None and len(specs) != 1:
+        raise ConfigError(f"{path} has {len(specs)} data sets ({', '.join(names)}); pick one with --dataset")
+    if dataset is not None and dataset not in names:
+        raise ConfigError(f"{path} has no data set {dataset!r}; it has {', '.join(names)}")
+    spec = specs[0] if dataset is None else specs[names.index(dataset)]
+    data = load_dataset(spec, config.base_dirs)
+    return ProbeSet(data.name, data.questions, str(path), str(spec.get("format")), data.pool, config)
+
+
+def stored_events(store: Store, users: Sequence[UserKey], layer: str) -> dict[UserKey, list[tuple]]:
+    """(app, user) -> that user's stored units of `layer` (session, unit id, event ids, author, time, body); a user
+    with none is refused, every such user named with the layers they do have."""
+    out: dict[UserKey, list[tuple]] = {}
+    unknown: list[str] = []
+    with store.connection() as conn:
+        for app, user in dict.fromkeys(users):
+            out[(app, user)] = rows = housekeeping.stored_units(conn, app, user, layer)
+            if not rows:
+                layers = housekeeping.stored_layers(conn, app, user)
+                unknown.append(f"{app}/{user}" + (f" (has layers {layers})" if layers else " (nothing in any layer)"))
+    if unknown:
+        raise ConfigError(f"the labels name {len(unknown)} user(s) this store holds nothing of in layer {layer!r}: "
+                          f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}. Fix: check --dsn, the app "
+                          "and user ids of the labels, and --layer; drop the questions of a user erased "
+                          "entirely")  # fmt: skip
+    return out
+
+
+def _held(rows: list[tuple]) -> dict[str, set[str]]:
+    """event id -> the sessions holding it, of one user's stored units."""
+    held: dict[str, set[str]] = {}
+    for session, _, event_ids, *_ in rows:
+        for event in event_ids:
+            held.setdefault(event, set()).add(session)
+    return held
+
+
+def drop_stale(questions: Sequence[Question], stored: Mapping[UserKey, list[tuple]]
+               ) -> tuple[list[Question], pd.DataFrame]:  # fmt: skip
+    """The questions with their stale labels taken out (a question left with none is left out), and the stale
+    labels: question, app, user, session ('' where the label named none), event id ('' for a session label), and
+    whether the question was left out."""
+    kept: list[Question] = []
+    stale: list[tuple] = []
+    for q in questions:
+        rows = stored[(q.app_name, q.user_id)]
+        held = _held(rows)
+        sessions = {r[0] for r in rows}
+        live, gone = [], []
+        for session, event in q.evidence:
+            there = held.get(event, set())
+            (live if (event in held if session is None else session in there) else gone).append((session, event))
+        live_sessions = tuple(s for s in q.relevant_sessions if s in sessions)
+        gone += [(s, "") for s in q.relevant_sessions if s not in sessions]
+        left_out = not live if q.evidence else bool(q.relevant_sessions) and not live_sessions
+        stale += [(q.id, q.app_name, q.user_id, s or "", e, left_out) for s, e in gone]
+        if left_out:
+            continue
+        if gone:
+            judged = tuple((s, e) for s, e in q.judged if e in held and (s is None or s in held[e]))
+            q = replace(q, relevant=tuple(dict.fromkeys(e for _, e in live)), evidence=tuple(live),
+                        relevant_sessions=live_sessions, judged=judged)  # fmt: skip
+        kept.append(q)
+    return kept, pd.DataFrame(stale, columns=STALE_COLUMNS)
+
+
+def _sessions(app: str, user: str, rows: list[tuple]) -> list[Session]:
+    """A user's stored units as sessions of events (a chunk's events each carry the chunk's text), for the run
+    folder's labels: the viewer's texts and the memory sizes of the size breakdown."""
+    by_session: dict[str, dict[str, Event]] = {}
+    for session, _, event_ids, author, at, body in rows:
+        events = by_session.setdefault(session, {})
+        for event in event_ids:
+            events.setdefault(event, Event(id=event, author=author or "", timestamp=at, text=body))
+    return [Session(app_name=app, user_id=user, id=sid, events=list(events.values()))
+            for sid, events in by_session.items()]  # fmt: skip
+
+
+def stored_dataset(probe: ProbeSet, questions: list[Question], stored: Mapping[UserKey, list[tuple]]) -> Dataset:
+    """The probe as a Dataset: the kept questions over the users' sessions as the store holds them."""
+    users = [UserHistory(app, user, _sessions(app, user, rows), source="store") for (app, user), rows in stored.items()]
+    return Dataset(probe.name, users, questions, pool=probe.pool)
+
+
+__all__ = ["ProbeSet", "drop_stale", "load_probe_set", "stored_dataset", "stored_events"]
