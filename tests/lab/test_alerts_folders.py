@@ -70,9 +70,16 @@ def test_distances_that_moved_are_drift_and_the_same_are_not(tmp_path):
     assert loud[loud.hits == "all"].p_value.item() < 1e-6
 
 
-def test_drift_needs_a_shared_system_and_a_probe_folder(tmp_path):
-    previous = _folder(tmp_path / "previous", system="old")
-    current = _folder(tmp_path / "current", system="new")
+def test_drift_pairs_a_renamed_system_but_not_unrelated_ones(tmp_path):
+    """A probe runs one system: renamed between two probes it is still compared. Folders of several systems
+    pair by name only, and sharing none is an error naming them."""
+    previous = _folder(tmp_path / "previous", system="old", seed=1)
+    current = _folder(tmp_path / "current", system="new", shift=0.05, seed=2)
+    renamed = distance_drift(current, previous)
+    assert set(renamed.system) == {"new"} and renamed[renamed.hits == "all"].p_value.item() < 1e-6
+    for folder, system in ((previous, "old"), (current, "new")):  # a second system in each, still none shared
+        frame = lab.RunFolder(folder).runs("labels")[system].frame
+        lab.Run("labels", f"{system}-2", frame.assign(system=f"{system}-2")).save(folder)
     with pytest.raises(memlab.ConfigError, match=r"no system in common.*old.*new"):
         distance_drift(current, previous)
     (tmp_path / "empty").mkdir()

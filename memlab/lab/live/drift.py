@@ -38,15 +38,24 @@ def _pairs(current: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) 
     return shared
 
 
+def _renamed(before: pd.DataFrame, now: pd.DataFrame) -> pd.DataFrame:
+    """The previous probe's hits under the current system's name when each probe ran one system and the names
+    differ (a probe is one system: a renamed one is still the thing watched); else as they are."""
+    systems_before, systems_now = set(before.system), set(now.system)
+    if len(systems_before) == 1 and len(systems_now) == 1 and systems_before != systems_now:
+        return before.assign(system=next(iter(systems_now)))
+    return before
+
+
 def distance_drift(current: str | Path, previous: str | Path) -> pd.DataFrame:
     """KS two-sample test of the top hits' distances of two probe run folders, per data set and system, for all
     hits and for relevant ones: dataset, system, hits ("all" / "relevant"), ks_statistic, p_value, n_previous,
-    n_current. A ConfigError when the folders share no system to compare."""
+    n_current. Systems pair by name, or the one of each probe with the other; a ConfigError when none pair."""
     now, before = RunFolder(Path(current)), RunFolder(Path(previous))
     now_hits, before_hits = _distances(now), _distances(before)
     frames = []
     for name, previous_name in _pairs(now_hits, before_hits):
-        table = drift(before_hits[previous_name], now_hits[name])
+        table = drift(_renamed(before_hits[previous_name], now_hits[name]), now_hits[name])
         if len(table):
             frames.append(table.assign(dataset=name))
     if not frames:
