@@ -158,3 +158,25 @@ def test_a_label_naming_an_unknown_user_is_a_clear_error(live, tmp_path):
     result = probe("--dsn", dsn, "--labels", str(labels), "--out", str(tmp_path / "run"))
     assert result.exit_code == 2, result.output
     assert f"{app}/nobody" in result.output
+
+
+def test_a_config_data_set_and_system(live, tmp_path):
+    app, labels, dsn = live
+    sessions = [json.dumps({"type": "session", "app": app, "user": user, "id": f"{user}-s{i}",
+                            "events": [{"id": f"{user}-s{i}-e{j}", "author": "user", "at": "2026-03-02T09:00:00Z",
+                                        "text": text} for j, text in enumerate(texts)]})
+                for user, history in USERS.items() for i, texts in enumerate(history)]  # fmt: skip
+    (tmp_path / "mine.jsonl").write_text("\n".join(sessions) + "\n" + labels.read_text())
+    (tmp_path / "experiment.yaml").write_text(
+        "name: probe-config\nk: 2\ndatasets:\n  - {name: mine, format: memlab, path: mine.jsonl}\n"
+        "systems:\n  - {name: exact-cut, strategy: exact, max_distance: 0.9}\n  - {name: other}\n")
+    result = probe("--dsn", dsn, "--labels", str(tmp_path / "experiment.yaml"), "--system", "exact-cut",
+                   "--out", str(tmp_path / "run"), "--alert", "recall@2<0")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["probe"]["system"] == "exact-cut" and manifest["config"]["resolved"]["k"] == 2
+    assert manifest["config"]["resolved"]["systems"][0]["settings"]["max_distance"] == 0.9
+    assert lab.RunFolder(tmp_path / "run").scores.query("metric == 'recall@2'").dataset.tolist() == ["mine"]
+    wrong = probe("--dsn", dsn, "--labels", str(tmp_path / "experiment.yaml"), "--system", "nope",
+                  "--out", str(tmp_path / "run2"))  # fmt: skip
+    assert wrong.exit_code == 2 and "exact-cut" in wrong.output

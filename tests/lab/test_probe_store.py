@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -87,3 +88,16 @@ def test_fact_memory_on_a_read_only_store_creates_nothing(store, scratch_db, emb
     memlab.open_store(dsn).close()  # event memory's tables, not fact memory's
     with memlab.open_store(dsn, read_only=True) as ro, pytest.raises(memlab.ConfigError, match="semantic_fact"):
         memlab.FactMemory(ro, embedder)
+
+
+@pytest.mark.parametrize("settings", [
+    memlab.SearchSettings(strategy="hnsw"), memlab.SearchSettings(strategy="exact"),
+    memlab.SearchSettings(strategy="planner"), memlab.SearchSettings(mode="lexical"),
+    memlab.SearchSettings(mode="hybrid", time="boost", per_session=1), memlab.SearchSettings(literal_scope=True),
+], ids=["hnsw", "exact", "planner", "lexical", "hybrid-time-cap", "literal"])  # fmt: skip
+def test_every_search_path_runs_with_select_only(filled, embedder, settings):
+    app, dsn = filled
+    with memlab.open_store(dsn, read_only=True) as ro:
+        hits = memlab.EventMemory(ro, embedder).search(app, "u1", "my sister Ana and her cello", settings,
+                                                       asked_at=datetime(2026, 3, 3, tzinfo=UTC))  # fmt: skip
+        assert hits and "s1-e2" in {e for h in hits for e in h.event_ids}
