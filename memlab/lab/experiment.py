@@ -22,8 +22,9 @@ import pandas as pd
 
 import memlab
 from memlab.embedding import make_embedder
-from memlab.embedding.base import Embedder, embed_queries
+from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
+from memlab.lab.asking import QueryVectors, ask
 from memlab.lab.bench.hardware import peak_memory_mb
 from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
@@ -35,10 +36,10 @@ from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.report import write_report
-from memlab.lab.runs import Run, collect, slug
+from memlab.lab.runs import Run, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
-from memlab.lab.systems import CutoffSystem, Env, FaissExactSystem, system_from_config
+from memlab.lab.systems import CutoffSystem, Env, system_from_config
 from memlab.storage.store import scratch_store
 
 
@@ -101,16 +102,6 @@ def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, E
     return [s for s in context.systems if not hasattr(s, "embedder") or s.embedder in embedders]
 
 
-def _vectors(env: Env, cache: dict, dataset: Dataset, embedder: str) -> dict[str, np.ndarray]:
-    """Each question embedded once per embedder (systems of one embedder share the vectors)."""
-    key = (dataset.name, embedder)
-    if key not in cache:
-        model = env.embedder(embedder)
-        vectors = embed_queries(model, [q.text for q in dataset.questions])
-        cache[key] = {q.id: v for q, v in zip(dataset.questions, vectors, strict=True)}
-    return cache[key]
-
-
 def counted_step(system: Any) -> bool:
     """A system that asks questions is a step of the progress line; a cut of another system's saved run is not
     (a grid of cuts would be dozens of instant steps and make the ETA far too short)."""
@@ -122,7 +113,7 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: 
     """Ask every system every question of `dataset`; save each run (and each reference run once). Each system
     (with its reference run) is one step of `steps`, the experiment's progress display."""
     done: dict[str, Run] = {}
-    vectors: dict = {}
+    vectors = QueryVectors(env)
     for system in (steps or NoProgress()).each(systems, lambda s: f"{dataset.name}: {s.name}", counted_step):
         if isinstance(system, CutoffSystem):
             parent = done.get(system.parent)
@@ -138,11 +129,7 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: 
         if ref is not None and ref.name not in done:
             to_run.insert(0, ref)
         for s in to_run:
-            handle = env.handle(s, dataset)
-            over = s.over if isinstance(s, FaissExactSystem) else s
-            qv = _vectors(env, vectors, dataset, getattr(over, "embedder", "default"))
-            frame = collect(s.name, lambda q, v, s=s, h=handle: s.search(h, q, v, env.k), dataset.questions, qv,
-                            progress=f"{dataset.name}: {s.name}" if env.progress else None)  # fmt: skip
+            frame = ask(env, s, dataset, vectors, env.k, progress=f"{dataset.name}: {s.name}" if env.progress else None)
             r = s.reference()
             done[s.name] = Run(dataset.name, s.name, frame, r.name if r is not None else None)
             done[s.name].save(out)

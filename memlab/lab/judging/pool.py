@@ -17,8 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.embedding.base import Embedder, embed_queries
+import pandas as pd
+
+from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError, FixtureError
+from memlab.lab.asking import QueryVectors, ask
 from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.experiment import make_embedders
@@ -26,7 +29,6 @@ from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.pool_file import POOL_KIND, POOL_VERSION
 from memlab.lab.judging.query_file import Query, read_queries
 from memlab.lab.loaders import check_spec, load_dataset, resolve_path
-from memlab.lab.runs import event_sessions
 from memlab.lab.systems import Env, system_from_config
 from memlab.storage.store import Store, scratch_store
 from memlab.types import Event
@@ -69,11 +71,12 @@ def _event_index(dataset: Dataset) -> dict[tuple[str, str, str | None, str], Eve
     return {(s.app_name, s.user_id, s.id, e.id): e for s in dataset.sessions() for e in s.events}
 
 
-def _ranked_events(hits, depth: int) -> list[tuple[str | None, str]]:
-    """The first `depth` distinct (session, event id) of a ranking, each at its first unit's rank."""
+def _ranked_events(hits: pd.DataFrame, depth: int) -> list[tuple[str | None, str]]:
+    """The first `depth` distinct (session, event id) of one question's ranked hits (a run frame's rows in rank
+    order), each at its first unit's rank."""
     seen: dict[tuple[str | None, str], None] = {}
-    for hit in hits:
-        for key in zip(event_sessions(hit), hit.event_ids, strict=True):
+    for sessions, event_ids in zip(hits["event_sessions"], hits["event_ids"], strict=True):
+        for key in zip(sessions, event_ids, strict=True):
             seen.setdefault(key, None)
     return list(seen)[:depth]
 
@@ -99,18 +102,12 @@ def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int,
     found: dict[str, dict[tuple[str | None, str], list[dict[str, Any]]]] = {q.query_id: {} for q in queries}
     with scratch_store(store, prefix="memlab_pool") as fresh:
         env = Env(fresh, embedders, k=depth, extractor_options={"llm": cfg.get("llm")})
-        vectors = {}
+        vectors = QueryVectors(env)
         for system in systems:
-            handle = env.handle(system, data)
-            if system.embedder not in vectors:
-                model = env.embedder(system.embedder)
-                vectors[system.embedder] = dict(zip([q.id for q in data.questions],
-                                                    embed_queries(model, [q.text for q in data.questions]),
-                                                    strict=True))  # fmt: skip
-            for question in data.questions:
-                hits = system.search(handle, question, vectors[system.embedder][question.id], depth)
+            frame = ask(env, system, data, vectors, depth)
+            for question_id, hits in frame[frame["rank"] > 0].sort_values("rank").groupby("question_id", sort=False):
                 for rank, key in enumerate(_ranked_events(hits, depth), start=1):
-                    found[question.id].setdefault(key, []).append({"system": system.name, "rank": rank})
+                    found[question_id].setdefault(key, []).append({"system": system.name, "rank": rank})
     pooled = []
     for query in queries:
         hits = []

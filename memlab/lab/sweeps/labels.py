@@ -21,13 +21,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memlab.embedding.base import embed_queries
 from memlab.errors import ConfigError
+from memlab.lab.asking import QueryVectors, ask
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.folder import RunFolder, save_table
 from memlab.lab.judging.template_questions import template_questions
 from memlab.lab.label_validation import Validation, generated_vs_own, largest_swap, ranking_tau, validate
-from memlab.lab.runs import collect
 from memlab.lab.scoring import SCORE_COLUMNS
 from memlab.lab.sweeps.base import Sweep, SweepContext
 from memlab.lab.systems import Env, EventSystem, System
@@ -73,15 +72,8 @@ def pooled_names(options: dict[str, Any]) -> list[str]:
 def _deep_runs(env: Env, dataset: Dataset, systems: list[System], questions: list[Question], depth: int
                ) -> pd.DataFrame:  # fmt: skip
     """Every system's hits down to `depth` units on `questions` (built memories are reused from the run)."""
-    frames, vectors = [], {}
-    for system in systems:
-        embedder = getattr(system, "embedder", "default")
-        if embedder not in vectors:
-            found = embed_queries(env.embedder(embedder), [q.text for q in questions])
-            vectors[embedder] = dict(zip([q.id for q in questions], found, strict=True))
-        handle = env.handle(system, dataset)
-        frames.append(collect(system.name, lambda q, v, s=system, h=handle: s.search(h, q, v, depth), questions,
-                              vectors[embedder]))  # fmt: skip
+    vectors = QueryVectors(env)
+    frames = [ask(env, system, dataset, vectors, depth, questions=questions) for system in systems]
     return pd.concat(frames, ignore_index=True)
 
 
