@@ -418,9 +418,9 @@ def probe_command(
     table = Table(title=f"probe {result.dataset}: {result.questions} questions, {len(result.stale)} stale labels")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for name in (*(m for m in result.metrics if m.endswith(("@10", "@5", "_rate")) and "[" not in m), "drift_p"):
-        if name in result.metrics:
-            table.add_row(name, lab.format_cell(result.metrics[name]))
+    for name, value in result.metrics.items():
+        if "[" not in name and name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p")):
+            table.add_row(name, lab.format_cell(value))
     console.print(table)
     for a in result.alerts:
         console.print(f"[{'red' if a.fired else 'green'}]{'FIRING' if a.fired else 'ok'}[/] {escape(a.alert.text)}: "

@@ -162,7 +162,6 @@ def run_probe(
     chosen = _system(source, system, overrides)
     k = int(k if k is not None else (source.resolved.get("k", 10) if source is not None else 10))
     model = _embedder(source, chosen, embedder, home)
-    _clear(out)
     with open_store(dsn, home=home, read_only=True) as store:
         memory = EventMemory(store, model, layer=layer, **chosen.memory_args()) if layer else \
             EventMemory(store, model, **chosen.memory_args())  # fmt: skip
@@ -170,6 +169,7 @@ def run_probe(
         stored = stored_events(store, users, memory.layer)
         questions, stale = drop_stale(probe.questions, stored)
         data = stored_dataset(probe, questions, stored)
+        _clear(out)  # only now: a probe refused above leaves the folder's earlier run as it was
         save_labels(out, data)
         vectors = embed_queries(model, [q.text for q in questions])
         frame = collect(chosen.name, lambda q, v: chosen.search(memory, q, v, k), questions,
