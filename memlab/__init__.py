@@ -40,13 +40,12 @@ from memlab.facts.extractors.base import Extractor, ExtractorKeys
 from memlab.facts.extractors.labelled import LabelledExtractor
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
 from memlab.facts.extractors.rules import RuleExtractor
+from memlab.facts.ids import fact_id, parse_fact_id
 from memlab.facts.memory import (
     FactForgetReport,
     FactHit,
     FactIngestReport,
     FactMemory,
-    fact_id,
-    parse_fact_id,
     state_of,
 )
 from memlab.facts.registry import PredicateRegistry, UnknownPredicateError, default_registry
@@ -55,6 +54,7 @@ from memlab.facts.render import (
     PRELOAD_CLOSE,
     PRELOAD_HEADING,
     PRELOAD_OPEN,
+    STALE_HEADING,
     neutralize_fences,
     render_fact,
 )
@@ -96,6 +96,7 @@ __all__ = [
     "RENDERINGS",
     "SEARCH_MODES",
     "SKIP_REASONS",
+    "STALE_HEADING",
     "AnswerabilityGate",
     "AutoPolicy",
     "CachedEmbedder",

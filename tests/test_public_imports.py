@@ -45,6 +45,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/events/test_units.py", "memlab.events.units"): "unit test of event units and chunk windowing, internals",
     ("tests/events/test_retrieval_modes.py", "memlab.events.units"): "builds internal units to render",
     ("tests/events/test_timewords.py", "memlab.events.timewords"): "unit test of the pure time-phrase resolver",
+    ("tests/facts/test_staleness.py", "memlab.facts.staleness"): "unit test of the pure serving rule (stale, hidden)",
     ("tests/events/test_retrieval_modes.py", "memlab.events.renderings"): "unit test of the pure renderings",
     ("tests/events/test_retrieval_modes.py", "memlab.events.fusion"): "unit test of rank fusion and time re-ranking",
     ("tests/facts/test_rule_gates.py", "memlab.facts.extractors"): "unit test of the rule extractor's gates "

@@ -3,7 +3,8 @@
 `EventMemoryService` and `FactMemoryService` implement every method of ADK's `BaseMemoryService`; blocking
 database and model work runs in a worker thread, so the agent's event loop never waits on it. ADK's
 `PreloadMemoryTool` injects every hit it gets, so the services cap and cut off themselves.
-`preload_facts_callback` puts the fact block (data, not instructions) into each model request.
+`preload_facts_callback` puts the fact block (data, not instructions) into each model request. Stale high-impact
+facts (memlab.facts.staleness) sit under memlab's `STALE_HEADING`, in the block and in `search_memory`'s entries.
 
 Returned memory text is data inside someone else's framing (ADK wraps it in `<PAST_CONVERSATIONS>`): event
 text and authors go through `neutralize_fences`, so a stored `</PAST_CONVERSATIONS>` or `SYSTEM:` line cannot
@@ -36,8 +37,9 @@ except ImportError as exc:  # pragma: no cover - depends on the extra
 from memlab.erasure import forget_event
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.memory import EventMemory
-from memlab.facts.memory import FactMemory, parse_fact_id
-from memlab.facts.render import neutralize_fences
+from memlab.facts.ids import parse_fact_id
+from memlab.facts.memory import FactHit, FactMemory
+from memlab.facts.render import STALE_HEADING, neutralize_fences
 from memlab.facts.types import DOMAIN_USER
 from memlab.inputs import check_ids, check_text
 from memlab.types import Event, FunctionCall, FunctionResponse, InputError, SearchSettings, Session
@@ -50,6 +52,8 @@ from memlab.types import Event, FunctionCall, FunctionResponse, InputError, Sear
 DEFAULT_MAX_DISTANCE = 0.75
 DEFAULT_PRELOAD_CAP = 5
 DIRECT_SESSION = "__direct__"
+STALE_AUTHOR = "memlab"  # the author of the stale heading entry: memlab's own words, never a user's
+STALE_HEADING_ID = "memlab:stale-facts"
 MAX_AUTHOR_CHARS = 64
 
 
@@ -205,16 +209,15 @@ class FactMemoryService(_IngestingService):
         return self.facts.add_session(session)
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
+        """Current facts first, then, if any, memlab's `STALE_HEADING` entry (author 'memlab') and the stale
+        high-impact facts under it, each with its date (`custom_metadata['stale']`); PreloadMemoryTool prints
+        them in that order, so the heading stands above exactly the facts to confirm."""
         hits = await asyncio.to_thread(self.facts.search, app_name, user_id, query, allow=self.allow,
                                        limit=self.max_results)  # fmt: skip
-        return SearchMemoryResponse(memories=[
-            _text_entry(h.text, author="app_memory" if h.is_domain else "memory", timestamp=h.fact.confirmed_at,
-                        ident=h.unit_id,
-                        meta={"distance": round(h.distance, 4), "confidence": h.confidence,
-                              "basis": h.fact.basis, "source_session": h.fact.source_session,
-                              "about": "app" if h.is_domain else "user"})
-            for h in hits
-        ])  # fmt: skip
+        fresh, stale = [h for h in hits if not h.stale], [h for h in hits if h.stale]
+        heading = [_text_entry(STALE_HEADING, author=STALE_AUTHOR, timestamp=None, ident=STALE_HEADING_ID,
+                               meta={"heading": "stale"})] if stale else []  # fmt: skip
+        return SearchMemoryResponse(memories=[*map(_fact_entry, fresh), *heading, *map(_fact_entry, stale)])
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         if not memory_id:
@@ -232,6 +235,15 @@ class FactMemoryService(_IngestingService):
         if owner != user_id:
             raise InputError(f"memory id {memory_id!r} is not a fact id of user {user_id!r}", **where)
         await asyncio.to_thread(self.facts.delete_fact, app_name, user_id, subject, predicate, value)
+
+
+def _fact_entry(h: FactHit) -> MemoryEntry:
+    """One served fact as an ADK entry: its dated line (safe by construction), author 'memory' or 'app_memory'."""
+    return _text_entry(h.text, author="app_memory" if h.is_domain else "memory", timestamp=h.fact.confirmed_at,
+                       ident=h.unit_id,
+                       meta={"distance": round(h.distance, 4), "confidence": h.confidence, "basis": h.fact.basis,
+                             "source_session": h.fact.source_session, "about": "app" if h.is_domain else "user",
+                             "stale": h.stale})  # fmt: skip
 
 
 def preload_facts_callback(facts: FactMemory, *, allow: Sequence[str] = (), limit: int = 12):

@@ -18,15 +18,13 @@ later read of the user, and through `_domain` of every user of the app, fail."""
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from urllib.parse import quote as percent_encode
-from urllib.parse import unquote
 
+import memlab.facts.confirmation as confirmation
 import memlab.facts.tables as tables
 import memlab.facts.write_guard as fact_guard
 from memlab.embedding.base import Embedder
@@ -40,8 +38,10 @@ from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
 from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.rules import RuleExtractor
+from memlab.facts.ids import fact_id
 from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.render import preload_text, render_fact
+from memlab.facts.staleness import serving_state
 from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensitivity
 from memlab.inputs import (
     DEFAULT_LIMITS,
@@ -66,7 +66,6 @@ from memlab.types import Event, InputError, Session, TimestampWindow
 SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?|[a-z][a-z_]*:[\w.-]+")
 USER_SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?")
 DOMAIN_DIRECT_SESSION = "__domain_direct__"  # session id of facts written with add_domain_fact
-_ID_SAFE = ":@+,;!$&'()*"  # kept readable in fact ids; '/', '=', '%' and anything unusual are percent-encoded
 DEFAULT_THRESHOLD = 0.7
 DEFAULT_LIMIT = 12
 
@@ -108,6 +107,7 @@ class FactHit:
     user_id: str
     event_ids: tuple[str, ...] = ()
     event_sessions: tuple[str, ...] = ()
+    stale: bool = False  # served under STALE_HEADING: confirm with the user first (memlab.facts.staleness)
 
     @property
     def unit_id(self) -> str:
@@ -117,25 +117,6 @@ class FactHit:
     def is_domain(self) -> bool:
         """An app-wide fact (reserved user `_domain`), not a fact about the user."""
         return self.user_id == DOMAIN_USER
-
-
-def fact_id(user_id: str, subject: str, predicate: str, value: str) -> str:
-    """The id of one fact value: `user/subject/predicate=value`, each part percent-encoded so that any
-    characters round-trip through `parse_fact_id` ('/', '=', '%', whitespace, unicode)."""
-    user, subj, pred, val = (percent_encode(part, safe=_ID_SAFE) for part in (user_id, subject, predicate, value))
-    return f"{user}/{subj}/{pred}={val}"
-
-
-def parse_fact_id(memory_id: str) -> tuple[str, str, str, str]:
-    """(user_id, subject, predicate, value) of an id made by `fact_id`; ValueError when it is not one."""
-    parts = memory_id.split("/")
-    if len(parts) != 3 or "=" not in parts[2]:
-        raise ValueError(f"{memory_id!r} is not a fact id (user/subject/predicate=value, parts percent-encoded)")
-    predicate, _, value = parts[2].partition("=")
-    user, subject, predicate, value = (unquote(p, errors="strict") for p in (parts[0], parts[1], predicate, value))
-    if not (subject and predicate):
-        raise ValueError(f"{memory_id!r} is not a fact id: subject and predicate must not be empty")
-    return user, subject, predicate, value
 
 
 @dataclass
@@ -174,11 +155,6 @@ def fact_events(session: Session) -> list[Event]:
     split = split_secret_events([e.text or "" for e in session.events])
     texts = [(at, e) for at, e in enumerate(session.events) if not e.partial and (e.text or "").strip()]
     return [e for at, e in texts if at not in split and not holds_secret(e.text or "")]
-
-
-def decayed(confidence: float, confirmed_at: datetime, half_life_days: float, now: datetime) -> float:
-    age_days = max((now - confirmed_at).total_seconds() / 86400.0, 0.0)
-    return confidence * math.pow(0.5, age_days / half_life_days)
 
 
 class FactMemory:
@@ -268,11 +244,7 @@ class FactMemory:
                        **where)  # fmt: skip
         if not isinstance(negated, bool):
             raise InputError(f"negated={negated!r} must be True or False", **where)
-        if at is not None:
-            check_datetime(at, "at", **where)
-            problem = timestamp_problem(at, self.timestamps)
-            if problem:
-                raise InputError(f"at={at.isoformat()}: {problem}", **where)
+        self._check_at(at, **where)
         if not self.registry.knows(predicate):
             raise ConfigError(
                 f"unknown predicate {predicate!r} (nearest registered: {self.registry.nearest(predicate)!r})"
@@ -284,8 +256,6 @@ class FactMemory:
         if not normalized.strip():
             raise ConfigError(f"value {value!r} of {predicate} is empty after normalising")
         when = at or datetime.now(UTC)
-        if when.tzinfo is None:
-            raise ConfigError(f"at={when!r} needs a time zone")
         text = quote or f"{subject} {predicate} = {value}"
         digest = hashlib.sha1("\x1f".join((subject, predicate, normalized, str(negated), when.isoformat(), text))
                               .encode()).hexdigest()[:16]  # fmt: skip
@@ -294,6 +264,16 @@ class FactMemory:
         report = FactIngestReport(events=1, candidates=1, accepted=[cand])
         self._write(app_name, DOMAIN_USER, [cand], report)
         return report
+
+    def _check_at(self, at: object, **where: object) -> datetime:
+        """`at` (None: now) as a time the memory accepts: aware and inside its `TimestampWindow`."""
+        if at is None:
+            return datetime.now(UTC)
+        check_datetime(at, "at", **where)
+        problem = timestamp_problem(at, self.timestamps)
+        if problem:
+            raise InputError(f"at={at.isoformat()}: {problem}", **where)
+        return at  # type: ignore[return-value]
 
     def _check_value(self, value: object, **where: object) -> None:
         check_text(value, "the value", max_bytes=self.limits.fact_value_bytes,
@@ -441,7 +421,10 @@ class FactMemory:
         now: datetime | None = None,
         include_domain: bool = True,
     ) -> list[FactHit]:
-        """Current facts worth serving: decayed confidence >= `threshold`, sensitivity `normal` unless listed
+        """Current facts worth serving, as of `now` (the question's time; default now): decayed confidence >=
+        `threshold`, or a high-impact fact (registry `impact: high`) whatever its decay, with `FactHit.stale` set
+        when it should be confirmed first (past its `confirm_after_days` or below the threshold: see
+        `memlab.facts.staleness`); sensitivity `normal` unless listed
         in `allow` ('personal', 'health'), ranked by relevance to `query` then by recency, at most `limit`.
         Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
         `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
@@ -468,10 +451,10 @@ class FactMemory:
                 continue
             if owner == DOMAIN_USER and owner != user_id and USER_SUBJECT.fullmatch(fact.subject):
                 continue  # an app-wide row can never be a fact about whoever is asking
-            half_life = self.registry.get(fact.predicate).half_life_days if self.registry.knows(fact.predicate) else 365
-            confidence = decayed(fact.confidence, fact.confirmed_at, half_life, now)
-            if confidence >= threshold:
-                served.append((owner, fact, confidence))
+            predicate = self.registry.get(fact.predicate) if self.registry.knows(fact.predicate) else None
+            state = serving_state(fact, predicate, now, threshold)
+            if state.state != "hidden":
+                served.append((owner, fact, state))
         if not served:
             return []
         lines = [render_fact(f) for _, f, _ in served]
@@ -479,10 +462,10 @@ class FactMemory:
         vectors = embed_transient(self.embedder, keys)  # derived from the user's facts: never written to disk
         distances = 1.0 - vectors @ embed_query_transient(self.embedder, query)
         hits = []
-        for (owner, fact, conf), line, d in zip(served, lines, distances, strict=True):
+        for (owner, fact, state), line, d in zip(served, lines, distances, strict=True):
             events = provenance.get((owner, *fact.key, fact.value), [])
-            hits.append(FactHit(fact, line, float(d), round(conf, 4), owner, tuple(e for _, e in events),
-                                tuple(s for s, _ in events)))  # fmt: skip
+            hits.append(FactHit(fact, line, float(d), round(state.confidence, 4), owner, tuple(e for _, e in events),
+                                tuple(s for s, _ in events), stale=state.state == "stale"))  # fmt: skip
         hits.sort(key=lambda h: (round(h.distance, 6), -h.fact.confirmed_at.timestamp()))
         return hits[:limit]
 
@@ -510,11 +493,28 @@ class FactMemory:
     def preload_block(self, app_name: str, user_id: str, query: str, **kwargs) -> str:
         """The text to put before a model request, fenced by `PRELOAD_OPEN` / `PRELOAD_CLOSE`: facts about
         the user under a heading saying they are data, not instructions, then app-wide facts under their own
-        heading (`DOMAIN_HEADING`: about the app, not the user). Empty when nothing is served."""
+        heading (`DOMAIN_HEADING`: about the app, not the user), then stale high-impact facts, each with its
+        date, under `STALE_HEADING` (confirm with the user first). Empty when nothing is served."""
         hits = self.search(app_name, user_id, query, **kwargs)
+        fresh, stale = [h for h in hits if not h.stale], [h.text for h in hits if h.stale]
         if user_id == DOMAIN_USER:
-            return preload_text([], [h.text for h in hits])
-        return preload_text([h.text for h in hits if not h.is_domain], [h.text for h in hits if h.is_domain])
+            return preload_text([], [h.text for h in fresh], stale)
+        return preload_text([h.text for h in fresh if not h.is_domain], [h.text for h in fresh if h.is_domain], stale)
+
+    def confirm(self, app_name: str, user_id: str, key: str | tuple[str, str], session_id: str,
+                at: datetime | None = None) -> list[Fact]:  # fmt: skip
+        """Record that the user confirmed the key's current value(s) in `session_id` at `at` (default now), after
+        the app asked (a stale fact: `FactHit.stale`). `key`: 'home_city', 'user.daughter/allergy' or a pair. The
+        value is served as current again and `why()` shows "confirmed by the user on <date> in session <id>";
+        erasing that session or the user erases the confirmation. UnknownPredicateError for an unregistered
+        predicate, InputError when the key has no current value. Returns the key's current rows."""
+        subject, predicate = confirmation.parse_key(key)
+        check_ids(app_name, user_id, session_id=session_id)
+        self._check_key(app_name, user_id, subject, predicate)
+        when = self._check_at(at, app_name=app_name, user_id=user_id)
+        spec = self.registry.get(predicate)
+        with self.store.transaction() as conn:
+            return confirmation.confirm_key(conn, app_name, user_id, subject, spec, session_id, when)
 
     def why(self, app_name: str, user_id: str, subject: str, predicate: str) -> list[Provenance]:
         """The provenance trail of one key: every observation, oldest first, with its value's status now."""

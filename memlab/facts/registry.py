@@ -12,10 +12,12 @@ from pathlib import Path
 import yaml
 
 from memlab.errors import ConfigError
-from memlab.facts.types import Cardinality, Sensitivity
+from memlab.facts.types import Cardinality, Impact, Sensitivity
 
 DEFAULT_REGISTRY = Path(__file__).with_name("registry.yaml")
 _NORMALIZERS = ("lower", "title", "as_is")
+_IMPACTS = ("high", "normal")
+NEVER = "never"  # confirm_after_days of a fact that no clock makes stale (an allergy)
 _SPACES = re.compile(r"\s+")
 
 
@@ -33,6 +35,8 @@ class Predicate:
     normalize: str = "lower"
     aliases: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     synonyms: tuple[str, ...] = ()
+    impact: Impact = "normal"
+    confirm_after_days: float | None = None  # None: never stale by age alone
 
     def normalize_value(self, value: str) -> str:
         """Trim, collapse spaces, map aliases (case-insensitively), then apply the case rule."""
@@ -45,6 +49,15 @@ class Predicate:
         if self.normalize == "title":
             return " ".join(w if any(c.isupper() for c in w[1:]) else w[:1].upper() + w[1:] for w in text.split())
         return text
+
+
+def _confirm_after(raw: object, where: str) -> float | None:
+    """`confirm_after_days`: a positive number of days, or `never` (also left out or null)."""
+    if raw is None or raw == NEVER:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw > 0 or raw == float("inf"):
+        raise ConfigError(f"{where}.confirm_after_days must be a number of days > 0 or 'never', got {raw!r}")
+    return float(raw)
 
 
 class PredicateRegistry:
@@ -74,6 +87,10 @@ class PredicateRegistry:
             half_life = float(spec.get("half_life_days", 365))
             if half_life <= 0:
                 raise ConfigError(f"{where}.half_life_days must be > 0")
+            impact = spec.get("impact", "normal")
+            if impact not in _IMPACTS:
+                raise ConfigError(f"{where}.impact must be 'high' or 'normal', got {impact!r}")
+            confirm_after = _confirm_after(spec.get("confirm_after_days", NEVER), where)
             aliases = {str(k).lower(): str(v) for k, v in (spec.get("aliases") or {}).items()}
             predicates[name] = Predicate(
                 name=name,
@@ -84,6 +101,8 @@ class PredicateRegistry:
                 normalize=spec.get("normalize", "lower"),
                 aliases=aliases,
                 synonyms=tuple(str(x) for x in spec.get("synonyms") or ()),
+                impact=impact,
+                confirm_after_days=confirm_after,
             )
         return cls(predicates)
 

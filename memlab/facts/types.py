@@ -11,6 +11,7 @@ Status = Literal["current", "superseded", "disputed", "retracted"]
 Action = Literal["insert", "reinforce", "supersede", "dispute", "retract", "ignore"]
 Cardinality = Literal["one", "many"]
 Sensitivity = Literal["normal", "personal", "health"]
+Impact = Literal["high", "normal"]  # high: acting on a wrong value harms or costs the user (see registry.yaml)
 DOMAIN_USER = "_domain"  # reserved user id for facts shared by every user of an app
 
 
