@@ -122,6 +122,31 @@ def test_facts_callback_preloads_consolidated_facts(store, embedder):
     assert found.memories and found.memories[0].author == "memory"
 
 
+def test_a_stale_high_impact_fact_reaches_the_model_under_the_confirm_heading(store, embedder):
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.RuleExtractor())
+    service = FactMemoryService(facts, allow=("personal", "health"))
+    runner, sessions, llm, app = build(service, tools=[preload_memory_tool.PreloadMemoryTool()],
+                                       callback=preload_facts_callback(facts, allow=("personal", "health")),
+                                       script=["Booking."])  # fmt: skip
+    said = AdkSession(id="old", app_name=app, user_id="ana", events=[AdkEvent(
+        id="old-0", invocation_id="inv", author="user", timestamp=1_700_000_000,  # 2023-11-14: over a year ago
+        content=types.Content(role="user", parts=[types.Part(text="I live in Leeds and I prefer window seats.")]))])
+
+    async def scenario():
+        await service.add_session_to_memory(said)
+        await converse(runner, sessions, app, "ana", "Book me a train home from my city on Friday.")
+
+    asyncio.run(scenario())
+    request = llm.requests[0]
+    block = str(request.config.system_instruction)  # preload_facts_callback's fenced block
+    lines = block.splitlines()
+    assert lines[lines.index(memlab.STALE_HEADING) + 1] == "- home_city = Leeds (stated 2023-11-14)"
+    preloaded = "\n".join(p.text or "" for c in request.contents for p in c.parts or [] if "PAST_CONVERSATIONS" in
+                          (p.text or ""))  # PreloadMemoryTool's block, from search_memory's entries  # fmt: skip
+    assert preloaded.index(f"memlab: {memlab.STALE_HEADING}") < preloaded.index("memory: home_city = Leeds (stated "
+                                                                                "2023-11-14)")  # fmt: skip
+
+
 def adk_session(app: str, user: str, sid: str, texts: list[tuple[str, str]], *, partial_last: bool = False):
     events = [
         AdkEvent(id=f"{sid}-{i}", invocation_id="inv", author=author, timestamp=1_780_000_000 + i,
