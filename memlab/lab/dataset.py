@@ -50,6 +50,21 @@ class Question:
         return bool(self.relevant)
 
 
+SERVED = ("current", "stale", "hidden")  # how fact search serves a value (memlab.facts.staleness)
+
+
+@dataclass(frozen=True)
+class ServingCheck:
+    """A fact fixture's check of serving: asked at `at`, the current value `value` of (subject, predicate) is
+    served as `served`: `current` (a plain dated fact), `stale` (under the confirm heading) or `hidden`."""
+
+    at: datetime
+    subject: str
+    predicate: str
+    value: str
+    served: str
+
+
 @dataclass
 class UserHistory:
     """One user's sessions, plus the skip reasons the fixture expects the ingest filter to give."""
@@ -63,6 +78,7 @@ class UserHistory:
     gold_candidates: dict[str, list[Candidate]] = field(default_factory=dict)  # session id -> gold facts
     replay: list[str] = field(default_factory=list)  # ingestion order (may repeat a session or go back)
     expected_facts: list[tuple[str, str, str, str]] | None = None  # (subject, predicate, value, basis)
+    serving: list[ServingCheck] = field(default_factory=list)  # fact fixtures: how values are served, when
 
     def session(self, session_id: str) -> Session:
         return next(s for s in self.sessions if s.id == session_id)

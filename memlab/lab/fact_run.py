@@ -1,21 +1,27 @@
 """Extractors compared on the fact fixtures: candidates against the gold ones, and the consolidated state
-against the expected one, per fixture, with drops and time per session."""
+against the expected one, per fixture, with drops and time per session; and what fact search serves as time
+passes: stale facts served (under the confirm heading) and stale recall (a question about a key served a value
+the user had since replaced), with the fixtures' `serving` checks."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections import Counter
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 import pandas as pd
 from rich.progress import track
 
 from memlab.embedding.base import Embedder
+from memlab.facts.decide import observe, resolve
 from memlab.facts.extractors.base import Extractor
-from memlab.facts.memory import FactMemory, state_of
+from memlab.facts.memory import FactHit, FactMemory, state_of
+from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import DOMAIN_USER
-from memlab.lab.dataset import Dataset
+from memlab.lab.dataset import Dataset, ServingCheck, UserHistory
 from memlab.storage.store import Store
 
 
@@ -32,6 +38,100 @@ def key_accuracy(state: set[tuple], expected: set[tuple]) -> float:
     got, want = by_key(state), by_key(expected)
     keys = set(got) | set(want)
     return 1.0 if not keys else sum(got.get(k) == want.get(k) for k in keys) / len(keys)
+
+
+ALL_SENSITIVITIES = ("personal", "health")
+
+
+@dataclass
+class StaleCounts:
+    """What questions about keys were served: facts served in all, those under the confirm heading, questions
+    whose key had a value the user since replaced (`replaced_questions`) and those that got such a value."""
+
+    questions: int = 0
+    served: int = 0
+    stale_served: int = 0
+    replaced_questions: int = 0
+    stale_answers: int = 0
+    serving_checks: int = 0
+    serving_failed: list[str] | None = None
+
+    @property
+    def stale_recall(self) -> float:
+        return self.stale_answers / self.replaced_questions if self.replaced_questions else float("nan")
+
+
+def served_as(hits: list[FactHit], subject: str, predicate: str, value: str) -> str:
+    """How `value` of the key was served: current, stale (under the confirm heading) or hidden (not at all)."""
+    hit = next((h for h in hits if (h.fact.subject, h.fact.predicate, h.fact.value) == (subject, predicate, value)),
+               None)  # fmt: skip
+    return "hidden" if hit is None else "stale" if hit.stale else "current"
+
+
+def gold_history(user: UserHistory, registry: PredicateRegistry, at: datetime) -> dict[tuple[str, str], tuple]:
+    """(subject, predicate) -> (values current at `at`, values asserted by then and no longer current), from the
+    gold candidates said at or before `at`, folded by the consolidation rules."""
+    rows: dict[tuple[str, str], list] = {}
+    for cands in user.gold_candidates.values():
+        for c in cands:
+            if c.event_time is not None and c.event_time <= at and registry.knows(c.predicate):
+                if c.negated and c.basis == "inferred":
+                    continue
+                cardinality = registry.get(c.predicate).cardinality
+                rows[c.key] = observe(rows.get(c.key, []), c, cardinality=cardinality)
+    out = {}
+    for key, key_rows in rows.items():
+        resolved = resolve(key_rows, registry.get(key[1]).cardinality)
+        current = {r.value for r in resolved if r.status == "current"}
+        asserted = {r.value for r in resolved if r.last_stated_at or r.last_inferred_at}
+        out[key] = (current, asserted - current)
+    return out
+
+
+def ask_keys(facts: FactMemory, app: str, user: UserHistory, at: datetime, keys: list[tuple[str, str]],
+             counts: StaleCounts) -> list[list[FactHit]]:  # fmt: skip
+    """Ask about each key at `at` as an agent would (the default cap, every sensitivity) and count what is
+    served: stale facts among them, and values the user had replaced by then (per the gold history)."""
+    history = gold_history(user, facts.registry, at)
+    answers = []
+    for subject, predicate in keys:
+        hits = facts.search(app, user.user_id, f"{subject} {predicate.replace('_', ' ')}", allow=ALL_SENSITIVITIES,
+                            now=at)  # fmt: skip
+        counts.questions += 1
+        counts.served += len(hits)
+        counts.stale_served += sum(h.stale for h in hits)
+        current, replaced = history.get((subject, predicate), (set(), set()))
+        if current and replaced:
+            counts.replaced_questions += 1
+            served = {h.fact.value for h in hits if (h.fact.subject, h.fact.predicate) == (subject, predicate)}
+            counts.stale_answers += bool(served & replaced)
+        answers.append(hits)
+    return answers
+
+
+def check_serving(facts: FactMemory, user: UserHistory, ingest: Callable, counts: StaleCounts) -> None:
+    """Each `serving` check of a fixture, against the memory as it stood then: the replay cut at the check's
+    time (sessions, and events within them, said later are left out), in a throw-away app."""
+    by_time: dict[datetime, list[ServingCheck]] = {}
+    for check in user.serving:
+        by_time.setdefault(check.at, []).append(check)
+    failed = counts.serving_failed if counts.serving_failed is not None else []
+    for at, checks in sorted(by_time.items()):
+        app = f"serving-{uuid.uuid4().hex[:8]}"
+        for sid in user.replay:
+            session = user.session(sid)
+            events = [e for e in session.events if e.timestamp <= at]
+            if events:
+                ingest(replace(session, app_name=app, events=events))
+        keys = [(c.subject, c.predicate) for c in checks]
+        for check, hits in zip(checks, ask_keys(facts, app, user, at, keys, counts), strict=True):
+            counts.serving_checks += 1
+            got = served_as(hits, check.subject, check.predicate, check.value)
+            if got != check.served:
+                failed.append(f"{check.subject} {check.predicate} = {check.value} at {at:%Y-%m-%d}: {got}, "
+                              f"expected {check.served}")  # fmt: skip
+        facts.forget_user(app, user.user_id)
+    counts.serving_failed = failed
 
 
 def run_fact_eval(
@@ -64,6 +164,11 @@ def run_fact_eval(
         state = state_of(facts.current(app, user.user_id))
         expected = set(user.expected_facts)
         hit = len(extracted & gold)
+        counts = StaleCounts()
+        end = max((e.timestamp for s in user.sessions for e in s.events), default=None)
+        if end is not None:  # every key of the gold history, asked when the last session ends
+            ask_keys(facts, app, user, end, sorted({c.key for cs in user.gold_candidates.values() for c in cs}), counts)
+        check_serving(facts, user, ingest, counts)
         rows.append(
             {
                 "extractor": extractor.name,
@@ -76,6 +181,12 @@ def run_fact_eval(
                 "dropped_by_reason": dict(dropped),
                 "missed": sorted(gold - extracted),
                 "seconds_per_session": seconds / max(sessions, 1),
+                "key_questions": counts.questions,
+                "stale_served": counts.stale_served,
+                "replaced_questions": counts.replaced_questions,
+                "stale_answers": counts.stale_answers,
+                "serving_checks": counts.serving_checks,
+                "serving_failed": "; ".join(counts.serving_failed or []),
             }
         )
         facts.forget_user(app, user.user_id)
@@ -83,16 +194,16 @@ def run_fact_eval(
 
 
 def summarize_facts(frame: pd.DataFrame) -> pd.DataFrame:
-    return (
-        frame.groupby("extractor", sort=False)
-        .agg(
-            fixtures=("fixture", "count"),
-            key_accuracy=("key_accuracy", "mean"),
-            state_exact=("state_exact", "mean"),
-            candidate_recall=("candidate_recall", "mean"),
-            candidate_precision=("candidate_precision", "mean"),
-            dropped=("dropped", "sum"),
-            seconds_per_session=("seconds_per_session", "mean"),
-        )
-        .reset_index()
-    )
+    """One row per extractor: means of the per-fixture figures, sums of the counts, and `stale_recall` over all
+    questions whose key had a replaced value (a run saved before the stale figures has none of them)."""
+    aggs = {"fixtures": ("fixture", "count"), "key_accuracy": ("key_accuracy", "mean"),
+            "state_exact": ("state_exact", "mean"), "candidate_recall": ("candidate_recall", "mean"),
+            "candidate_precision": ("candidate_precision", "mean"), "dropped": ("dropped", "sum"),
+            "seconds_per_session": ("seconds_per_session", "mean")}  # fmt: skip
+    stale = "key_questions" in frame
+    if stale:
+        aggs |= {c: (c, "sum") for c in ("key_questions", "stale_served", "replaced_questions", "stale_answers")}
+    out = frame.groupby("extractor", sort=False).agg(**aggs).reset_index()
+    if stale:
+        out["stale_recall"] = out.stale_answers / out.replaced_questions.where(out.replaced_questions > 0)
+    return out

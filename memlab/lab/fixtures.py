@@ -15,15 +15,16 @@ import yaml
 from memlab.errors import FixtureError
 from memlab.events.filters import SKIP_REASONS
 from memlab.facts.types import Candidate
-from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.dataset import SERVED, Dataset, Question, ServingCheck, UserHistory
 from memlab.lab.problems import listed
 from memlab.lab.suggest import did_you_mean
 from memlab.types import Event, FunctionCall, FunctionResponse, Session
 
-_TOP_KEYS = {"app", "user", "description", "sessions", "queries", "replay", "expected"}
+_TOP_KEYS = {"app", "user", "description", "sessions", "queries", "replay", "expected", "serving"}
 _SESSION_KEYS = {"id", "events", "candidates"}
 _CANDIDATE_KEYS = {"subject", "predicate", "value", "quote", "event", "basis", "negated"}
 _EXPECTED_KEYS = {"subject", "predicate", "value", "basis"}
+_SERVING_KEYS = {"at", "subject", "predicate", "value", "served"}
 _EVENT_KEYS = {"id", "author", "at", "text", "partial", "function_call", "function_response", "skip"}
 _QUERY_KEYS = {"id", "text", "relevant", "asked_at", "type", "fact_key"}
 
@@ -185,6 +186,17 @@ def _candidate(ctx: _Ctx, raw: Any, where: str, line: int, events: dict[str, Eve
     )
 
 
+def _serving(ctx: _Ctx, raw: Any, where: str, line: int) -> ServingCheck:
+    """One `serving` check: at a time, a value of a key is served current, stale or hidden."""
+    m = ctx.mapping(raw, where, line, _SERVING_KEYS)
+    served = ctx.string(m, "served", where)
+    if served not in SERVED:
+        raise ctx.fail(f"{where}.served", m.key_lines["served"], f"must be one of {', '.join(SERVED)}, got {served!r}")
+    return ServingCheck(at=ctx.when(m, "at", where), subject=ctx.string(m, "subject", where, required=False) or "user",
+                        predicate=ctx.string(m, "predicate", where), value=ctx.string(m, "value", where),
+                        served=served)  # type: ignore[arg-type]  # fmt: skip
+
+
 def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
     """Validate one loaded fixture document and build its user history and questions."""
     ctx = _Ctx(path)
@@ -240,6 +252,8 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
                     str(xm.get("basis", "stated")),
                 )
             )
+    serving = [_serving(ctx, raw, f"serving[{i}]", top.key_lines["serving"])
+               for i, raw in enumerate(ctx.seq(top, "serving", "(top)") if "serving" in top else [])]  # fmt: skip
     questions = []
     bad: list[tuple[int, str]] = []  # every bad reference, so one check lists them all
     for qi, raw_query in enumerate(ctx.seq(top, "queries", "(top)") if "queries" in top else []):
@@ -279,6 +293,7 @@ def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
         gold_candidates=gold,
         replay=replay,
         expected_facts=expected,
+        serving=serving,
     )
     return history, questions
 

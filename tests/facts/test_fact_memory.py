@@ -44,6 +44,60 @@ def test_every_fixture_replays_to_its_expected_state(labelled_facts, fact_set, a
         assert state == set(user.expected_facts), user.source
 
 
+def test_every_serving_check_of_the_fixtures_holds(store, embedder, fact_set):
+    """The fixture runner replays each fixture as it stood at each `serving` check's time and asks for the key:
+    served current, stale (under the confirm heading) or not at all, as the check says."""
+    frame = lab.run_fact_eval(store, embedder, fact_set, LabelledExtractor.from_set(fact_set))
+    assert frame.serving_checks.sum() >= 10
+    assert (frame.serving_failed == "").all(), [f for f in frame.serving_failed if f]
+    summary = lab.summarize_facts(frame).iloc[0]
+    assert summary.replaced_questions > 0 and summary.stale_recall == 0, "gold facts: no replaced value served"
+    assert summary.stale_served > 0, "some fixtures end long after a high-impact fact was last confirmed"
+
+
+MOVE = """app: a
+user: mo
+sessions:
+  - id: mo-f1
+    events: [{id: mo-f1-e1, author: user, at: 2026-01-05T09:00:00+00:00, text: "I live in Leeds."}]
+    candidates: [{subject: user, predicate: home_city, value: Leeds, quote: "I live in Leeds", event: mo-f1-e1}]
+  - id: mo-f2
+    events: [{id: mo-f2-e1, author: user, at: 2026-03-05T09:00:00+00:00, text: "I moved to York."}]
+    candidates: [{subject: user, predicate: home_city, value: York, quote: "I moved to York", event: mo-f2-e1}]
+expected: [{subject: user, predicate: home_city, value: York}]
+serving:
+  - {at: 2026-02-01T00:00:00+00:00, predicate: home_city, value: Leeds, served: current}
+  - {at: 2026-04-01T00:00:00+00:00, predicate: home_city, value: York, served: stale}
+"""
+
+
+def test_stale_recall_counts_a_replaced_value_served_and_a_wrong_check_is_named(store, embedder, tmp_path):
+    (tmp_path / "mo.yaml").write_text(MOVE)
+    data = lab.load_fixtures(tmp_path)
+    gold = LabelledExtractor.from_set(data)
+
+    class MissesMoves:  # the gold candidates of the first session only: the move to York is never read
+        name = "misses-moves"
+
+        def extract(self, events, *, session_id, registry, current_keys=()):
+            return gold.extract(events, session_id=session_id, registry=registry) if session_id == "mo-f1" else []
+
+    frame = lab.run_fact_eval(store, embedder, data, MissesMoves())
+    row = frame.iloc[0]
+    assert (row.replaced_questions, row.stale_answers) == (2, 2), "the end question and the check after the move"
+    assert lab.summarize_facts(frame).iloc[0].stale_recall == 1.0
+    assert lab.summarize_facts(lab.run_fact_eval(store, embedder, data, gold)).iloc[0].stale_recall == 0.0
+    assert row.serving_failed == ("user home_city = York at 2026-04-01: hidden, expected stale"), row.serving_failed
+
+
+def test_a_serving_check_must_say_current_stale_or_hidden(tmp_path):
+    bad = tmp_path / "x.yaml"
+    bad.write_text("app: a\nuser: u\nsessions: []\nexpected: []\n"
+                   "serving:\n  - {at: 2026-01-01T00:00:00+00:00, predicate: diet, value: vegan, served: old}\n")
+    with pytest.raises(memlab.FixtureError, match=r"x.yaml:6: serving\[0\].served: must be one of current, stale"):
+        lab.load_fixtures(tmp_path)
+
+
 @settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fixtures_replay_to_the_same_state_in_any_order_with_repeats(labelled_facts, fact_set, data):

@@ -1,7 +1,12 @@
 """Fact extractors compared. On data sets that state the facts expected at the end (fact fixtures): candidates
 against the gold ones, the consolidated state against the expected one. On any other data set: what each
 extractor yields (facts per session, candidates dropped and why) and how much of the questions' evidence it
-turns into facts (`evidence_coverage`: share of relevant events that some accepted fact cites). Options:
+turns into facts (`evidence_coverage`: share of relevant events that some accepted fact cites). Both report
+what fact search serves at question time (memlab.lab.fact_run): `stale_served`, how many served facts were stale
+(under the confirm heading), and `stale_recall`, the share of questions about a key the user had given a newer
+value for by then that were served the replaced value. Fixtures ask about every key of their gold history when
+their last session ends, plus their `serving` checks; other data sets ask their questions that name a
+`fact_key`. Options:
 `extractors` ([labelled, rules]; `labelled` only where the data set has gold candidates; `llm` when an endpoint
 is configured)."""
 
@@ -19,14 +24,16 @@ from memlab.facts.extractors.base import Extractor
 from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset
-from memlab.lab.fact_run import run_fact_eval, summarize_facts
+from memlab.lab.fact_run import StaleCounts, ask_keys, run_fact_eval, summarize_facts
 from memlab.lab.folder import RunFolder, save_table
 from memlab.lab.scoring import SCORE_COLUMNS
 from memlab.lab.sweeps.base import Sweep, SweepContext
 from memlab.lab.systems import Env, make_extractor
 from memlab.lab.tables import markdown_table
 
-METRICS = ("key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped", "seconds_per_session")
+METRICS = ("key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped", "seconds_per_session",
+           "stale_served", "stale_recall")  # fmt: skip
+YIELD_METRICS = ("facts_per_session", "dropped", "evidence_coverage", "stale_served", "stale_recall")
 
 
 def _yield(env: Env, dataset: Dataset, extractor: Extractor) -> dict:
@@ -46,11 +53,23 @@ def _yield(env: Env, dataset: Dataset, extractor: Extractor) -> dict:
         dropped.update(report.dropped)
         cited.update((session.user_id, c.session_id or session.id, c.event_id) for c in report.accepted)
     relevant = {(q.user_id, s, e) for q in dataset.questions for s, e in q.evidence}  # ids repeat across sessions
+    counts = StaleCounts()
+    for q in dataset.questions:  # a question about a key, asked when it was asked (sessions are all in by then)
+        if q.fact_key and "/" in q.fact_key and q.asked_at is not None and q.user_id in users:
+            subject, _, predicate = q.fact_key.rpartition("/")
+            ask_keys(facts, app, dataset.user(q.app_name, q.user_id), q.asked_at, [(subject, predicate)], counts)
     for user in users:
         facts.forget_user(app, user)
     return {"extractor": extractor.name, "sessions": sessions, "facts_per_session": accepted / max(sessions, 1),
             "dropped": sum(dropped.values()), "dropped_by_reason": str(dict(dropped)),
-            "evidence_coverage": len(relevant & cited) / len(relevant) if relevant else float("nan")}  # fmt: skip
+            "evidence_coverage": len(relevant & cited) / len(relevant) if relevant else float("nan"),
+            "key_questions": counts.questions, "stale_served": counts.stale_served,
+            "replaced_questions": counts.replaced_questions, "stale_recall": counts.stale_recall}  # fmt: skip
+
+
+STALE_NOTE = ("`stale_served`: facts served under the confirm heading (\"possibly out of date\") to the questions "
+              "about keys, at their time. `stale_recall`: share of those questions whose key had a newer value by "
+              "then (`replaced_questions`) that were served the replaced one; lower is better.")
 
 
 def _fact_text(subject: str, predicate: str, value: str, negated: bool) -> str:
@@ -90,11 +109,11 @@ class FactsSweep(Sweep):
         if yields is not None:
             for r in yields.itertuples(index=False):
                 rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.sessions))
-                         for m in ("facts_per_session", "dropped", "evidence_coverage")]
+                         for m in YIELD_METRICS if hasattr(r, m)]  # fmt: skip
         if frame is not None:
             for r in summarize_facts(frame).itertuples(index=False):
                 rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.fixtures))
-                         for m in METRICS]  # fmt: skip
+                         for m in METRICS if hasattr(r, m)]  # fmt: skip
         return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
@@ -104,11 +123,15 @@ class FactsSweep(Sweep):
             if yields is None:
                 return None
             return (markdown_table(yields) + "\n\nNo expected facts in this data set: `evidence_coverage` is the "
-                    "share of the questions' relevant events that some accepted fact cites.")
+                    "share of the questions' relevant events that some accepted fact cites. " + STALE_NOTE)
         missed = frame[(frame.extractor != "labelled") & (frame.missed != "")][["extractor", "fixture", "missed"]]
+        failed = (frame[frame.serving_failed != ""][["extractor", "fixture", "serving_failed"]]
+                  if "serving_failed" in frame else frame.iloc[:0])  # a run saved before the serving checks
         return (markdown_table(summarize_facts(frame)) + "\n\n`key_accuracy`: share of keys whose current values "
                 "equal the expected ones. `candidate_recall`/`precision`: against the gold candidates after the quote "
-                "and registry checks.\n\n" + (markdown_table(missed) if len(missed) else "No gold candidate missed."))
+                "and registry checks. " + STALE_NOTE + "\n\n"
+                + (markdown_table(missed) if len(missed) else "No gold candidate missed.") + "\n\n"
+                + (markdown_table(failed) if len(failed) else "Every serving check of the fixtures held."))
 
 
 __all__ = ["METRICS", "FactsSweep"]
