@@ -395,7 +395,8 @@ def probe_command(
     out: Path | None = typer.Option(None, help="Run folder (default: reports/probe-<time>)."),
     dataset: str | None = typer.Option(None, help="The data set of a config given as --labels."),
     config: Path | None = typer.Option(None, help="An experiment config whose --system (embedders, k) to use."),
-    system: str | None = typer.Option(None, help="A system of the config: its layer shape and search settings."),
+    system: str | None = typer.Option(None, help="A system of the config: an event system (its layer shape and "
+                                      "search settings) or a fact system (the store's fact tables)."),
     k: int | None = typer.Option(None, help="Hits per question (default: the config's k, else 10)."),
     max_distance: float | None = typer.Option(None, help="Distance cut-off."),
     strategy: str | None = typer.Option(None, help="auto, hnsw, exact, planner, ..."),

@@ -1,5 +1,6 @@
-"""`memlab probe`: a labelled set's questions asked of an existing (production) store, read-only, saved as a run
-folder the workbench's report and gate read like any `memlab eval` run.
+"""`memlab probe`: a labelled set's questions asked of an existing (production) store, read-only, through event
+memory or a config's fact system (memlab.lab.live.probe_facts), saved as a run folder the workbench's report and
+gate read like any `memlab eval` run.
 
 The store is opened read-only (`open_store(read_only=True)`: no DDL, every transaction read-only), so a role with
 SELECT privilege only is enough and nothing is ingested or written: the query log stays off and the users' events
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,12 +26,16 @@ import memlab
 from memlab.embedding.base import Embedder, embed_queries
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
+from memlab.events.units import EVENT_LAYER
+from memlab.facts.memory import FactMemory
 from memlab.lab.config import load_config
+from memlab.lab.dataset import Question
 from memlab.lab.experiment import git_commit, make_embedders, score_folder
 from memlab.lab.folder import RunFolder, save_labels
 from memlab.lab.live.alerts import Alert, evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift
 from memlab.lab.live.index_health import index_health
+from memlab.lab.live.probe_facts import fact_hits
 from memlab.lab.live.probe_report import ProbeResult, add_probe_section, textfile_rows
 from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, stored_dataset, stored_events
 from memlab.lab.live.textfile import write_textfile
@@ -38,18 +43,18 @@ from memlab.lab.outputs import RUN, claim_folder, mark
 from memlab.lab.redacted import write_json
 from memlab.lab.report import write_report
 from memlab.lab.runs import Run, collect
-from memlab.lab.systems import EventSystem, system_from_config
+from memlab.lab.systems import EventSystem, FactSystem, system_from_config
 from memlab.redact import redact
-from memlab.storage.store import open_store
-from memlab.types import SearchSettings
+from memlab.storage.store import Store, open_store
+from memlab.types import Hits, SearchSettings
 
 PROBE_SYSTEM = "probe"  # the system's name when the settings come from flags
 _OUTPUTS = ("scores.csv", "scores.parquet", "metrics.json", "question_scores.parquet", "report.md", "report.html")
 
 
-def _system(config: Any, name: str | None, overrides: dict[str, Any]) -> EventSystem:
-    """The probed system: one of the config's by name, else the flags' settings on the defaults; explicit flags
-    (k, max distance, strategy, ef_search) override a config system's."""
+def _system(config: Any, name: str | None, overrides: dict[str, Any]) -> EventSystem | FactSystem:
+    """The probed system: one of the config's by name (event or fact memory), else the flags' settings on the
+    defaults; explicit flags (k, max distance, strategy, ef_search) override an event system's."""
     if name is None:
         return EventSystem(PROBE_SYSTEM, settings=replace(SearchSettings(), **overrides))
     if config is None:
@@ -59,15 +64,32 @@ def _system(config: Any, name: str | None, overrides: dict[str, Any]) -> EventSy
     if name not in entries:
         raise ConfigError(f"{config.source} has no system {name!r}; it has {', '.join(entries) or 'none'}")
     system = system_from_config(entries[name])
-    if not isinstance(system, EventSystem):
-        raise ConfigError(f"system {name!r} is a fact system; the probe asks event memory (name an event system)")
+    if isinstance(system, FactSystem):
+        if overrides:
+            raise ConfigError(f"system {name!r} is a fact system, which has no {', '.join(sorted(overrides))}: "
+                              "drop those flags (k limits the facts served)")  # fmt: skip
+        return system
     if system.fact_keys is not None:
         raise ConfigError(f"system {name!r} embeds fact keys (fact_keys: {system.fact_keys}); probe its layer by "
                           "name with --layer and the settings as flags")  # fmt: skip
     return replace(system, settings=replace(system.settings, **overrides))
 
 
-def _embedder(config: Any, system: EventSystem, given: Embedder | None, home: str | Path | None) -> Embedder:
+def _memory(store: Store, model: Embedder, chosen: EventSystem | FactSystem, layer: str | None, k: int
+            ) -> tuple[str, Callable[[Question, Any], Hits]]:  # fmt: skip
+    """The event layer the labels are checked against, and how a question is asked. A fact system searches the
+    live fact tables (memlab.lab.live.probe_facts); its labels are checked against the event layer (`layer`,
+    default the event granularity's) and the user's fact observations."""
+    if isinstance(chosen, FactSystem):
+        facts = FactMemory(store, model)  # read-only: checks the fact tables, extracts nothing
+        return layer or EVENT_LAYER, lambda q, v: fact_hits(facts, q, k)
+    args = chosen.memory_args()
+    memory = EventMemory(store, model, layer=layer, **args) if layer else EventMemory(store, model, **args)
+    return memory.layer, lambda q, v: chosen.search(memory, q, v, k)
+
+
+def _embedder(config: Any, system: EventSystem | FactSystem, given: Embedder | None,
+              home: str | Path | None) -> Embedder:
     if given is not None:
         return given
     if config is None:
@@ -163,20 +185,19 @@ def run_probe(
     k = int(k if k is not None else (source.resolved.get("k", 10) if source is not None else 10))
     model = _embedder(source, chosen, embedder, home)
     with open_store(dsn, home=home, read_only=True) as store:
-        memory = EventMemory(store, model, layer=layer, **chosen.memory_args()) if layer else \
-            EventMemory(store, model, **chosen.memory_args())  # fmt: skip
+        layer_used, search = _memory(store, model, chosen, layer, k)
         users = [(q.app_name, q.user_id) for q in probe.questions]
-        stored = stored_events(store, users, memory.layer)
+        stored = stored_events(store, users, layer_used, facts=isinstance(chosen, FactSystem))
         questions, stale = drop_stale(probe.questions, stored)
         data = stored_dataset(probe, questions, stored)
         _clear(out)  # only now: a probe refused above leaves the folder's earlier run as it was
         save_labels(out, data)
         vectors = embed_queries(model, [q.text for q in questions])
-        frame = collect(chosen.name, lambda q, v: chosen.search(memory, q, v, k), questions,
+        frame = collect(chosen.name, search, questions,
                         {q.id: v for q, v in zip(questions, vectors, strict=True)},
                         progress=f"probe {data.name}: {chosen.name}" if progress else None)  # fmt: skip
         Run(data.name, chosen.name, frame, None).save(out)
-        vector_version, layer_used, model_id = store.vector_version, memory.layer, model.model_id
+        vector_version, model_id = store.vector_version, model.model_id
     manifest = _manifest(probe, data, chosen, k, model_id, layer_used, stale, previous, vector_version)
     write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
     score_folder(out)
@@ -219,7 +240,7 @@ def _stale_rate(questions: Sequence, stale: pd.DataFrame) -> float:
     return len(stale) / labelled if labelled else 0.0
 
 
-def _manifest(probe: ProbeSet, data: Any, system: EventSystem, k: int, model_id: str, layer: str,
+def _manifest(probe: ProbeSet, data: Any, system: EventSystem | FactSystem, k: int, model_id: str, layer: str,
               stale: pd.DataFrame, previous: RunFolder | None, vector_version: str) -> dict[str, Any]:  # fmt: skip
     """The run folder's manifest: what `memlab eval` writes (so the report and gate read it), plus `probe`."""
     return {
@@ -233,6 +254,7 @@ def _manifest(probe: ProbeSet, data: Any, system: EventSystem, k: int, model_id:
         "warnings": [], "embedders": {system.embedder: model_id}, "skipped_embedders": {},
         "versions": {"memlab": memlab.__version__, "pgvector": vector_version},
         "probe": {"dataset": data.name, "system": system.name, "layer": layer, "model_id": model_id,
+                  "memory": "facts" if isinstance(system, FactSystem) else "events",
                   "labelled_questions": len(probe.questions), "asked": len(data.questions),
                   "stale_labels": len(stale), "left_out": int(stale.drop_duplicates("question_id")
                                                               .question_left_out.sum()) if len(stale) else 0,

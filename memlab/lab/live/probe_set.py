@@ -5,6 +5,7 @@ read back from it (read-only, scoped by app, user and layer in SQL), and a label
 for that user and layer (erased, purged by retention) is stale. A stale label is taken out of its question's
 relevant set; a question whose every label is stale is not asked at all, so it leaves the denominator instead of
 counting as a miss. A user the store holds nothing of in the layer is an error (a wrong DSN, app, user or layer).
+For a fact probe an event is also held while a fact observation of the user cites it (memlab.lab.live.probe_facts).
 
 Labels come from a memlab JSONL file (its question records; session records are skipped) or from a data set of an
 experiment config (any format `memlab eval` reads, judged sets included)."""
@@ -22,6 +23,7 @@ from memlab.errors import ConfigError
 from memlab.lab.config import ExperimentConfig, load_config
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.jsonl import load_questions
+from memlab.lab.live.probe_facts import observed_units
 from memlab.lab.loaders import load_dataset
 from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage.store import Store
@@ -68,19 +70,23 @@ def load_probe_set(labels: str | Path, dataset: str | None = None) -> ProbeSet:
     return ProbeSet(data.name, data.questions, str(path), str(spec.get("format")), data.pool, config)
 
 
-def stored_events(store: Store, users: Sequence[UserKey], layer: str) -> dict[UserKey, list[tuple]]:
-    """(app, user) -> that user's stored units of `layer` (session, unit id, event ids, author, time, body); a user
-    with none is refused, every such user named with the layers they do have."""
+def stored_events(store: Store, users: Sequence[UserKey], layer: str, *, facts: bool = False
+                  ) -> dict[UserKey, list[tuple]]:  # fmt: skip
+    """(app, user) -> that user's stored units of `layer` (session, unit id, event ids, author, time, body), and
+    with `facts` (a fact probe) the events the user's fact observations cite after them; a user with none is
+    refused, every such user named with the layers they do have."""
     out: dict[UserKey, list[tuple]] = {}
     unknown: list[str] = []
     with store.connection() as conn:
         for app, user in dict.fromkeys(users):
-            out[(app, user)] = rows = housekeeping.stored_units(conn, app, user, layer)
+            rows = housekeeping.stored_units(conn, app, user, layer)
+            out[(app, user)] = rows = rows + observed_units(conn, app, user) if facts else rows
             if not rows:
                 layers = housekeeping.stored_layers(conn, app, user)
                 unknown.append(f"{app}/{user}" + (f" (has layers {layers})" if layers else " (nothing in any layer)"))
     if unknown:
-        raise ConfigError(f"the labels name {len(unknown)} user(s) this store holds nothing of in layer {layer!r}: "
+        where = f"layer {layer!r} nor in fact memory" if facts else f"layer {layer!r}"
+        raise ConfigError(f"the labels name {len(unknown)} user(s) this store holds nothing of in {where}: "
                           f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}. Fix: check --dsn, the app "
                           "and user ids of the labels, and --layer; drop the questions of a user erased "
                           "entirely")  # fmt: skip
