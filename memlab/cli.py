@@ -225,6 +225,12 @@ def report_command(
         return
     if system or out is not None:
         fail("--system and --out go with --against (comparing two runs); the gate writes <run>/gate.md")
+    if lab.live.is_probe_folder(run):  # a probe's report is redone from its folder; its alerts are its gate
+        skipped = lab.live.write_probe_report(run, baseline)
+        console.print(f"[green]wrote[/] {run}/report.md and report.html")
+        if skipped:
+            console.print(f"not gated: {skipped}", soft_wrap=True, highlight=False)
+            return
     if outputs.folder_kind(folder) != outputs.RUN:  # in someone's folder: never over their own gate.md
         outputs.claim_file(folder / "gate.md", outputs.is_gate_file, flag="--run", what="gate report")
     table = lab.gate_table(baseline, run, lab.load_rules(tolerances) if tolerances else lab.load_rules())
@@ -394,23 +400,27 @@ def probe_command(
                                    "MEMLAB_DSN, else the embedded server)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/probe-<time>)."),
     dataset: str | None = typer.Option(None, help="The data set of a config given as --labels."),
-    config: Path | None = typer.Option(None, help="An experiment config whose --system (embedders, k) to use."),
+    config: Path | None = typer.Option(None, help="An experiment config whose --system to use (with its embedder "
+                                       "and k)."),
     system: str | None = typer.Option(None, help="A system of the config: an event system (its layer shape and "
                                       "search settings) or a fact system (the store's fact tables)."),
-    k: int | None = typer.Option(None, help="Hits per question (default: the config's k, else 10)."),
-    max_distance: float | None = typer.Option(None, help="Distance cut-off."),
-    strategy: str | None = typer.Option(None, help="auto, hnsw, exact, planner, ..."),
-    ef_search: int | None = typer.Option(None, help="HNSW ef_search."),
-    layer: str | None = typer.Option(None, help="The layer to search (default: the system's, else event)."),
+    k: int | None = typer.Option(None, help="Hits (or facts) per question (default: the config's k, else 10)."),
+    max_distance: float | None = typer.Option(None, help="Distance cut-off (event memory)."),
+    strategy: str | None = typer.Option(None, help="Search strategy (event memory): auto, hnsw, exact, planner, ..."),
+    ef_search: int | None = typer.Option(None, help="HNSW ef_search (event memory)."),
+    layer: str | None = typer.Option(None, help="The event layer to search (default: the system's, else event); for "
+                                     "a fact system, the layer its labels are checked against."),
     alert: list[str] = typer.Option([], "--alert", help="METRIC OP NUMBER, e.g. 'recall@10<0.80', 'empty_rate>0.10', "
-                                    "'drift_p<0.01' (repeatable); exit 3 when one fires."),
+                                    "'recall@10[size=501-2000]<0.7', 'stale_rate>0.2', 'drift_p<0.01' (repeatable); "
+                                    "exit 3 when one fires."),
     against: Path | None = typer.Option(None, help="The previous probe's folder: drift_p, and alerts judged by "
                                         "the gate's paired test so noise alone does not fire."),
     textfile: Path | None = typer.Option(None, help="Write a Prometheus textfile (node_exporter's textfile "
                                          "collector) here, e.g. /var/lib/node_exporter/memlab.prom."),
 ) -> None:
-    """Probe the live memory: ask a labelled set's questions of an existing store, read-only, and write a run folder
-    (report.md with stale labels, alerts, drift, index health). Exit 0: no alert fired; 3: one fired; 2: bad input."""
+    """Probe the live memory: ask a labelled set's questions of an existing store (event memory, or fact memory with
+    a config's fact system), read-only, and write a run folder (report.md with stale labels, alerts, drift, index
+    health; `memlab report --run FOLDER` redoes it). Exit 0: no alert fired; 3: one fired; 2: bad input."""
     lab = workbench()
     run_dir = out or Path("reports") / f"probe-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
     result = lab.run_probe(labels, run_dir, dsn=dsn, dataset=dataset, config=config, system=system, k=k,

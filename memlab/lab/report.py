@@ -16,6 +16,7 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.gate import gate_table, metrics_experiment
 from memlab.lab.judging.origins import headline_note
 from memlab.lab.judging.report_lines import pool_lines
+from memlab.lab.probe_section import probe_section
 from memlab.lab.redacted import write_text
 from memlab.lab.scoring import metric_key
 from memlab.lab.sweeps import applies, get_sweep, sweep_options
@@ -204,6 +205,8 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
              f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, k = {k}, "
              "embedders: " + ", ".join(f"`{n}` = {m}" for n, m in manifest.get("embedders", {}).items()),
              ""]  # fmt: skip
+    probe = probe_section(folder)  # a probe's stale labels, alerts, drift and index health, from its folder
+    parts += probe.markdown
     gate = _gate_table(folder, baseline)
     head = headline_lines(folder, k, gate)
     parts += head
@@ -274,5 +277,5 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
     path = write_text(folder.path / "report.md", "\n".join(parts))  # through the redactor
     if gate is not None:
         html_tables.append(("against the baseline", gate[gate.verdict != "ok"]))
-    write_html(folder, head, html_tables)
+    write_html(folder, head + probe.headline, probe.tables + html_tables)
     return path

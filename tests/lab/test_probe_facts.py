@@ -104,5 +104,5 @@ def test_a_user_without_events_or_facts_is_refused(live, tmp_path):
 
 def test_search_flags_on_a_fact_system_are_refused(live, tmp_path):
     _, labels, config, dsn = live
-    with pytest.raises(memlab.ConfigError, match="fact system.*strategy"):
+    with pytest.raises(memlab.ConfigError, match=r"fact system.*strategy"):
         lab.run_probe(labels, tmp_path / "run", dsn=dsn, config=config, system="facts", strategy="exact")

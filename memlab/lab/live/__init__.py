@@ -4,7 +4,7 @@ alerts, drift against the previous probe, and index health. Nothing here writes 
 from memlab.lab.live.alerts import Alert, AlertResult, evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift
 from memlab.lab.live.index_health import IndexHealth, health_markdown, index_health
-from memlab.lab.live.probe import ProbeResult, run_probe
+from memlab.lab.live.probe import ProbeResult, is_probe_folder, run_probe, write_probe_report
 from memlab.lab.live.probe_set import ProbeSet, load_probe_set
 from memlab.lab.live.textfile import write_textfile
 
@@ -18,8 +18,10 @@ __all__ = [
     "evaluate_alerts",
     "health_markdown",
     "index_health",
+    "is_probe_folder",
     "load_probe_set",
     "parse_alert",
     "run_probe",
+    "write_probe_report",
     "write_textfile",
 ]

@@ -25,8 +25,8 @@ from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError
 from memlab.events.search import resolve_auto
 from memlab.inputs import check_text
+from memlab.lab.probe_section import health_lines
 from memlab.lab.scoring import SIZE_LABELS, size_bucket
-from memlab.lab.tables import markdown_table
 from memlab.redact import dsn_secrets, redact
 from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
@@ -319,30 +319,18 @@ def _index_warnings(buckets: pd.DataFrame, indexes: pd.DataFrame, users: pd.Data
     return out
 
 
-def _bytes(n: object) -> str:
-    value = float(n)  # type: ignore[arg-type]
-    for unit in ("B", "kB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TB"
+def health_meta(health: IndexHealth) -> dict:
+    """What the section says beside its tables (saved in the probe's manifest, so the report renders it later)."""
+    p = health.policy
+    return {"layer": health.layer, "model_id": health.model_id, "explain": health.explain,
+            "warnings": list(health.warnings), "policy": {"calibrated_on": p.calibrated_on,
+                                                          "exact_below": p.exact_below,
+                                                          "tenant_index_above": p.tenant_index_above}}  # fmt: skip
 
 
 def health_markdown(health: IndexHealth) -> str:
     """A "## Index health" section for the probe's report.md: warnings first, then the three tables."""
-    p = health.policy
-    lines = ["## Index health", "",
-             f"Layer `{health.layer}`, configured model `{health.model_id}`. Read-only: the catalog, memlab's kept "
-             f"counts and {health.explain}. `auto` policy ({p.calibrated_on}): exact up to {p.exact_below} units, a "
-             f"user's own partial index from {p.tenant_index_above}, else the shared HNSW index.", ""]  # fmt: skip
-    lines += [f"- **Warning:** {w}" for w in health.warnings] or ["No warnings."]
-    lines += ["", "### Strategy per user-size bucket (units)", "", "The plan is that of the bucket's largest user.", ""]
-    lines += [markdown_table(health.buckets) if len(health.buckets) else "No users in this layer and model.", ""]
-    shown = health.indexes.assign(index_bytes=health.indexes.index_bytes.map(_bytes),
-                                  table_bytes=health.indexes.table_bytes.map(_bytes))  # fmt: skip
-    lines += ["### HNSW indexes against the table", "", markdown_table(shown) if len(shown) else "No HNSW index.", ""]
-    lines += ["### Rows per model id", "", markdown_table(health.models), ""]
-    return "\n".join(lines)
+    return "\n".join(health_lines(health_meta(health), health.buckets, health.indexes, health.models))
 
 
-__all__ = ["IndexHealth", "health_markdown", "index_health"]
+__all__ = ["IndexHealth", "health_markdown", "health_meta", "index_health"]

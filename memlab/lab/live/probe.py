@@ -32,14 +32,16 @@ from memlab.lab.config import load_config
 from memlab.lab.dataset import Question
 from memlab.lab.experiment import git_commit, make_embedders, score_folder
 from memlab.lab.folder import RunFolder, save_labels
+from memlab.lab.gate import metrics_experiment
 from memlab.lab.live.alerts import Alert, evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift
-from memlab.lab.live.index_health import index_health
+from memlab.lab.live.index_health import health_meta, index_health
 from memlab.lab.live.probe_facts import fact_hits
-from memlab.lab.live.probe_report import ProbeResult, add_probe_section, textfile_rows
+from memlab.lab.live.probe_report import ProbeResult, textfile_rows
 from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, stored_dataset, stored_events
 from memlab.lab.live.textfile import write_textfile
 from memlab.lab.outputs import RUN, claim_folder, mark
+from memlab.lab.probe_section import is_probe, save_probe_tables
 from memlab.lab.redacted import write_json
 from memlab.lab.report import write_report
 from memlab.lab.runs import Run, collect
@@ -224,14 +226,35 @@ def run_probe(
                         "seconds_per_question": per_question,
                         "alerts": [{"alert": a.alert.text, "value": a.value, "fired": a.fired, "reason": a.reason,
                                     "p_value": a.p_value} for a in results]})  # fmt: skip
+    if checked is not None:
+        manifest["probe"]["health"] = health_meta(checked)
+    save_probe_tables(out, data.name, drift=drift_table, health=None if checked is None else
+                      (checked.buckets, checked.indexes, checked.models))  # fmt: skip
     write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
-    write_report(folder)
-    add_probe_section(out, result, drift_table)
+    write_report(out)  # from the folder alone, the probe's section included (memlab.lab.probe_section)
     if textfile is not None:
         write_textfile(Path(textfile), textfile_rows(folder, result, probe.questions),
                        run_time=datetime.now(UTC), questions=result.questions, stale_labels=len(stale),
                        alerts=results)  # fmt: skip
     return result
+
+
+def is_probe_folder(path: str | Path) -> bool:
+    """Whether `path` is a run folder holding a probe (its manifest's `probe` entry)."""
+    return Path(path).is_dir() and is_probe(RunFolder(Path(path)))
+
+
+def write_probe_report(path: str | Path, baseline: str | Path | None = None) -> str | None:
+    """Redo a probe folder's report.md and report.html from the folder alone (`memlab report --run`), against
+    `baseline` when it is a baseline of the same probe. Returns why the probe is not gated against `baseline`
+    (missing, or another suite's: a probe's alerts are its gate), None when it is."""
+    baseline = Path(baseline) if baseline is not None else None
+    same = baseline is not None and baseline.exists() and metrics_experiment(baseline) in (
+        None, metrics_experiment(path))  # fmt: skip
+    write_report(Path(path), baseline=baseline if same else None)
+    if baseline is None or not baseline.exists():
+        return f"no baseline at {baseline} (a probe's alerts are its gate)"
+    return None if same else f"{baseline} is a baseline of another suite, not of this probe"
 
 
 def _stale_rate(questions: Sequence, stale: pd.DataFrame) -> float:
@@ -263,4 +286,4 @@ def _manifest(probe: ProbeSet, data: Any, system: EventSystem | FactSystem, k: i
     }  # fmt: skip
 
 
-__all__ = ["PROBE_SYSTEM", "ProbeResult", "run_probe"]
+__all__ = ["PROBE_SYSTEM", "ProbeResult", "is_probe_folder", "run_probe", "write_probe_report"]
