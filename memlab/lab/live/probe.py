@@ -231,7 +231,7 @@ def run_probe(
     save_probe_tables(out, data.name, drift=drift_table, health=None if checked is None else
                       (checked.buckets, checked.indexes, checked.models))  # fmt: skip
     write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
-    write_report(out)  # from the folder alone, the probe's section included (memlab.lab.probe_section)
+    write_probe_report(out)  # from the folder alone, the probe's section included (memlab.lab.probe_section)
     if textfile is not None:
         write_textfile(Path(textfile), textfile_rows(folder, result, probe.questions),
                        run_time=datetime.now(UTC), questions=result.questions, stale_labels=len(stale),
