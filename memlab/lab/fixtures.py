@@ -194,7 +194,7 @@ def _serving(ctx: _Ctx, raw: Any, where: str, line: int) -> ServingCheck:
         raise ctx.fail(f"{where}.served", m.key_lines["served"], f"must be one of {', '.join(SERVED)}, got {served!r}")
     return ServingCheck(at=ctx.when(m, "at", where), subject=ctx.string(m, "subject", where, required=False) or "user",
                         predicate=ctx.string(m, "predicate", where), value=ctx.string(m, "value", where),
-                        served=served)  # type: ignore[arg-type]  # fmt: skip
+                        served=served)  # fmt: skip
 
 
 def parse_fixture(path: Path, data: Any) -> tuple[UserHistory, list[Question]]:
