@@ -37,13 +37,14 @@ from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
 from memlab.redact import dsn_secrets, redact
 from memlab.storage.embedded import start_embedded
-from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, UNITS_TABLE, ModelInfo
+from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
 from memlab.types import AutoPolicy
 
 MIN_VECTOR_VERSION = (0, 8, 0)
 READ_ONLY_OPTION = "-c default_transaction_read_only=on"
 # The tables a search reads: a read-only store without them is not a memlab store (or not one of this version).
-SEARCH_TABLES = ("memlab_embedding_model", "memlab_vector_index", UNITS_TABLE, sqlu.COUNTS_TABLE, policy.SETTINGS_TABLE)
+# (the unit table itself is checked by sqlu.missing_tables, with these)
+SEARCH_TABLES = ("memlab_embedding_model", "memlab_vector_index", sqlu.COUNTS_TABLE, policy.SETTINGS_TABLE)
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -179,7 +180,7 @@ class Store:
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailableError(self._cannot_connect(exc)) from exc
         with conn:
-            missing = [t for t in SEARCH_TABLES if conn.execute("SELECT to_regclass(%s)", [t]).fetchone()[0] is None]
+            missing = sqlu.missing_tables(conn, SEARCH_TABLES)
             row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         if missing:
             raise ConfigError(self._safe(

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
@@ -345,3 +346,35 @@ def analyze(conn: psycopg.Connection) -> None:
     conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(UNITS_TABLE)))
 
 
+
+
+# -- the catalog's view of the table (read-only: the live probe's index health and a read-only store's check) --
+
+
+def missing_tables(conn: psycopg.Connection, others: Sequence[str] = ()) -> list[str]:
+    """Which of the unit table and `others` the database lacks (a read-only store creates none of them)."""
+    names = (UNITS_TABLE, *others)
+    return [t for t in names if conn.execute("SELECT to_regclass(%s)", [t]).fetchone()[0] is None]
+
+
+def hnsw_indexes(conn: psycopg.Connection) -> list[tuple[str, int, bool, int]]:
+    """(name, bytes, valid, scans) of every HNSW index on the unit table."""
+    return conn.execute(
+        "SELECT c.relname, pg_relation_size(c.oid), i.indisvalid, coalesce(s.idx_scan, 0) FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+        "LEFT JOIN pg_stat_user_indexes s ON s.indexrelid = i.indexrelid "
+        "WHERE i.indrelid = to_regclass(%s) AND a.amname = 'hnsw' ORDER BY c.relname",
+        [UNITS_TABLE],
+    ).fetchall()
+
+
+def planned_rows(conn: psycopg.Connection) -> int:
+    """The planner's estimate of the table's rows (what `auto` reads for its walk rule)."""
+    row = conn.execute("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)",
+                       [UNITS_TABLE]).fetchone()  # fmt: skip
+    return int(row[0] or 0) if row else 0
+
+
+def table_bytes(conn: psycopg.Connection) -> int:
+    """The table's size on disk: heap and TOAST, without its indexes."""
+    return int(conn.execute("SELECT pg_table_size(to_regclass(%s))", [UNITS_TABLE]).fetchone()[0] or 0)

@@ -111,6 +111,9 @@ from memlab.storage.unit_table import (
     hnsw_graph_bytes as hnsw_graph_bytes,
 )
 from memlab.storage.unit_table import (
+    hnsw_indexes as hnsw_indexes,
+)
+from memlab.storage.unit_table import (
     index_exists as index_exists,
 )
 from memlab.storage.unit_table import (
@@ -118,6 +121,15 @@ from memlab.storage.unit_table import (
 )
 from memlab.storage.unit_table import (
     memory_mb as memory_mb,
+)
+from memlab.storage.unit_table import (
+    missing_tables as missing_tables,
+)
+from memlab.storage.unit_table import (
+    planned_rows as planned_rows,
+)
+from memlab.storage.unit_table import (
+    table_bytes as table_bytes,
 )
 from memlab.storage.unit_table import (
     tenant_index_name as tenant_index_name,

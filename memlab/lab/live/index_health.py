@@ -31,13 +31,13 @@ from memlab.redact import dsn_secrets, redact
 from memlab.storage import units as sqlu
 from memlab.storage.embedded import start_embedded
 from memlab.storage.policy import SETTINGS_TABLE, load_policy
-from memlab.storage.schema import UNITS_TABLE, ModelInfo
+from memlab.storage.schema import ModelInfo
 from memlab.storage.store import _first_line
 from memlab.types import AutoPolicy, SearchSettings
 
 MODELS_TABLE = "memlab_embedding_model"
 REGISTRY_TABLE = "memlab_vector_index"
-NEEDED_TABLES = (UNITS_TABLE, sqlu.COUNTS_TABLE, MODELS_TABLE)
+NEEDED_TABLES = (sqlu.COUNTS_TABLE, MODELS_TABLE)  # and the unit table (sqlu.missing_tables)
 TENANT_PREFIX = "memlab_tenant_"
 EXPLAIN_KIND = "EXPLAIN (FORMAT JSON) without ANALYZE: the planner's choice; no search ran"
 
@@ -108,7 +108,7 @@ def index_health(
 
 
 def _health(conn: psycopg.Connection, shown: str, layer: str, model_id: str, apps: list[str] | None) -> IndexHealth:
-    missing = [t for t in NEEDED_TABLES if conn.execute("SELECT to_regclass(%s)", [t]).fetchone()[0] is None]
+    missing = sqlu.missing_tables(conn, NEEDED_TABLES)
     if missing:
         raise ConfigError(f"{shown} holds no memlab tables ({', '.join(missing)} missing); give the DSN of the "
                           "database the agent's EventMemory writes to")  # fmt: skip
@@ -120,7 +120,7 @@ def _health(conn: psycopg.Connection, shown: str, layer: str, model_id: str, app
     dimension = int(configured.dimension.iloc[0]) if len(configured) else None
     users = _users(conn, layer, model_id, apps)
     tenants = _tenant_indexes(conn, users)
-    table_rows = _table_rows(conn)
+    table_rows = sqlu.planned_rows(conn)
     users["tenant_index"] = users.index_name.isin(tenants)
     users["strategy"] = [_strategy(policy, int(u), bool(t), table_rows)[0]
                          for u, t in zip(users.units, users.tenant_index, strict=True)]  # fmt: skip
@@ -193,29 +193,11 @@ def _users(conn: psycopg.Connection, layer: str, model_id: str, apps: list[str] 
     return frame
 
 
-def _hnsw_indexes(conn: psycopg.Connection) -> list[tuple]:
-    """(name, bytes, valid, scans) of every HNSW index on the unit table, from the catalog."""
-    return conn.execute(
-        "SELECT c.relname, pg_relation_size(c.oid), i.indisvalid, coalesce(s.idx_scan, 0) FROM pg_index i "
-        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
-        "LEFT JOIN pg_stat_user_indexes s ON s.indexrelid = i.indexrelid "
-        "WHERE i.indrelid = to_regclass(%s) AND a.amname = 'hnsw' ORDER BY c.relname",
-        [UNITS_TABLE],
-    ).fetchall()
-
-
 def _tenant_indexes(conn: psycopg.Connection, users: pd.DataFrame) -> set[str]:
     """Names of the users' partial indexes that exist (the catalog, by the names memlab gives them)."""
     names = list(users.index_name)
     rows = conn.execute("SELECT relname FROM pg_class WHERE relkind = 'i' AND relname = ANY(%s)", [names]).fetchall()
     return {r[0] for r in rows}
-
-
-def _table_rows(conn: psycopg.Connection) -> int:
-    """The planner's estimate of the unit table's rows: what `auto` reads for the walk rule."""
-    row = conn.execute("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)",
-                       [UNITS_TABLE]).fetchone()  # fmt: skip
-    return int(row[0] or 0) if row else 0
 
 
 def _strategy(policy: AutoPolicy, units: int, tenant_index: bool, table_rows: int) -> tuple[str, SearchSettings, bool]:
@@ -270,10 +252,10 @@ def _indexes(conn: psycopg.Connection, layer: str, model_id: str, tenants: set[s
         f"SELECT model_id, layer, index_name FROM {REGISTRY_TABLE}").fetchall()}  # fmt: skip
     counts = {(m, lay): int(n) for m, lay, n in conn.execute(
         f"SELECT embed_model, layer, sum(delta) FROM {sqlu.COUNTS_TABLE} GROUP BY embed_model, layer").fetchall()}
-    table_bytes = int(conn.execute("SELECT pg_table_size(to_regclass(%s))", [UNITS_TABLE]).fetchone()[0] or 0)
+    table_bytes = sqlu.table_bytes(conn)
     tenant_rows = int(users[users.index_name.isin(tenants)].units.sum())
     out, per_user, other = [], [0, 0, 0, True], [0, 0, 0, True]
-    for name, size, valid, scans in _hnsw_indexes(conn):
+    for name, size, valid, scans in sqlu.hnsw_indexes(conn):
         if name in registry:
             m, lay = registry[name]
             out.append({"index": name, "kind": "shared", "model_id": m, "layer": lay, "indexes": 1,
