@@ -160,10 +160,12 @@ def eval_command(
 @app.command("check-dataset")
 @user_errors
 def check_dataset_command(
-    path: Path = typer.Argument(..., help="The data set file (or fixture folder); for --format judged, the "
-                                "query file."),
+    path: Path = typer.Argument(..., help="The data set file (or fixture folder, or a BEIR folder); for --format "
+                                "judged, the query file."),
     format: str = typer.Option("memlab", help="memlab (JSON Lines; jsonl is the same), longmemeval (a JSON "
-                               "file in LongMemEval's layout), fixtures (YAML or JSON, one user per file) or "
+                               "file in LongMemEval's layout), locomo (LoCoMo's locomo10.json layout), beir (a "
+                               "folder: corpus.jsonl, queries.jsonl, qrels/test.tsv), fixtures (YAML or JSON, one "
+                               "user per file) or "
                                "judged (a judged set: PATH is its query file, with --pool, --judgments and "
                                "--sessions or --dsn)."),
     pool: Path | None = typer.Option(None, help="judged: the pool file the judgments were made on."),
@@ -186,6 +188,8 @@ def check_dataset_command(
     entry = {"queries": str(path.resolve()), **judged} if format == "judged" else {"path": str(path.resolve())}
     data = lab.load_dataset({"name": path.name, "format": format, **entry})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
+    for line in lab.load_summary(data):  # questions by type, references dropped while loading
+        console.print(escape(line), soft_wrap=True, highlight=False)
     if data.pool:
         console.print(lab.judged_summary(data), soft_wrap=True, highlight=False)
     note = lab.author_note(data)

@@ -13,11 +13,12 @@ from memlab.lab.answerability import calibration as answerability_calibration
 from memlab.lab.answerability import evaluate as evaluate_answerability
 from memlab.lab.answerability import fit as fit_answerability
 from memlab.lab.answerability import question_table as answerability_table
+from memlab.lab.beir import load_beir
 from memlab.lab.compare import Comparison, compare_runs, config_differences, write_comparison
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
 from memlab.lab.cutoff_analysis import cutoff_grid, drift, labelled_distances, recommend
 from memlab.lab.dataset import Dataset, Question, UserHistory
-from memlab.lab.dataset_checks import author_note, dataset_warnings
+from memlab.lab.dataset_checks import author_note, dataset_warnings, load_summary
 from memlab.lab.experiment import (
     default_run_folder,
     headline,
@@ -79,6 +80,10 @@ from memlab.lab.live import (
     write_textfile,
 )
 from memlab.lab.loaders import FORMATS, load_dataset
+from memlab.lab.locomo import CATEGORIES as LOCOMO_CATEGORIES
+from memlab.lab.locomo import load_locomo
+from memlab.lab.locomo import parse_evidence as locomo_evidence
+from memlab.lab.locomo import parse_session_date as locomo_date
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
 from memlab.lab.notebooks import render_notebooks
 from memlab.lab.progress import RunProgress
@@ -113,6 +118,7 @@ from memlab.lab.viewer import question_hits, viewer_systems, write_html
 
 __all__ = [
     "FORMATS",
+    "LOCOMO_CATEGORIES",
     "RELIABILITY_FAMILIES",
     "RELIABILITY_SIZES",
     "RUN_COLUMNS",
@@ -187,19 +193,24 @@ __all__ = [
     "judged_summary",
     "judging_page_data",
     "labelled_distances",
+    "load_beir",
     "load_config",
     "load_dataset",
     "load_fixture_file",
     "load_fixtures",
     "load_jsonl",
     "load_judged",
+    "load_locomo",
     "load_longmemeval",
     "load_metrics",
     "load_questions",
     "load_rules",
     "load_runs",
     "load_suite",
+    "load_summary",
     "load_templates",
+    "locomo_date",
+    "locomo_evidence",
     "long_scores",
     "longmemeval_type",
     "markdown_table",

@@ -2,7 +2,12 @@
 
 The built-in suites (`ci`, `full`, `fixtures`) are such files shipped in `memlab/lab/suites/`; `--suite NAME`
 loads one, `--config FILE` loads yours, and `--set key=value` overrides one entry (dotted keys, list items by
-index: `k=5`, `datasets.0.limit=3`, `options.cutoff.target=0.1`). Values are read as YAML scalars."""
+index or by `name`: `k=5`, `datasets.0.limit=3`, `datasets.locomo.path=locomo10.json`, `options.cutoff.target=0.1`).
+Values are read as YAML scalars.
+
+A data set entry with `optional: true` and no `path` is left out of the run (`ExperimentConfig.skipped` says so):
+a suite can name a data set the user brings, such as LoCoMo's file, which runs once its path is given with
+`--set datasets.NAME.path=FILE`."""
 
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ class ExperimentConfig:
     base_dirs: list[Path] = field(default_factory=list)
     source: str = ""
     overrides: list[str] = field(default_factory=list)  # the --set assignments applied to `raw`
+    skipped: list[str] = field(default_factory=list)  # optional data sets left out: no `path` given
 
     @property
     def name(self) -> str:
@@ -83,9 +89,7 @@ def set_value(config: dict[str, Any], assignment: str) -> None:
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(f"--set {key}: {'.'.join(parts[:i]) or 'config'} is a list of {len(node)}; "
-                                  f"use an index 0..{len(node) - 1}")  # fmt: skip
+            part = _list_index(node, part, key, '.'.join(parts[:i]) or 'config')
             if last:
                 node[int(part)] = value
             else:
@@ -100,6 +104,18 @@ def set_value(config: dict[str, Any], assignment: str) -> None:
                 node = node.setdefault(part, {})
         else:
             raise ConfigError(f"--set {key}: {'.'.join(parts[:i])} is a value, not a mapping or list")
+
+
+def _list_index(node: list[Any], part: str, key: str, where: str) -> str:
+    """A list item's index as text: given as an index, or as the `name` of a mapping in the list."""
+    if part.isdigit() and int(part) < len(node):
+        return part
+    names = [item.get("name") if isinstance(item, dict) else None for item in node]
+    if part in names:
+        return str(names.index(part))
+    named = [str(n) for n in names if n is not None]
+    raise ConfigError(f"--set {key}: {where} is a list of {len(node)}; use an index 0..{len(node) - 1}"
+                      + (f" or a name ({', '.join(named)}){did_you_mean(part, named)}" if named else ""))  # fmt: skip
 
 
 def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | None = None,
@@ -156,6 +172,12 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
     check_distinct_files("data sets", names, source)  # each becomes labels/<name>.*, runs/<name>__*, tables/*
     for i, entry in enumerate(data["datasets"]):
         check_dataset_values(entry, i, source)
+    skipped = [d.get("name") for d in data["datasets"] if d.get("optional") and not d.get("path")]
+    data["datasets"] = [d for d in data["datasets"] if not (d.get("optional") and not d.get("path"))]
+    if not data["datasets"]:
+        raise ConfigError(f"{source}: every data set is optional and has no `path` ({', '.join(map(str, skipped))}); "
+                          f"give one with --set datasets.{skipped[0]}.path=FILE")  # fmt: skip
+    names = [d.get("name") for d in data["datasets"]]
     check_top_values(data, source)
     k = data.get("k", 10)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
@@ -205,7 +227,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
-    return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []))
+    return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:

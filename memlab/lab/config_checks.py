@@ -172,6 +172,10 @@ _DATASET = {
     "per_type": lambda w, v: check_whole(w, v, 1, 1_000_000, optional=True),
     "question_types": lambda w, v: v is None or check_list(w, v, check_text),
     "include_abstention": lambda w, v: _boolean(w, v),
+    "conversations": lambda w, v: check_whole(w, v, 1, 1_000_000, optional=True),  # locomo
+    "per_category": lambda w, v: check_whole(w, v, 1, 1_000_000, optional=True),  # locomo
+    "split": lambda w, v: check_text(w, v, limit=200),  # beir: qrels/<split>.tsv
+    "optional": lambda w, v: _boolean(w, v),  # left out of the run while it has no `path`
     "users": lambda w, v: check_whole(w, v, 2, 10_000),
     "max_events": lambda w, v: check_whole(w, v, 1, 100_000),
     "min_events": lambda w, v: check_whole(w, v, 1, 100_000),

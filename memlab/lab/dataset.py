@@ -96,6 +96,9 @@ class Dataset:
     users: list[UserHistory]
     questions: list[Question]
     pool: dict[str, Any] | None = None  # a judged set's pool: the systems and depth its labels come from
+    # what loading left out, by kind ("evidence ids not in the conversation": ["conv-1/q3: D9:99", ...]): counted
+    # and shown by `memlab check-dataset`, so a reference that points nowhere is never silently scored as a miss
+    dropped: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Every label gets its session (refused where an id is ambiguous): scoring compares (session, event).
@@ -147,7 +150,7 @@ class Dataset:
             for u in self.users
         ]
         questions = [replace(q, app_name=app(q.app_name)) for q in self.questions]
-        return Dataset(self.name, users, questions, pool=self.pool)
+        return Dataset(self.name, users, questions, pool=self.pool, dropped=self.dropped)
 
     def checksum(self) -> str:
         """sha256 over the content (sessions, events, questions): two runs on the same data show the same value."""

@@ -133,3 +133,21 @@ def warning_lines(manifest: dict[str, Any]) -> list[str]:
     """report.md's `## Warnings` section from the manifest's `warnings` (nothing when there are none)."""
     warnings = manifest.get("warnings") or []
     return ["## Warnings", "", *[f"- {w}" for w in warnings], ""] if warnings else []
+
+
+def load_summary(dataset: Dataset, examples: int = 5) -> list[str]:
+    """`memlab check-dataset`'s summary of any format: users, sessions, events, questions by type (with how many
+    are no-answer questions), and each kind of reference loading dropped, counted, with the first few named."""
+    counts = dataset.summary()
+    lines = [f"users {counts['users']}, sessions {counts['sessions']}, events {counts['events']}",
+             f"questions {counts['questions']} ({counts['answerable']} answerable, {counts['no_answer']} no-answer)"]
+    by_type = Counter(q.qtype for q in dataset.questions)
+    no_answer = Counter(q.qtype for q in dataset.questions if not q.answerable)
+    for qtype, n in sorted(by_type.items()):
+        lines.append(f"  {qtype}: {n}" + (f" ({no_answer[qtype]} no-answer)" if no_answer[qtype] else ""))
+    if not dataset.dropped:
+        lines.append("dropped references: none")
+    for kind, items in dataset.dropped.items():
+        shown = ", ".join(items[:examples]) + (", ..." if len(items) > examples else "")
+        lines.append(f"dropped {kind}: {len(items)} ({shown})")
+    return lines

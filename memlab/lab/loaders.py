@@ -1,13 +1,17 @@
-"""Data sets by format, from a config entry: memlab JSONL, LongMemEval's own files, fixture YAML, memlab-synth.
+"""Data sets by format, from a config entry: memlab JSONL, LongMemEval's, LoCoMo's and BEIR's own layouts, fixture
+YAML, memlab-synth, judged sets.
 
     {name: mydata, format: memlab, path: conversations.jsonl}     (format: jsonl is the same)
     {name: lme-s, format: longmemeval, path: longmemeval_s_knowledge_update.json.gz, limit: 20}
+    {name: locomo, format: locomo, path: locomo10.json, conversations: 2, per_category: 20}
+    {name: scifact, format: beir, path: scifact, split: test, limit: 100}   (a folder: corpus, queries, qrels/)
     {name: fixtures, format: fixtures, path: fixtures/events}
     {name: synth, format: synth, users: 16, max_events: 300, seed: 0}
     {name: mine, format: judged, queries: queries.jsonl, sessions: logs.jsonl, pool: pool.json, judgments: j.jsonl}
     {name: mine, format: judged, queries: q.jsonl, dsn_env: AGENT_DSN, app: my-agent, pool: p.json, judgments: j.jsonl}
 
-The name given in the config is the name every output uses."""
+The name given in the config is the name every output uses. An entry with `optional: true` and no `path` is
+left out of the run (memlab.lab.config), so a suite can name a data set the user brings with `--set`."""
 
 from __future__ import annotations
 
@@ -15,21 +19,25 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import ConfigError
+from memlab.lab.beir import load_beir
 from memlab.lab.dataset import Dataset
 from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
 from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.judged_set import OPTIONS as JUDGED_OPTIONS
 from memlab.lab.judging.judged_set import load_judged
 from memlab.lab.judging.judged_set import sessions_source as judged_sessions_source
+from memlab.lab.locomo import load_locomo
 from memlab.lab.longmemeval import load_longmemeval
 from memlab.lab.suggest import did_you_mean, unknown_keys
 from memlab.lab.synth import generate
 
-FORMATS = ("memlab", "longmemeval", "fixtures", "synth", "judged")
+FORMATS = ("memlab", "longmemeval", "locomo", "beir", "fixtures", "synth", "judged")
 ALIASES = {"jsonl": "memlab"}  # `format: jsonl` reads memlab's JSON Lines, as `format: memlab` does
 _OPTIONS: dict[str, set[str]] = {
     "memlab": {"path"},
     "longmemeval": {"path", "limit", "per_type", "question_types", "include_abstention"},
+    "locomo": {"path", "conversations", "per_category"},
+    "beir": {"path", "split", "limit"},
     "fixtures": {"path"},
     "synth": {"users", "max_events", "min_events", "seed", "near_miss"},
     "judged": JUDGED_OPTIONS,
@@ -63,7 +71,7 @@ def check_spec(spec: dict[str, Any], where: str) -> str:
         raise ConfigError(f"{where}: format {fmt!r} is unknown{did_you_mean(fmt, [*FORMATS, *ALIASES])}; use one "
                           f"of {', '.join(FORMATS)} (or jsonl, another name for memlab)")  # fmt: skip
     fmt = ALIASES.get(fmt, fmt)
-    allowed = {"name", "format"} | _OPTIONS[fmt]
+    allowed = {"name", "format", "optional"} | _OPTIONS[fmt]
     extra = set(spec) - allowed
     if extra:
         elsewhere = [f"{key!r} is read by format(s) {', '.join(f for f in FORMATS if key in _OPTIONS[f])}, not {fmt}"
@@ -96,6 +104,11 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
             data = Dataset(name, [user], questions)
     elif fmt == "longmemeval":
         data = _longmemeval(path, spec)
+    elif fmt == "locomo":
+        data = load_locomo(path, **{k: int(spec[k]) for k in ("conversations", "per_category") if k in spec})
+    elif fmt == "beir":
+        data = load_beir(path, split=str(spec.get("split", "test")),
+                         limit=int(spec["limit"]) if spec.get("limit") is not None else None)
     elif fmt == "judged":
         data = load_judged(name, **files, assessor=spec.get("assessor"))
     else:
