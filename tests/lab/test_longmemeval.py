@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memlab import ConfigError, FixtureError
-from memlab.lab import Dataset, load_longmemeval, longmemeval_type, summarize_longmemeval
+from memlab.lab import Dataset, load_dataset, load_longmemeval, load_summary, longmemeval_type, summarize_longmemeval
 from tests.conftest import ROOT
 
 DATA = ROOT / "datasets" / "longmemeval"  # committed with its licence
@@ -383,3 +383,17 @@ def test_malformed_files(tmp_path: Path) -> None:
         load_longmemeval(write(tmp_path, {"question_id": "q1"}))
     with pytest.raises(FixtureError, match=r"question #0: expected an object"):
         load_longmemeval(write(tmp_path, ["q1"]))
+
+
+@pytest.mark.parametrize(("path", "per_type", "expected"), [(ORACLE, 3, 3), (S_KU, 1, 1)])
+def test_abstention_ids_load_as_no_answer_questions_through_the_config_loader(path: Path, per_type: int,
+                                                                               expected: int) -> None:
+    """Both packaged files' `_abs` questions reach `memlab eval` (format longmemeval, per_type) as no-answer
+    questions: the cut-off and answerability figures use the benchmark's own negatives."""
+    data = load_dataset({"name": "lme", "format": "longmemeval", "path": str(path), "per_type": per_type})
+    abstention = [q for q in data.questions if q.user_id.endswith("_abs")]
+    assert len(abstention) == expected and all(q.qtype == "abstention" for q in abstention)
+    assert all(not q.answerable and q.relevant == () and q.relevant_sessions == () for q in abstention)
+    assert all(q.answerable for q in data.questions if not q.user_id.endswith("_abs"))
+    assert data.summary()["no_answer"] == expected
+    assert f"  abstention: {expected} ({expected} no-answer)" in load_summary(data)
