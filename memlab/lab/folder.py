@@ -22,7 +22,7 @@ from typing import TypeVar
 import pandas as pd
 
 from memlab.errors import ConfigError, FixtureError
-from memlab.events.secrets import find_secrets
+from memlab.events.filters import holds_secret  # memoised: ingest scanned most of these texts already
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.identity import resolve, session_index
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.redact)
@@ -37,7 +37,7 @@ def _shown(text: str | None) -> str:
     stores it either, and a report is shared more widely than a database)."""
     if not text:
         return ""
-    return "[withheld: looks like a credential]" if find_secrets(text) else text[:TEXT_KEPT]
+    return "[withheld: looks like a credential]" if holds_secret(text) else text[:TEXT_KEPT]
 
 
 def save_labels(folder: Path, dataset: Dataset) -> None:
