@@ -104,7 +104,7 @@ def test_an_unknown_key_gets_the_nearest_valid_one(tmp_path):
         ({"systems": [{"name": "f", "extractor": "rules", "embeder": "default"}]}, "did you mean 'embedder'?"),
         ({"datasets": [{"name": "d", "format": "memlab", "pth": str(EXAMPLE_JSONL)}]}, "did you mean 'path'?"),
         ({"datasets": [{"name": "d", "format": "memlab", "path": str(EXAMPLE_JSONL), "limit": 3}]},
-         "'limit' is read by format(s) longmemeval, not memlab"),
+         "'limit' is read by format(s) longmemeval, beir, not memlab"),
         ({"datasets": [{"name": "d", "format": "jsnol", "path": str(EXAMPLE_JSONL)}]}, "did you mean 'jsonl'?"),
         ({"sweeps": ["cutoff"], "options": {"cutoff": {"targte": 0.1}}}, "did you mean 'target'?"),
         ({"sweeps": ["filtered"], "options": {"filtered": {"ef_serch": [10]}}}, "did you mean 'ef_search'?"),
