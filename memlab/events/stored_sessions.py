@@ -17,35 +17,15 @@ from pathlib import Path
 
 import psycopg
 
-from memlab.config import configured_dsn, db_timeout, memlab_home
+from memlab.config import configured_dsn, db_timeout
 from memlab.errors import ConfigError, DatabaseUnavailableError
 from memlab.events.units import EVENT_LAYER
 from memlab.inputs import check_ids
 from memlab.redact import dsn_secrets, redact
 from memlab.storage import unit_housekeeping as housekeeping
-from memlab.storage.embedded import start_embedded
+from memlab.storage.read_only import connect_read_only
 from memlab.storage.store import _first_line
 from memlab.types import Event, Session
-
-
-def _connect(dsn: str | None, home: str | Path | None, timeout: float) -> tuple[psycopg.Connection, str]:
-    """A read-only connection to `dsn` (else MEMLAB_DSN, else the embedded server under `home`) and how to name
-    the server in a message (a DSN without its password)."""
-    resolved = configured_dsn(dsn)
-    if resolved is None:
-        home_path = memlab_home(home)
-        resolved, shown = start_embedded(home_path, timeout=timeout), f"the embedded PostgreSQL in {home_path}"
-    else:
-        shown = f"PostgreSQL at {redact(resolved, known=dsn_secrets(resolved))}"
-    try:
-        conn = psycopg.connect(resolved, connect_timeout=max(2, round(timeout)),
-                               options="-c default_transaction_read_only=on")  # fmt: skip
-    except psycopg.Error as exc:
-        raise DatabaseUnavailableError(redact(
-            f"cannot read stored sessions from {shown}: {_first_line(exc)}; fix the DSN (host, port, database, user, "
-            "password) or start that server", known=dsn_secrets(resolved))) from None  # fmt: skip
-    conn.read_only = True
-    return conn, shown
 
 
 def _session(app_name: str, user_id: str, session_id: str, rows: list[tuple], layer: str) -> Session:
@@ -68,7 +48,7 @@ def read_stored_sessions(
     `dsn` None means what `open_store()` opens (MEMLAB_DSN, else the embedded server under `home`)."""
     for user_id in user_ids:
         check_ids(app_name, user_id, layer=layer)
-    conn, shown = _connect(dsn, home, db_timeout(timeout))
+    conn, shown = connect_read_only(dsn, home, db_timeout(timeout), doing="read stored sessions from")
     out: dict[str, list[Session]] = {}
     try:
         with conn, conn.transaction():
@@ -90,7 +70,7 @@ def stored_layers(dsn: str | None, app_name: str, user_id: str, *, home: str | P
                   timeout: float | None = None) -> list[str]:  # fmt: skip
     """The layers one user has memory in (read-only), to say which to name when a layer holds nothing."""
     check_ids(app_name, user_id)
-    conn, shown = _connect(dsn, home, db_timeout(timeout))
+    conn, shown = connect_read_only(dsn, home, db_timeout(timeout), doing="read stored sessions from")
     try:
         with conn, conn.transaction():
             return housekeeping.stored_layers(conn, app_name, user_id)

@@ -21,7 +21,7 @@ import pandas as pd
 import psycopg
 from pgvector.psycopg import register_vector
 
-from memlab.config import configured_dsn, db_timeout, memlab_home
+from memlab.config import configured_dsn, db_timeout
 from memlab.errors import ConfigError, DatabaseUnavailableError
 from memlab.events.search import resolve_auto
 from memlab.inputs import check_text
@@ -29,8 +29,8 @@ from memlab.lab.probe_section import health_lines
 from memlab.lab.scoring import SIZE_LABELS, size_bucket
 from memlab.redact import dsn_secrets, redact
 from memlab.storage import units as sqlu
-from memlab.storage.embedded import start_embedded
 from memlab.storage.policy import SETTINGS_TABLE, load_policy
+from memlab.storage.read_only import connect_read_only
 from memlab.storage.schema import ModelInfo
 from memlab.storage.store import _first_line
 from memlab.types import AutoPolicy, SearchSettings
@@ -67,26 +67,6 @@ class IndexHealth:
     explain: str = EXPLAIN_KIND
 
 
-def _connect(dsn: str | None, home: str | Path | None, timeout: float) -> tuple[psycopg.Connection, str]:
-    """A read-only autocommit connection to `dsn` (else MEMLAB_DSN, else the embedded server under `home`), as
-    `memlab.read_stored_sessions` opens one, and how to name the server in a message (no password)."""
-    resolved = configured_dsn(dsn)
-    if resolved is None:
-        home_path = memlab_home(home)
-        resolved, shown = start_embedded(home_path, timeout=timeout), f"the embedded PostgreSQL in {home_path}"
-    else:
-        shown = f"PostgreSQL at {redact(resolved, known=dsn_secrets(resolved))}"
-    try:
-        conn = psycopg.connect(resolved, autocommit=True, connect_timeout=max(2, round(timeout)),
-                               options="-c default_transaction_read_only=on")  # fmt: skip
-    except psycopg.Error as exc:
-        raise DatabaseUnavailableError(redact(
-            f"cannot check index health of {shown}: {_first_line(exc)}; fix the DSN (host, port, database, user, "
-            "password) or start that server", known=dsn_secrets(resolved))) from None  # fmt: skip
-    conn.read_only = True
-    return conn, shown
-
-
 def index_health(
     dsn: str | None, *, layer: str, model_id: str, apps: Sequence[str] | None = None, home: str | Path | None = None
 ) -> IndexHealth:
@@ -95,7 +75,7 @@ def index_health(
     when the database holds no memlab tables or the role may not read them."""
     for what, value in (("the layer", layer), ("the model id", model_id), *(("an app id", a) for a in apps or ())):
         check_text(value, what)
-    conn, shown = _connect(dsn, home, db_timeout(None))
+    conn, shown = connect_read_only(dsn, home, db_timeout(None), doing="check index health of", autocommit=True)
     try:
         with conn:
             return _health(conn, shown, layer, model_id, list(apps) if apps is not None else None)
