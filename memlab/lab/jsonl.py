@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -229,11 +230,9 @@ def _json_document(path: Path, lines: list[str]) -> FixtureError | None:
                         "JSON Lines format is described in datasets/README.md")  # fmt: skip
 
 
-def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Dataset:
-    """A Dataset from the lines of a memlab JSONL file; every reference is checked before anything is returned."""
-    sessions: dict[tuple[str, str, str], tuple[int, Session]] = {}
-    gold: dict[tuple[str, str, str], list[Candidate]] = {}
-    questions: list[tuple[int, Question]] = []
+def _records(path: Path, lines: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line; FixtureError naming the line for one that is not a JSON
+    object (or naming the whole file when it is one JSON document, not JSON Lines)."""
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -245,6 +244,15 @@ def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Datase
         if not isinstance(raw, dict):
             raise _json_document(path, lines) or _fail(path, number, "expected a JSON object per line, got "
                                                                      f"{type(raw).__name__}")  # fmt: skip
+        yield number, raw
+
+
+def parse_jsonl(path: Path, lines: list[str], name: str | None = None) -> Dataset:
+    """A Dataset from the lines of a memlab JSONL file; every reference is checked before anything is returned."""
+    sessions: dict[tuple[str, str, str], tuple[int, Session]] = {}
+    gold: dict[tuple[str, str, str], list[Candidate]] = {}
+    questions: list[tuple[int, Question]] = []
+    for number, raw in _records(path, lines):
         kind = raw.get("type")
         if kind == "session":
             session, facts = _session(path, number, raw)
@@ -314,15 +322,8 @@ def load_questions(path: str | Path) -> list[Question]:
     path = Path(path)
     lines = _read_lines(path)
     questions, seen = [], set()
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _json_document(path, lines) or _fail(path, number, f"not valid JSON ({exc.msg} at column "
-                                                                     f"{exc.colno})") from None  # fmt: skip
-        if not isinstance(raw, dict) or raw.get("type") not in ("session", "question"):
+    for number, raw in _records(path, lines):
+        if raw.get("type") not in ("session", "question"):
             raise _fail(path, number, "expected a JSON object with `type` \"question\" (or \"session\", skipped)")
         if raw["type"] == "question":
             question = _question(path, number, raw)
