@@ -198,6 +198,17 @@ def observations(conn: psycopg.Connection, app: str, user: str, subject: str, pr
     ).fetchall()
 
 
+def cited_events(conn: psycopg.Connection, app: str, user: str) -> list[tuple]:
+    """Every event one user's fact observations cite: (session id, event id, basis, time, quotes joined by
+    " / "), in session and time order."""
+    return conn.execute(
+        f"SELECT session_id, event_id, min(basis), min({readable_time('event_time')}), "
+        "string_agg(DISTINCT quote, ' / ') FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s "
+        "GROUP BY session_id, event_id ORDER BY session_id, min(event_time), event_id",
+        [app, user],
+    ).fetchall()
+
+
 def provenance_events(
     conn: psycopg.Connection, app: str, users: Sequence[str]
 ) -> dict[tuple, list[tuple[str, str]]]:

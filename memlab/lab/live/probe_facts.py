@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import psycopg
 
+from memlab.facts import tables
 from memlab.facts.memory import FactMemory
-from memlab.facts.tables import readable_time
 from memlab.lab.dataset import Question
 from memlab.types import Hit, Hits
 
@@ -34,14 +34,8 @@ def fact_hits(facts: FactMemory, question: Question, k: int) -> Hits:
 def observed_units(conn: psycopg.Connection, app_name: str, user_id: str) -> list[tuple]:
     """The events one user's fact observations cite, as units of `stored_units`' shape (session, unit id, event
     ids, author, time, quote): what keeps a label live for a fact probe, and the viewer's text of the event."""
-    rows = conn.execute(
-        f"SELECT session_id, event_id, min(basis), min({readable_time('event_time')}), "
-        "string_agg(DISTINCT quote, ' / ') FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s "
-        "GROUP BY session_id, event_id ORDER BY session_id, min(event_time), event_id",
-        [app_name, user_id],
-    ).fetchall()
     return [(session, f"observed:{event}", [event], "user" if basis == "stated" else "", at, quote)
-            for session, event, basis, at, quote in rows]  # fmt: skip
+            for session, event, basis, at, quote in tables.cited_events(conn, app_name, user_id)]  # fmt: skip
 
 
 __all__ = ["fact_hits", "observed_units"]
