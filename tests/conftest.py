@@ -207,6 +207,16 @@ def fixtures_run(memlab_home: Path, store, tmp_path_factory):
 
 
 @pytest.fixture
+def model_server():
+    """A fresh fake OpenAI-compatible server on 127.0.0.1 (tests/model_server.py) for the model-client tests."""
+    from tests.model_server import ModelServer
+
+    server = ModelServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
 def app_name() -> str:
     """A fresh app name per test: rows of other tests can never match its scope."""
     return f"test-{uuid.uuid4().hex[:10]}"

@@ -1,7 +1,7 @@
 """The memory library's import graph (memlab/ without the workbench memlab/lab and the CLI): it flows one way,
-base modules <- storage <- embedding <- events <- facts <- erasure and adapters, with no circle (imports inside
-functions and under TYPE_CHECKING counted), modules import their siblings rather than their own package, and
-every import is at module level except those of an optional or costly dependency, each listed here with its
+base modules <- storage <- embedding <- models <- events <- facts <- erasure and adapters, with no circle
+(imports inside functions and under TYPE_CHECKING counted), modules import their siblings rather than their own
+package, and every import is at module level except those of an optional or costly dependency, each listed here with its
 reason and commented where it stands."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 from tests.test_import_graph import imported_names, module_files
 
 BASE = {"memlab.errors", "memlab.redact", "memlab.config", "memlab.types", "memlab.inputs"}
-LAYERS = ("storage", "embedding", "events", "facts")
+LAYERS = ("storage", "embedding", "models", "events", "facts")  # models: the chat and re-rank clients
 TOP = {"memlab.erasure", "memlab.adk", "memlab.adapters"}
 # The credential detector decides which events become memory, so it lives in events; the base redactor uses it
 # too. It imports nothing of memlab but its shapes and the pattern gates, so the redactor pulls no event memory in.

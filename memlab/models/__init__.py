@@ -1,0 +1,11 @@
+"""Model clients behind the `models:` config section: chat models (any OpenAI-compatible /v1/chat/completions)
+and re-rankers (the /v1/rerank shape, or a local sentence-transformers CrossEncoder folder), with timeouts,
+retries with backoff, a concurrency limit and a disk cache keyed by the request's content."""
+
+from memlab.models.cache import model_cache_dir
+from memlab.models.chat import ChatClient, ChatReply, ChatRequest, open_chat
+from memlab.models.errors import ModelError
+from memlab.models.spec import MODEL_KINDS, ModelSpec, parse_models
+
+__all__ = ["MODEL_KINDS", "ChatClient", "ChatReply", "ChatRequest", "ModelError", "ModelSpec", "model_cache_dir",
+           "open_chat", "parse_models"]  # fmt: skip

@@ -1,0 +1,125 @@
+"""One client for every chat model (`openai-chat`: any /v1/chat/completions): the reader, the judge, the LLM
+extractor, the model assessor and question writer all call it, so timeouts, retries, the concurrency limit, the
+disk cache and token counts behave the same everywhere."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memlab.errors import ConfigError
+from memlab.models.cache import ReplyCache, cache_key, model_cache_dir
+from memlab.models.errors import ModelError
+from memlab.models.http import error, post_json
+from memlab.models.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Messages as the OpenAI API takes them; `json_schema` asks the server for JSON following it (a structured
+    output, sent as response_format)."""
+
+    messages: list[dict[str, str]]
+    json_schema: dict | None = None
+    schema_name: str = "reply"
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """The reply's text with the token counts the server reported (None when it did not) and the seconds the
+    exchange took (0 for a reply served from the cache)."""
+
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    seconds: float
+    cached: bool
+
+
+class ChatClient:
+    """Calls one `openai-chat` model. `cache_dir` defaults to model_cache_dir(); spec.cache false stores nothing.
+    At most spec.concurrency requests are in flight per client, whoever calls it from how many threads."""
+
+    def __init__(self, spec: ModelSpec, cache_dir: Path | None = None) -> None:
+        if spec.kind != "openai-chat":
+            raise ConfigError(f"model {spec.name!r} is a {spec.kind} model; a chat client needs kind openai-chat.")
+        self.spec = spec
+        self.cache = ReplyCache((cache_dir or model_cache_dir()) if spec.cache else None)
+        self.requests_sent = 0
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(spec.concurrency)
+
+    def __repr__(self) -> str:
+        return f"ChatClient({self.spec.name!r}, {self.spec.base_url!r}, {self.spec.model!r})"
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON sent to /chat/completions (and, with kind and base_url, the cache key)."""
+        body: dict[str, Any] = {"model": self.spec.model, "messages": [dict(m) for m in request.messages],
+                                "temperature": self.spec.temperature}  # fmt: skip
+        max_tokens = request.max_tokens if request.max_tokens is not None else self.spec.max_tokens
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if request.json_schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": request.schema_name, "schema": request.json_schema, "strict": True}}  # fmt: skip
+        return body
+
+    def complete(self, request: ChatRequest) -> ChatReply:
+        """The model's reply to one request, from the cache when this exact request was answered before."""
+        body = self.body(request)
+        key = cache_key([self.spec.kind, self.spec.base_url, self.spec.model, body])
+        hit = self.cache.get(key)
+        if hit is not None and isinstance(hit.get("text"), str):
+            return ChatReply(hit["text"], hit.get("prompt_tokens"), hit.get("completion_tokens"), 0.0, True)
+        with self._slots:
+            start = time.perf_counter()
+            reply = post_json(self.spec, "/chat/completions", body, on_send=self._count)
+            seconds = time.perf_counter() - start
+        text, prompt_tokens, completion_tokens = self._parse(reply)
+        self.cache.put(key, {"text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+        return ChatReply(text, prompt_tokens, completion_tokens, seconds, False)
+
+    def complete_many(self, requests: Sequence[ChatRequest]) -> list[ChatReply | ModelError]:
+        """Replies in input order, spec.concurrency at a time; a failed item is its ModelError, the rest go on."""
+        if not requests:
+            return []
+
+        def one(request: ChatRequest) -> ChatReply | ModelError:
+            try:
+                return self.complete(request)
+            except ModelError as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=min(self.spec.concurrency, len(requests))) as pool:
+            return list(pool.map(one, requests))
+
+    def _count(self) -> None:
+        with self._lock:
+            self.requests_sent += 1
+
+    def _parse(self, reply: Any) -> tuple[str, int | None, int | None]:
+        try:
+            text = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            text = None
+        if not isinstance(text, str):
+            raise error(self.spec, f"the reply has no choices[0].message.content text ({str(reply)[:200]!r})",
+                        "Is this an OpenAI-compatible chat endpoint, and the model a chat model?",
+                        "malformed")  # fmt: skip
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        return text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def open_chat(spec: ModelSpec, cache_dir: Path | None = None) -> ChatClient:
+    """The chat client of an openai-chat spec (ConfigError for another kind)."""
+    return ChatClient(spec, cache_dir)

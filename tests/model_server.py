@@ -1,0 +1,114 @@
+"""A small OpenAI-compatible server on 127.0.0.1 for the model-client tests (no real model runs here; the HTTP
+exchange, the retries and the parsing are real). /v1/chat/completions answers `chat_reply(body)`; /v1/rerank
+scores each document by its share of the query's words (deterministic). `mode` turns it into a bad server:
+"malformed" (200, not JSON), "http500", "slow" (sleeps `slow_seconds` before answering), "flaky" (the first
+`flaky_failures` calls get 503). The failure bodies echo the Authorization header, as careless servers do."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def echo_reply(body: dict[str, Any]) -> str:
+    """The default answer: the last message's words, so each request has its own deterministic reply."""
+    return f"echo: {body['messages'][-1]['content'][:200]}"
+
+
+def overlap_scores(query: str, documents: list[str]) -> list[float]:
+    q = words(query)
+    return [len(q & words(d)) / max(len(q), 1) for d in documents]
+
+
+class ModelServer:
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict]] = []
+        self.authorizations: list[str | None] = []  # the Authorization header of each request
+        self.mode = "ok"
+        self.chat_reply: Callable[[dict], str] = echo_reply
+        self.rerank_reply: Callable[[dict], Any] | None = None  # replaces the whole /rerank reply when set
+        self.rerank_top_n: int | None = None  # answer only the best n documents
+        self.slow_seconds = 1.0
+        self.flaky_failures = 2
+        self.gather = 0  # hold each request until this many are in flight (or 2 s passed): shows concurrency
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Condition()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw or b"{}")
+                with outer._lock:
+                    outer.requests.append((self.path, body))
+                    outer.authorizations.append(self.headers.get("Authorization"))
+                    calls = len(outer.requests)
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                    outer._lock.notify_all()
+                    if outer.gather:
+                        outer._lock.wait_for(lambda: outer.in_flight >= outer.gather, timeout=2)
+                try:
+                    status, payload = outer.answer(self.path, body, calls, self.headers.get("Authorization"))
+                    if outer.mode == "slow":
+                        time.sleep(outer.slow_seconds)
+                    data = payload.encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                    pass
+                finally:
+                    with outer._lock:
+                        outer.in_flight -= 1
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    def answer(self, path: str, body: dict, calls: int, auth: str | None) -> tuple[int, str]:
+        if self.mode == "malformed":
+            return 200, f"<html>upstream said: Authorization: {auth}</html>"
+        if self.mode == "http500":
+            return 500, json.dumps({"error": "internal error", "authorization": auth})
+        if self.mode == "flaky" and calls <= self.flaky_failures:
+            return 503, json.dumps({"error": "loading model", "seen": auth})
+        if path == "/v1/chat/completions":
+            content = self.chat_reply(body)
+            prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+            usage = {"prompt_tokens": prompt, "completion_tokens": len((content or "").split())}
+            message = {"role": "assistant", "content": content}
+            return 200, json.dumps({"choices": [{"index": 0, "message": message}], "usage": usage})
+        if path == "/v1/rerank":
+            if self.rerank_reply is not None:
+                return 200, json.dumps(self.rerank_reply(body))
+            scores = overlap_scores(body["query"], body["documents"])
+            ranked = sorted(range(len(scores)), key=lambda i: -scores[i])  # best first, as servers answer
+            results = [{"index": i, "relevance_score": scores[i]} for i in ranked]
+            if self.rerank_top_n is not None:
+                results = results[: self.rerank_top_n]
+            usage = {"total_tokens": sum(len(d.split()) for d in body["documents"])}
+            return 200, json.dumps({"model": body.get("model"), "results": results, "usage": usage})
+        return 404, json.dumps({"error": f"no route {path}"})
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
