@@ -330,7 +330,8 @@ class AutoPolicy:
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved memory unit. `distance` is cosine distance (0 = same direction, 2 = opposite)."""
+    """One retrieved memory unit. `distance` is cosine distance (0 = same direction, 2 = opposite), also after a
+    re-ranker (`rerank`, the workbench's re-rank stage) has re-ordered the hits."""
 
     unit_id: str
     text: str
@@ -343,6 +344,7 @@ class Hit:
     coverage: float | None = None  # share of the query's IDF mass the unit holds (full-text search), 0..1
     score: float | None = None  # the fused score in hybrid or time-aware searches (higher is better)
     event_sessions: tuple[str, ...] = ()  # the session of each event id, where a unit spans sessions (a fact)
+    rerank: float | None = None  # a re-ranker's score (higher = more relevant); `distance` stays the embedding's
 
 
 class Hits(list[Hit]):

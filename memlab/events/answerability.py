@@ -32,6 +32,9 @@ FEATURES: tuple[str, ...] = (
     "coverage_best",  # most of the question's IDF mass one hit holds: an unheard-of name covers little
     "log_memory",  # log(1 + units the user has): big memories always have something near
 )
+# with hits a re-ranker ordered (the workbench's `rerank:` stage): the model's score of the top hit, read against
+# the question itself, which the distances above are not. A gate fitted with it names it in its `features`.
+RERANK_FEATURE = "rerank_top"
 
 
 def _values(values: Sequence[float | None]) -> list[float]:
@@ -63,9 +66,19 @@ def question_features(
     ], dtype=np.float64)  # fmt: skip
 
 
-def hits_features(hits: Sequence[Hit], memory_size: int) -> np.ndarray:
-    return question_features([h.distance for h in hits], [h.lexical for h in hits], memory_size,
-                             [h.coverage for h in hits])  # fmt: skip
+def hits_features(hits: Sequence[Hit], memory_size: int, *, rerank: bool = False) -> np.ndarray:
+    """The gate's features of `hits`; with `rerank`, the top hit's re-ranker score after them (0.0 with no hits).
+    Hits no re-ranker scored are refused then: the gate would read a score that was never there."""
+    x = question_features([h.distance for h in hits], [h.lexical for h in hits], memory_size,
+                          [h.coverage for h in hits])  # fmt: skip
+    if not rerank:
+        return x
+    scores = [h.rerank for h in hits if h.rerank is not None and not math.isnan(h.rerank)]
+    if hits and not scores:
+        raise ConfigError(f"this answerability gate reads the re-ranker's score ({RERANK_FEATURE}) and these hits "
+                          "carry none; give it the hits of the re-ranked system it was fitted on, or refit it on "
+                          "a system without `rerank:`")  # fmt: skip
+    return np.append(x, max(scores, default=0.0))
 
 
 @dataclass(frozen=True)
@@ -85,9 +98,10 @@ class AnswerabilityGate:
 
     def __post_init__(self) -> None:
         n = len(self.features)
-        if tuple(self.features) != FEATURES:
+        if tuple(self.features) not in (FEATURES, (*FEATURES, RERANK_FEATURE)):
             raise ConfigError(f"answerability gate: features {list(self.features)} are not this memlab's "
-                              f"{list(FEATURES)}; refit it with `memlab eval` (retrieval sweep).")  # fmt: skip
+                              f"{list(FEATURES)} (+ {RERANK_FEATURE!r} for re-ranked hits); refit it with "
+                              "`memlab eval` (retrieval sweep).")  # fmt: skip
         if not (len(self.coef) == len(self.mean) == len(self.scale) == n):
             raise ConfigError(f"answerability gate: coef, mean and scale need {n} values each.")
         if not 0.0 <= self.threshold <= 1.0:
@@ -99,8 +113,14 @@ class AnswerabilityGate:
         z = np.clip(self.intercept + x @ np.asarray(self.coef), -50.0, 50.0)
         return 1.0 / (1.0 + np.exp(-z))
 
+    @property
+    def reranked(self) -> bool:
+        """Whether the gate reads the re-ranker's score (it was fitted on a re-ranked system's hits)."""
+        return RERANK_FEATURE in self.features
+
     def probability(self, hits: Sequence[Hit], memory_size: int) -> float:
-        return float(self.probabilities(hits_features(hits, memory_size).reshape(1, -1))[0])
+        x = hits_features(hits, memory_size, rerank=self.reranked)
+        return float(self.probabilities(x.reshape(1, -1))[0])
 
     def answerable(self, hits: Sequence[Hit], memory_size: int) -> bool:
         return bool(hits) and self.probability(hits, memory_size) >= self.threshold
@@ -130,4 +150,4 @@ class AnswerabilityGate:
             raise ConfigError(f"answerability gate {path}: {exc}") from None
 
 
-__all__ = ["FEATURES", "AnswerabilityGate", "hits_features", "question_features"]
+__all__ = ["FEATURES", "RERANK_FEATURE", "AnswerabilityGate", "hits_features", "question_features"]

@@ -5,7 +5,8 @@ is answerable (has relevant events). Fitted on one data set with cross-validatio
 is what the artefact carries, and gradient boosting for comparison), its threshold picked there so that at
 most `target` of the no-answer questions get hits, then tested on another data set. Against it: the single
 distance cut-off picked by the same rule. Reported: ROC AUC, the false-memory rate on no-answer questions and
-the share of the no-cut-off recall kept."""
+the share of the no-cut-off recall kept. A re-ranked system's run (memlab.lab.rerank) adds one feature, the top
+hit's re-ranker score (`rerank_top`), which the fitted gate then names in its `features`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from memlab.events.answerability import FEATURES, AnswerabilityGate, question_features
+from memlab.errors import ConfigError
+from memlab.events.answerability import FEATURES, RERANK_FEATURE, AnswerabilityGate, question_features
 from memlab.lab.cutoff_analysis import cutoff_grid
 from memlab.lab.identity import relevant_hits
 from memlab.lab.scoring import score
@@ -28,12 +30,25 @@ from memlab.lab.scoring import score
 TARGET = 0.2  # at most this share of no-answer questions may get hits (false memories)
 
 
+def reranked(run: pd.DataFrame) -> bool:
+    """Whether a run's hits carry a re-ranker's score (a system with `rerank:`)."""
+    return "rerank" in run.columns and bool(run["rerank"].notna().any())
+
+
+def features_of(table: pd.DataFrame) -> tuple[str, ...]:
+    """The features a question table holds: the gate's own, plus the re-ranker's score for a re-ranked run."""
+    return (*FEATURES, RERANK_FEATURE) if RERANK_FEATURE in table.columns else FEATURES
+
+
 def question_table(run: pd.DataFrame, questions, sizes: dict[tuple[str, str], int], k: int) -> pd.DataFrame:
-    """One row per question: the features of its top-k hits, `answerable`, its recall@k with no cut-off."""
+    """One row per question: the features of its top-k hits, `answerable`, its recall@k with no cut-off. A
+    re-ranked run adds `rerank_top`, the best re-ranker score within k (0.0 for a question with no hits, or one
+    whose re-ranking failed and kept the embedding order)."""
     scored = score(run, questions, k=k).set_index("question_id")
     top = run[(run["rank"] > 0) & (run["rank"] <= k)].sort_values("rank")
     by_q = {qid: g for qid, g in top.groupby("question_id", sort=False)}
     lexical = "lexical" in run.columns
+    scored_by_model = reranked(run)
     rows = []
     for q in questions:
         g = by_q.get(q.id)
@@ -42,8 +57,12 @@ def question_table(run: pd.DataFrame, questions, sizes: dict[tuple[str, str], in
         cov = list(g.coverage) if g is not None and "coverage" in run.columns else []
         x = question_features(dist, lex, sizes.get((q.app_name, q.user_id), 0), cov)
         recall = float(scored.recall.get(q.id, np.nan)) if q.id in scored.index else np.nan
-        rows.append({"question_id": q.id, "qtype": q.qtype, "answerable": q.answerable,
-                     "recall": recall if q.answerable else np.nan, **dict(zip(FEATURES, x, strict=True))})  # fmt: skip
+        row = {"question_id": q.id, "qtype": q.qtype, "answerable": q.answerable,
+               "recall": recall if q.answerable else np.nan, **dict(zip(FEATURES, x, strict=True))}  # fmt: skip
+        if scored_by_model:
+            top_score = g["rerank"].max() if g is not None else np.nan
+            row[RERANK_FEATURE] = 0.0 if pd.isna(top_score) else float(top_score)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -105,7 +124,8 @@ class Fitted:
 def fit(train: pd.DataFrame, *, target: float = TARGET, settings: dict | None = None, source: str = "") -> Fitted:
     """Fit the logistic gate (and a boosting model) on one data set's question table, threshold by 5-fold
     out-of-fold probabilities so the rule is not read off the training fit."""
-    x, y = train[list(FEATURES)].to_numpy(), train.answerable.to_numpy(bool)
+    features = features_of(train)
+    x, y = train[list(features)].to_numpy(), train.answerable.to_numpy(bool)
     recall = train.recall.to_numpy(float)
     folds = StratifiedKFold(n_splits=max(2, min(5, int(min(y.sum(), (~y).sum())))), shuffle=True, random_state=0)
     logistic = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000))
@@ -123,7 +143,7 @@ def fit(train: pd.DataFrame, *, target: float = TARGET, settings: dict | None = 
     gate = AnswerabilityGate(
         coef=tuple(float(c) for c in model.coef_[0]), intercept=float(model.intercept_[0]),
         mean=tuple(float(m) for m in scaler.mean_), scale=tuple(float(s) or 1.0 for s in scaler.scale_),
-        threshold=float(min(max(t, 0.0), 1.0)), settings=settings or {},
+        threshold=float(min(max(t, 0.0), 1.0)), features=features, settings=settings or {},
         fitted={"data_set": source, "questions": len(train), "no_answer": int((~y).sum()), "target": target,
                 "rule": f"lowest threshold with false-memory rate <= {target:.0%} on no-answer questions "
                         "(5-fold out-of-fold probabilities)", **{f"cv_{k}": round(v, 4) for k, v in cv.items()}},
@@ -133,9 +153,9 @@ def fit(train: pd.DataFrame, *, target: float = TARGET, settings: dict | None = 
 
 def evaluate(fitted: Fitted, table: pd.DataFrame) -> dict[str, float]:
     """The fitted gate (and boosting model) on another data set's question table."""
-    x, y = table[list(FEATURES)].to_numpy(), table.answerable.to_numpy(bool)
-    recall = table.recall.to_numpy(float)
     g = fitted.gate
+    x, y = _features(g, table).to_numpy(), table.answerable.to_numpy(bool)
+    recall = table.recall.to_numpy(float)
     p = gate_probabilities(g, table)
     fm, kept = gated_rates(p, g.threshold, y, recall)
     out = {"roc_auc": _auc(y, p), "false_memory_rate": fm, "recall_kept": kept, **calibration(y, p)}
@@ -187,8 +207,16 @@ def nearest_hit_auc(run: pd.DataFrame, questions, *, k: int = 10) -> float:
     return _auc(y, -np.nan_to_num(d, nan=NO_HIT_DISTANCE))
 
 
+def _features(gate: AnswerabilityGate, table: pd.DataFrame) -> pd.DataFrame:
+    missing = [f for f in gate.features if f not in table.columns]
+    if missing:
+        raise ConfigError(f"the answerability gate reads {missing} and these questions' hits have none: it was "
+                          "fitted on a re-ranked system's run; test it on that system (with `rerank:`)")  # fmt: skip
+    return table[list(gate.features)]
+
+
 def gate_probabilities(gate: AnswerabilityGate, table: pd.DataFrame) -> np.ndarray:
-    return gate.probabilities(table[list(FEATURES)].to_numpy(float))
+    return gate.probabilities(_features(gate, table).to_numpy(float))
 
 
 def curve(run: pd.DataFrame, questions, table: pd.DataFrame, gate: AnswerabilityGate, k: int) -> pd.DataFrame:
@@ -251,6 +279,7 @@ __all__ = [
     "cut_rates",
     "distance_cut",
     "evaluate",
+    "features_of",
     "fit",
     "gate_probabilities",
     "gated_rates",
@@ -259,4 +288,5 @@ __all__ = [
     "nearest_hit_auc",
     "pick_threshold",
     "question_table",
+    "reranked",
 ]  # fmt: skip
