@@ -5,7 +5,8 @@ retries with backoff, a concurrency limit and a disk cache keyed by the request'
 from memlab.models.cache import model_cache_dir
 from memlab.models.chat import ChatClient, ChatReply, ChatRequest, open_chat
 from memlab.models.errors import ModelError
+from memlab.models.rerank import Reranker, RerankReply, open_reranker
 from memlab.models.spec import MODEL_KINDS, ModelSpec, parse_models
 
-__all__ = ["MODEL_KINDS", "ChatClient", "ChatReply", "ChatRequest", "ModelError", "ModelSpec", "model_cache_dir",
-           "open_chat", "parse_models"]  # fmt: skip
+__all__ = ["MODEL_KINDS", "ChatClient", "ChatReply", "ChatRequest", "ModelError", "ModelSpec", "RerankReply",
+           "Reranker", "model_cache_dir", "open_chat", "open_reranker", "parse_models"]  # fmt: skip
