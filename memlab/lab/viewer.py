@@ -105,6 +105,21 @@ def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
+def answers_shown(folder: RunFolder, dataset: str) -> dict[str, dict[str, dict]]:
+    """The answer sweep's rows (system -> question id -> answer, abstained, verdict, reason, F1, error) where it
+    ran: the viewer shows them beside the hits the reader saw."""
+    table = folder.table("answers", dataset)
+    if table is None or table.empty:
+        return {}
+    out: dict[str, dict[str, dict]] = {}
+    for r in table.itertuples(index=False):
+        verdict = None if pd.isna(r.verdict) else bool(r.verdict)
+        out.setdefault(r.system, {})[r.question_id] = {
+            "answer": r.answer, "abstained": bool(r.abstained), "verdict": verdict, "reason": r.judge_reason or "",
+            "f1": None if pd.isna(r.f1) else round(float(r.f1), 3), "error": r.error or ""}  # fmt: skip
+    return out
+
+
 # -- report.html -------------------------------------------------------------------------------------------------
 
 
@@ -128,7 +143,7 @@ def page_data(folder: RunFolder, headline: list[str], tables: list[tuple[str, pd
     data: dict = {"title": f"memlab run: {folder.manifest.get('config', {}).get('resolved', {}).get('name', '')}",
                   "k": folder.k, "headline": [_inline(line[2:]) for line in headline if line.startswith("- ")],
                   "tables": [{"title": t, **_table(f)} for t, f in tables], "plots": [], "questions": [],
-                  "systems": {}, "hits": {}, "texts": {}, "sizes": SIZE_LABELS}  # fmt: skip
+                  "systems": {}, "hits": {}, "texts": {}, "answers": {}, "sizes": SIZE_LABELS}  # fmt: skip
     for png in sorted(folder.path.glob("*.png")):
         data["plots"].append({"title": png.stem.replace("__", " - "),
                               "src": "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()})
@@ -150,6 +165,7 @@ def page_data(folder: RunFolder, headline: list[str], tables: list[tuple[str, pd
                 texts[unit] = row.text[:400]
         data["hits"][dataset] = per
         data["texts"][dataset] = texts
+        data["answers"][dataset] = answers_shown(folder, dataset)
         data["renderings"] = {**data.get("renderings", {}), **{s: rendering_of(s) for s in systems}}
         for q in folder.questions(dataset):
             data["questions"].append({"d": dataset, "id": q.id, "text": q.text, "qtype": q.qtype,

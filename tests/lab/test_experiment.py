@@ -69,7 +69,7 @@ def user_run(tmp_path_factory, memlab_home, store):
             {"name": "lme-format", "format": "longmemeval", "path": str(lme)},
         ],
         "systems": [{"name": "event-exact", "granularity": "event", "strategy": "exact"}],
-        "sweeps": list(lab.SWEEPS),
+        "sweeps": [s for s in lab.SWEEPS if s != "answer"],  # it needs a model server: tests/lab/test_answer_e2e.py
         "options": {"granularity": {"chunks": [[4, 1]]},
                     "filtered": {"total_rows": 400, "ef_search": [10, 40], "iterative": ["off", "relaxed_order"],
                                  "queries": 2, "background_tenants": 5, "shares": [0.01, 0.1]},

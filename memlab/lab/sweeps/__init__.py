@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from memlab.errors import ConfigError
+from memlab.lab.sweeps.answer import AnswerSweep
 from memlab.lab.sweeps.base import Sweep, SweepContext, applies, sweep_options
 from memlab.lab.sweeps.cutoff import CutoffSweep
 from memlab.lab.sweeps.facts import FactsSweep
@@ -21,7 +22,7 @@ from memlab.lab.sweeps.retrieval import RetrievalSweep
 SWEEPS: Mapping[str, Sweep] = MappingProxyType({
     sweep.name: sweep
     for sweep in (GranularitySweep(), RetrievalSweep(), CutoffSweep(), FilteredSweep(), ModelsSweep(), FactsSweep(),
-                  IngestSweep(), LabelsSweep())
+                  IngestSweep(), LabelsSweep(), AnswerSweep())
 })  # fmt: skip
 
 

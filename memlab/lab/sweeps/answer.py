@@ -1,0 +1,280 @@
+"""The answer sweep: does what a system retrieves let a model answer the question? For each question and chosen
+system, a reader model answers from the system's top-k saved hits (each memory with its date and speaker), then
+a judge model grades the reply by LongMemEval's per-type rules (memlab.lab.answering); token F1 against the gold
+answer (memlab.lab.answer_metrics) is measured beside it, without a model.
+
+Options: `reader` (a name under the config's `models:`, required), `judge` (default: the reader), `systems` (the
+systems whose hits are read; default: the configured ones), `k` (5: how many hits the reader sees, at most the
+run's k). A question nothing in memory answers is right when the reader abstains (no judge call); an abstention
+on an answerable question is wrong (no judge call either); an answerable question without a gold answer text is
+skipped (counted in the report). A model that fails (unreachable, timeout, HTTP error, malformed reply) fails
+that question only: its error is recorded in the `answers` table and counted, never ending the run. The models'
+disk cache makes a second run of the same config send no request at all."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memlab.errors import ConfigError
+from memlab.lab.answer_metrics import is_abstention, token_f1
+from memlab.lab.answering import (
+    VERDICT_SCHEMA,
+    ContextItem,
+    VerdictError,
+    judge_messages,
+    judge_rule,
+    parse_verdict,
+    reader_messages,
+)
+from memlab.lab.dataset import Dataset, Question
+from memlab.lab.folder import RunFolder, save_table
+from memlab.lab.identity import run_events
+from memlab.lab.runs import Run
+from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.systems import Env
+from memlab.lab.tables import markdown_table
+from memlab.lab.uncertainty import bootstrap_ci
+from memlab.models import ChatReply, ChatRequest, ModelError
+from memlab.types import Event
+
+TABLE = "answers"
+OPTIONS = ("reader", "judge", "systems", "k")
+DEFAULT_K = 5
+READER_TOKENS = 64  # a short answer; the reader is told to reply in a few words
+JUDGE_TOKENS = 200
+METRICS = ("answer_accuracy", "answer_f1", "answer_errors", "answer_tokens_per_question",
+           "answer_seconds_per_question")  # fmt: skip
+
+
+def _name(options: dict[str, Any], key: str, source: str) -> None:
+    value = options.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(f"{source}: options.answer.{key} must be the name of a model under `models:`, got "
+                          f"{value!r}")  # fmt: skip
+
+
+# -- measuring ---------------------------------------------------------------------------------------------------
+
+
+def _context(hits: pd.DataFrame, question: Question, events: dict[tuple, Event]) -> list[ContextItem]:
+    """The question's hits as the reader sees them, best first: one item per hit, the hit's events in order (a
+    chunk or session unit holds several turns; a fact cites the turns it was read from)."""
+    items = []
+    for keys in run_events(hits):
+        said = [events[k] for k in ((question.app_name, question.user_id, s, e) for s, e in keys) if k in events]
+        if not said:
+            continue
+        if len(said) == 1:
+            items.append(ContextItem(said[0].text or "", said[0].author, said[0].timestamp))
+        else:
+            items.append(ContextItem(" / ".join(f"{e.author}: {e.text or ''}" for e in said), "", said[0].timestamp))
+    return items
+
+
+def _reply_error(reply: ChatReply | ModelError | BaseException, who: str) -> str | None:
+    return f"{who}: {reply}" if isinstance(reply, BaseException) else None
+
+
+def _tokens(reply: ChatReply | None) -> float:
+    if reply is None or (reply.prompt_tokens is None and reply.completion_tokens is None):
+        return np.nan
+    return float((reply.prompt_tokens or 0) + (reply.completion_tokens or 0))
+
+
+def _chosen(options: dict[str, Any], context: SweepContext, dataset: str) -> list[str]:
+    ran = [s.name for s in context.systems]
+    names = list(options.get("systems") or [s["name"] for s in context.config.get("systems", [])] or ran)
+    missing = [n for n in names if n not in ran]
+    if missing:
+        raise ConfigError(f"options.answer.systems: {missing} did not run on {dataset!r}; name systems of the run "
+                          f"({ran})")  # fmt: skip
+    return names
+
+
+def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: Sequence[str],
+                     options: dict[str, Any]) -> pd.DataFrame:  # fmt: skip
+    """One row per (system, question with something to grade): the reader's reply from the system's top-k hits,
+    abstained or not, the judge's verdict and reason, token F1, tokens and seconds; a model failure is that row's
+    `error`."""
+    reader_name = options["reader"]
+    judge_name = options.get("judge") or reader_name
+    reader, judge = env.chat(reader_name), env.chat(judge_name)
+    k = min(int(options.get("k", DEFAULT_K)), env.k)
+    events = {(s.app_name, s.user_id, s.id, e.id): e for s in dataset.sessions() for e in s.events}
+    graded = [q for q in dataset.questions if not q.answerable or (q.answer or "").strip()]
+    cases: list[tuple[str, Question]] = []
+    requests: list[ChatRequest] = []
+    for system in systems:
+        frame = runs[system].frame
+        frame = frame[(frame["rank"] > 0) & (frame["rank"] <= k)].sort_values("rank", kind="stable")
+        by_question = dict(tuple(frame.groupby("question_id", sort=False)))
+        for q in graded:
+            hits = by_question.get(q.id, frame.iloc[:0])
+            cases.append((system, q))
+            requests.append(ChatRequest(reader_messages(q, _context(hits, q, events)), max_tokens=READER_TOKENS))
+    answers = reader.complete_many(requests)
+    rows = []
+    to_judge: list[int] = []
+    for (system, q), reply in zip(cases, answers, strict=True):
+        ok = reply if isinstance(reply, ChatReply) else None
+        text = ok.text.strip() if ok is not None else ""
+        abstained = ok is not None and is_abstention(text)
+        row = {"dataset": dataset.name, "system": system, "question_id": q.id, "question_type": q.qtype,
+               "answerable": q.answerable, "rule": judge_rule(q), "gold": q.answer or "", "answer": text,
+               "abstained": abstained, "verdict": None, "judge_reason": "",
+               "f1": np.nan if ok is None else (token_f1(text, q.answer) if q.answerable else float(abstained)),
+               "reader_tokens": _tokens(ok), "reader_seconds": ok.seconds if ok is not None else np.nan,
+               "judge_tokens": np.nan, "judge_seconds": np.nan, "cached": ok is not None and ok.cached,
+               "error": _reply_error(reply, "reader") or "", "reader": reader_name, "reader_model": reader.spec.model,
+               "judge": judge_name, "judge_model": judge.spec.model}  # fmt: skip
+        if ok is not None and abstained:  # decided without the judge (see the module's docstring)
+            row["verdict"] = not q.answerable
+            row["judge_reason"] = ("abstained on a question nothing in memory answers" if not q.answerable
+                                   else "abstained on an answerable question")  # fmt: skip
+        elif ok is not None:
+            to_judge.append(len(rows))
+        rows.append(row)
+    verdicts = judge.complete_many([
+        ChatRequest(judge_messages(cases[i][1], rows[i]["answer"]), json_schema=VERDICT_SCHEMA, schema_name="verdict",
+                    max_tokens=JUDGE_TOKENS) for i in to_judge])  # fmt: skip
+    for i, reply in zip(to_judge, verdicts, strict=True):
+        row = rows[i]
+        if not isinstance(reply, ChatReply):
+            row["error"] = _reply_error(reply, "judge")
+            continue
+        row.update(judge_tokens=_tokens(reply), judge_seconds=reply.seconds, cached=row["cached"] and reply.cached)
+        try:
+            verdict = parse_verdict(reply.text)
+        except VerdictError as exc:
+            row["error"] = f"judge: {exc}"
+            continue
+        row.update(verdict=verdict.correct, judge_reason=verdict.reason)
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame["verdict"] = frame.verdict.astype("boolean")  # missing where the question failed
+    return frame
+
+
+# -- scoring -----------------------------------------------------------------------------------------------------
+
+
+def _summary(rows: pd.DataFrame) -> dict[str, float]:
+    judged = rows.verdict.dropna().astype(float).to_numpy()
+    lo, hi = bootstrap_ci(judged)
+    spent = rows.reader_tokens.add(rows.judge_tokens, fill_value=0).where(rows.reader_tokens.notna()
+                                                                           | rows.judge_tokens.notna())  # fmt: skip
+    return {"questions": len(rows), "graded": len(judged),
+            "answer_accuracy": float(judged.mean()) if len(judged) else np.nan,
+            "answer_accuracy_ci_low": lo, "answer_accuracy_ci_high": hi,
+            "answer_f1": float(rows.f1.mean()) if rows.f1.notna().any() else np.nan,
+            "answer_errors": float((rows.error.fillna("") != "").sum()),
+            "answer_abstained": float(rows.abstained.mean()) if len(rows) else np.nan,
+            "answer_tokens_per_question": float(spent.mean()) if spent.notna().any() else np.nan,
+            "answer_seconds_per_question": float(rows.reader_seconds.add(rows.judge_seconds, fill_value=0).mean())}
+
+
+def answer_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per system, overall (question_type "all") and per question type: accuracy with its 95% bootstrap interval
+    over the graded questions, F1, errors, abstentions, tokens and seconds per question."""
+    rows = []
+    for system, by_system in frame.groupby("system", sort=False):
+        groups = [("all", by_system)]
+        if by_system.question_type.nunique() > 1:
+            groups += list(by_system.groupby("question_type", sort=True))
+        rows += [{"system": system, "question_type": qtype, **_summary(g)} for qtype, g in groups]
+    return pd.DataFrame(rows)
+
+
+class AnswerSweep(Sweep):
+    """A reader answers from each system's top-k hits; a judge grades the answers."""
+
+    name = "answer"
+    measures = True
+
+    def check_options(self, options: dict[str, Any], source: str = "<config>") -> None:
+        extra = sorted(set(options) - {*OPTIONS, "datasets"})
+        if extra:
+            raise ConfigError(f"{source}: options.answer: unknown setting(s) {extra}; known: {sorted(OPTIONS)}")
+        if not options.get("reader"):
+            raise ConfigError(f"{source}: options.answer.reader is required: the name of an openai-chat model under "
+                              "`models:` that answers from the retrieved memories")  # fmt: skip
+        _name(options, "reader", source)
+        _name(options, "judge", source)
+        k = options.get("k", DEFAULT_K)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
+            raise ConfigError(f"{source}: options.answer.k must be a whole number in 1..100 (hits the reader "
+                              f"sees), got {k!r}")  # fmt: skip
+        systems = options.get("systems")
+        if systems is not None and (not isinstance(systems, list) or not systems
+                                    or not all(isinstance(s, str) and s for s in systems)):  # fmt: skip
+            raise ConfigError(f"{source}: options.answer.systems must be a non-empty list of system names, got "
+                              f"{systems!r}")  # fmt: skip
+
+    def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
+                out: Path) -> None:  # fmt: skip
+        systems = _chosen(options, context, dataset.name)
+        runs = {s: Run.load(Run(dataset.name, s, pd.DataFrame()).path_in(out)) for s in systems}
+        save_table(out, TABLE, dataset.name, answer_questions(env, dataset, runs, systems, options))
+
+    def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
+        frame = folder.table(TABLE, dataset)
+        if frame is None or frame.empty:
+            return pd.DataFrame(columns=SCORE_COLUMNS)
+        out = []
+        for r in answer_summary(frame).to_dict("records"):
+            tag = "" if r["question_type"] == "all" else f"[qtype={r['question_type']}]"
+            for metric in (*METRICS, "answer_accuracy_ci_low", "answer_accuracy_ci_high"):
+                if not pd.isna(r[metric]):
+                    n = r["graded"] if metric.startswith("answer_accuracy") else r["questions"]
+                    out.append((dataset, r["system"], metric + tag, float(r[metric]), int(n)))
+        return pd.DataFrame(out, columns=SCORE_COLUMNS)
+
+    def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
+        frame = folder.table(TABLE, dataset)
+        if frame is None:
+            return None
+        lines = [_models_line(frame, options)]
+        skipped = sum(1 for q in folder.questions(dataset) if q.answerable and not (q.answer or "").strip())
+        if skipped:
+            lines.append(f"{skipped} answerable question(s) without a gold answer text were skipped.")
+        if frame.empty:
+            return "\n\n".join([*lines, "No question to answer."])
+        table = answer_summary(frame)
+        table.insert(table.columns.get_loc("answer_accuracy") + 1, "95% CI",
+                     [f"{lo:.3f}-{hi:.3f}" if not pd.isna(lo) else "" for lo, hi in
+                      zip(table.answer_accuracy_ci_low, table.answer_accuracy_ci_high, strict=True)])  # fmt: skip
+        table = table.drop(columns=["answer_accuracy_ci_low", "answer_accuracy_ci_high"]).rename(columns={
+            "question_type": "type", "answer_accuracy": "accuracy", "answer_f1": "F1", "answer_errors": "errors",
+            "answer_abstained": "abstained", "answer_tokens_per_question": "tokens/q",
+            "answer_seconds_per_question": "seconds/q"})  # fmt: skip
+        lines += [markdown_table(table),
+                  "`accuracy`: the judge's verdicts over the graded questions (those without an error), with its 95% "
+                  "bootstrap interval; `F1`: token F1 of the reply against the gold answer (a no-answer question "
+                  "scores 1 when the reader abstains); `abstained`: share of replies that decline to answer; "
+                  "`tokens/q` and `seconds/q`: reader and judge together (0 seconds when served from the cache)."]
+        errors = frame[frame.error.fillna("") != ""]
+        if len(errors):
+            lines.append(f"{len(errors)} question(s) failed (first: {errors.error.iloc[0]}); see tables/"
+                         f"{TABLE}__*.parquet, column `error`.")  # fmt: skip
+        return "\n\n".join(lines)
+
+
+def _models_line(frame: pd.DataFrame, options: dict[str, Any]) -> str:
+    """Which models produced the figures (a fake server or a tiny model makes a smoke run, not a quality figure)."""
+    def first(column: str, default: str) -> str:
+        return str(frame[column].iloc[0]) if column in frame and len(frame) else default
+
+    reader = options.get("reader", "")
+    judge = options.get("judge") or reader
+    return (f"Reader `{first('reader', reader)}` (model `{first('reader_model', '?')}`), judge "
+            f"`{first('judge', judge)}` (model `{first('judge_model', '?')}`): these figures are only as good as "
+            "these models; a fake server or a tiny model makes a smoke run, not a quality figure.")
+
+
+__all__ = ["METRICS", "TABLE", "AnswerSweep", "answer_questions", "answer_summary"]
