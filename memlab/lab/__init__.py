@@ -99,6 +99,7 @@ from memlab.lab.reliability import FAMILY_NAMES as RELIABILITY_FAMILIES
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import write_report
+from memlab.lab.rerank import RerankSpec
 from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, session_recall, size_bucket, summarize
 from memlab.lab.sweeps import SWEEPS, Sweep
@@ -145,6 +146,7 @@ __all__ = [
     "Question",
     "QuestionTable",
     "QuestionTemplates",
+    "RerankSpec",
     "Run",
     "RunFolder",
     "RunProgress",

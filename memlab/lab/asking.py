@@ -12,7 +12,7 @@ import pandas as pd
 from memlab.embedding.base import embed_queries
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.runs import collect
-from memlab.lab.systems import Env, FaissExactSystem
+from memlab.lab.systems import Env, FaissExactSystem, search_handle
 
 
 class QueryVectors:
@@ -40,6 +40,6 @@ def ask(env: Env, system, dataset: Dataset, vectors: QueryVectors, depth: int, *
         questions: Sequence[Question] | None = None, progress: str | None = None) -> pd.DataFrame:  # fmt: skip
     """`system`'s hits down to `depth` for `questions` (default: the data set's), as a run frame."""
     asked = list(dataset.questions if questions is None else questions)
-    handle = env.handle(system, dataset)
+    handle = search_handle(env, system, dataset)  # with the run's re-ranker for a system with `rerank:`
     found = vectors(dataset.name, asked, embedder_of(system))
     return collect(system.name, lambda q, v: system.search(handle, q, v, depth), asked, found, progress=progress)

@@ -223,7 +223,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
     check_distinct_runs(names, [s["name"] for s in systems], source)
     for i, entry in enumerate(systems):
         with _as_config_error(f"{source}: systems[{i}]"):
-            system = system_from_config(entry)
+            system = system_from_config(entry, k=k)
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip

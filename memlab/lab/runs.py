@@ -28,6 +28,9 @@ RUN_COLUMNS = [
     "coverage", "score",
 ]  # fmt: skip
 SESSION_COLUMNS = ["session_id", "event_sessions"]  # the hit's session and each event's (older runs lack them)
+# a re-ranked system's runs only (memlab.lab.rerank): the hit's re-ranker score beside its embedding distance, and
+# per question (repeated on its rows) the model call's seconds, tokens, cache hit and the error it fell back on
+RERANK_COLUMNS = ["rerank", "rerank_seconds", "rerank_tokens", "rerank_cached", "rerank_error"]
 
 Searcher = Callable[[Question, np.ndarray], Sequence[Hit]]
 
@@ -36,8 +39,10 @@ def collect(
     system: str, search: Searcher, questions: Sequence[Question], vectors: dict[str, np.ndarray],
     *, progress: str | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """Ask `search` every question (with its pre-embedded vector) and record the ranked hits."""
+    """Ask `search` every question (with its pre-embedded vector) and record the ranked hits (and, for a
+    re-ranked system, what re-ranking cost: RERANK_COLUMNS)."""
     rows: list[tuple] = []
+    reranked: list[tuple] = []
     items: Sequence[Question] = questions
     if progress:
         items = track(questions, description=progress, transient=True)
@@ -46,15 +51,25 @@ def collect(
         hits = search(q, vectors[q.id])
         latency = (time.perf_counter() - started) * 1000
         plan = getattr(hits, "plan", "")
+        cost = getattr(hits, "rerank", None)
+        asked = (np.nan, np.nan, None, None) if cost is None else (
+            cost.seconds, np.nan if cost.tokens is None else cost.tokens, cost.cached, cost.error)  # fmt: skip
         if not hits:
             rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan, np.nan, np.nan, np.nan, None, []))
+            reranked.append((np.nan, *asked))
         for rank, h in enumerate(hits, start=1):
             lexical = np.nan if getattr(h, "lexical", None) is None else h.lexical
             fused = np.nan if getattr(h, "score", None) is None else h.score
             coverage = np.nan if getattr(h, "coverage", None) is None else h.coverage
             rows.append((system, q.id, rank, h.unit_id, list(h.event_ids), h.distance, len(h.text), latency, plan,
                          lexical, coverage, fused, h.session_id, event_sessions(h)))  # fmt: skip
-    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *SESSION_COLUMNS])
+            reranked.append((np.nan if getattr(h, "rerank", None) is None else h.rerank, *asked))
+    frame = pd.DataFrame(rows, columns=[*RUN_COLUMNS, *SESSION_COLUMNS])
+    if any(r[1] == r[1] for r in reranked):  # some question was re-ranked (its seconds are not NaN)
+        extra = pd.DataFrame(reranked, columns=RERANK_COLUMNS, index=frame.index)
+        frame = pd.concat([frame, extra.astype({"rerank": float, "rerank_seconds": float, "rerank_tokens": float})],
+                          axis=1)  # fmt: skip
+    return frame
 
 
 def event_sessions(hit: Hit) -> list[str | None]:
@@ -110,4 +125,3 @@ class Run:
 def load_runs(folder: str | Path) -> list[Run]:
     """Every run saved in a run folder, in file order."""
     return [Run.load(p) for p in sorted((Path(folder) / "runs").glob("*.parquet"))]
-

@@ -43,6 +43,8 @@ def cut(run: pd.DataFrame, max_distance: float | None) -> pd.DataFrame:
                                        distance=np.nan, chars=0)  # fmt: skip
     if "event_sessions" in empty.columns:
         empty = empty.assign(session_id=None, event_sessions=[[] for _ in range(len(lost))])
+    if "rerank" in empty.columns:  # the question's re-rank cost stays; the dropped hit's score goes
+        empty = empty.assign(rerank=np.nan)
     return pd.concat([kept, empty], ignore_index=True) if len(lost) else kept
 
 
@@ -73,6 +75,8 @@ def score(
             exact_ids[qid] = unit_keys(grp.sort_values("rank"))
     measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k] + ([Judged @ k, Bpref] if pooled else [])
     columns = ["question_id", "rank", "unit_id", "event_ids", "chars", "latency_ms", "plan"]
+    costs = [c for c in ("rerank_seconds", "rerank_tokens", "rerank_error") if c in trimmed.columns]
+    columns += costs
     for system, sys_run in trimmed.groupby("system", sort=False):
         docs = []
         per_q = {}
@@ -100,6 +104,7 @@ def score(
                 "plan": rows_of_q[0].plan,
                 "recall_vs_exact": recall_vs_exact(full_by_q.get(qid, []), exact_ids.get(qid, []), k)
                 if exact is not None else np.nan,
+                **_rerank_cost(rows_of_q[0], costs),
             }  # fmt: skip
         values = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, docs)}
         for qid, extra in per_q.items():
@@ -124,6 +129,16 @@ def score(
                 row["size_bucket"] = size_bucket(row["memory_units"])
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _rerank_cost(row, costs: list[str]) -> dict[str, float | str | None]:
+    """A re-ranked question's cost (memlab.lab.rerank), from its first run row: the model call's seconds and
+    tokens, and the error it fell back to the embedding order on (None when it was re-ranked)."""
+    out: dict[str, float | str | None] = {c: float(getattr(row, c)) for c in costs if c != "rerank_error"}
+    if "rerank_error" in costs:
+        error = row.rerank_error
+        out["rerank_error"] = error if isinstance(error, str) and error else None
+    return out
 
 
 def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataFrame:
@@ -151,6 +166,14 @@ def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataF
     for column, rows in (("judged", scores), ("bpref", answerable)):  # a judged set's (memlab.lab.judging)
         if column in scores.columns:
             out[column] = rows.groupby(list(by), sort=False)[column].mean().reindex(out.index).astype(float)
+    grouped = scores.groupby(list(by), sort=False)
+    for column in ("rerank_seconds", "rerank_tokens"):  # per question, over all (re-ranked systems only)
+        if column in scores.columns:
+            out[column] = grouped[column].mean().reindex(out.index).astype(float)
+    if "rerank_error" in scores.columns:  # questions that fell back to the embedding order; NaN if not re-ranked
+        failed = scores.rerank_error.notna().where(scores.rerank_seconds.notna())
+        out["rerank_errors"] = failed.groupby([scores[b] for b in by], sort=False).sum(min_count=1)\
+            .reindex(out.index).astype(float)  # fmt: skip
     return out.reset_index()
 
 
@@ -160,7 +183,7 @@ _AT_K = {"recall": "recall", "precision": "precision", "mrr": "mrr", "ndcg": "nd
          "session_recall": "session_recall", "judged": "judged"}  # fmt: skip
 _GROUP_TAGS = {"size_bucket": "size"}  # memory size in events: <=50, 51-500, 501-2000, >2000
 _PLAIN = ("empty_rate", "recall_vs_exact", "correct_empty_rate", "context_chars", "latency_ms_p50", "latency_ms_p95",
-          "bpref")
+          "bpref", "rerank_seconds", "rerank_tokens", "rerank_errors")  # fmt: skip
 
 
 def metric_name(column: str, k: int) -> str:
@@ -221,7 +244,8 @@ def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[
                 if col not in summary.columns or pd.isna(r[col]):
                     continue
                 n = {"correct_empty_rate": r.no_answer, "context_chars": r["all"], "latency_ms_p50": r["all"],
-                     "latency_ms_p95": r["all"], "judged": r["all"]}.get(col, r.answerable)  # fmt: skip
+                     "latency_ms_p95": r["all"], "judged": r["all"], "rerank_seconds": r["all"],
+                     "rerank_tokens": r["all"], "rerank_errors": r["all"]}.get(col, r.answerable)  # fmt: skip
                 if col == "session_recall":
                     n = r.session_questions
                 rows.append((dataset, r.system, metric_name(col, k) + tag, float(r[col]), int(n)))

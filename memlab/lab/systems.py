@@ -30,6 +30,7 @@ from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.rerank import Reranking, RerankSpec, parse_rerank, rerank_search, reranking
 from memlab.lab.suggest import unknown_keys
 from memlab.storage.store import Store
 from memlab.types import Hit, Hits, SearchSettings
@@ -92,6 +93,7 @@ class EventSystem:
     embedder: str = "default"
     rendering: str = "text"  # what is embedded (memlab.events.renderings)
     fact_keys: str | None = None  # an extractor whose facts are added to each unit's rendered text
+    rerank: RerankSpec | None = None  # a query argument: the build (and build_key) is the un-reranked twin's
 
     def __post_init__(self) -> None:
         if self.granularity not in GRANULARITIES:
@@ -124,7 +126,16 @@ class EventSystem:
         memory.add_sessions(dataset.sessions(), progress=env.progress)
         return memory
 
-    def search(self, handle: EventMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
+    def search(self, handle: Any, question: Question, vector: np.ndarray, k: int) -> Hits:
+        """The top k; with `rerank`, `handle` is a Reranking (search_handle) and the re-ranker orders the top
+        `rerank.depth` of the embedding search."""
+        if self.rerank is None:
+            return self._search(handle, question, vector, k)
+        found = reranking(handle, self.name, self.rerank)
+        return rerank_search(lambda depth: self._search(found.memory, question, vector, depth), found.reranker,
+                             self.rerank, question.text, k)  # fmt: skip
+
+    def _search(self, handle: EventMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
         settings = replace(self.settings, top_k=k)
         if settings.query_rendering != "as_is":  # the question is re-rendered, so embedded again
             return handle.search(question.app_name, question.user_id, question.text, settings,
@@ -135,12 +146,24 @@ class EventSystem:
                                    asked_at=question.asked_at)  # fmt: skip
 
     def reference(self) -> FaissExactSystem:
-        return FaissExactSystem(reference_name(self), self)
+        return FaissExactSystem(reference_name(self), replace(self, rerank=None))  # the same units, unreranked
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "event", "granularity": self.granularity, **self.memory_args(), "embedder": self.embedder,
-                "rendering": self.rendering, "fact_keys": self.fact_keys,
-                "settings": self.settings.__dict__}  # fmt: skip
+                "rendering": self.rendering, "fact_keys": self.fact_keys, "settings": self.settings.__dict__,
+                **_described(self.rerank)}  # fmt: skip
+
+
+def _described(spec: RerankSpec | None) -> dict[str, Any]:
+    return {} if spec is None else {"rerank": {"model": spec.model, "depth": spec.depth}}
+
+
+def search_handle(env: Env, system: System, dataset: Dataset) -> Any:
+    """What `system.search` takes: its built memory (Env's cache: one ingest per build key), and for a system
+    with `rerank:` the run's re-ranker beside it (Env.reranker), so search itself reads no global state."""
+    handle = env.handle(system, dataset)
+    spec = getattr(system, "rerank", None)
+    return handle if spec is None else Reranking(handle, env.reranker(spec.model))
 
 
 def reference_name(system: EventSystem) -> str:
@@ -210,6 +233,7 @@ class FactSystem:
     name: str
     extractor: str = "rules"
     embedder: str = "default"
+    rerank: RerankSpec | None = None  # a query argument, as on EventSystem
 
     def __post_init__(self) -> None:
         if self.extractor not in EXTRACTORS:
@@ -237,14 +261,19 @@ class FactSystem:
         share fact rows and session watermarks (the second would see every session as already read)."""
         return f"facts-{self.extractor}-{self.embedder}"
 
-    def search(self, handle: FactMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
-        return _fact_hits(handle, replace(question, app_name=f"{self.namespace}/{question.app_name}"), k)
+    def search(self, handle: Any, question: Question, vector: np.ndarray, k: int) -> Hits:
+        asked = replace(question, app_name=f"{self.namespace}/{question.app_name}")
+        if self.rerank is None:
+            return _fact_hits(handle, asked, k)
+        found = reranking(handle, self.name, self.rerank)
+        return rerank_search(lambda depth: _fact_hits(found.memory, asked, depth), found.reranker, self.rerank,
+                             question.text, k)  # fmt: skip
 
     def reference(self) -> None:
         return None
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "facts", "extractor": self.extractor, "embedder": self.embedder}
+        return {"kind": "facts", "extractor": self.extractor, "embedder": self.embedder, **_described(self.rerank)}
 
 
 @dataclass(frozen=True)
@@ -260,24 +289,26 @@ class CutoffSystem:
 
 
 SETTINGS_KEYS = {f for f in SearchSettings.__dataclass_fields__ if f != "top_k"}
-_EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder", "rendering", "fact_keys"}
-_FACT_KEYS = {"name", "extractor", "embedder"}
+_EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder", "rendering", "fact_keys", "rerank"}
+_FACT_KEYS = {"name", "extractor", "embedder", "rerank"}
 
 
-def system_from_config(raw: dict[str, Any]) -> EventSystem | FactSystem:
+def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSystem | FactSystem:
     """A system from its config entry: build keys (granularity, chunk_size, chunk_overlap, embedder) and query
     keys (any SearchSettings field: strategy, ef_search, iterative_scan, max_scan_tuples, exact_below,
-    max_distance); or a fact system (`extractor: rules|labelled|llm`)."""
+    max_distance; `rerank: {model, depth}`, at least the experiment's `k` deep); or a fact system
+    (`extractor: rules|labelled|llm`)."""
     if not isinstance(raw, dict) or not raw.get("name"):
         raise ConfigError(f"every system needs a `name`; got {raw!r}")
     name = str(raw["name"])
+    rerank = parse_rerank(raw["rerank"], name, k=k) if raw.get("rerank") is not None else None
     if "extractor" in raw or raw.get("granularity") == "facts":
         extra = set(raw) - _FACT_KEYS - {"granularity"}
         if extra:
             raise ConfigError(f"system {name!r}: {unknown_keys(extra, _FACT_KEYS)} for a fact system; "
                               f"allowed: {sorted(_FACT_KEYS)}")  # fmt: skip
-        return FactSystem(name, extractor=str(raw.get("extractor", "rules")), embedder=str(raw.get("embedder",
-                                                                                                     "default")))
+        return FactSystem(name, extractor=str(raw.get("extractor", "rules")),
+                          embedder=str(raw.get("embedder", "default")), rerank=rerank)  # fmt: skip
     extra = set(raw) - _EVENT_KEYS - SETTINGS_KEYS
     if extra:
         raise ConfigError(f"system {name!r}: {unknown_keys(extra, _EVENT_KEYS | SETTINGS_KEYS)}; build keys "
@@ -293,6 +324,7 @@ def system_from_config(raw: dict[str, Any]) -> EventSystem | FactSystem:
         embedder=str(raw.get("embedder", "default")),
         rendering=str(raw.get("rendering", "text")),
         fact_keys=str(raw["fact_keys"]) if raw.get("fact_keys") else None,
+        rerank=rerank,
     )
 
 
@@ -304,5 +336,6 @@ __all__ = [
     "FaissExactSystem",
     "System",
     "make_extractor",
+    "search_handle",
     "system_from_config",
 ]

@@ -25,7 +25,7 @@ def _run(n: int, seed: int, *, reranked: bool) -> tuple[pd.DataFrame, list[lab.Q
         questions.append(lab.Question(qid, "app", "u", f"question {i}", (f"e{i}",) if answerable else ()))
         if i in (0, 1):
             rows.append({"system": "s", "question_id": qid, "rank": 0, "unit_id": None, "event_ids": [],
-                         "distance": np.nan, "chars": 0, "latency_ms": 1.0, "plan": "", "rerank": np.nan})
+                         "distance": np.nan, "chars": 0, "latency_ms": 1.0, "plan": "", "rerank": np.nan})  # fmt: skip
             continue
         top = rng.normal(4.0, 1.0) if answerable else rng.normal(-4.0, 1.0)
         for rank in (1, 2, 3):
