@@ -252,7 +252,7 @@ class AnswerSweep(Sweep):
         table = table.drop(columns=["answer_accuracy_ci_low", "answer_accuracy_ci_high"]).rename(columns={
             "question_type": "type", "answer_accuracy": "accuracy", "answer_f1": "F1", "answer_errors": "errors",
             "answer_abstained": "abstained", "answer_tokens_per_question": "tokens/q",
-            "answer_seconds_per_question": "seconds/q"})  # fmt: skip
+            "answer_seconds_per_question": "seconds/q"}).astype({"errors": int})  # fmt: skip
         lines += [markdown_table(table),
                   "`accuracy`: the judge's verdicts over the graded questions (those without an error), with its 95% "
                   "bootstrap interval; `F1`: token F1 of the reply against the gold answer (a no-answer question "
