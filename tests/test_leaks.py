@@ -89,7 +89,7 @@ def test_a_base_url_with_a_password_is_refused_without_echoing_it():
 def test_an_unreachable_llm_endpoint_with_a_key_in_its_query_is_named_without_it():
     extractor = memlab.LlmExtractor(base_url=f"http://127.0.0.1:1/v1?api_key={MARK}", model="m", timeout=2)
     with pytest.raises(memlab.ExtractionError) as err:
-        extractor._post({})
+        extractor.extract([], session_id="s", registry=memlab.default_registry())
     assert MARK not in str(err.value) and "127.0.0.1" in str(err.value)
 
 

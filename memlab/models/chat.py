@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,12 +46,15 @@ class ChatClient:
     """Calls one `openai-chat` model. `cache_dir` defaults to model_cache_dir(); spec.cache false stores nothing.
     At most spec.concurrency requests are in flight per client, whoever calls it from how many threads."""
 
-    def __init__(self, spec: ModelSpec, cache_dir: Path | None = None) -> None:
+    def __init__(self, spec: ModelSpec, cache_dir: Path | None = None, *, api_key: str | None = None) -> None:
+        """`api_key` is for callers given a key rather than a variable's name (LlmExtractor's api_key=); it stays
+        private to the client and out of its repr."""
         if spec.kind != "openai-chat":
             raise ConfigError(f"model {spec.name!r} is a {spec.kind} model; a chat client needs kind openai-chat.")
         self.spec = spec
         self.cache = ReplyCache((cache_dir or model_cache_dir()) if spec.cache else None)
         self.requests_sent = 0
+        self._api_key = api_key
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(spec.concurrency)
 
@@ -70,8 +73,9 @@ class ChatClient:
                 "name": request.schema_name, "schema": request.json_schema, "strict": True}}  # fmt: skip
         return body
 
-    def complete(self, request: ChatRequest) -> ChatReply:
-        """The model's reply to one request, from the cache when this exact request was answered before."""
+    def complete(self, request: ChatRequest, *, cache_if: Callable[[str], bool] | None = None) -> ChatReply:
+        """The model's reply to one request, from the cache when this exact request was answered before.
+        `cache_if(text)` false keeps a reply the caller cannot use out of the cache, so a rerun asks again."""
         body = self.body(request)
         key = cache_key([self.spec.kind, self.spec.base_url, self.spec.model, body])
         hit = self.cache.get(key)
@@ -79,20 +83,23 @@ class ChatClient:
             return ChatReply(hit["text"], hit.get("prompt_tokens"), hit.get("completion_tokens"), 0.0, True)
         with self._slots:
             start = time.perf_counter()
-            reply = post_json(self.spec, "/chat/completions", body, on_send=self._count)
+            reply = post_json(self.spec, "/chat/completions", body, on_send=self._count, key=self._api_key)
             seconds = time.perf_counter() - start
         text, prompt_tokens, completion_tokens = self._parse(reply)
-        self.cache.put(key, {"text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+        if cache_if is None or cache_if(text):
+            self.cache.put(key, {"text": text, "prompt_tokens": prompt_tokens,
+                                 "completion_tokens": completion_tokens})  # fmt: skip
         return ChatReply(text, prompt_tokens, completion_tokens, seconds, False)
 
-    def complete_many(self, requests: Sequence[ChatRequest]) -> list[ChatReply | ModelError]:
+    def complete_many(self, requests: Sequence[ChatRequest], *, cache_if: Callable[[str], bool] | None = None
+                      ) -> list[ChatReply | ModelError]:  # fmt: skip
         """Replies in input order, spec.concurrency at a time; a failed item is its ModelError, the rest go on."""
         if not requests:
             return []
 
         def one(request: ChatRequest) -> ChatReply | ModelError:
             try:
-                return self.complete(request)
+                return self.complete(request, cache_if=cache_if)
             except ModelError as exc:
                 return exc
 
@@ -111,7 +118,7 @@ class ChatClient:
         if not isinstance(text, str):
             raise error(self.spec, f"the reply has no choices[0].message.content text ({str(reply)[:200]!r})",
                         "Is this an OpenAI-compatible chat endpoint, and the model a chat model?",
-                        "malformed")  # fmt: skip
+                        "malformed", self._api_key or "")  # fmt: skip
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         return text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
 

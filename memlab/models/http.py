@@ -27,10 +27,12 @@ def api_key(spec: ModelSpec) -> str:
     return os.environ.get(spec.api_key_env, "") if spec.api_key_env else ""
 
 
-def post_json(spec: ModelSpec, path: str, body: dict[str, Any], *, on_send: Callable[[], None] | None = None) -> Any:
+def post_json(spec: ModelSpec, path: str, body: dict[str, Any], *, on_send: Callable[[], None] | None = None,
+              key: str | None = None) -> Any:  # fmt: skip
     """POST `body` to `{base_url}{path}` and return the parsed JSON reply; ModelError after the retries.
-    `on_send` is called before every HTTP attempt (the client's request counter)."""
-    key = api_key(spec)
+    `on_send` is called before every HTTP attempt (the client's request counter); `key` overrides the spec's
+    api_key_env (the LLM extractor's api_key= argument)."""
+    key = api_key(spec) if key is None else key
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"

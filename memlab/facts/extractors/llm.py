@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from memlab.errors import ConfigError, MemlabError
 from memlab.facts.extractors.base import basis_for
 from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
+from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec, open_chat
 from memlab.redact import redact
 from memlab.types import Event
 
@@ -70,7 +70,10 @@ class ExtractionError(MemlabError):
 
 class LlmExtractor:
     """Settings resolve as argument, then environment (MEMLAB_LLM_BASE_URL, MEMLAB_LLM_MODEL,
-    MEMLAB_LLM_API_KEY or OPENAI_API_KEY), then error."""
+    MEMLAB_LLM_API_KEY or OPENAI_API_KEY), then error; or `from_spec` takes a model of the config's models:
+    section. The HTTP exchange is memlab.models' ChatClient (`.client`): its timeouts, retries, redaction and
+    cache; its failures become ExtractionError. Built from arguments, it neither retries nor caches (as before the
+    shared client); a spec says both. `usage` adds up calls, cache hits, tokens and seconds."""
 
     name = "llm"
 
@@ -82,65 +85,75 @@ class LlmExtractor:
         *,
         timeout: float = 120.0,
         json_schema: bool = True,
+        retries: int = 0,
+        cache_dir: Path | None = None,
     ) -> None:
-        self.base_url = (base_url or os.environ.get("MEMLAB_LLM_BASE_URL") or "").rstrip("/")
-        self.model = model or os.environ.get("MEMLAB_LLM_MODEL") or ""
-        self.api_key = api_key or os.environ.get("MEMLAB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
-        if urllib.parse.urlsplit(self.base_url).username is not None or "@" in urllib.parse.urlsplit(
-                self.base_url).netloc:  # fmt: skip
+        base_url = (base_url or os.environ.get("MEMLAB_LLM_BASE_URL") or "").rstrip("/")
+        model = model or os.environ.get("MEMLAB_LLM_MODEL") or ""
+        key = api_key or os.environ.get("MEMLAB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
+        if "@" in urllib.parse.urlsplit(base_url).netloc:
             raise ConfigError(
                 "the LLM base URL must not hold a user:password@ part (it would end up in messages and logs): give "
                 "the key as api_key= or in MEMLAB_LLM_API_KEY / OPENAI_API_KEY."
             )
-        if not self.base_url or not self.model:
+        if not base_url or not model:
             raise ConfigError(
                 "LlmExtractor needs a base URL and a model: pass base_url=/model= (memlab eval --llm-base-url "
                 "--llm-model) or set MEMLAB_LLM_BASE_URL and MEMLAB_LLM_MODEL, e.g. http://127.0.0.1:8080/v1."
             )
-        self.timeout = timeout
+        spec = ModelSpec(name=model, kind="openai-chat", base_url=base_url, model=model, timeout=timeout,
+                         retries=retries, concurrency=1, cache=cache_dir is not None)  # fmt: skip
+        self._setup(ChatClient(spec, cache_dir, api_key=key), json_schema, key)
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, cache_dir: Path | None = None, *, json_schema: bool = True) -> LlmExtractor:
+        """The extractor on a configured openai-chat model (its key from spec.api_key_env at every call)."""
+        extractor = cls.__new__(cls)
+        extractor._setup(open_chat(spec, cache_dir), json_schema, "")
+        return extractor
+
+    def _setup(self, client: ChatClient, json_schema: bool, key: str) -> None:
+        self.client = client
+        self.base_url = client.spec.base_url
+        self.model = client.spec.model
+        self.timeout = client.spec.timeout
         self.json_schema = json_schema
+        self._key = key
+        self.usage = {"calls": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+
+    def __repr__(self) -> str:
+        return f"LlmExtractor({self.base_url!r}, {self.model!r})"
+
+    def chat_request(
+        self, events: Sequence[Event], registry: PredicateRegistry, current_keys: Sequence[tuple[str, str]]
+    ) -> ChatRequest:
+        transcript = "\n".join(f"[{e.id}] {e.author}: {(e.text or '').strip()}" for e in events)
+        keys = "\n".join(f"- {s} {p}" for s, p in current_keys) or "(none yet)"
+        messages = [{"role": "system", "content": SYSTEM_PROMPT.format(registry=registry.describe(), keys=keys)},
+                    {"role": "user", "content": transcript}]  # fmt: skip
+        return ChatRequest(messages, json_schema=FACTS_SCHEMA if self.json_schema else None, schema_name="facts")
 
     def request_body(
         self, events: Sequence[Event], registry: PredicateRegistry, current_keys: Sequence[tuple[str, str]]
     ) -> dict:
-        transcript = "\n".join(f"[{e.id}] {e.author}: {(e.text or '').strip()}" for e in events)
-        keys = "\n".join(f"- {s} {p}" for s, p in current_keys) or "(none yet)"
-        body = {
-            "model": self.model,
-            "temperature": 0,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT.format(registry=registry.describe(), keys=keys)},
-                {"role": "user", "content": transcript},
-            ],
-        }
-        if self.json_schema:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "facts", "schema": FACTS_SCHEMA, "strict": True},
-            }
-        return body
+        """The JSON sent to the endpoint for one session."""
+        return self.client.body(self.chat_request(events, registry, current_keys))
 
-    def _post(self, body: dict) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(
-            f"{self.base_url}/chat/completions", data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
+    def complete(self, request: ChatRequest, *, cache_if: Callable[[str], bool] | None = None) -> ChatReply:
+        """One chat exchange through the client, counted in `usage`; a failure is an ExtractionError."""
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            detail = redact(exc.read().decode("utf-8", "replace"), [self.api_key])[:300]  # redacted, then cut
-            raise ExtractionError(f"{self.base_url}: HTTP {exc.code} from the chat endpoint: {detail}",
-                                  [self.api_key]) from exc
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise ExtractionError(
-                f"{self.base_url}: cannot reach the chat endpoint ({exc}). Start the server or fix --llm-base-url.",
-                [self.api_key]) from exc
-        except json.JSONDecodeError as exc:
-            raise ExtractionError(f"{self.base_url}: the endpoint did not answer with JSON ({exc}).",
-                                  [self.api_key]) from exc
+            reply = self.client.complete(request, cache_if=cache_if)
+        except ModelError as exc:
+            raise ExtractionError(str(exc), [self._key]) from None
+        self.count(reply)
+        return reply
+
+    def count(self, reply: ChatReply) -> None:
+        self.usage["calls"] += 1
+        self.usage["cached"] += int(reply.cached)
+        self.usage["prompt_tokens"] += reply.prompt_tokens or 0
+        self.usage["completion_tokens"] += reply.completion_tokens or 0
+        self.usage["seconds"] += reply.seconds
 
     def extract(
         self,
@@ -150,14 +163,15 @@ class LlmExtractor:
         registry: PredicateRegistry,
         current_keys: Sequence[tuple[str, str]] = (),
     ) -> list[Candidate]:
-        reply = self._post(self.request_body(events, registry, current_keys))
-        try:
-            content = reply["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ExtractionError(f"{self.base_url}: reply has no choices[0].message.content: "
-                                  f"{redact(repr(reply), [self.api_key])[:300]}",
-                                  [self.api_key]) from exc
-        return parse_facts(content, events, session_id, source=self.base_url)
+        def usable(text: str) -> bool:  # a reply that does not parse is not cached: a rerun asks again
+            try:
+                parse_facts(text, events, session_id)
+            except ExtractionError:
+                return False
+            return True
+
+        reply = self.complete(self.chat_request(events, registry, current_keys), cache_if=usable)
+        return parse_facts(reply.text, events, session_id, source=self.base_url)
 
 
 def reply_json(content: object) -> tuple[Any, str]:

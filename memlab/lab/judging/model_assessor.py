@@ -1,10 +1,12 @@
-"""An optional model assessor: a chat endpoint (the client the LLM extractor uses, so the same settings and
-MEMLAB_LLM_* variables) judges every pooled hit of a pool under its own assessor id, `model:<model>`, writing the
-same judgments file a person exports from judge.html. Where a person and the model judged the same events, their
-agreement is Cohen's kappa (`agreement`): how far the model can stand in for a person on this data.
+"""An optional model assessor: a chat model (memlab.models' ChatClient, the client the LLM extractor uses: a
+configured model, or an LlmExtractor's settings and MEMLAB_LLM_* variables) judges every pooled hit of a pool
+under its own assessor id, `model:<model>`, writing the same judgments file a person exports from judge.html.
+Where a person and the model judged the same events, their agreement is Cohen's kappa (`agreement`): how far the
+model can stand in for a person on this data.
 
-One call per (query, hit); the reply must be JSON `{"relevant": true|false}`, anything else is an error naming
-the query and the event (a reply quietly read as "not relevant" would bias every figure made from it)."""
+One call per (query, hit), up to the model's concurrency at a time; the reply must be JSON
+`{"relevant": true|false}`, anything else is an error naming the query and the event (a reply quietly read as
+"not relevant" would bias every figure made from it)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from memlab.facts.extractors.llm import ExtractionError, LlmExtractor, reply_jso
 from memlab.lab.judging.judgments import write_judgments  # noqa: F401  (memlab.lab exports it from here)
 from memlab.lab.judging.pool_file import Pool
 from memlab.lab.judging.query_file import json_lines
+from memlab.models import ChatClient, ChatRequest, ModelError
 from memlab.redact import redact
 
 RELEVANCE_SCHEMA = {"type": "object", "properties": {"relevant": {"type": "boolean"}}, "required": ["relevant"],
@@ -30,40 +33,46 @@ Answer with JSON only: {"relevant": true} or {"relevant": false}."""
 
 
 def _verdict(content: str, where: str) -> int:
-    try:
-        value, text = reply_json(content)
-    except json.JSONDecodeError:
-        value, text = None, (content or "").strip()
-    if not isinstance(value, dict) or not isinstance(value.get("relevant"), bool):
+    verdict = _read_verdict(content)
+    if verdict is None:
+        text = (content or "").strip()
         raise ExtractionError(f"{where}: the model's reply is not {{\"relevant\": true|false}}: "
                               f"{redact(text)[:200]!r}")  # fmt: skip
+    return verdict
+
+
+def _read_verdict(content: str) -> int | None:
+    try:
+        value, _ = reply_json(content)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("relevant"), bool):
+        return None
     return int(value["relevant"])
 
 
-def model_judgments(pool: Pool, client: LlmExtractor) -> list[dict[str, Any]]:
-    """The model's judgment of every pooled hit, as judgments-file lines (assessor `model:<model>`)."""
+def model_judgments(pool: Pool, client: ChatClient | LlmExtractor) -> list[dict[str, Any]]:
+    """The model's judgment of every pooled hit, as judgments-file lines (assessor `model:<model>`). A reply
+    that is not a verdict is kept out of the model cache and raises, naming the query and the event."""
+    chat = client.client if isinstance(client, LlmExtractor) else client
+    schema = RELEVANCE_SCHEMA if not isinstance(client, LlmExtractor) or client.json_schema else None
+    items = [(query, hit) for query in pool.queries for hit in query["hits"]]
+    requests = [ChatRequest([{"role": "system", "content": PROMPT},
+                             {"role": "user", "content": f"Query (asked {query.get('asked_at')}): {query['text']}"
+                                                         f"\n\nMemory ({hit.get('author')}, {hit.get('at')}): "
+                                                         f"{hit.get('text')}"}],
+                            json_schema=schema, schema_name="relevance") for query, hit in items]  # fmt: skip
+    replies = chat.complete_many(requests, cache_if=lambda text: _read_verdict(text) is not None)
     out = []
-    for query in pool.queries:
-        repeats = [h["event_id"] for h in query["hits"]]
-        for hit in query["hits"]:
-            body: dict[str, Any] = {"model": client.model, "temperature": 0, "messages": [
-                {"role": "system", "content": PROMPT},
-                {"role": "user", "content": f"Query (asked {query.get('asked_at')}): {query['text']}\n\nMemory "
-                                            f"({hit.get('author')}, {hit.get('at')}): {hit.get('text')}"}]}  # fmt: skip
-            if client.json_schema:
-                body["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": "relevance", "schema": RELEVANCE_SCHEMA, "strict": True}}  # fmt: skip
-            reply = client._post(body)  # the extractor's HTTP exchange: settings, redaction and errors as there
-            where = f"{client.base_url}: query {query['query_id']!r}, event {hit['event_id']!r}"
-            try:
-                content = reply["choices"][0]["message"]["content"]
-            except (KeyError, IndexError, TypeError):
-                raise ExtractionError(f"{where}: reply has no choices[0].message.content") from None
-            line = {"query": query["query_id"], "event_id": hit["event_id"], "relevance": _verdict(content, where),
-                    "assessor": f"model:{client.model}", "time": datetime.now(UTC).isoformat(timespec="seconds")}
-            if repeats.count(hit["event_id"]) > 1:
-                line["session"] = hit["session"]
-            out.append(line)
+    for (query, hit), reply in zip(items, replies, strict=True):
+        where = f"{chat.spec.base_url}: query {query['query_id']!r}, event {hit['event_id']!r}"
+        if isinstance(reply, ModelError):
+            raise ExtractionError(f"{where}: {reply}")
+        line = {"query": query["query_id"], "event_id": hit["event_id"], "relevance": _verdict(reply.text, where),
+                "assessor": f"model:{chat.spec.model}", "time": datetime.now(UTC).isoformat(timespec="seconds")}
+        if [h["event_id"] for h in query["hits"]].count(hit["event_id"]) > 1:
+            line["session"] = hit["session"]
+        out.append(line)
     return out
 
 

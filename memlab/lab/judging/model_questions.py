@@ -1,6 +1,7 @@
 """Generated questions written by a model: for each session, one turn is chosen (seeded, so a rerun picks the same
-turns) and a chat endpoint (the client the LLM extractor uses: same settings, MEMLAB_LLM_* variables, redaction)
-writes a question that turn answers. The generator's id is `model:<model>`.
+turns) and a chat model (memlab.models' ChatClient, the client the LLM extractor uses: a configured model, or an
+LlmExtractor's settings and MEMLAB_LLM_* variables) writes a question that turn answers, sessions asked up to the
+model's concurrency at a time. The generator's id is `model:<model>`.
 
 The reply is checked, never trusted: it must be JSON `{"question": str, "evidence": [event ids]}`, and every
 evidence id must be an event of that session. A reply that fails is not an error for the whole run (a model gets
@@ -17,6 +18,7 @@ from memlab.events.filters import holds_secret
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor, reply_json
 from memlab.lab.dataset import Dataset
 from memlab.lab.judging.generated import Generation, add_question, ask_times
+from memlab.models import ChatClient, ChatRequest, ModelError
 from memlab.types import Event, Session
 
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"},
@@ -46,15 +48,11 @@ def chosen_turn(session: Session, seed: int) -> Event | None:
     return random.Random(f"{seed}\x1f{session.app_name}\x1f{session.user_id}\x1f{session.id}").choice(pool)
 
 
-def request_body(client: LlmExtractor, session: Session, turn: Event) -> dict[str, Any]:
+def chat_request(session: Session, turn: Event, *, json_schema: bool = True) -> ChatRequest:
     lines = [f"[{e.id}] {e.author}{' (CHOSEN)' if e.id == turn.id else ''}: {(e.text or '').strip()}"
              for e in session.events if e.text and e.text.strip()]  # fmt: skip
-    body: dict[str, Any] = {"model": client.model, "temperature": 0, "messages": [
-        {"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]}  # fmt: skip
-    if client.json_schema:
-        body["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": "question", "schema": QUESTION_SCHEMA, "strict": True}}  # fmt: skip
-    return body
+    return ChatRequest([{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}],
+                       json_schema=QUESTION_SCHEMA if json_schema else None, schema_name="question")  # fmt: skip
 
 
 def check_reply(content: Any, session: Session) -> tuple[str, list[str]] | str:
@@ -77,24 +75,27 @@ def check_reply(content: Any, session: Session) -> tuple[str, list[str]] | str:
     return " ".join(question.split()), list(dict.fromkeys(evidence))
 
 
-def model_questions(source: Dataset, client: LlmExtractor, *, seed: int = 0) -> Generation:
+def model_questions(source: Dataset, client: ChatClient | LlmExtractor, *, seed: int = 0) -> Generation:
     """One question per session of `source`, written by the model from a chosen turn (see the module docstring).
     `made` counts questions kept; `skipped` counts sessions lost, by reason. An endpoint that cannot be reached
     or answers without a message raises ExtractionError: that is the setup, not one bad reply."""
-    generation = Generation(f"model:{client.model}")
+    chat = client.client if isinstance(client, LlmExtractor) else client
+    json_schema = client.json_schema if isinstance(client, LlmExtractor) else True
+    generation = Generation(f"model:{chat.spec.model}")
     asked = ask_times(source)
+    chosen = []
     for session in source.sessions():
         turn = chosen_turn(session, seed)
         if turn is None:
             generation.skipped[NO_TURN] += 1
-            continue
-        reply = client._post(request_body(client, session, turn))  # the extractor's HTTP exchange and errors
-        try:
-            content = reply["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            raise ExtractionError(f"{client.base_url}: session {session.id!r}: reply has no "
-                                  "choices[0].message.content") from None  # fmt: skip
-        checked = check_reply(content, session)
+        else:
+            chosen.append((session, turn))
+    replies = chat.complete_many([chat_request(s, t, json_schema=json_schema) for s, t in chosen],
+                                 cache_if=lambda text: _is_json(text))  # fmt: skip
+    for (session, _), reply in zip(chosen, replies, strict=True):
+        if isinstance(reply, ModelError):
+            raise ExtractionError(f"{chat.spec.base_url}: session {session.id!r}: {reply}")
+        checked = check_reply(reply.text, session)
         if isinstance(checked, str):
             generation.skipped[checked] += 1
             continue
@@ -104,3 +105,12 @@ def model_questions(source: Dataset, client: LlmExtractor, *, seed: int = 0) -> 
                          asked[(session.app_name, session.user_id)], (session.id, event_id))  # fmt: skip
         generation.made["model"] += 1
     return generation
+
+
+def _is_json(text: str) -> bool:
+    """A reply worth caching: JSON (what it says is checked per session, and a rerun would say the same)."""
+    try:
+        reply_json(text)
+    except json.JSONDecodeError:
+        return False
+    return True
