@@ -80,6 +80,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_synth_gold.py", "memlab.lab.synth"): "round-trips gold candidates through the synth JSON form",
     ("tests/lab/test_synth_gold.py", "memlab.lab.synth.generator"): "checks gold candidates against the FACTS specs",
     ("tests/lab/test_synth_gold.py", "memlab.lab.systems"): "builds the labelled extractor as the workbench does",
+    ("tests/models/test_models_config.py", "memlab.lab.systems"): "make_extractor picks the LLM extractor by "
+    "llm.model_ref (a whole fact run per case would cost an ingest)",
     ("tests/lab/test_synth.py", "memlab.lab.synth"): "unit test of the synth generator's labels and text I/O",
     ("tests/lab/test_event_identity.py", "memlab.lab.synth"): "the synth text helpers (transcript, explained "
     "questions) on event ids repeated across sessions",

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +23,21 @@ from memlab.lab.config_checks import (
     check_dataset_values,
     check_distinct_files,
     check_distinct_runs,
+    check_llm_model,
     check_option_values,
     check_system_values,
     check_top_values,
 )
+from memlab.lab.loaders import resolve_path
 from memlab.lab.suggest import did_you_mean, unknown_keys
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.systems import system_from_config
 from memlab.lab.yaml_bounds import load_yaml_file, load_yaml_text
+from memlab.models import ModelSpec, parse_models
 
 SUITES_DIR = Path(__file__).with_name("suites")
-TOP_KEYS = {"name", "description", "k", "out", "embedders", "datasets", "systems", "sweeps", "options", "llm"}
+TOP_KEYS = {"name", "description", "k", "out", "embedders", "datasets", "systems", "sweeps", "options", "llm",
+            "models"}  # fmt: skip
 
 
 @dataclass
@@ -46,6 +50,7 @@ class ExperimentConfig:
     source: str = ""
     overrides: list[str] = field(default_factory=list)  # the --set assignments applied to `raw`
     skipped: list[str] = field(default_factory=list)  # optional data sets left out: no `path` given
+    models: dict[str, ModelSpec] = field(default_factory=dict)  # the `models:` section, checked, by name
 
     @property
     def name(self) -> str:
@@ -125,7 +130,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
     try:
         return _parse_config(raw, source=source, base_dirs=base_dirs, overrides=overrides)
     except ConfigError as exc:
-        culprit = _blamed_override(raw, source, overrides or [], exc)
+        culprit = _blamed_override(raw, source, overrides or [], exc, base_dirs)
         if culprit is None:
             raise
         text = str(exc)
@@ -133,22 +138,23 @@ def parse_config(raw: Any, *, source: str = "<config>", base_dirs: list[Path] | 
         raise ConfigError(f"--set {culprit}: {text}") from None
 
 
-def _outcome(raw: Any, source: str, overrides: list[str]) -> str | None:
+def _outcome(raw: Any, source: str, overrides: list[str], base_dirs: list[Path] | None) -> str | None:
     """The error a config gives with these overrides (None when it is valid)."""
     try:
-        _parse_config(raw, source=source, overrides=overrides)
+        _parse_config(raw, source=source, overrides=overrides, base_dirs=base_dirs)
     except ConfigError as exc:
         return str(exc)
     return None
 
 
-def _blamed_override(raw: Any, source: str, overrides: list[str], error: ConfigError) -> str | None:
+def _blamed_override(raw: Any, source: str, overrides: list[str], error: ConfigError,
+                     base_dirs: list[Path] | None = None) -> str | None:  # fmt: skip
     """The override the error comes from: the last one whose removal changes the outcome (the config passes, or
     fails another way). None when the file alone is at fault, or the error already names its override."""
     if not overrides or str(error).startswith("--set "):
         return None
     for i in reversed(range(len(overrides))):
-        if _outcome(raw, source, overrides[:i] + overrides[i + 1:]) != str(error):
+        if _outcome(raw, source, overrides[:i] + overrides[i + 1:], base_dirs) != str(error):
             return overrides[i]
     return None
 
@@ -201,6 +207,8 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
                           f"{did_you_mean(wrong, SWEEPS) if wrong is not None else ''}")  # fmt: skip
     check_option_values(options, source)
     check_distinct_files("embedders", [e["name"] for e in embedders], source)  # a models sweep names systems so
+    models = parse_models(_model_paths(data.get("models"), base_dirs or []), source)
+    check_llm_model(data.get("llm"), models, source)
     for sweep, settings in options.items():  # a sweep that checks its settings does so now, before any work
         with _as_config_error(f"{source}: options.{sweep}"):
             SWEEPS[sweep].check_options(settings or {}, source)
@@ -215,6 +223,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         "sweeps": sweeps,
         "options": options,
         "llm": data.get("llm"),
+        "models": [asdict(spec) for spec in models.values()],  # names of key variables only, never a key
     }
     # fail now, before a database is opened, on a bad system entry
     for i, entry in enumerate(systems):
@@ -227,7 +236,23 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
-    return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped)
+    return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped, models)
+
+
+def _model_paths(entries: Any, base_dirs: list[Path]) -> Any:
+    """The `models:` entries with a cross-encoder's relative `path` found as data set paths are: against the
+    config's folder, then the memlab checkout (a path found nowhere is left for parse_models to name)."""
+    if not isinstance(entries, list):
+        return entries
+    out = []
+    for entry in entries:
+        path = entry.get("path") if isinstance(entry, dict) else None
+        local = isinstance(entry, dict) and entry.get("kind") == "cross-encoder"
+        if local and isinstance(path, str) and path and not Path(path).expanduser().is_absolute():
+            with suppress(ConfigError):
+                entry = {**entry, "path": str(resolve_path(path, base_dirs, f"model {entry.get('name')!r}"))}
+        out.append(entry)
+    return out
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:

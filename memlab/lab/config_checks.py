@@ -14,6 +14,7 @@ from memlab.errors import ConfigError
 from memlab.lab.loaders import check_spec
 from memlab.lab.runs import slug
 from memlab.lab.suggest import unknown_keys
+from memlab.models import ModelSpec
 from memlab.types import SearchSettings
 
 NAME_LIMIT = 100  # characters of an experiment's name (it becomes a folder name)
@@ -265,9 +266,24 @@ def check_option_values(options: dict[str, Any], source: str) -> None:
 
 
 def check_top_values(data: dict[str, Any], source: str) -> None:
-    """The top-level values other than the lists: name, description, out, llm."""
+    """The top-level values other than the lists: name, description, out, llm (models: memlab.models checks)."""
     check_experiment_name(data.get("name"), source)
     check_text(f"{source}: description", data.get("description"), optional=True, limit=TEXT_LIMIT)
     check_text(f"{source}: out", data.get("out"), optional=True, limit=4096)
     if data.get("llm") is not None and not isinstance(data["llm"], dict):
         raise ConfigError(f"{source}: llm must be a mapping (base_url, model, ...), got {_shown(data['llm'])}")
+
+
+def check_llm_model(llm: Any, models: dict[str, ModelSpec], source: str) -> None:
+    """`llm: {model_ref: NAME}` names an openai-chat entry of `models:` (the LLM extractor then uses it, its
+    cache and retries); otherwise llm gives base_url and model itself, as before."""
+    if not isinstance(llm, dict) or llm.get("model_ref") is None:
+        return
+    ref = llm["model_ref"]
+    chat = sorted(n for n, s in models.items() if s.kind == "openai-chat")
+    if ref not in models or models[ref].kind != "openai-chat":
+        raise ConfigError(f"{source}: llm.model_ref {_shown(ref)} is not an openai-chat model of the models: "
+                          f"section; openai-chat models configured: {chat or 'none'}")  # fmt: skip
+    if set(llm) - {"model_ref"}:
+        raise ConfigError(f"{source}: llm.model_ref takes base_url, model and the rest from models.{ref}; drop "
+                          f"{', '.join(sorted(set(llm) - {'model_ref'}))} from llm")  # fmt: skip

@@ -40,6 +40,7 @@ from memlab.lab.runs import Run, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
 from memlab.lab.systems import CutoffSystem, Env, system_from_config
+from memlab.models import model_cache_dir
 from memlab.storage.store import scratch_store
 
 
@@ -90,6 +91,16 @@ def make_embedders(specs: list[dict[str, Any]], *, home: str | Path | None = Non
     if "default" not in out and out:
         out["default"] = next(iter(out.values()))
     return out, skipped
+
+
+def model_env(store: memlab.Store, embedders: dict[str, Embedder], config: ExperimentConfig, *, k: int,
+              home: str | Path | None = None) -> Env:  # fmt: skip
+    """The Env a run builds systems in, with the config's models (one client per model per run) and the LLM
+    extractor's settings; model replies are cached under `home`'s (else MEMLAB_HOME's) cache/models."""
+    cache = model_cache_dir(home)
+    options = {"llm": config.resolved.get("llm"), "models": config.models, "model_cache": cache}
+    return Env(store, embedders, k=k, progress=False, extractor_options=options, models=config.models,
+               model_cache=cache)  # fmt: skip
 
 
 def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]) -> list:
@@ -176,7 +187,7 @@ def run_experiment(
     with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps:
         manifest["versions"] = _versions(store)
         # one overall display: the per-step bars (ingest, questions, extraction) stay off
-        env = Env(fresh, embedders, k=cfg["k"], progress=False, extractor_options={"llm": cfg.get("llm")})
+        env = model_env(fresh, embedders, config, k=cfg["k"], home=home)
         work = []
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory

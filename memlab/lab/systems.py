@@ -12,7 +12,9 @@ its query arguments (how it is searched: strategy, ef_search, iterative scan, cu
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -32,6 +34,7 @@ from memlab.lab.dataset import Dataset, Question
 from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.rerank import Reranking, RerankSpec, parse_rerank, rerank_search, reranking
 from memlab.lab.suggest import unknown_keys
+from memlab.models import ChatClient, ModelSpec, Reranker, open_chat, open_reranker
 from memlab.storage.store import Store
 from memlab.types import Hit, Hits, SearchSettings
 
@@ -41,21 +44,47 @@ GRANULARITIES = ("event", "chunk", "session")
 
 @dataclass
 class Env:
-    """What systems are built in: the store, the configured embedders by name, k, and a cache of built handles
-    (one ingest per build key and data set)."""
+    """What systems are built in: the store, the configured embedders by name, k, the configured models by name
+    (one client each per run, replies cached in `model_cache`, default model_cache_dir()), and a cache of built
+    handles (one ingest per build key and data set)."""
 
     store: Store
     embedders: dict[str, Embedder]
     k: int = 10
     progress: bool = False
     extractor_options: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    model_cache: Path | None = None
     _built: dict[tuple, Any] = field(default_factory=dict)
+    _clients: dict[str, Any] = field(default_factory=dict)
+    _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def embedder(self, name: str) -> Embedder:
         try:
             return self.embedders[name]
         except KeyError:
             raise ConfigError(f"no embedder named {name!r}; configured: {sorted(self.embedders)}") from None
+
+    def chat(self, name: str) -> ChatClient:
+        """The chat client of the configured model `name` (kind openai-chat), the same one for the whole run."""
+        return self._client(name, ("openai-chat",), open_chat)
+
+    def reranker(self, name: str) -> Reranker:
+        """The re-ranker of the configured model `name` (kind openai-rerank or cross-encoder), one per run."""
+        return self._client(name, ("openai-rerank", "cross-encoder"), open_reranker)
+
+    def _client(self, name: str, kinds: tuple[str, ...], make: Any) -> Any:
+        spec = self.models.get(name)
+        if spec is None:
+            raise ConfigError(f"no model named {name!r} in the config's models: section; configured: "
+                              f"{sorted(self.models) or 'none'}")  # fmt: skip
+        if spec.kind not in kinds:
+            raise ConfigError(f"model {name!r} is of kind {spec.kind}; this needs {' or '.join(kinds)}; "
+                              f"configured: {', '.join(f'{n} ({s.kind})' for n, s in sorted(self.models.items()))}")
+        with self._clients_lock:  # one client per model even when sweeps ask from several threads
+            if name not in self._clients:
+                self._clients[name] = make(spec, self.model_cache)
+            return self._clients[name]
 
     def handle(self, system: System, dataset: Dataset) -> Any:
         key = (dataset.name, *system.build_key())
@@ -208,8 +237,12 @@ def make_extractor(name: str, dataset: Dataset, options: dict[str, Any]):
         return LabelledExtractor.from_set(dataset)
     if name == "llm":
         llm = options.get("llm") or {}
+        models = options.get("models") or {}
+        if llm.get("model_ref") in models:  # a models: entry: its timeout, retries, key variable and cache
+            return LlmExtractor.from_spec(models[llm["model_ref"]], options.get("model_cache"))
         if not llm.get("base_url") or not llm.get("model"):
-            raise ConfigError("extractor llm needs `llm: {base_url: ..., model: ...}` in the config")
+            raise ConfigError("extractor llm needs `llm: {model_ref: NAME}` (an openai-chat entry of models:) or "
+                              "`llm: {base_url: ..., model: ...}` in the config")  # fmt: skip
         return LlmExtractor(llm["base_url"], llm["model"])
     raise ConfigError(f"unknown extractor {name!r}; use one of {EXTRACTORS}")
 

@@ -24,12 +24,12 @@ from memlab.errors import ConfigError, FixtureError
 from memlab.lab.asking import QueryVectors, ask
 from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset, Question, UserHistory
-from memlab.lab.experiment import make_embedders
+from memlab.lab.experiment import make_embedders, model_env
 from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.pool_file import POOL_KIND, POOL_VERSION
 from memlab.lab.judging.query_file import Query, read_queries
 from memlab.lab.loaders import check_spec, load_dataset, resolve_path
-from memlab.lab.systems import Env, system_from_config
+from memlab.lab.systems import system_from_config
 from memlab.storage.store import Store, scratch_store
 from memlab.types import Event
 
@@ -101,7 +101,7 @@ def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int,
     events = _event_index(data)
     found: dict[str, dict[tuple[str | None, str], list[dict[str, Any]]]] = {q.query_id: {} for q in queries}
     with scratch_store(store, prefix="memlab_pool") as fresh:
-        env = Env(fresh, embedders, k=depth, extractor_options={"llm": cfg.get("llm")})
+        env = model_env(fresh, embedders, config, k=depth, home=home)
         vectors = QueryVectors(env)
         for system in systems:
             frame = ask(env, system, data, vectors, depth)
