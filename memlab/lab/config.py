@@ -212,6 +212,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
     for sweep, settings in options.items():  # a sweep that checks its settings does so now, before any work
         with _as_config_error(f"{source}: options.{sweep}"):
             SWEEPS[sweep].check_options(settings or {}, source)
+            SWEEPS[sweep].check_models(settings or {}, models, source)  # names of `models:` entries it calls
     resolved = {
         "name": str(data.get("name") or Path(source).stem or "experiment"),
         "description": data.get("description", ""),

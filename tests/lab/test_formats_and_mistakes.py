@@ -140,7 +140,9 @@ def test_every_option_a_sweep_reads_is_a_known_key(tmp_path):
     assert set(settings) == set(lab.SWEEPS)
     for sweep, options in settings.items():
         lab.parse_config({"name": "x", "datasets": [{"name": "d", "format": "memlab", "path": str(EXAMPLE_JSONL)}],
-                          "sweeps": [sweep], "options": {sweep: {**options, "datasets": ["d"]}}})  # fmt: skip
+                          "sweeps": [sweep], "options": {sweep: {**options, "datasets": ["d"]}},
+                          "models": [{"name": "m", "kind": "openai-chat", "base_url": "http://127.0.0.1:9/v1",
+                                      "model": "m"}]})  # fmt: skip
     for name in lab.suite_names():
         lab.load_suite(name)
 

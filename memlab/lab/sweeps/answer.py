@@ -40,7 +40,7 @@ from memlab.lab.sweeps.base import Sweep, SweepContext
 from memlab.lab.systems import Env
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import bootstrap_ci
-from memlab.models import ChatReply, ChatRequest, ModelError
+from memlab.models import ChatReply, ChatRequest, ModelError, ModelSpec
 from memlab.types import Event
 
 TABLE = "answers"
@@ -215,6 +215,14 @@ class AnswerSweep(Sweep):
                                     or not all(isinstance(s, str) and s for s in systems)):  # fmt: skip
             raise ConfigError(f"{source}: options.answer.systems must be a non-empty list of system names, got "
                               f"{systems!r}")  # fmt: skip
+
+    def check_models(self, options: dict[str, Any], models: dict[str, ModelSpec], source: str) -> None:
+        chat = sorted(n for n, spec in models.items() if spec.kind == "openai-chat")
+        for key in ("reader", "judge"):
+            name = options.get(key)
+            if name is not None and (name not in models or models[name].kind != "openai-chat"):
+                raise ConfigError(f"{source}: options.answer.{key} {name!r} is not an openai-chat model of the "
+                                  f"models: section; openai-chat models configured: {chat or 'none'}")  # fmt: skip
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip

@@ -18,6 +18,7 @@ from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
 from memlab.lab.scoring import SCORE_COLUMNS
 from memlab.lab.systems import Env, System
+from memlab.models import ModelSpec
 
 
 @dataclass
@@ -42,6 +43,10 @@ class Sweep:
 
     def check_options(self, options: dict[str, Any], source: str) -> None:
         """Refuse bad options when the config is read, before any work (raise ConfigError)."""
+
+    def check_models(self, options: dict[str, Any], models: dict[str, ModelSpec], source: str) -> None:
+        """Refuse options naming a model the config's `models:` section lacks, or one of the wrong kind (raise
+        ConfigError), when the config is read."""
 
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
         """Systems to run on `dataset` besides the configured ones (names already taken are skipped)."""
