@@ -39,7 +39,8 @@ class ModelServer:
         self.rerank_top_n: int | None = None  # answer only the best n documents
         self.slow_seconds = 1.0
         self.flaky_failures = 2
-        self.gather = 0  # hold each request until this many are in flight (or 2 s passed): shows concurrency
+        self.gather = 0  # hold requests until this many were in flight at once (or 2 s passed): shows overlap
+        self.hold_seconds = 0.0  # each request stays in flight this long (more overlap when a client has no limit)
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Condition()
@@ -57,7 +58,8 @@ class ModelServer:
                     outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
                     outer._lock.notify_all()
                     if outer.gather:
-                        outer._lock.wait_for(lambda: outer.in_flight >= outer.gather, timeout=2)
+                        outer._lock.wait_for(lambda: outer.max_in_flight >= outer.gather, timeout=2)
+                time.sleep(outer.hold_seconds)
                 try:
                     status, payload = outer.answer(self.path, body, calls, self.headers.get("Authorization"))
                     if outer.mode == "slow":

@@ -98,7 +98,7 @@ def test_a_flaky_server_succeeds_after_retries(model_server):
 def test_complete_many_keeps_order_returns_an_error_per_failed_item_and_honours_the_concurrency(model_server):
     model_server.chat_reply = lambda body: (None if "bad" in body["messages"][-1]["content"]
                                             else body["messages"][-1]["content"].upper())  # fmt: skip
-    model_server.gather = 2
+    model_server.gather, model_server.hold_seconds = 2, 0.05
     client = open_chat(spec(model_server.base_url, concurrency=2, cache=False, retries=0))
     texts = ["one", "two", "bad three", "four", "five", "six"]
     replies = client.complete_many([ask(t) for t in texts])
