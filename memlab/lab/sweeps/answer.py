@@ -13,6 +13,7 @@ disk cache makes a second run of the same config send no request at all."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from memlab.lab.sweeps.base import Sweep, SweepContext
 from memlab.lab.systems import Env
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import bootstrap_ci
-from memlab.models import ChatReply, ChatRequest, ModelError, ModelSpec
+from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec
 from memlab.types import Event
 
 TABLE = "answers"
@@ -77,8 +78,25 @@ def _context(hits: pd.DataFrame, question: Question, events: dict[tuple, Event])
     return items
 
 
+def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest]) -> list[ChatReply | ModelError]:
+    """Each distinct request sent once (two systems that retrieve the same hits give the reader the same prompt),
+    the replies handed back in input order; at most the model's concurrency in flight."""
+    keys = [json.dumps([r.messages, r.json_schema, r.schema_name, r.max_tokens], sort_keys=True) for r in requests]
+    unique = dict(zip(keys, requests, strict=True))
+    replies = dict(zip(unique, client.complete_many(list(unique.values())), strict=True))
+    return [replies[key] for key in keys]
+
+
+def _has_gold(question: Question) -> bool:
+    """Whether the question has a gold answer text (labels read back from parquet hold NaN for none)."""
+    return isinstance(question.answer, str) and bool(question.answer.strip())
+
+
 def _reply_error(reply: ChatReply | ModelError | BaseException, who: str) -> str | None:
-    return f"{who}: {reply}" if isinstance(reply, BaseException) else None
+    """`reader (timeout): ...`: who failed, the ModelError's kind, its one-line message."""
+    if not isinstance(reply, BaseException):
+        return None
+    return f"{who} ({getattr(reply, 'kind', 'error')}): {reply}"
 
 
 def _tokens(reply: ChatReply | None) -> float:
@@ -107,7 +125,7 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
     reader, judge = env.chat(reader_name), env.chat(judge_name)
     k = min(int(options.get("k", DEFAULT_K)), env.k)
     events = {(s.app_name, s.user_id, s.id, e.id): e for s in dataset.sessions() for e in s.events}
-    graded = [q for q in dataset.questions if not q.answerable or (q.answer or "").strip()]
+    graded = [q for q in dataset.questions if not q.answerable or _has_gold(q)]
     cases: list[tuple[str, Question]] = []
     requests: list[ChatRequest] = []
     for system in systems:
@@ -118,7 +136,7 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
             hits = by_question.get(q.id, frame.iloc[:0])
             cases.append((system, q))
             requests.append(ChatRequest(reader_messages(q, _context(hits, q, events)), max_tokens=READER_TOKENS))
-    answers = reader.complete_many(requests)
+    answers = _complete_unique(reader, requests)
     rows = []
     to_judge: list[int] = []
     for (system, q), reply in zip(cases, answers, strict=True):
@@ -140,7 +158,7 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
         elif ok is not None:
             to_judge.append(len(rows))
         rows.append(row)
-    verdicts = judge.complete_many([
+    verdicts = _complete_unique(judge, [
         ChatRequest(judge_messages(cases[i][1], rows[i]["answer"]), json_schema=VERDICT_SCHEMA, schema_name="verdict",
                     max_tokens=JUDGE_TOKENS) for i in to_judge])  # fmt: skip
     for i, reply in zip(to_judge, verdicts, strict=True):
@@ -152,7 +170,7 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
         try:
             verdict = parse_verdict(reply.text)
         except VerdictError as exc:
-            row["error"] = f"judge: {exc}"
+            row["error"] = f"judge (malformed): {exc}"
             continue
         row.update(verdict=verdict.correct, judge_reason=verdict.reason)
     frame = pd.DataFrame(rows)
@@ -248,7 +266,7 @@ class AnswerSweep(Sweep):
         if frame is None:
             return None
         lines = [_models_line(frame, options)]
-        skipped = sum(1 for q in folder.questions(dataset) if q.answerable and not (q.answer or "").strip())
+        skipped = sum(1 for q in folder.questions(dataset) if q.answerable and not _has_gold(q))
         if skipped:
             lines.append(f"{skipped} answerable question(s) without a gold answer text were skipped.")
         if frame.empty:
