@@ -116,7 +116,8 @@ def answers_shown(folder: RunFolder, dataset: str) -> dict[str, dict[str, dict]]
         verdict = None if pd.isna(r.verdict) else bool(r.verdict)
         out.setdefault(r.system, {})[r.question_id] = {
             "answer": r.answer, "abstained": bool(r.abstained), "verdict": verdict, "reason": r.judge_reason or "",
-            "f1": None if pd.isna(r.f1) else round(float(r.f1), 3), "error": r.error or ""}  # fmt: skip
+            "f1": None if pd.isna(r.f1) else round(float(r.f1), 3), "error": r.error or "",
+            "read": int(getattr(r, "hits_read", 0))}  # fmt: skip
     return out
 
 

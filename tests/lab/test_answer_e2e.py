@@ -142,6 +142,7 @@ def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_s
     got = shown[row.system][row.question_id]
     assert got["answer"] == row.answer and got["verdict"] == bool(row.verdict)
     assert got["reason"] == row.judge_reason and got["abstained"] == bool(row.abstained)
+    assert got["read"] == row.hits_read == 3, "the reader saw options.answer.k hits"
 
     again = _eval(config, tmp_path / "again")
     assert len(model_server.requests) == sent, "a second run is served from the cache"

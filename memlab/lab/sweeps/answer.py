@@ -126,7 +126,7 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
     k = min(int(options.get("k", DEFAULT_K)), env.k)
     events = {(s.app_name, s.user_id, s.id, e.id): e for s in dataset.sessions() for e in s.events}
     graded = [q for q in dataset.questions if not q.answerable or _has_gold(q)]
-    cases: list[tuple[str, Question]] = []
+    cases: list[tuple[str, Question, int]] = []
     requests: list[ChatRequest] = []
     for system in systems:
         frame = runs[system].frame
@@ -134,18 +134,19 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
         by_question = dict(tuple(frame.groupby("question_id", sort=False)))
         for q in graded:
             hits = by_question.get(q.id, frame.iloc[:0])
-            cases.append((system, q))
-            requests.append(ChatRequest(reader_messages(q, _context(hits, q, events)), max_tokens=READER_TOKENS))
+            context = _context(hits, q, events)
+            cases.append((system, q, len(context)))
+            requests.append(ChatRequest(reader_messages(q, context), max_tokens=READER_TOKENS))
     answers = _complete_unique(reader, requests)
     rows = []
     to_judge: list[int] = []
-    for (system, q), reply in zip(cases, answers, strict=True):
+    for (system, q, seen), reply in zip(cases, answers, strict=True):
         ok = reply if isinstance(reply, ChatReply) else None
         text = ok.text.strip() if ok is not None else ""
         abstained = ok is not None and is_abstention(text)
         row = {"dataset": dataset.name, "system": system, "question_id": q.id, "question_type": q.qtype,
-               "answerable": q.answerable, "rule": judge_rule(q), "gold": q.answer or "", "answer": text,
-               "abstained": abstained, "verdict": None, "judge_reason": "",
+               "answerable": q.answerable, "rule": judge_rule(q), "gold": q.answer or "", "hits_read": seen,
+               "answer": text, "abstained": abstained, "verdict": None, "judge_reason": "",
                "f1": np.nan if ok is None else (token_f1(text, q.answer) if q.answerable else float(abstained)),
                "reader_tokens": _tokens(ok), "reader_seconds": ok.seconds if ok is not None else np.nan,
                "judge_tokens": np.nan, "judge_seconds": np.nan, "cached": ok is not None and ok.cached,
