@@ -179,6 +179,17 @@ def test_the_judges_malformed_verdict_is_that_questions_error(tmp_path, memlab_h
     assert (answers[answers.abstained].error == "").all(), "abstentions are graded without the judge"
 
 
+def test_answer_systems_that_did_not_run_are_one_clear_error(tmp_path, memlab_home, store, model_server,
+                                                             cross_encoder) -> None:  # fmt: skip
+    config = yaml.safe_load(_config(tmp_path, model_server, cross_encoder).read_text())
+    config["options"]["answer"]["systems"] = ["event-exact", "nope"]
+    path = tmp_path / "wrong-system.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = CliRunner().invoke(app, ["eval", "--config", str(path), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "options.answer.systems: ['nope'] did not run on 'locomo-tiny'" in result.output
+    assert not model_server.requests, "refused before any model call"
+
+
 BASE = {"name": "x", "datasets": [{"name": "d", "format": "locomo", "path": str(LOCOMO)}], "sweeps": ["answer"],
         "models": [{"name": "reader", "kind": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "model": "m"}]}
 

@@ -245,6 +245,8 @@ class AnswerSweep(Sweep):
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
+        if not context.systems:  # a data set without questions runs no system: nothing to answer
+            return
         systems = _chosen(options, context, dataset.name)
         runs = {s: Run.load(Run(dataset.name, s, pd.DataFrame()).path_in(out)) for s in systems}
         save_table(out, TABLE, dataset.name, answer_questions(env, dataset, runs, systems, options))
