@@ -29,6 +29,7 @@ from memlab.lab.config_checks import (
     check_top_values,
 )
 from memlab.lab.loaders import resolve_path
+from memlab.lab.rerank import check_rerank_model
 from memlab.lab.suggest import did_you_mean, unknown_keys
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.systems import system_from_config
@@ -237,6 +238,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
+        check_rerank_model(system.rerank, system.name, models, source)
     return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped, models)
 
 

@@ -31,7 +31,9 @@ COLUMN_NOTES = (
     "top k that the configuration also returned (a short result counts as misses). `context_chars`: characters "
     "handed to the model per question. `correct_empty_rate`: no-answer questions that got no hit (needs a "
     "cut-off). Latencies are per search in ms on a noisy 2-core machine: compare them as ratios. 95% CIs are "
-    "percentile bootstraps over questions; differences are paired sign-flip tests on the same questions.\n\n"
+    "percentile bootstraps over questions; differences are paired sign-flip tests on the same questions. "
+    "`rerank_seconds`: a re-ranked system's model seconds per question (`rerank_errors`: questions whose "
+    "re-ranking failed and kept the embedding order).\n\n"
     "System names: `event` stores one unit per kept event, `session` one per session, `chunk4o1` windows of 4 "
     "kept events overlapping by 1; `pg-exact`, `planner`, `auto` name the search strategy; `hnsw-ef40-relaxed` is "
     "HNSW with ef_search 40 and relaxed-order iterative scans (`-off`: none); `faiss-exact-*` is the exact "
@@ -200,7 +202,8 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
     scores = folder.scores
     main_metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"hit@{k}", f"session_recall@{k}", f"judged@{k}", "bpref",
                     "empty_rate",
-                    "correct_empty_rate", "recall_vs_exact", "context_chars", "latency_ms_p50"]  # fmt: skip
+                    "correct_empty_rate", "recall_vs_exact", "context_chars", "latency_ms_p50", "rerank_seconds",
+                    "rerank_errors"]  # fmt: skip
     parts = [f"# memlab run: {cfg.get('name', '')}", "",
              f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, k = {k}, "
              "embedders: " + ", ".join(f"`{n}` = {m}" for n, m in manifest.get("embedders", {}).items()),

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from memlab.errors import ConfigError
 from memlab.lab.suggest import unknown_keys
-from memlab.models import ModelError, Reranker
+from memlab.models import ModelError, ModelSpec, Reranker
 from memlab.types import Hit, Hits
 
 RERANK_KEYS = ("model", "depth")
@@ -104,6 +104,22 @@ def parse_rerank(raw: Any, system: str, *, k: int | None = None) -> RerankSpec:
     return RerankSpec(model.strip(), depth)
 
 
+RERANK_KINDS = ("openai-rerank", "cross-encoder")
+
+
+def check_rerank_model(spec: RerankSpec | None, system: str, models: Mapping[str, ModelSpec], source: str) -> None:
+    """A system's `rerank.model` names a re-ranker of the config's `models:` section: refused when the config is
+    read, before any ingest, rather than after the first system ran."""
+    if spec is None:
+        return
+    found = models.get(spec.model)
+    if found is None or found.kind not in RERANK_KINDS:
+        usable = sorted(n for n, m in models.items() if m.kind in RERANK_KINDS)
+        what = "is not in the models: section" if found is None else f"is an {found.kind} model"
+        raise ConfigError(f"{source}: system {system!r}: rerank.model {spec.model!r} {what}; it needs a models: "
+                          f"entry of kind {' or '.join(RERANK_KINDS)} (configured: {usable or 'none'})")  # fmt: skip
+
+
 def reorder(hits: Sequence[Hit], scores: Sequence[float], k: int) -> list[Hit]:
     """The hits by re-ranker score, highest first (ties keep their embedding order), cut to k, each with its
     score in `rerank`."""
@@ -146,10 +162,12 @@ def rerank_search(candidates: Callable[[int], Hits], reranker: Reranker, spec: R
 
 __all__ = [
     "DEFAULT_DEPTH",
+    "RERANK_KINDS",
     "RerankCost",
     "RerankSpec",
     "RerankedHits",
     "Reranking",
+    "check_rerank_model",
     "parse_rerank",
     "reorder",
     "rerank_search",

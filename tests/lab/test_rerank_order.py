@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 import memlab
+from memlab import lab
 from memlab.lab.rerank import RerankSpec, parse_rerank, reorder, rerank_search
 from memlab.models import ModelError, ModelSpec, RerankReply
 
@@ -83,3 +84,33 @@ def test_the_rerank_option_is_checked(raw, message):
     with pytest.raises(memlab.ConfigError, match=message):
         parse_rerank(raw, "sys", k=10)
     assert parse_rerank({"model": "m"}, "sys", k=10) == RerankSpec("m", 50)
+
+
+def _config(rerank: object) -> dict:
+    url = "http://127.0.0.1:8080/v1"
+    models = [{"name": "rr", "kind": "openai-rerank", "base_url": url, "model": "m"},
+              {"name": "chat", "kind": "openai-chat", "base_url": url, "model": "m"}]  # fmt: skip
+    return {"name": "rerank-config", "k": 10, "models": models,
+            "datasets": [{"name": "mine", "format": "memlab", "path": "fixtures/jsonl/example.jsonl"}],
+            "systems": [{"name": "event"}, {"name": "event+rr", "strategy": "exact", "rerank": rerank}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(("rerank", "message"), [
+    ({"model": "rr", "depth": 5}, r"system 'event\+rr': rerank.depth=5 is refused"),
+    ({"model": "rr", "top": 5}, "unknown key"),
+    ({"model": "nope"}, "rerank.model 'nope' is not in the models: section.*configured: \\['rr'\\]"),
+    ({"model": "chat"}, "rerank.model 'chat' is an openai-chat model"),
+])  # fmt: skip
+def test_a_config_naming_a_bad_reranker_is_refused_before_any_work(rerank, message):
+    with pytest.raises(memlab.ConfigError, match=message):
+        lab.parse_config(_config(rerank), source="rerank.yaml")
+
+
+def test_a_reranked_system_keeps_its_name_and_its_twins_build():
+    config = lab.parse_config(_config({"model": "rr", "depth": 30}), source="rerank.yaml")
+    assert [s["name"] for s in config.resolved["systems"]] == ["event", "event+rr"]
+    twin = lab.EventSystem("event", settings=memlab.SearchSettings(strategy="exact"))
+    reranked = lab.EventSystem("event+rr", settings=twin.settings, rerank=lab.RerankSpec("rr", 30))
+    assert reranked.build_key() == twin.build_key() and reranked.reference().name == twin.reference().name
+    assert reranked.reference().over.rerank is None, "FAISS exact over the same units, never re-ranked"
+    assert reranked.describe()["rerank"] == {"model": "rr", "depth": 30}

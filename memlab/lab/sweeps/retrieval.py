@@ -115,7 +115,10 @@ def names(dataset: Dataset, options: dict[str, Any]) -> list[str]:
 
 
 def _settings_of(system: str) -> dict[str, Any]:
-    """The search settings a retrieval system name stands for (what the gate expects its hits from)."""
+    """The search settings a retrieval system name stands for (what the gate expects its hits from); a configured
+    system's name (`answerability.system`, e.g. one with `rerank:`) is no grid cell and stands for itself."""
+    if "/" not in system:
+        return {"system": system}
     cell = Cell.parse(system)
     return {"system": system, "rendering": cell.rendering, **cell.search()}
 
