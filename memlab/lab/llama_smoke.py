@@ -212,7 +212,7 @@ def check_extractor(base_url: str, cache_dir: Path) -> Check:
     """LlmExtractor.from_spec on one session: candidates, or an ExtractionError for a reply that does not parse
     (the accepted outcome for a 270M model); a reply never received fails."""
     session = fixture_session()
-    extractor = LlmExtractor.from_spec(spec("llama-extract", "openai-chat", base_url, max_tokens=256), cache_dir)
+    extractor = LlmExtractor.from_spec(spec("llama-extract", "openai-chat", base_url, max_tokens=128), cache_dir)
     start = time.perf_counter()
     try:
         found = extractor.extract(list(session.events), session_id=session.id, registry=default_registry())
@@ -274,7 +274,7 @@ def _eval_checks(first: dict, second: dict, codes: tuple[int, int], cache_proble
 
 
 def run(out: Path = OUT, *, install_first: bool = False) -> Smoke:
-    smoke = Smoke()
+    smoke = Smoke({"load_average_at_start": round(os.getloadavg()[0], 2)})  # 2 cores shared: speeds vary with it
     if install_first:
         smoke.numbers["install_seconds"] = round(install(sys.executable), 1)
     smoke.numbers["versions"] = installed_versions()
@@ -311,6 +311,7 @@ def run(out: Path = OUT, *, install_first: bool = False) -> Smoke:
                 metrics.get("tokens_predicted_seconds_total", 0), 1e-9), 1),
             server_prompt_tokens_per_second=round(metrics.get("prompt_tokens_total", 0) / max(
                 metrics.get("prompt_seconds_total", 0), 1e-9), 1))  # fmt: skip
+    smoke.numbers["load_average_at_end"] = round(os.getloadavg()[0], 2)
     if code1 != 0 or code2 != 0:
         failed = out / ("eval-1.log" if code1 else "eval-2.log")
         smoke.checks.append(Check("memlab eval", False, f"exit {code1}/{code2}; see {failed}"))
