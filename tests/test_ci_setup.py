@@ -1,10 +1,12 @@
 """How the suite runs in `make test`. Hypothesis example counts follow a profile (tests/conftest.py): `ci` by
 default, `nightly` ten times as many, chosen by MEMLAB_HYPOTHESIS_PROFILE; an unknown name stops the run instead of
-silently running the default. Two pytest-xdist workers share the suite, a module's tests on one worker."""
+silently running the default. pytest-xdist workers (one per core and one more) share the suite, a module's tests on
+one worker."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -36,9 +38,13 @@ def test_nightly_runs_ten_times_the_examples_and_an_unknown_profile_is_refused()
     assert bad.returncode != 0 and f"{HYPOTHESIS_PROFILE_ENV}='weekly': use one of ci, nightly" in bad.stderr
 
 
-def test_make_test_runs_two_workers_that_keep_a_modules_tests_together(request):
+def test_make_test_runs_a_worker_per_core_and_one_more_that_keep_a_modules_tests_together(request):
     recipe = (ROOT / "Makefile").read_text().split("\ntest:")[1].split("\n\n")[0]
-    assert "pytest -n 2 --dist loadgroup --no-loadscope-reorder" in recipe, recipe
+    assert "pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder" in recipe, recipe
+    dry = subprocess.run(["make", "-n", "-o", ".venv/.installed", "test"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    workers = int(re.search(r"pytest -n (\d+) ", dry).group(1))
+    assert workers == len(os.sched_getaffinity(0)) + 1, dry
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     assert any(d.startswith("pytest-xdist") for d in dev), "the install step must install what make test runs"
     assert request.node.get_closest_marker("xdist_group").args == ("tests/test_ci_setup.py",)
