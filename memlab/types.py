@@ -412,7 +412,8 @@ class IngestReport:
 @dataclass(frozen=True)
 class DeletionReport:
     """What an erasure removed: memory units, tombstones, embedding-cache entries (of the deleted texts),
-    per-tenant indexes and logged queries (memlab.QueryLog), and which tables were vacuumed afterwards."""
+    per-tenant indexes, logged queries (memlab.QueryLog), cached model replies derived from the deleted data
+    (memlab.models.forget_model_replies), and which tables were vacuumed afterwards."""
 
     units: int = 0
     tombstones: int = 0
@@ -420,3 +421,4 @@ class DeletionReport:
     tenant_indexes: int = 0
     vacuumed: tuple[str, ...] = ()
     queries: int = 0
+    model_replies: int = 0

@@ -4,6 +4,7 @@ the cached vectors of the deleted texts and, when asked, runs the disk erasure l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import memlab.events.filters as filters
@@ -12,6 +13,7 @@ from memlab.errors import ConfigError
 from memlab.events.core import MemoryCore
 from memlab.events.write_guard import erasing
 from memlab.inputs import MAX_ID_BYTES, check_ids, check_text
+from memlab.models import event_ref, forget_model_replies, session_ref, user_ref
 from memlab.storage import disk_erasure, erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage import unit_housekeeping as housekeeping
@@ -25,10 +27,13 @@ class Forgetting:
     def __init__(self, core: MemoryCore) -> None:
         self.core = core
 
-    def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str, queries: int = 0) -> DeletionReport:
-        """After the delete committed: drop the cached vectors of the deleted texts, then VACUUM if asked."""
+    def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str, queries: int = 0,
+                        scope: Sequence[str] = ()) -> DeletionReport:  # fmt: skip
+        """After the delete committed: drop the cached vectors of the deleted texts and the cached model replies
+        derived from them or from the erased `scope` (memlab.models.refs), then VACUUM if asked."""
         self.core.changed()
         cache_entries = self.core.forget_cached(deleted.text_keys)
+        model_replies = forget_model_replies([*deleted.model_refs(), *scope])
         forget_transient()
         filters.forget_scans()  # digests of the erased texts, among others: they only cost a scan again
         vacuumed: tuple[str, ...] = ()
@@ -43,6 +48,7 @@ class Forgetting:
             tenant_indexes=deleted.tenant_indexes,
             vacuumed=vacuumed,
             queries=queries,
+            model_replies=model_replies,
         )
 
     def delete_memory(
@@ -54,7 +60,7 @@ class Forgetting:
         with self.core.store.transaction() as conn:
             erasing(conn, app_name, user_id)  # its tombstones stop adds in flight (write_guard.recheck)
             deleted = housekeeping.delete_memory(conn, app_name, user_id, memory_id, session_id)
-        return self._finish_erasure(deleted, vacuum).units
+        return self._finish_erasure(deleted, vacuum, scope=[event_ref(app_name, user_id, memory_id)]).units
 
     def forget_session(
         self, app_name: str, user_id: str, session_id: str, *, vacuum: bool | str = False
@@ -68,7 +74,7 @@ class Forgetting:
             erasing(conn, app_name, user_id, [marker, sql_log.marker_session(app_name, user_id, session_id)])
             deleted = housekeeping.erase_session(conn, app_name, user_id, session_id, self.core.model.model_id)
             queries = sql_log.delete_sessions(conn, app_name, user_id, [session_id])  # queries whose hits it held
-        return self._finish_erasure(deleted, vacuum, queries)
+        return self._finish_erasure(deleted, vacuum, queries, [session_ref(app_name, user_id, session_id)])
 
     def forget_user(self, app_name: str, user_id: str, *, vacuum: bool | str = False) -> int:
         """See `EventMemory.forget_user`."""
@@ -79,7 +85,7 @@ class Forgetting:
                                               sql_log.marker_user(app_name, user_id)])  # fmt: skip
             deleted = housekeeping.erase_user(conn, app_name, user_id)
             queries = sql_log.delete_user(conn, app_name, user_id)  # the user's logged queries, every memory's
-        return self._finish_erasure(deleted, vacuum, queries).units
+        return self._finish_erasure(deleted, vacuum, queries, [user_ref(app_name, user_id)]).units
 
     def purge_before(
         self, cutoff: datetime, *, app_name: str | None = None, user_id: str | None = None, vacuum: bool | str = False

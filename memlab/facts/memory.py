@@ -55,6 +55,7 @@ from memlab.inputs import (
     text_problem,
     timestamp_problem,
 )
+from memlab.models import deriving_from, event_ref, forget_model_replies, scope_refs, session_ref, user_ref
 from memlab.storage import erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage.disk_erasure import after_erasure, check_level
@@ -131,6 +132,7 @@ class FactForgetReport:
     changed: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # (s, p, value, before, after)
     vacuumed: tuple[str, ...] = ()  # what the `vacuum=` level vacuumed afterwards (memlab.storage.disk_erasure)
     queries: int = 0  # logged queries whose hits touched the forgotten session (memlab.QueryLog)
+    model_replies: int = 0  # cached model replies derived from the forgotten events (memlab.models.refs)
 
 
 @dataclass(frozen=True)
@@ -294,7 +296,8 @@ class FactMemory:
         report.events = len(fresh)
         if not fresh:
             return report
-        raw = self.extractor.extract(fresh, session_id=session.id, registry=self.registry, current_keys=keys)
+        with deriving_from(scope_refs(app, user, session.id, [e.id for e in fresh])):  # a model's cached reply
+            raw = self.extractor.extract(fresh, session_id=session.id, registry=self.registry, current_keys=keys)
         report.candidates = len(raw)
         accepted = self._check(raw, fresh, session.id, report)
         if user == DOMAIN_USER:
@@ -539,6 +542,7 @@ class FactMemory:
         with self.store.transaction() as conn:
             erasing(conn, app_name, user_id, [erasures.facts_value(app_name, user_id, subject, predicate, value)])
             tables.lock_fact_key(conn, app_name, user_id, subject, predicate)
+            read = {o[4] for o in tables.observations(conn, app_name, user_id, subject, predicate) if o[0] == value}
             deleted = tables.delete_value(conn, app_name, user_id, subject, predicate, value)
             rows = tables.key_rows(conn, app_name, user_id, subject, predicate)
             if deleted and rows:
@@ -546,6 +550,7 @@ class FactMemory:
                 after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
                          for r in resolve(rows, cardinality)]  # fmt: skip
                 tables.write_rows(conn, app_name, user_id, rows, after)
+        forget_model_replies(event_ref(app_name, user_id, e) for e in read)  # replies that read the value
         forget_transient()
         self._vacuum(vacuum)
         return deleted
@@ -618,6 +623,8 @@ class FactMemory:
             report.keys = touched
             for subject, predicate in touched:
                 self._rederive(conn, app, user, subject, predicate, report)
+        scope = [session_ref(app, user, session_id)] if event_ids is None and session_id is not None else []
+        report.model_replies = forget_model_replies([*scope, *(event_ref(app, user, e) for e in event_ids or ())])
         forget_transient()
         report.vacuumed = self._vacuum(vacuum)
         return report
@@ -671,6 +678,7 @@ class FactMemory:
             deleted = erase_units_of_user(conn, app_name, user_id)
         counts["memory_unit"] = deleted.units
         counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))
+        counts["model_replies"] = forget_model_replies([*deleted.model_refs(), user_ref(app_name, user_id)])
         forget_transient()
         forget_scans()  # the digests of texts scanned clean, the erased ones among them
         if vacuum:

@@ -1,14 +1,23 @@
 """A disk cache of model replies keyed by the request's content, so a rerun of the same experiment costs no model
 call. Only successful replies are stored (an error is retried on the next run); the API key is never part of the
 key or the entry. One JSON file per entry, written to a temporary file and renamed, so a crash or a parallel
-writer never leaves half an entry."""
+writer never leaves half an entry.
+
+A reply derived from stored memory quotes a user's words, so each entry records its sources' refs
+(memlab.models.refs: hashes, never the texts) and the folder keeps an index: one empty file `refs/<ab>/<ref>.<entry
+key>` per pair (creating one is atomic, so parallel writers need no lock and no read-modify-write; an empty file
+takes an inode, no data block). `forget_model_replies(refs)` (called by every erasure) lists the buckets of the
+erased refs and deletes the entries they name: at most 256 directory listings, not a read of every entry."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import tempfile
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,29 +35,46 @@ def cache_key(parts: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+HEX_KEY = re.compile(r"[0-9a-f]{64}")
+_OPENED: set[Path] = set()
+_OPENED_LOCK = threading.Lock()
+
+
+def opened_folders() -> list[Path]:
+    """Every model-cache folder this process opened (erasure clears the entries derived from erased texts in each)."""
+    with _OPENED_LOCK:
+        return sorted(_OPENED)
+
+
 class ReplyCache:
-    """Entries under `folder/<2 hex>/<key>.json`; `None` folder: a cache that stores nothing."""
+    """Entries under `folder/<2 hex>/<key>.json`, the refs index under `folder/refs/`; `None` folder: a cache that
+    stores nothing."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
+        if folder is not None:
+            with _OPENED_LOCK:
+                _OPENED.add(Path(folder).resolve())
 
     def _path(self, key: str) -> Path:
         assert self.folder is not None
-        return self.folder / key[:2] / f"{key}.json"
+        return _entry_path(self.folder, key)
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored entry, or None (absent, or unreadable: an entry that cannot be read is a miss, rewritten)."""
-        if self.folder is None:
-            return None
-        try:
-            value = json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return value if isinstance(value, dict) else None
+        return None if self.folder is None else _read(_entry_path(self.folder, key))
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, Any], refs: Iterable[str] = ()) -> None:
+        """Store an entry; `refs` (memlab.models.refs) are what it was derived from. The index is written before
+        the entry, so an erasure that runs between the two finds the ref (and no entry yet)."""
         if self.folder is None:
             return
+        refs = sorted({r for r in refs if HEX_KEY.fullmatch(r)})
+        for ref in refs:
+            marker = _marker(self.folder, ref, key)
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        value = {**value, "refs": refs} if refs else value
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
@@ -59,3 +85,60 @@ class ReplyCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _entry_path(folder: Path, key: str) -> Path:
+    return folder / key[:2] / f"{key}.json"
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _marker(folder: Path, ref: str, key: str) -> Path:
+    """The index file saying entry `key` was derived from `ref`: empty, named `<ref>.<key>` in a bucket of 256."""
+    return folder / "refs" / ref[:2] / f"{ref}.{key}"
+
+
+def _forget_in(folder: Path, refs: list[str]) -> int:
+    """Delete the entries of `folder` derived from any of `refs`, with their index files; returns entries deleted.
+    Each bucket holding an erased ref is listed once."""
+    by_bucket: dict[str, set[str]] = {}
+    for ref in refs:
+        by_bucket.setdefault(ref[:2], set()).add(ref)
+    removed = 0
+    for bucket, wanted in sorted(by_bucket.items()):
+        try:
+            names = [e.name for e in os.scandir(folder / "refs" / bucket)]
+        except OSError:
+            continue
+        for name in names:
+            ref, _, key = name.partition(".")
+            if ref not in wanted or not HEX_KEY.fullmatch(key):
+                continue
+            path = _entry_path(folder, key)
+            entry = _read(path) or {}
+            try:
+                path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+            for other in {ref, *(entry.get("refs") or ())}:  # the entry's other refs point at nothing now
+                if isinstance(other, str) and HEX_KEY.fullmatch(other):
+                    _marker(folder, other, key).unlink(missing_ok=True)
+    return removed
+
+
+def forget_model_replies(refs: Iterable[str], home: str | Path | None = None) -> int:
+    """Delete every cached model reply derived from any of `refs` (text_keys of erased texts, scope refs of
+    erased users, sessions and events) in every model-cache folder this process opened and in
+    model_cache_dir(home); returns entries deleted. Erasure calls it after its delete committed."""
+    wanted = sorted({r for r in refs if isinstance(r, str) and HEX_KEY.fullmatch(r)})
+    if not wanted:
+        return 0
+    folders = {*opened_folders(), model_cache_dir(home).resolve()}
+    return sum(_forget_in(folder, wanted) for folder in sorted(folders) if folder.is_dir())

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +16,21 @@ from memlab.errors import ConfigError
 from memlab.models.cache import ReplyCache, cache_key, model_cache_dir
 from memlab.models.errors import ModelError
 from memlab.models.http import error, post_json
+from memlab.models.refs import with_ambient
 from memlab.models.spec import ModelSpec
 
 
 @dataclass(frozen=True)
 class ChatRequest:
     """Messages as the OpenAI API takes them; `json_schema` asks the server for JSON following it (a structured
-    output, sent as response_format)."""
+    output, sent as response_format). `refs` (memlab.models.refs): what stored memory the messages hold, kept
+    with the cached reply so erasure can drop it; never sent, not part of the cache key."""
 
     messages: list[dict[str, str]]
     json_schema: dict | None = None
     schema_name: str = "reply"
     max_tokens: int | None = None
+    refs: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,12 @@ class ChatClient:
                 "name": request.schema_name, "schema": request.json_schema, "strict": True}}  # fmt: skip
         return body
 
-    def complete(self, request: ChatRequest, *, cache_if: Callable[[str], bool] | None = None) -> ChatReply:
+    def complete(self, request: ChatRequest, *, cache_if: Callable[[str], bool] | None = None,
+                 refs: Sequence[str] = ()) -> ChatReply:  # fmt: skip
         """The model's reply to one request, from the cache when this exact request was answered before.
-        `cache_if(text)` false keeps a reply the caller cannot use out of the cache, so a rerun asks again."""
+        `cache_if(text)` false keeps a reply the caller cannot use out of the cache, so a rerun asks again.
+        `refs` (with the request's and the enclosing memlab.models.refs.deriving_from's) go with the entry."""
+        refs = with_ambient([*request.refs, *refs])
         body = self.body(request)
         key = cache_key([self.spec.kind, self.spec.base_url, self.spec.model, body])
         hit = self.cache.get(key)
@@ -88,18 +94,20 @@ class ChatClient:
         text, prompt_tokens, completion_tokens = self._parse(reply)
         if cache_if is None or cache_if(text):
             self.cache.put(key, {"text": text, "prompt_tokens": prompt_tokens,
-                                 "completion_tokens": completion_tokens})  # fmt: skip
+                                 "completion_tokens": completion_tokens}, refs)  # fmt: skip
         return ChatReply(text, prompt_tokens, completion_tokens, seconds, False)
 
     def complete_many(self, requests: Sequence[ChatRequest], *, cache_if: Callable[[str], bool] | None = None
                       ) -> list[ChatReply | ModelError]:  # fmt: skip
-        """Replies in input order, spec.concurrency at a time; a failed item is its ModelError, the rest go on."""
+        """Replies in input order, spec.concurrency at a time; a failed item is its ModelError, the rest go on.
+        Each request's refs, and the caller's deriving_from refs (read here: the pool's threads lack them)."""
         if not requests:
             return []
+        ambient = with_ambient()
 
         def one(request: ChatRequest) -> ChatReply | ModelError:
             try:
-                return self.complete(request, cache_if=cache_if)
+                return self.complete(request, cache_if=cache_if, refs=ambient)
             except ModelError as exc:
                 return exc
 

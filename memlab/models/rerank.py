@@ -19,6 +19,7 @@ from memlab.errors import ConfigError
 from memlab.models.cache import ReplyCache, cache_key, model_cache_dir
 from memlab.models.errors import ModelError
 from memlab.models.http import error, post_json
+from memlab.models.refs import with_ambient
 from memlab.models.spec import ModelSpec
 
 SMALL_FILE = 1 << 20  # files up to this size are hashed whole in a folder's fingerprint; larger ones by stat
@@ -38,7 +39,9 @@ class RerankReply:
 class Reranker(Protocol):
     spec: ModelSpec
 
-    def rerank(self, query: str, documents: Sequence[str]) -> RerankReply: ...
+    def rerank(self, query: str, documents: Sequence[str], refs: Sequence[str] = ()) -> RerankReply:
+        """`refs` (memlab.models.refs): what stored memory the documents are, kept with the cached scores."""
+        ...
 
 
 class _Cached:
@@ -53,7 +56,7 @@ class _Cached:
     def _score(self, query: str, documents: list[str]) -> tuple[list[float], int | None]:
         raise NotImplementedError
 
-    def rerank(self, query: str, documents: Sequence[str]) -> RerankReply:
+    def rerank(self, query: str, documents: Sequence[str], refs: Sequence[str] = ()) -> RerankReply:
         docs = [str(d) for d in documents]
         if not docs:
             return RerankReply([], 0.0, True, None)
@@ -64,7 +67,7 @@ class _Cached:
         start = time.perf_counter()
         scores, tokens = self._score(query, docs)
         seconds = time.perf_counter() - start
-        self.cache.put(key, {"scores": scores, "tokens": tokens})
+        self.cache.put(key, {"scores": scores, "tokens": tokens}, with_ambient(refs))
         return RerankReply(scores, seconds, False, tokens)
 
 

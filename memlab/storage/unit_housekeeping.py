@@ -83,7 +83,7 @@ def delete_memory(
         [app_name, user_id, memory_id, memory_id, session_id, session_id],
     ).fetchall()
     if rows:
-        events = {(s, e) for s, ids, _, _ in rows for e in ids if e == memory_id or len(ids) == 1}
+        events = {(s, e) for s, ids, *_ in rows for e in ids if e == memory_id or len(ids) == 1}
     else:
         events = {(ANY_SESSION if session_id is None else session_id, memory_id)}
     stones = 0
@@ -93,7 +93,8 @@ def delete_memory(
             "ON CONFLICT DO NOTHING",
             [app_name, user_id, session, event_id],
         ).rowcount
-    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for _, _, m, k in rows})
+    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for _, _, m, k, _ in rows},
+                   body_keys={r[-1] for r in rows})
 
 
 
@@ -139,10 +140,11 @@ def erase_user(conn: psycopg.Connection, app_name: str, user_id: str) -> Deleted
         ).format(sql.Identifier(UNITS_TABLE)),
         [app_name, user_id],
     ).fetchall()
-    pairs = {(m, layer) for layer, m, _ in rows}
+    pairs = {(m, layer) for layer, m, *_ in rows}
     pairs |= set(conn.execute("SELECT model_id, layer FROM memlab_vector_index").fetchall())
     dropped = _drop_tenant_indexes(conn, app_name, user_id, pairs)
-    return Deleted(units=len(rows), tombstones=stones, tenant_indexes=dropped, text_keys={(m, k) for _, m, k in rows})
+    return Deleted(units=len(rows), tombstones=stones, tenant_indexes=dropped,
+                   text_keys={(m, k) for _, m, k, _ in rows}, body_keys={r[-1] for r in rows})
 
 
 def erase_session(
@@ -169,7 +171,8 @@ def erase_session(
             "DELETE FROM memory_tombstone WHERE app_name = %s AND user_id = %s AND session_id = %s",
             [app_name, user_id, session_id],
         ).rowcount
-    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for m, k in rows})
+    return Deleted(units=len(rows), tombstones=stones, text_keys={(m, k) for m, k, _ in rows},
+                   body_keys={r[-1] for r in rows})
 
 
 ERASURE_TABLES = (UNITS_TABLE, "memory_tombstone")
@@ -211,7 +214,7 @@ def erase_before(
         ),
         params,
     ).fetchall()
-    return Deleted(units=len(rows), text_keys={(m, k) for m, k in rows})
+    return Deleted(units=len(rows), text_keys={(m, k) for m, k, _ in rows}, body_keys={r[-1] for r in rows})
 
 
 def delete_layer(conn: psycopg.Connection, app_name: str, layer: str) -> int:

@@ -202,7 +202,7 @@ def delete_units(conn: psycopg.Connection, scope: Scope, session_id: str, unit_i
         ).format(sql.Identifier(UNITS_TABLE)),
         [scope.app_name, scope.user_id, scope.layer, session_id, scope.model.model_id, list(unit_ids)],
     ).fetchall()
-    return Deleted(units=len(rows), text_keys={(m, k) for m, k in rows})
+    return Deleted(units=len(rows), text_keys={(m, k) for m, k, _ in rows}, body_keys={r[-1] for r in rows})
 
 
 def copy_rows(conn: psycopg.Connection, rows: Sequence[tuple]) -> int:
@@ -479,9 +479,11 @@ def shorten_plan(text: str) -> str:
     return _VECTOR_LITERAL.sub(lambda m: f"'[{m.group(0).count(',') + 1} dims]'", text)
 
 
-# The SHA-256 of a body as the embedding cache keys it (memlab.embedding.cache.text_key): deletes return it so
-# the caller can drop the cached vectors of what it erased without reading the texts back.
-_BODY_KEY = "encode(sha256(convert_to(coalesce(rendered, body), 'UTF8')), 'hex')"
+# The SHA-256 of a body as the embedding cache keys it (memlab.embedding.cache.text_key), then of the plain body
+# (what searches return as Hit.text, so what a model may have been sent): deletes return both so the caller can
+# drop the cached vectors and model replies of what it erased without reading the texts back.
+_BODY_KEY = ("encode(sha256(convert_to(coalesce(rendered, body), 'UTF8')), 'hex'), "
+             "encode(sha256(convert_to(body, 'UTF8')), 'hex')")
 
 
 @dataclass
@@ -493,12 +495,18 @@ class Deleted:
     tombstones: int = 0
     tenant_indexes: int = 0
     text_keys: set[tuple[str, str]] = field(default_factory=set)
+    body_keys: set[str] = field(default_factory=set)  # text_key of each deleted plain body (see _BODY_KEY)
 
     def merge(self, other: Deleted) -> Deleted:
         self.units += other.units
         self.tombstones += other.tombstones
         self.tenant_indexes += other.tenant_indexes
         self.text_keys |= other.text_keys
+        self.body_keys |= other.body_keys
         return self
+
+    def model_refs(self) -> set[str]:
+        """The refs of the deleted texts as model-cache entries record them (memlab.models.refs.text_refs)."""
+        return {k for _, k in self.text_keys} | self.body_keys
 
 

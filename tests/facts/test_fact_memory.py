@@ -294,7 +294,7 @@ def test_why_returns_the_trail_and_forget_user_deletes_everything(store, embedde
     memlab.EventMemory(store, embedder).add_session(s1)
     counts = facts.forget_user(app_name, "u")
     assert counts == {"semantic_fact": 2, "semantic_fact_observation": 2, "fact_watermark": 2, "memory_unit": 1,
-                      "cache_entries": 1, "memlab_query_log": 0}  # fmt: skip
+                      "cache_entries": 1, "memlab_query_log": 0, "model_replies": 0}  # fmt: skip
     assert facts.current(app_name, "u") == [] and facts.why(app_name, "u", "user", "diet") == []
 
 

@@ -17,7 +17,7 @@ from memlab.errors import ConfigError, MemlabError
 from memlab.facts.extractors.base import basis_for
 from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
-from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec, open_chat
+from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec, open_chat, text_refs
 from memlab.redact import redact
 from memlab.types import Event
 
@@ -131,7 +131,9 @@ class LlmExtractor:
         keys = "\n".join(f"- {s} {p}" for s, p in current_keys) or "(none yet)"
         messages = [{"role": "system", "content": SYSTEM_PROMPT.format(registry=registry.describe(), keys=keys)},
                     {"role": "user", "content": transcript}]  # fmt: skip
-        return ChatRequest(messages, json_schema=FACTS_SCHEMA if self.json_schema else None, schema_name="facts")
+        # refs: the cached reply quotes these texts, so erasing any of them drops it (memlab.models.refs)
+        return ChatRequest(messages, json_schema=FACTS_SCHEMA if self.json_schema else None, schema_name="facts",
+                           refs=tuple(text_refs(e.text for e in events)))
 
     def request_body(
         self, events: Sequence[Event], registry: PredicateRegistry, current_keys: Sequence[tuple[str, str]]

@@ -1,0 +1,130 @@
+"""Erasure reaches the model cache: a cached model reply derived from a user's stored words (the LLM extractor's
+facts, a reader's answer, a re-ranker's scores) is deleted by every erasure of those words, at every level, and
+another user's entries stay. The checks read MEMLAB_HOME/cache/models itself, byte for byte."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import memlab
+from memlab.models import (
+    ChatRequest,
+    ModelSpec,
+    model_cache_dir,
+    open_chat,
+    open_reranker,
+    parse_models,
+    text_refs,
+)
+from tests.conftest import T0, make_session
+
+LEVELS = (False, True, "full", "wal")
+TURN = re.compile(r"\[(?P<id>[^\]]+)\] user: I'm (?P<word>\w+) now\.")
+
+
+def holders(marker: str) -> list[Path]:
+    """The files under MEMLAB_HOME/cache/models whose bytes hold `marker`."""
+    root = model_cache_dir()
+    return [p for p in root.rglob("*") if p.is_file() and marker.encode() in p.read_bytes()]
+
+
+def entries() -> set[Path]:
+    return set(model_cache_dir().glob("??/*.json"))
+
+
+def facts_reply(body: dict) -> str:
+    """The extractor's reply quotes the user's words: the fact is the marker the user said."""
+    found = TURN.search(body["messages"][-1]["content"])
+    assert found, body["messages"][-1]["content"]
+    return json.dumps({"facts": [{"subject": "user", "predicate": "diet", "value": found["word"],
+                                  "quote": f"I'm {found['word']}", "event_id": found["id"], "negated": False}]})
+
+
+@pytest.fixture
+def extractor(model_server):
+    spec = parse_models([{"name": "x", "kind": "openai-chat", "base_url": model_server.base_url, "model": "tiny",
+                          "retries": 0}], "t")["x"]  # fmt: skip
+    assert spec.cache
+    model_server.chat_reply = facts_reply
+    return memlab.LlmExtractor.from_spec(spec)  # the cache in MEMLAB_HOME/cache/models
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_fact_memory_forget_user_deletes_the_extractors_cached_reply(store, embedder, extractor, app_name, level):
+    facts = memlab.FactMemory(store, embedder, extractor)
+    gone, kept = f"zq{uuid.uuid4().hex[:10]}", f"zq{uuid.uuid4().hex[:10]}"
+    for user, word in (("gone", gone), ("kept", kept)):
+        report = facts.add_session(make_session(app_name, user, f"s-{user}", [f"I'm {word} now."]))
+        assert [c.value for c in report.accepted] == [word]
+    assert holders(gone) and holders(kept), "the replies were cached, quoting the users' words"
+    counts = facts.forget_user(app_name, "gone", vacuum=level)
+    assert counts["model_replies"] == 1
+    assert holders(gone) == [], "no file of the model cache holds the erased user's words"
+    assert holders(kept), "another user's cached reply stays"
+
+
+def test_fact_memory_forget_session_and_events_delete_the_replies_read_from_them(store, embedder, extractor,
+                                                                                  app_name):  # fmt: skip
+    facts = memlab.FactMemory(store, embedder, extractor)
+    words = {sid: f"zq{uuid.uuid4().hex[:10]}" for sid in ("s1", "s2", "s3")}
+    for i, (sid, word) in enumerate(words.items()):
+        facts.add_session(make_session(app_name, "u", sid, [f"I'm {word} now."], start=T0 + timedelta(days=i)))
+    assert facts.forget_session(app_name, "u", "s1").model_replies == 1 and holders(words["s1"]) == []
+    assert facts.forget_events(app_name, "u", ["s2-e0"], session_id="s2").model_replies == 1
+    assert holders(words["s2"]) == [] and holders(words["s3"])
+    assert facts.delete_fact(app_name, "u", "user", "diet", words["s3"]) == 1
+    assert holders(words["s3"]) == [], "the value's reply went with it"
+
+
+@pytest.fixture
+def clients(model_server):
+    chat = open_chat(ModelSpec("reader", "openai-chat", model_server.base_url, "tiny-reader", retries=0))
+    reranker = open_reranker(ModelSpec("rr", "openai-rerank", model_server.base_url, "tiny-rr", retries=0))
+    return chat, reranker
+
+
+def indexed(texts: list[str]) -> bool:
+    """Whether the cache's refs index still names any of these texts (by hash)."""
+    return any(list((model_cache_dir() / "refs" / r[:2]).glob(f"{r}.*")) for r in text_refs(texts))
+
+
+def _read_and_rerank(memory, clients, app: str, user: str, word: str) -> set[Path]:
+    """Search the user's memory, send the hits to the re-ranker and the reader with their refs; the entries made."""
+    chat, reranker = clients
+    before = entries()
+    texts = [h.text for h in memory.search(app, user, f"what is {word}?", memlab.SearchSettings(top_k=3))]
+    assert any(word in t for t in texts)
+    reranker.rerank(f"what is {word}?", texts, refs=text_refs(texts))
+    chat.complete(ChatRequest([{"role": "user", "content": "Memories:\n" + "\n".join(texts)}], refs=text_refs(texts)))
+    made = entries() - before
+    assert len(made) == 2 and holders(word) and indexed(texts), "the reader's reply (an echo) quotes the hits"
+    return made
+
+
+ERASURES = {
+    "forget_session": lambda m, app, user: m.forget_session(app, user, f"s-{user}").model_replies,
+    "forget_user": lambda m, app, user: m.forget_user(app, user),
+    "delete_memory": lambda m, app, user: m.delete_memory(app, user, f"s-{user}-e0"),
+    "purge_before": lambda m, app, user: m.purge_before(T0 + timedelta(days=1), app_name=app, user_id=user),
+}
+
+
+@pytest.mark.parametrize("erase", sorted(ERASURES))
+def test_event_memory_erasure_deletes_reader_and_reranker_replies_of_the_erased_texts(event_memory, clients,
+                                                                                      app_name, erase):  # fmt: skip
+    made = {}
+    for user in ("gone", "kept"):
+        word = f"zq{uuid.uuid4().hex[:10]}"
+        event_memory.add_session(make_session(app_name, user, f"s-{user}", [f"I'm {word} now."]))
+        made[user] = (word, _read_and_rerank(event_memory, clients, app_name, user, word))
+    assert ERASURES[erase](event_memory, app_name, "gone") >= 1
+    (word, files), (kept_word, kept_files) = made["gone"], made["kept"]
+    assert holders(word) == [] and not files & entries(), "the reader's and the re-ranker's entries are gone"
+    assert not indexed([f"I'm {word} now."]), "and the index names no erased text"
+    assert holders(kept_word) and kept_files <= entries(), "another user's entries stay"
