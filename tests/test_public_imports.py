@@ -67,6 +67,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_scoring.py", "memlab.lab.scoring"): "unit test of the pure size buckets against pandas.cut",
     ("tests/lab/test_rerank_order.py", "memlab.lab.rerank"): "unit test of the re-rank stage's pure ordering, "
     "fallback and option checks with an in-test re-ranker",
+    ("tests/models/test_model_cache_erasure.py", "memlab.lab.rerank"): "the re-rank stage's search on a real memory "
+    "records the hits' refs, so erasing them deletes the cached scores",
     ("tests/lab/test_sweeps.py", "memlab.lab.sweeps.retrieval"): "unit test of the retrieval grid's system names "
     "and their parse back to search settings",
     ("tests/events/test_event_memory.py", "memlab.events.batches"): "unit test of batch_sessions, the pure "

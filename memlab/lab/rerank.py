@@ -23,7 +23,7 @@ from typing import Any
 
 from memlab.errors import ConfigError
 from memlab.lab.suggest import unknown_keys
-from memlab.models import ModelError, ModelSpec, Reranker
+from memlab.models import ModelError, ModelSpec, Reranker, deriving_from, scope_refs, session_ref, text_refs
 from memlab.types import Hit, Hits
 
 RERANK_KEYS = ("model", "depth")
@@ -136,11 +136,24 @@ def _checked(scores: Sequence[float], documents: int) -> str | None:
     return None
 
 
+def hit_refs(hits: Sequence[Hit], owner: tuple[str, str] | None = None) -> list[str]:
+    """What stored memory the hits are (memlab.models.refs): their texts and, given the (app, user) searched,
+    that user, the hits' sessions and events; the re-ranker's cached scores record them so erasure drops them."""
+    refs = text_refs(h.text for h in hits)
+    if owner is not None:
+        app, user = owner
+        refs += scope_refs(app, user, None, [e for h in hits for e in h.event_ids])
+        sessions = {s for h in hits for s in (h.session_id, *h.event_sessions) if s}
+        refs += [session_ref(app, user, s) for s in sorted(sessions)]
+    return list(dict.fromkeys(refs))
+
+
 def rerank_search(candidates: Callable[[int], Hits], reranker: Reranker, spec: RerankSpec, query: str,
-                  k: int) -> RerankedHits:  # fmt: skip
+                  k: int, owner: tuple[str, str] | None = None) -> RerankedHits:  # fmt: skip
     """One question through the stage: `candidates(depth)` is the system's own search (its settings, its
     max_distance on the embedding distance); the re-ranker orders what comes back and the top k are kept. A
-    ModelError leaves the embedding order (top k, no scores) and is recorded in the result's cost."""
+    ModelError leaves the embedding order (top k, no scores) and is recorded in the result's cost. `owner`: the
+    (app, user) searched, recorded with the cached scores (see hit_refs)."""
     found = candidates(max(spec.depth, k))
     meta = {"plan": getattr(found, "plan", ""), "dropped_by_cutoff": getattr(found, "dropped_by_cutoff", 0),
             "window": getattr(found, "window", None)}  # fmt: skip
@@ -148,7 +161,8 @@ def rerank_search(candidates: Callable[[int], Hits], reranker: Reranker, spec: R
         return RerankedHits([], RerankCost(0.0), **meta)
     started = time.perf_counter()
     try:
-        reply = reranker.rerank(query, [h.text for h in found])
+        with deriving_from(hit_refs(found, owner)):  # any Reranker, with or without its own refs argument
+            reply = reranker.rerank(query, [h.text for h in found])
     except ModelError as exc:
         cost = RerankCost(time.perf_counter() - started, error=f"{spec.model}: {exc}")
         return RerankedHits(list(found)[:k], cost, **meta)
@@ -168,6 +182,7 @@ __all__ = [
     "RerankedHits",
     "Reranking",
     "check_rerank_model",
+    "hit_refs",
     "parse_rerank",
     "reorder",
     "rerank_search",

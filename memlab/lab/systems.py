@@ -162,7 +162,7 @@ class EventSystem:
             return self._search(handle, question, vector, k)
         found = reranking(handle, self.name, self.rerank)
         return rerank_search(lambda depth: self._search(found.memory, question, vector, depth), found.reranker,
-                             self.rerank, question.text, k)  # fmt: skip
+                             self.rerank, question.text, k, (question.app_name, question.user_id))  # fmt: skip
 
     def _search(self, handle: EventMemory, question: Question, vector: np.ndarray, k: int) -> Hits:
         settings = replace(self.settings, top_k=k)
@@ -300,7 +300,7 @@ class FactSystem:
             return _fact_hits(handle, asked, k)
         found = reranking(handle, self.name, self.rerank)
         return rerank_search(lambda depth: _fact_hits(found.memory, asked, depth), found.reranker, self.rerank,
-                             question.text, k)  # fmt: skip
+                             question.text, k, (asked.app_name, asked.user_id))  # fmt: skip
 
     def reference(self) -> None:
         return None

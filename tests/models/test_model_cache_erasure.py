@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import memlab
+from memlab.lab.rerank import RerankSpec, rerank_search
 from memlab.models import (
     ChatRequest,
     ModelSpec,
@@ -128,3 +129,21 @@ def test_event_memory_erasure_deletes_reader_and_reranker_replies_of_the_erased_
     assert holders(word) == [] and not files & entries(), "the reader's and the re-ranker's entries are gone"
     assert not indexed([f"I'm {word} now."]), "and the index names no erased text"
     assert holders(kept_word) and kept_files <= entries(), "another user's entries stay"
+
+
+def test_the_rerank_stage_records_its_hits_so_erasing_the_session_deletes_the_scores(event_memory, clients, app_name):
+    """The workbench's re-rank stage (no refs from its caller's code: it derives them from the hits it sends)."""
+    _, reranker = clients
+    made = {}
+    for user in ("gone", "kept"):
+        word = f"zq{uuid.uuid4().hex[:10]}"
+        event_memory.add_session(make_session(app_name, user, f"s-{user}", [f"I'm {word} now.", "Noted."]))
+        before = entries()
+        hits = rerank_search(lambda depth, user=user: event_memory.search(
+            app_name, user, "what am I?", memlab.SearchSettings(top_k=depth)), reranker, RerankSpec("rr", 5),
+            "what am I?", 2, (app_name, user))  # fmt: skip
+        assert hits.rerank.error is None and not hits.rerank.cached
+        made[user] = entries() - before
+        assert len(made[user]) == 1
+    assert event_memory.forget_session(app_name, "gone", "s-gone").model_replies == 1
+    assert not made["gone"] & entries() and made["kept"] <= entries()

@@ -22,7 +22,7 @@ from memlab.facts.extractors.llm import ExtractionError, LlmExtractor, reply_jso
 from memlab.lab.judging.judgments import write_judgments  # noqa: F401  (memlab.lab exports it from here)
 from memlab.lab.judging.pool_file import Pool
 from memlab.lab.judging.query_file import json_lines
-from memlab.models import ChatClient, ChatRequest, ModelError
+from memlab.models import ChatClient, ChatRequest, ModelError, text_refs
 from memlab.redact import redact
 
 RELEVANCE_SCHEMA = {"type": "object", "properties": {"relevant": {"type": "boolean"}}, "required": ["relevant"],
@@ -61,7 +61,8 @@ def model_judgments(pool: Pool, client: ChatClient | LlmExtractor) -> list[dict[
                              {"role": "user", "content": f"Query (asked {query.get('asked_at')}): {query['text']}"
                                                          f"\n\nMemory ({hit.get('author')}, {hit.get('at')}): "
                                                          f"{hit.get('text')}"}],
-                            json_schema=schema, schema_name="relevance") for query, hit in items]  # fmt: skip
+                            json_schema=schema, schema_name="relevance", refs=tuple(text_refs([hit.get("text")])))
+                for query, hit in items]  # fmt: skip
     replies = chat.complete_many(requests, cache_if=lambda text: _read_verdict(text) is not None)
     out = []
     for (query, hit), reply in zip(items, replies, strict=True):

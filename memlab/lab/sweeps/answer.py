@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from memlab.lab.sweeps.base import Sweep, SweepContext
 from memlab.lab.systems import Env
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import bootstrap_ci
-from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec
+from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec, scope_refs, session_ref, text_refs
 from memlab.types import Event
 
 TABLE = "answers"
@@ -78,11 +79,25 @@ def _context(hits: pd.DataFrame, question: Question, events: dict[tuple, Event])
     return items
 
 
+def _refs(hits: pd.DataFrame, question: Question, events: dict[tuple, Event]) -> tuple[str, ...]:
+    """What stored memory the question's prompt holds (memlab.models.refs): the texts of the hits' events and
+    their user, sessions and event ids, so erasing any of them drops the cached reader and judge replies."""
+    app, user = question.app_name, question.user_id
+    said = [events[k] for keys in run_events(hits) for k in ((app, user, s, e) for s, e in keys) if k in events]
+    sessions = {s for keys in run_events(hits) for s, _ in keys if isinstance(s, str)}
+    return tuple(dict.fromkeys([*text_refs(e.text for e in said), *scope_refs(app, user, None, [e.id for e in said]),
+                                *(session_ref(app, user, s) for s in sorted(sessions))]))  # fmt: skip
+
+
 def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest]) -> list[ChatReply | ModelError]:
     """Each distinct request sent once (two systems that retrieve the same hits give the reader the same prompt),
-    the replies handed back in input order; at most the model's concurrency in flight."""
+    the replies handed back in input order; at most the model's concurrency in flight. The cached reply records
+    the refs of every request it answers."""
     keys = [json.dumps([r.messages, r.json_schema, r.schema_name, r.max_tokens], sort_keys=True) for r in requests]
-    unique = dict(zip(keys, requests, strict=True))
+    unique: dict[str, ChatRequest] = {}
+    for key, request in zip(keys, requests, strict=True):
+        seen = unique.get(key)
+        unique[key] = request if seen is None else replace(seen, refs=tuple(dict.fromkeys(seen.refs + request.refs)))
     replies = dict(zip(unique, client.complete_many(list(unique.values())), strict=True))
     return [replies[key] for key in keys]
 
@@ -136,7 +151,8 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
             hits = by_question.get(q.id, frame.iloc[:0])
             context = _context(hits, q, events)
             cases.append((system, q, len(context)))
-            requests.append(ChatRequest(reader_messages(q, context), max_tokens=READER_TOKENS))
+            requests.append(ChatRequest(reader_messages(q, context), max_tokens=READER_TOKENS,
+                                        refs=_refs(hits, q, events)))
     answers = _complete_unique(reader, requests)
     rows = []
     to_judge: list[int] = []
@@ -161,7 +177,7 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
         rows.append(row)
     verdicts = _complete_unique(judge, [
         ChatRequest(judge_messages(cases[i][1], rows[i]["answer"]), json_schema=VERDICT_SCHEMA, schema_name="verdict",
-                    max_tokens=JUDGE_TOKENS) for i in to_judge])  # fmt: skip
+                    max_tokens=JUDGE_TOKENS, refs=requests[i].refs) for i in to_judge])  # the answer quotes the hits
     for i, reply in zip(to_judge, verdicts, strict=True):
         row = rows[i]
         if not isinstance(reply, ChatReply):
