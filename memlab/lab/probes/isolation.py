@@ -86,14 +86,19 @@ class IsolationCheck:
 
     def ingest(self, texts: dict[tuple[str, str], list[str]], domain_apps: list[str]) -> None:
         start = datetime.now(UTC) - timedelta(hours=2)  # recent: facts keep serving confidence
+        sessions = []
         for (app, user), lines in texts.items():
             sid = f"iso-s{next(self.counter)}"
             self.session_owner[sid] = (app, user)
             events = [memlab.Event(f"e{i}", "user" if i % 2 == 0 else "model", start + timedelta(minutes=i),
                                    f"{self.marker((app, user))} {text}") for i, text in enumerate(lines)]  # fmt: skip
-            session = memlab.Session(app, user, sid, events)
-            for mem in self.memories.values():
-                mem.add_session(session)
+            sessions.append(memlab.Session(app, user, sid, events))
+        for mem in self.memories.values():  # one batch per layer: the model embeds full batches, not one per pair
+            report = mem.add_sessions(sessions)
+            if report.failed:  # a session left out would leave nothing to leak: refuse to check without it
+                raise memlab.InputError(f"isolation ingest refused {len(report.failed)} session(s): "
+                                        f"{report.failed[0].reason}")  # fmt: skip
+        for session in sessions:
             self.facts.add_session(session)
         for app in domain_apps:
             self.facts.add_domain_fact(app, "team:core", DOMAIN_PREDICATE, self.marker((app, memlab.DOMAIN_USER)))
