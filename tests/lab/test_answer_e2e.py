@@ -97,11 +97,6 @@ def _eval(config: Path, out: Path) -> pd.DataFrame:
     return pd.read_parquet(out / "tables" / f"answers__{DATASET}.parquet")
 
 
-def _page_data(out: Path) -> dict:
-    page = (out / "report.html").read_text()
-    return json.loads(re.search(r"const DATA = (.*);\n", page).group(1))
-
-
 def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_serves_a_rerun(
         tmp_path, memlab_home, store, model_server, cross_encoder) -> None:  # fmt: skip
     model_server.chat_reply = fake_model
@@ -137,7 +132,7 @@ def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_s
     assert "judge `judge` (model `fake-judge`)" in report and "95% CI" in report
     assert "1 answerable question(s) without a gold answer text were skipped" in report
 
-    shown = _page_data(tmp_path / "run")["answers"][DATASET]
+    shown = lab.probes.page_data((tmp_path / "run" / "report.html").read_text())["answers"][DATASET]
     row = answers.iloc[0]
     got = shown[row.system][row.question_id]
     assert got["answer"] == row.answer and got["verdict"] == bool(row.verdict)

@@ -29,7 +29,7 @@ LEVELS = (False, True, "full", "wal")
 TURN = re.compile(r"\[(?P<id>[^\]]+)\] user: I'm (?P<word>\w+) now\.")
 
 
-def holders(marker: str) -> list[Path]:
+def cached_with(marker: str) -> list[Path]:
     """The files under MEMLAB_HOME/cache/models whose bytes hold `marker`."""
     root = model_cache_dir()
     return [p for p in root.rglob("*") if p.is_file() and marker.encode() in p.read_bytes()]
@@ -63,11 +63,11 @@ def test_fact_memory_forget_user_deletes_the_extractors_cached_reply(store, embe
     for user, word in (("gone", gone), ("kept", kept)):
         report = facts.add_session(make_session(app_name, user, f"s-{user}", [f"I'm {word} now."]))
         assert [c.value for c in report.accepted] == [word]
-    assert holders(gone) and holders(kept), "the replies were cached, quoting the users' words"
+    assert cached_with(gone) and cached_with(kept), "the replies were cached, quoting the users' words"
     counts = facts.forget_user(app_name, "gone", vacuum=level)
     assert counts["model_replies"] == 1
-    assert holders(gone) == [], "no file of the model cache holds the erased user's words"
-    assert holders(kept), "another user's cached reply stays"
+    assert cached_with(gone) == [], "no file of the model cache holds the erased user's words"
+    assert cached_with(kept), "another user's cached reply stays"
 
 
 def test_fact_memory_forget_session_and_events_delete_the_replies_read_from_them(store, embedder, extractor,
@@ -76,11 +76,11 @@ def test_fact_memory_forget_session_and_events_delete_the_replies_read_from_them
     words = {sid: f"zq{uuid.uuid4().hex[:10]}" for sid in ("s1", "s2", "s3")}
     for i, (sid, word) in enumerate(words.items()):
         facts.add_session(make_session(app_name, "u", sid, [f"I'm {word} now."], start=T0 + timedelta(days=i)))
-    assert facts.forget_session(app_name, "u", "s1").model_replies == 1 and holders(words["s1"]) == []
+    assert facts.forget_session(app_name, "u", "s1").model_replies == 1 and cached_with(words["s1"]) == []
     assert facts.forget_events(app_name, "u", ["s2-e0"], session_id="s2").model_replies == 1
-    assert holders(words["s2"]) == [] and holders(words["s3"])
+    assert cached_with(words["s2"]) == [] and cached_with(words["s3"])
     assert facts.delete_fact(app_name, "u", "user", "diet", words["s3"]) == 1
-    assert holders(words["s3"]) == [], "the value's reply went with it"
+    assert cached_with(words["s3"]) == [], "the value's reply went with it"
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def _read_and_rerank(memory, clients, app: str, user: str, word: str) -> set[Pat
     reranker.rerank(f"what is {word}?", texts, refs=text_refs(texts))
     chat.complete(ChatRequest([{"role": "user", "content": "Memories:\n" + "\n".join(texts)}], refs=text_refs(texts)))
     made = entries() - before
-    assert len(made) == 2 and holders(word) and indexed(texts), "the reader's reply (an echo) quotes the hits"
+    assert len(made) == 2 and cached_with(word) and indexed(texts), "the reader's reply (an echo) quotes the hits"
     return made
 
 
@@ -126,9 +126,9 @@ def test_event_memory_erasure_deletes_reader_and_reranker_replies_of_the_erased_
         made[user] = (word, _read_and_rerank(event_memory, clients, app_name, user, word))
     assert ERASURES[erase](event_memory, app_name, "gone") >= 1
     (word, files), (kept_word, kept_files) = made["gone"], made["kept"]
-    assert holders(word) == [] and not files & entries(), "the reader's and the re-ranker's entries are gone"
+    assert cached_with(word) == [] and not files & entries(), "the reader's and the re-ranker's entries are gone"
     assert not indexed([f"I'm {word} now."]), "and the index names no erased text"
-    assert holders(kept_word) and kept_files <= entries(), "another user's entries stay"
+    assert cached_with(kept_word) and kept_files <= entries(), "another user's entries stay"
 
 
 def test_the_rerank_stage_records_its_hits_so_erasing_the_session_deletes_the_scores(event_memory, clients, app_name):
