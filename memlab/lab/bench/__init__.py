@@ -1,7 +1,7 @@
 """memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
 on corpora that look like real memory, the scaling curve, lexical and hybrid search against vector per user size,
-FAISS against the memory bandwidth, bulk writes and HNSW builds. `run_bench` runs them all (what `memlab bench`
-calls); the parts are public for notebooks."""
+search while sessions are written, FAISS against the memory bandwidth, bulk writes and HNSW builds. `run_bench`
+runs them all (what `memlab bench` calls); the parts are public for notebooks."""
 
 from __future__ import annotations
 
@@ -22,6 +22,15 @@ from memlab.lab.bench.ingest_sets import INGEST_SETS, IngestSet, ingest_set
 from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
 from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, latency_verdict, run_bench
 from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
+from memlab.lab.bench.streaming import (
+    STREAMING_SIZES,
+    StreamingRun,
+    StreamingSize,
+    half_written,
+    streaming_bench,
+    streaming_section,
+    summarize_streaming,
+)
 
 __all__ = [
     "BENCH_APP",
@@ -29,9 +38,12 @@ __all__ = [
     "SIZES",
     "STAGES",
     "STRATEGIES",
+    "STREAMING_SIZES",
     "BenchSize",
     "IngestBench",
     "IngestSet",
+    "StreamingRun",
+    "StreamingSize",
     "auto_goal",
     "bulk_write",
     "calibrate",
@@ -39,6 +51,7 @@ __all__ = [
     "distribution_table",
     "embedded",
     "faiss_scan",
+    "half_written",
     "hnsw_build",
     "ingest_set",
     "latency_verdict",
@@ -55,6 +68,9 @@ __all__ = [
     "run_bench",
     "scaling_curve",
     "search_bench",
+    "streaming_bench",
+    "streaming_section",
     "summarize_lexical",
     "summarize_search",
+    "summarize_streaming",
 ]
