@@ -201,6 +201,8 @@ def test_the_allowlist_has_no_stale_entries():
 # memlab/lab module -> why it may use the unit table's SQL module itself; everything else goes through EventMemory.
 UNIT_SQL_ALLOWED = {
     "bench/bulk.py": "measures the table's own writers (COPY vs executemany) and HNSW build settings",
+    "bench/streaming.py": "seeds the partial-index user with corpus rows in the live table (bulk_load would drop "
+    "and rebuild the shared HNSW index under the 1M rows)",
     "live/index_health.py": "EXPLAINs (no ANALYZE) the search on a read-only connection of a live store, where "
     "EventMemory would write (registering its model, folding counts)",
     "plan_rows.py": "EXPLAINs the lexical statement itself to count the rows its plan reads",
