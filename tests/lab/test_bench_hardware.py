@@ -48,3 +48,31 @@ def test_faiss_scan_measures_bandwidth_when_not_given():
     out = faiss_scan(vectors, vectors[:4], k=1, repeat=1)
     assert out["bandwidth_bytes_per_s"] > 0 and math.isfinite(out["bandwidth_fraction"])
     assert list(out["ids"][:, 0]) == [0, 1, 2, 3]
+
+
+def test_memory_bandwidth_on_two_threads_copies_the_whole_array():
+    out = memory_bandwidth(megabytes=16, repeat=1, threads=2)
+    assert out["threads"] == 2 and out["bytes_per_copy"] == 2 * 16 * 2**20
+    assert math.isfinite(out["bytes_per_s"]) and out["bytes_per_s"] > 0 and "2 thread" in out["method"]
+
+
+def test_faiss_scan_sweeps_threads_and_batches_and_names_the_kernel():
+    import faiss
+
+    vectors = _unit_rows(5_000, 32, seed=4)
+    before = faiss.omp_get_max_threads()
+    out = faiss_scan(vectors, vectors[:3], k=2, repeat=1, bandwidth=1e10, batches=(1, 4), threads=(1, 2))
+    threshold = faiss.cvar.distance_compute_blas_threshold
+    sweep = {(s["threads"], s["batch"], s["kernel"]): s for s in out["sweep"]}
+    own = "sgemm" if threshold <= 4 else "simd"
+    assert set(sweep) == {(t, 1, "simd") for t in (1, 2)} | {(t, 4, own) for t in (1, 2)} | (
+        {(t, 4, "sgemm-forced") for t in (1, 2)} if own == "simd" else set())  # fmt: skip
+    assert faiss.omp_get_max_threads() == before, "the sweep restores FAISS's thread count"
+    assert faiss.cvar.distance_compute_blas_threshold == threshold == out["blas_threshold"], "and its threshold"
+    for (_, batch, _), s in sweep.items():
+        assert s["queries_per_s"] > 0 and math.isclose(s["queries_per_s"], batch / s["seconds_per_call"])
+        # a pass over 5,000 x 32 float32 per call; a batch serves `batch` questions with that one pass
+        assert math.isclose(s["bandwidth_fraction"], 5_000 * 32 * 4 / s["seconds_per_call"] / 1e10)
+        assert math.isclose(s["effective_fraction"], s["bandwidth_fraction"] * batch)
+    assert out["compile_options"] and "openblas" in out["blas"].lower()
+    assert faiss_scan(vectors, vectors[:2], k=1, repeat=1, bandwidth=1e10)["sweep"] == []

@@ -8,22 +8,41 @@ far below FAISS's rate is overhead (tuple decoding, casts, the executor), not ph
 
 from __future__ import annotations
 
+import itertools
 import resource
+import threading
 import time
+from collections.abc import Sequence
 
 import faiss
 import numpy as np
+from threadpoolctl import threadpool_info
 
 
-def memory_bandwidth(*, megabytes: int = 512, repeat: int = 5) -> dict:
-    """Bytes per second a single thread moves through memory: `np.copyto` of a `megabytes` float32 array
-    into another, best of `repeat` (the machine is noisy; the best run is the least disturbed one). Bytes
-    counted are those read plus those written (2 x the array), the traffic a streaming scan would see.
+def _copy(dst: np.ndarray, src: np.ndarray, threads: int) -> None:
+    """`np.copyto` split into `threads` equal parts, each on its own thread (numpy releases the GIL)."""
+    if threads == 1:
+        np.copyto(dst, src)
+        return
+    bounds = np.linspace(0, len(src), threads + 1).astype(int)
+    parts = itertools.pairwise(bounds)
+    workers = [threading.Thread(target=np.copyto, args=(dst[a:b], src[a:b])) for a, b in parts]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
 
-    Keys: bytes_per_s, gb_per_s, seconds_best, seconds_median, megabytes, repeat, bytes_per_copy, method.
-    Pick `megabytes` well above the last-level cache or this measures the cache instead."""
-    if megabytes <= 0 or repeat <= 0:
-        raise ValueError("megabytes and repeat must be positive")
+
+def memory_bandwidth(*, megabytes: int = 512, repeat: int = 5, threads: int = 1) -> dict:
+    """Bytes per second `threads` threads move through memory: `np.copyto` of a `megabytes` float32 array
+    into another (split in equal parts with several threads), best of `repeat` (the machine is noisy; the best
+    run is the least disturbed one). Bytes counted are those read plus those written (2 x the array), the
+    traffic a streaming scan would see.
+
+    Keys: bytes_per_s, gb_per_s, seconds_best, seconds_median, megabytes, repeat, threads, bytes_per_copy,
+    method. Pick `megabytes` well above the last-level cache or this measures the cache instead."""
+    if megabytes <= 0 or repeat <= 0 or threads <= 0:
+        raise ValueError("megabytes, repeat and threads must be positive")
     n = megabytes * 2**20 // 4
     src = np.ones(n, dtype=np.float32)
     dst = np.empty_like(src)
@@ -31,7 +50,7 @@ def memory_bandwidth(*, megabytes: int = 512, repeat: int = 5) -> dict:
     seconds = []
     for _ in range(repeat):
         started = time.perf_counter()
-        np.copyto(dst, src)
+        _copy(dst, src, threads)
         seconds.append(time.perf_counter() - started)
     moved = 2 * src.nbytes
     best = min(seconds)
@@ -42,8 +61,9 @@ def memory_bandwidth(*, megabytes: int = 512, repeat: int = 5) -> dict:
         "seconds_median": float(np.median(seconds)),
         "megabytes": megabytes,
         "repeat": repeat,
+        "threads": threads,
         "bytes_per_copy": moved,
-        "method": "np.copyto of a float32 array, single thread, best of repeat; bytes read + bytes written",
+        "method": f"np.copyto of a float32 array, {threads} thread(s), best of repeat; bytes read + bytes written",
     }
 
 
@@ -65,6 +85,8 @@ def faiss_scan(
     repeat: int = 3,
     bandwidth: float | dict | None = None,
     single_queries: int = 32,
+    batches: Sequence[int] = (),
+    threads: Sequence[int] = (),
 ) -> dict:
     """FAISS `IndexFlatIP` exact search over `vectors`: one query at a time (the first `single_queries` of
     `queries`, each its own `search` call, as a memory service sees them) and all `queries` in one batch
@@ -79,7 +101,9 @@ def faiss_scan(
     Keys: vectors, dimension, vector_bytes, k, queries_single, queries_batch, single_seconds_per_query,
     single_vectors_per_s, single_bytes_per_s, batch_seconds, batch_vectors_per_s, batch_bytes_per_s,
     batch_queries_per_s, bandwidth_bytes_per_s, bandwidth_fraction, batch_bandwidth_fraction, faiss_threads,
-    ids (the batch's (queries x k) row numbers into `vectors`), scores (their inner products)."""
+    ids (the batch's (queries x k) row numbers into `vectors`), scores (their inner products), compile_options
+    (FAISS's SIMD level), blas_threshold, blas (the BLAS libraries loaded: name, kernel architecture, threads).
+    With `batches` and `threads`: `sweep`, one dict per (threads, batch) from `scan_sweep`."""
     base = np.ascontiguousarray(vectors, dtype=np.float32)
     batch = np.ascontiguousarray(queries, dtype=np.float32)
     if base.ndim != 2 or batch.ndim != 2 or base.shape[1] != batch.shape[1]:
@@ -127,7 +151,64 @@ def faiss_scan(
         "faiss_threads": faiss.omp_get_max_threads(),
         "ids": ids,
         "scores": scores,
+        **kernel_info(),
+        "sweep": scan_sweep(index, batch, k=k, repeat=repeat, bandwidth=bandwidth, batches=batches,
+                            threads=threads) if batches and threads else [],
+    }  # fmt: skip
+
+
+def kernel_info() -> dict:
+    """What computes FAISS's inner products here: its compile options (AVX2/AVX512), the batch size from which
+    IndexFlatIP hands a batch to BLAS sgemm (below it, its own SIMD scan), and the BLAS libraries loaded with
+    the kernel architecture OpenBLAS picked (OPENBLAS_CORETYPE can force a slower one)."""
+    blas = [f"{i.get('prefix')} {i.get('version')} {i.get('architecture', '?')} x{i.get('num_threads')}"
+            for i in threadpool_info() if i.get("user_api") == "blas"]  # fmt: skip
+    return {
+        "compile_options": faiss.get_compile_options().strip(),
+        "blas_threshold": int(faiss.cvar.distance_compute_blas_threshold),
+        "blas": "; ".join(blas),
     }
+
+
+def scan_sweep(
+    index: faiss.Index, queries: np.ndarray, *, k: int, repeat: int, bandwidth: float, batches: Sequence[int],
+    threads: Sequence[int], simd_max_batch: int = 16,
+) -> list[dict]:  # fmt: skip
+    """FAISS's scan rate per (OpenMP threads, queries per `search` call, kernel), best of `repeat`; a batch of 1
+    runs min(8, queries) single searches. Each batch runs with FAISS's own kernel choice (`simd` below its BLAS
+    threshold: one pass over the vectors per question, so its time grows with the batch; measured up to
+    `simd_max_batch`: 256 questions over 1M vectors would take minutes per call) and, when that is not sgemm,
+    again with the threshold lowered to the batch (`sgemm-forced`: one pass serves the whole batch).
+    `bandwidth_fraction`: bytes of one pass over the vectors per second of a call / `bandwidth` (the traffic
+    really caused, per pass);
+    `effective_fraction`: vector bytes per query x queries per second / `bandwidth` (the rate a batch serves,
+    above 1 when one pass serves many). FAISS's thread count and threshold are restored."""
+    nbytes = index.ntotal * index.d * 4
+    threshold = int(faiss.cvar.distance_compute_blas_threshold)
+    before = faiss.omp_get_max_threads()
+    out = []
+    try:
+        for t in threads:
+            faiss.omp_set_num_threads(int(t))
+            for b in batches:
+                calls = [queries[i : i + 1] for i in range(min(8, len(queries)))] if b == 1 else [
+                    np.resize(queries, (b, queries.shape[1]))]  # fmt: skip
+                own = "sgemm" if b >= threshold else "simd"
+                kernels = [(own, threshold)] if own == "sgemm" or b <= simd_max_batch else []
+                if 1 < b < threshold:
+                    kernels.append(("sgemm-forced", b))
+                for kernel, limit in kernels:
+                    faiss.cvar.distance_compute_blas_threshold = limit
+                    index.search(calls[0], k)  # warm-up
+                    seconds = _best_of(repeat, lambda calls=calls: [index.search(c, k) for c in calls]) / len(calls)
+                    out.append({"threads": int(t), "batch": int(b), "kernel": kernel, "seconds_per_call": seconds,
+                                "queries_per_s": b / seconds, "single_vectors_per_s": index.ntotal / seconds * b,
+                                "bandwidth_fraction": nbytes / seconds / bandwidth,
+                                "effective_fraction": nbytes * b / seconds / bandwidth})  # fmt: skip
+    finally:
+        faiss.omp_set_num_threads(before)
+        faiss.cvar.distance_compute_blas_threshold = threshold
+    return out
 
 
 def peak_memory_mb() -> float:
