@@ -387,6 +387,9 @@ class IngestReport:
     failed: list[SessionFailure] = field(default_factory=list)
     # seconds spent per stage: filter (incl. secret scan), lookup, embed, write (COPY with index upkeep), commit
     timings: Counter[str] = field(default_factory=Counter)
+    # which write path ran ("pipelined", "copy-first-load", "single": memlab.events.ingest) and why it was chosen
+    path: str = ""
+    path_reason: str = ""
 
     @property
     def skipped_total(self) -> int:
@@ -406,6 +409,7 @@ class IngestReport:
         self.skipped.update(other.skipped)
         self.failed.extend(other.failed)
         self.timings.update(other.timings)
+        self.path, self.path_reason = self.path or other.path, self.path_reason or other.path_reason
         return self
 
 

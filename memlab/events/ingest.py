@@ -35,6 +35,15 @@ SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID, ERASED_DURING_INGEST)  # ev
 # What PostgreSQL (or psycopg) says about data it cannot take: the session is at fault, not the server.
 _REFUSED = (psycopg.DataError, psycopg.errors.ProgramLimitExceeded)
 
+# The write paths an IngestReport names (`path`, with `path_reason`).
+PATH_SINGLE = "single"  # add_session: one session, filtered, embedded and written in turn
+PATH_PIPELINED = "pipelined"  # add_sessions: batches staged and merged (ON CONFLICT), HNSW kept per batch
+# add_sessions of at least one full batch (`batch_units`) for users holding nothing in the layer yet (an import of old
+# conversations): no lookups of stored units before embedding (there are none; the locked re-check at write time
+# still runs) and each batch COPied straight into the table, each row written once instead of staged and moved.
+# Below one batch a job cannot overlap its stages and the saved round trips are a few milliseconds.
+PATH_FIRST_LOAD = "copy-first-load"
+
 
 def _holds(stored: tuple[str, ...] | None, wanted: tuple[str, ...]) -> bool:
     """Whether a stored unit with event ids `stored` already covers `wanted`: the same events, or a longer run
@@ -54,6 +63,7 @@ class _Plan:
     sessions: list[tuple[sqlu.Scope, Session, list[Unit]]] = field(default_factory=list)
     texts: set[str] = field(default_factory=set)
     generation: int | None = None  # erasures marked after it are left out at write time (write_guard)
+    first_load: bool = False  # PATH_FIRST_LOAD: nothing stored was looked up; write with copy_new_rows
 
 
 @dataclass
@@ -142,6 +152,8 @@ class Ingest:
         batches = batch_sessions(items, batch_units, partial(
             planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap))
         events = sum(len(s.events) for s in items)
+        first_load, total.path_reason = self._first_load(items, batch_units)
+        total.path = PATH_FIRST_LOAD if first_load else PATH_PIPELINED
         bar = IngestProgress(self.core.layer, events) if progress else None
         stop = threading.Event()  # set when a batch fails: queued batches then touch nothing
         try:
@@ -149,7 +161,7 @@ class Ingest:
                 in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
                 try:
                     for batch in batches:
-                        plan = self._prepare(batch, stop)
+                        plan = self._prepare(batch, stop, first_load=first_load)
                         if bar is not None:
                             bar.planned(len(plan.texts))
                         vectors = embedding.submit(self._embed_plan, plan, stop, bar)
@@ -172,6 +184,20 @@ class Ingest:
             if bar is not None:
                 bar.close()
 
+    def _first_load(self, items: list[Session], batch_units: int) -> tuple[bool, str]:
+        """Whether `add_sessions` takes PATH_FIRST_LOAD, and why (a count, never an id: reports get logged)."""
+        core = self.core
+        planned = sum(planned_units(s, core.granularity, core.chunk_size, core.chunk_overlap) for s in items)
+        if planned < max(1, batch_units):
+            return False, f"{planned} units planned, less than one batch ({batch_units}): not a bulk first load"
+        users = sorted({(s.app_name, s.user_id) for s in items})
+        with core.store.connection() as conn:
+            holding = sum(sqlu.scope_facts(conn, core.scope(*user)).units > 0 for user in users)
+        if holding:
+            return False, f"{holding} of {len(users)} users already hold units in this layer: not a first load"
+        return True, (f"{planned} units planned (at least one batch, {batch_units}) for {len(users)} users with "
+                      "no unit in this layer: first load, COPY without staging or stored-unit lookups")  # fmt: skip
+
     @staticmethod
     def _collect(total: IngestReport, batch: list[Session], done: Future[IngestReport], bar) -> None:
         total.merge(done.result())
@@ -189,6 +215,12 @@ class Ingest:
             if embedded is None or stop.is_set():
                 raise IngestAborted("an earlier batch failed")
             return self._write(plan, embedded)
+        except psycopg.errors.UniqueViolation:
+            if not plan.first_load:
+                stop.set()
+                raise
+            # A row stored meanwhile by a writer that takes no lock (bulk_load): this batch, the normal way.
+            return self.write_sessions(batch, plan.generation)
         except _REFUSED:
             if len(batch) == 1:
                 stop.set()
@@ -207,10 +239,18 @@ class Ingest:
     def write_sessions(self, sessions: list[Session], generation: int | None = None) -> IngestReport:
         """Filter, unit, embed and write sessions: the three stages of `add_sessions`, one after the other."""
         plan = self._prepare(sessions, generation=generation)
-        return self._write(plan, self._embed_plan(plan))
+        report = self._write(plan, self._embed_plan(plan))
+        if not report.path:
+            report.path, report.path_reason = PATH_SINGLE, "sessions written one call at a time"
+        return report
 
     def _prepare(
-        self, sessions: list[Session], stop: threading.Event | None = None, *, generation: int | None = None
+        self,
+        sessions: list[Session],
+        stop: threading.Event | None = None,
+        *,
+        generation: int | None = None,
+        first_load: bool = False,
     ) -> _Plan:
         """Filter the sessions' events and build their units; look up (without locking) which are stored.
 
@@ -220,7 +260,7 @@ class Ingest:
         (`write_guard`) is drawn first, or kept from an earlier plan of the same sessions (`generation`)."""
         if stop is not None and stop.is_set():
             raise IngestAborted("an earlier batch failed")
-        plan = _Plan(IngestReport())
+        plan = _Plan(IngestReport(), first_load=first_load)
         started = time.perf_counter()
         keys = {(s.app_name, s.user_id, s.id): [e.id for e in s.events] for s in sessions}
         with self.core.store.connection() as conn:
@@ -229,7 +269,7 @@ class Ingest:
             # In the event layer a unit's id is its event's id: the stored units name the events already kept.
             known = (
                 sqlu.existing_units_of(conn, self.core.layer, self.core.model.model_id, keys)
-                if self.core.granularity == "event" else {}
+                if self.core.granularity == "event" and not first_load else {}
             )  # fmt: skip
             plan.report.timings["lookup"] += time.perf_counter() - started
             t0 = time.perf_counter()
@@ -248,7 +288,8 @@ class Ingest:
             plan.report.timings["filter"] += t1 - t0
             # An event unit's id is its event's id, so the event layer's lookup above already holds every stored
             # unit of these sessions; only chunks need a lookup of their own.
-            stored = known if self.core.granularity == "event" else self._stored_units(conn, plan.sessions)
+            event_layer = self.core.granularity == "event"
+            stored = known if event_layer or first_load else self._stored_units(conn, plan.sessions)
             for scope, session, units in plan.sessions:
                 held = stored.get((scope.app_name, scope.user_id, session.id), {})
                 plan.texts.update(u.embed_text for u in units if not _holds(held.get(u.unit_id), u.event_ids))
@@ -333,7 +374,8 @@ class Ingest:
                     embedded += missing
                 report.embedded = len(todo)
                 rows = [sqlu.unit_row(scope, u, vectors.by_text[u.embed_text]) for scope, u in todo]
-                report.added = sqlu.copy_rows(conn, rows) - report.replaced
+                copy = sqlu.copy_new_rows if plan.first_load and not report.replaced else sqlu.copy_rows
+                report.added = copy(conn, rows) - report.replaced
                 copied = time.perf_counter()
                 report.timings["write"] += copied - started
             report.timings["commit"] += time.perf_counter() - copied

@@ -172,6 +172,10 @@ class EventMemory:
 
         The work is pipelined: while one batch is written, the next is embedded and the one after that is
         filtered, so the model (which releases the GIL) rarely waits for PostgreSQL or the secret scan.
+        A first load (at least one batch of units, for users holding nothing in this layer: an import of old
+        conversations) skips the stored-unit lookups and COPies each batch straight into the table; the report's
+        `path` and `path_reason` say which path ran (memlab.events.ingest.PATH_*). The layer's HNSW index is shared
+        by every user, so it is kept up to date row by row on both paths and the memory is searchable on return.
 
         One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
         whole and listed in `report.failed` with the reason; every other session is written."""

@@ -40,6 +40,8 @@ class IngestBench:
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage of the first ingest
     round_ratios: tuple[float, ...] = ()  # every round's ratio, sorted: their spread is this machine's noise
     model_threads: int = 0  # CPU threads the model ran on (torch's intra-op pool), raw encode and ingest alike
+    path: str = ""  # the write path the first ingest took (IngestReport.path: e.g. "copy-first-load") and why
+    path_reason: str = ""
 
     @property
     def ratio(self) -> float:
@@ -181,6 +183,8 @@ def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: in
         write_without_index_seconds=without_index.timings.get("write", float("nan")),
         stages={stage: float(report.timings.get(stage, 0.0)) for stage in STAGES},
         round_ratios=tuple(float(t[0]) for t in trials),
+        path=report.path,
+        path_reason=report.path_reason,
     )
 
 

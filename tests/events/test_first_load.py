@@ -1,0 +1,100 @@
+"""A user's large first ingest (an import) takes the first-load write path (COPY straight into the table, no
+stored-unit lookups); a small job, a second ingest or a call for a user already holding units does not. Either
+way the rows, vectors, counts and search results are those of the normal path, and the filters still run."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+import memlab
+from tests.conftest import make_session
+
+TOPICS = ["billing export", "piano lessons", "garden shed", "tax return", "flight to Lisbon", "dentist visit",
+          "book club", "router firmware"]  # fmt: skip
+SECRET = "use this key AKIAIOSFODNN7EXAMPLE for the bucket"
+SMALL_BATCH = 16  # batch_units: a job of 16 units or more is "at least one batch", so these small sets qualify
+
+
+def _sessions(app: str, users: int = 2, sessions: int = 3, turns: int = 8) -> list[memlab.Session]:
+    out = []
+    for u in range(users):
+        for s in range(sessions):
+            texts = [f"User {u} note {s}.{i}: the {TOPICS[(u + s + i) % len(TOPICS)]} moved to week {i + s}"
+                     for i in range(turns)]  # fmt: skip
+            if (u, s) == (0, 1):
+                texts[3] = SECRET
+            out.append(make_session(app, f"u{u}", f"s{s}", texts))
+    return out
+
+
+def _rows(store: memlab.Store, app: str, layer: str) -> list[tuple]:
+    with psycopg.connect(store.dsn) as conn:
+        return conn.execute(
+            "SELECT user_id, session_id, unit_id, event_ids, author, occurred_at, body, rendered, embedding::text "
+            "FROM memory_unit WHERE app_name = %s AND layer = %s ORDER BY 1, 2, 3",
+            [app, layer],
+        ).fetchall()
+
+
+@pytest.mark.parametrize("granularity", ["event", "chunk"])
+def test_a_large_first_ingest_takes_the_first_load_path_and_stores_what_the_normal_path_stores(
+    store, embedder, app_name, granularity
+):
+    mem = memlab.EventMemory(store, embedder, granularity=granularity)
+    first = mem.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
+    normal_app = app_name + "-normal"
+    normal = mem.add_sessions(_sessions(normal_app), batch_units=1024)
+    assert (first.path, normal.path) == ("copy-first-load", "pipelined")
+    assert "first load" in first.path_reason and "less than one batch" in normal.path_reason
+    assert first.added == normal.added > 0 and first.failed == normal.failed == []
+    assert dict(first.skipped) == dict(normal.skipped)
+    assert first.skipped["secret"] == 1
+    assert _rows(store, app_name, mem.layer) == _rows(store, normal_app, mem.layer)
+    assert not any(SECRET in row[6] for row in _rows(store, app_name, mem.layer))
+    for user in ("u0", "u1"):
+        assert mem.count(app_name, user) == mem.count(normal_app, user) > 0
+        for strategy in ("exact", "auto"):
+            settings = memlab.SearchSettings(strategy=strategy, top_k=5)
+            got = mem.search(app_name, user, "when is the piano lesson", settings)
+            want = mem.search(normal_app, user, "when is the piano lesson", settings)
+            assert [h.unit_id for h in got] == [h.unit_id for h in want] and len(got) == 5
+
+
+def test_a_second_ingest_a_small_job_and_a_user_holding_units_take_the_normal_path(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    sessions = _sessions(app_name)
+    first = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
+    assert first.path == "copy-first-load" and first.added > 0
+    again = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
+    assert again.path == "pipelined" and "2 of 2 users already hold units" in again.path_reason
+    assert (again.added, again.embedded, again.already_stored) == (0, 0, first.added)
+    # One new user beside one who holds units: the whole call goes the normal way, and both are right.
+    mixed = mem.add_sessions([*sessions, *[s for s in _sessions(app_name, users=3) if s.user_id == "u2"]],
+                             batch_units=SMALL_BATCH)  # fmt: skip
+    assert mixed.path == "pipelined" and "2 of 3 users" in mixed.path_reason
+    assert mixed.added == 3 * 8 and mixed.already_stored == first.added  # u2: 3 sessions of 8 turns, no secret
+    single = mem.add_session(make_session(app_name, "u9", "s0", ["A single note about the garden shed roof."]))
+    assert (single.path, single.added) == ("single", 1)
+    # Erased, the user is new again: the next large ingest is a first load, and stores the same rows.
+    before = _rows(store, app_name, mem.layer)
+    for user in ("u0", "u1", "u2", "u9"):
+        mem.forget_user(app_name, user)
+    assert mem.count(app_name, "u0") == 0
+    reloaded = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
+    assert reloaded.path == "copy-first-load" and reloaded.added == first.added
+    assert _rows(store, app_name, mem.layer) == [r for r in before if r[0] in ("u0", "u1")]
+
+
+def test_a_first_load_keeps_tombstones_and_the_secret_filter(store, embedder, app_name):
+    """A user with no unit may still hold a tombstone (delete_memory): the first load leaves that event out."""
+    mem = memlab.EventMemory(store, embedder)
+    sessions = _sessions(app_name, users=1)
+    mem.add_session(sessions[0])
+    for event in sessions[0].events:
+        mem.delete_memory(app_name, "u0", event.id, session_id="s0")
+    assert mem.count(app_name, "u0") == 0
+    report = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
+    assert report.path == "copy-first-load"
+    assert report.skipped["deleted"] == len(sessions[0].events) and report.skipped["secret"] == 1
+    assert {r[1] for r in _rows(store, app_name, mem.layer)} == {"s1", "s2"}
