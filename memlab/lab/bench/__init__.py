@@ -1,11 +1,19 @@
 """memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
 on corpora that look like real memory, the scaling curve, lexical and hybrid search against vector per user size,
-search while sessions are written, FAISS against the memory bandwidth, bulk writes and HNSW builds. `run_bench`
-runs them all (what `memlab bench` calls); the parts are public for notebooks."""
+search while sessions are written, search from concurrent clients, FAISS against the memory bandwidth, bulk writes
+and HNSW builds. `run_bench` runs them all (what `memlab bench` calls); the parts are public for notebooks."""
 
 from __future__ import annotations
 
 from memlab.lab.bench.bulk import bulk_write, hnsw_build
+from memlab.lab.bench.concurrency import (
+    CONCURRENCY_SIZES,
+    ConcurrencySize,
+    concurrency_bench,
+    concurrency_section,
+    saturation,
+    summarize_concurrency,
+)
 from memlab.lab.bench.corpora import (
     corpus,
     distribution_table,
@@ -34,12 +42,14 @@ from memlab.lab.bench.streaming import (
 
 __all__ = [
     "BENCH_APP",
+    "CONCURRENCY_SIZES",
     "INGEST_SETS",
     "SIZES",
     "STAGES",
     "STRATEGIES",
     "STREAMING_SIZES",
     "BenchSize",
+    "ConcurrencySize",
     "IngestBench",
     "IngestSet",
     "StreamingRun",
@@ -47,6 +57,8 @@ __all__ = [
     "auto_goal",
     "bulk_write",
     "calibrate",
+    "concurrency_bench",
+    "concurrency_section",
     "corpus",
     "distribution_table",
     "embedded",
@@ -66,10 +78,12 @@ __all__ = [
     "real_questions",
     "real_texts",
     "run_bench",
+    "saturation",
     "scaling_curve",
     "search_bench",
     "streaming_bench",
     "streaming_section",
+    "summarize_concurrency",
     "summarize_lexical",
     "summarize_search",
     "summarize_streaming",
