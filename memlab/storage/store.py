@@ -32,6 +32,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 import memlab.storage.policy as policy
 import memlab.storage.query_log as query_log
 import memlab.storage.unit_housekeeping as housekeeping
+import memlab.storage.unit_table as unit_table
 import memlab.storage.units as sqlu
 from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
@@ -596,11 +597,13 @@ class Store:
         return deleted
 
     def analyze(self) -> None:
-        """Refresh planner statistics (the `planner` strategy depends on them), and vacuum the lexical postings so
-        lexical search's index-only scans skip the heap from the first query after a bulk load."""
+        """Refresh planner statistics (the `planner` strategy depends on them) after a bulk load, vacuuming the
+        unit table on the way (so autovacuum does not start on the fresh rows under the first searches; see
+        `unit_table.vacuum_analyze`), and vacuum the lexical postings so lexical search's index-only scans skip the
+        heap from the first query after a bulk load."""
         self._writable("analyze")
         with self.connection() as conn:
-            sqlu.analyze(conn)
+            unit_table.vacuum_analyze(conn)
             sqlu.vacuum_postings(conn)
 
 

@@ -86,3 +86,13 @@ def test_summary_percentiles_and_scaling_curve(frames):
     sizes = curve.groupby("strategy").rows_total.apply(tuple)
     assert all(s == SIZES for s in sizes), f"the fixed user at every size: {sizes}"
     assert (curve[curve.strategy == "exact"].recall == 1.0).all()
+
+
+def test_the_fixed_users_plan_is_captured_at_every_size(frames):
+    (small, big), _ = frames
+    for frame in (small, big):
+        plan = frame.attrs["fixed_explain"]
+        assert plan["strategy"] == "auto" and plan["access_path"] == "scope_index", plan["access_path"]
+        assert "Planning Time" in plan["plan"] and "Execution Time" in plan["plan"]
+        assert plan["planning_ms"] > 0 and plan["execution_ms"] > 0
+        assert plan["shared_hit"] + plan["shared_read"] > 0, "a search reads the user's pages"

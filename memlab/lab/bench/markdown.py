@@ -50,7 +50,13 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
         "are within noise: their interval holds 1.2).",
         f"- **FAISS exact** scans {_f(_get(r, 'faiss.single_vectors_per_s'))} vectors/s per query, "
         f"{_f(_get(r, 'faiss.bandwidth_fraction'))} of the memory bandwidth measured in the same run "
-        f"({_f(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s).",
+        f"({_f(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s); one question at a time at best "
+        f"{_f(_get(r, 'faiss.single_best_bandwidth_fraction'))}, batched questions up to "
+        f"{_f(_get(r, 'faiss.batch_best_effective_fraction'))} (effective: vector bytes per question x questions/s). "
+        f"{faiss_verdict(r)}",
+        f"- **Small user**: the fixed 50-row user's `auto` p95 on the largest table is "
+        f"{_f(_get(r, 'scaling.fixed.auto.p95_vs_smallest'))} x its p95 on the smallest (goal <= 1.2; exact "
+        f"{_f(_get(r, 'scaling.fixed.exact.p95_vs_smallest'))} x).",
         "",
     ]  # fmt: skip
     if not ingest.empty:
@@ -129,6 +135,10 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "grow with other users' data.", "",
             markdown_table(pivot.reset_index()), "",
         ]  # fmt: skip
+    if "fixed_explain" in tables:
+        lines += small_user_section(tables["fixed_explain"])
+    if "faiss_sweep" in tables and not tables["faiss_sweep"].empty:
+        lines += faiss_section(tables["faiss_sweep"], meta.get("faiss", {}), results)
     if "lexical" in tables and not tables["lexical"].empty:
         lines += lexical_section(tables["lexical"])
     for name, title, note in (
@@ -158,4 +168,51 @@ def lexical_section(table: pd.DataFrame) -> list[str]:
         "lexical statement's plan handled (EXPLAIN ANALYZE, one question) per unit of the user: flat when "
         "its cost is linear in the user's units.", "",
         markdown_table(table), "",
+    ]  # fmt: skip
+
+
+def faiss_verdict(r: dict[str, float], goal: float = 0.5) -> str:
+    """Whether FAISS exact reached `goal` of the bandwidth one question at a time, else only batched, else not."""
+    single, batch = _get(r, "faiss.single_best_bandwidth_fraction"), _get(r, "faiss.batch_best_effective_fraction")
+    if single >= goal:
+        return f"Goal (>= {goal:g} of the bandwidth) met one question at a time."
+    if batch >= goal:
+        return (f"Goal (>= {goal:g}) met only with batched questions (one sgemm pass serving the batch); one "
+                "question at a time stays below it (see the FAISS section).")  # fmt: skip
+    return f"Goal (>= {goal:g}) not met (see the FAISS section)."
+
+
+def small_user_section(plans: pd.DataFrame) -> list[str]:
+    """bench.md: the fixed small user's EXPLAIN (ANALYZE, BUFFERS) per table size, its numbers and its plans."""
+    cols = ["rows_total", "strategy", "access_path", "planning_ms", "execution_ms", "shared_hit", "shared_read",
+            "client_p50_ms", "outside_server_ms"]  # fmt: skip
+    lines = [
+        "### The small user's plan per table size", "",
+        "EXPLAIN (ANALYZE, BUFFERS) of the fixed user's `auto` search, run right after its timed searches. "
+        "`planning_ms` and `execution_ms` are the server's; `shared_hit`/`shared_read`: buffers the statement "
+        "found in shared buffers / read from the OS (one more buffer at a bigger table is one more level of the "
+        "scope index); `outside_server_ms`: the client's p50 minus the server's time (pool, round trips, Python).",
+        "", markdown_table(plans[[c for c in cols if c in plans.columns]]), "",
+    ]  # fmt: skip
+    for row in plans.itertuples(index=False):
+        lines += [f"{int(row.rows_total):,} rows:", "", "```", str(row.plan), "```", ""]
+    return lines
+
+
+def faiss_section(sweep: pd.DataFrame, info: dict, r: dict[str, float]) -> list[str]:
+    """bench.md: FAISS exact per OpenMP threads and questions per call, with the kernel that ran."""
+    return [
+        "## FAISS exact: threads, batch size and kernel", "",
+        f"IndexFlatIP over the largest real table. FAISS `{info.get('compile_options', '?')}`; batches of "
+        f"{info.get('blas_threshold', '?')} questions or more go to BLAS sgemm, smaller ones to FAISS's own SIMD "
+        "scan (`simd`: one pass over the vectors per question, so measured on small batches only); "
+        "`sgemm-forced`: the same batch with that threshold lowered to it (one pass per batch). "
+        f"BLAS loaded: {info.get('blas', '?')}. Bandwidth: one thread "
+        f"{_f(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s, every core "
+        f"{_f(_get(r, 'memory.bandwidth_threads_gb_per_s'))} GB/s (np.copyto, read + written bytes); fractions "
+        "below are against the one-thread figure. `bandwidth_fraction`: bytes of one pass over the vectors per "
+        "second of a call (the traffic really caused); `effective_fraction`: vector bytes per question x "
+        "questions per second (what a batch serves; above 1 when one pass serves many). The best single-question "
+        f"fraction against the every-core bandwidth: {_f(_get(r, 'faiss.single_best_vs_threads_bandwidth'))}.", "",
+        markdown_table(sweep), "",
     ]  # fmt: skip

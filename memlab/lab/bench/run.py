@@ -152,6 +152,57 @@ def calibrate(summary: pd.DataFrame, current: AutoPolicy | None = None) -> AutoP
                    calibrated_on=stamp)  # fmt: skip
 
 
+FAISS_BATCHES = (1, 4, 16, 64, 256)  # queries per FAISS search call (1: one question at a time)
+FAISS_GOAL = 0.5  # FAISS exact's share of the measured memory bandwidth
+
+
+def fixed_growth(curve: pd.DataFrame) -> dict[str, float]:
+    """`scaling.fixed.<strategy>.p95_vs_smallest`: the fixed small user's p95 on the largest real table over its
+    p95 on the smallest (the goal: at most LATENCY_GOAL, a small user's cost flat as other users' data grows)."""
+    real = curve[curve.corpus == "real"]
+    out = {}
+    for strategy, grp in real.groupby("strategy"):
+        grp = grp.sort_values("rows_total")
+        if len(grp) > 1 and grp.latency_ms_p95.iloc[0] > 0:
+            out[f"scaling.fixed.{strategy}.p95_vs_smallest"] = float(grp.latency_ms_p95.iloc[-1]
+                                                                     / grp.latency_ms_p95.iloc[0])  # fmt: skip
+    return out
+
+
+def small_user_plans(explains: pd.DataFrame, curve: pd.DataFrame) -> pd.DataFrame:
+    """The fixed user's EXPLAIN per table size beside its measured p50 (auto, real corpus): `outside_server_ms`
+    is the p50 minus the server's planning and execution, what the client, the connection pool and the round
+    trips add."""
+    auto = curve[(curve.corpus == "real") & (curve.strategy == "auto")].set_index("rows_total").latency_ms_p50
+    out = explains.copy()
+    out["client_p50_ms"] = out.rows_total.map(auto)
+    out["outside_server_ms"] = out.client_p50_ms - out.planning_ms - out.execution_ms
+    return out
+
+
+def faiss_figures(sweep: pd.DataFrame, threads_bandwidth_ratio: float) -> dict[str, float]:
+    """bench.json's FAISS sweep: `faiss.batch.<n>.<kernel>.*` at the most threads measured (and
+    `faiss.batch.<n>.bandwidth_fraction`: the effective fraction of the faster kernel), `faiss.threads.<t>.*` for
+    one query at a time, and the best single-query fraction against the one-thread and the all-threads
+    bandwidth."""
+    if sweep.empty:
+        return {}
+    most = sweep[sweep.threads == sweep.threads.max()]
+    out = flat("faiss.batch", most, ["batch", "kernel"], ["bandwidth_fraction", "effective_fraction", "queries_per_s"])
+    best = most.sort_values("effective_fraction").groupby("batch").tail(1)  # the faster kernel per batch size
+    out |= {f"faiss.batch.{int(b)}.bandwidth_fraction": float(f) for b, f in zip(best.batch, best.effective_fraction,
+                                                                                  strict=True)}  # fmt: skip
+    single = sweep[sweep.batch == 1]
+    out |= flat("faiss.threads", single, ["threads"], ["single_vectors_per_s", "bandwidth_fraction"])
+    best = float(single.bandwidth_fraction.max()) if not single.empty else float("nan")
+    out["faiss.single_best_bandwidth_fraction"] = best
+    out["faiss.single_best_vs_threads_bandwidth"] = best / threads_bandwidth_ratio
+    out["faiss.batch_best_effective_fraction"] = float(sweep.effective_fraction.max())
+    out["faiss.goal_met_single"] = float(best >= FAISS_GOAL)
+    out["faiss.goal_met_batched"] = float(out["faiss.batch_best_effective_fraction"] >= FAISS_GOAL)
+    return out
+
+
 def flat(prefix: str, frame: pd.DataFrame, keys: list[str], values: list[str]) -> dict[str, float]:
     """`prefix.<key values>.<value column>` -> number, for bench.json."""
     out = {}
@@ -190,6 +241,8 @@ def run_bench(
     # 1. The machine: memory bandwidth bounds every exact scan.
     bandwidth = hardware.memory_bandwidth(megabytes=spec.bandwidth_mb)
     results["memory.bandwidth_gb_per_s"] = bandwidth["gb_per_s"]
+    both = hardware.memory_bandwidth(megabytes=spec.bandwidth_mb, threads=min(2, os.cpu_count() or 1))
+    results["memory.bandwidth_threads_gb_per_s"] = both["gb_per_s"]  # what a scan on every core could stream
     step("bandwidth")
 
     # 2. Ingest at the model's speed, on every set of the size: long real turns, short generated ones in bulk, and
@@ -244,13 +297,15 @@ def run_bench(
     step("corpora")
 
     # 4. Search per strategy and tenant bucket at each size; the scaling curve follows one small user.
-    frames = []
+    frames, explains = [], []
     for rows in spec.rows:
         frames.append(search.search_bench(store, embedder, real_corpus[:rows], questions, total_rows=rows,
                                           corpus_name="real", background_tenants=spec.background_tenants,
                                           progress=progress))  # fmt: skip
-        results[f"search.real.{rows}.load_seconds"] = frames[-1].attrs.get("copy_s", np.nan) + frames[-1].attrs.get(
-            "index_s", np.nan)
+        attrs = frames[-1].attrs
+        results[f"search.real.{rows}.load_seconds"] = attrs.get("copy_s", np.nan) + attrs.get("index_s", np.nan)
+        if "fixed_explain" in attrs:
+            explains.append({"rows_total": rows, **attrs["fixed_explain"]})
         step(f"search real {rows:,}")
     frames.append(search.search_bench(store, embedder, near, questions, total_rows=spec.near_duplicate_rows,
                                       corpus_name="near_duplicate", background_tenants=spec.background_tenants,
@@ -275,6 +330,11 @@ def run_bench(
     curve = search.scaling_curve(frame)
     tables["scaling"] = curve
     results.update(flat("scaling", curve, ["corpus", "strategy", "rows_total"], ["latency_ms_p50", "latency_ms_p95"]))
+    results.update(fixed_growth(curve))
+    if explains:
+        tables["fixed_explain"] = small_user_plans(pd.DataFrame(explains), curve)
+        figures = ["planning_ms", "execution_ms", "shared_hit", "shared_read", "outside_server_ms"]
+        results.update(flat("scaling.explain", tables["fixed_explain"], ["rows_total"], figures))
 
     # 4b. Lexical and hybrid search against vector search, one user per size (real turns as text).
     texts = corpora.real_texts(spec.real_texts)
@@ -285,11 +345,18 @@ def run_bench(
     step("lexical and hybrid search")
 
     # 5. FAISS exact against the bandwidth bound, over the largest real table.
-    scan = hardware.faiss_scan(real_corpus, questions, bandwidth=bandwidth)
+    # Per OpenMP thread count and queries per call: which kernel runs, and what share of the bandwidth it reaches.
+    scan = hardware.faiss_scan(real_corpus, questions, bandwidth=bandwidth, batches=FAISS_BATCHES,
+                               threads=tuple(range(1, min(2, os.cpu_count() or 1) + 1)))  # fmt: skip
     results.update({"faiss.vectors": scan["vectors"], "faiss.single_vectors_per_s": scan["single_vectors_per_s"],
                     "faiss.batch_vectors_per_s": scan["batch_vectors_per_s"],
                     "faiss.bandwidth_fraction": scan["bandwidth_fraction"],
-                    "faiss.threads": scan["faiss_threads"]})  # fmt: skip
+                    "faiss.threads": scan["faiss_threads"],
+                    "faiss.blas_threshold": scan["blas_threshold"]})  # fmt: skip
+    sweep = pd.DataFrame(scan["sweep"])
+    tables["faiss_sweep"] = sweep
+    results.update(faiss_figures(sweep, both["bytes_per_s"] / bandwidth["bytes_per_s"]))
+    meta_faiss = {k: scan[k] for k in ("compile_options", "blas_threshold", "blas")}
     del real_corpus, near
     step("faiss")
 
@@ -316,7 +383,7 @@ def run_bench(
     meta = {"size": size, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                         "platform": platform.platform()},
-            "seconds_by_step": seconds, "policy_saved": calibrate_store}  # fmt: skip
+            "seconds_by_step": seconds, "policy_saved": calibrate_store, "faiss": meta_faiss}  # fmt: skip
     (out / "bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, sort_keys=True))
     (out / "bench.md").write_text(bench_markdown(meta, results, tables, spec))
     return out

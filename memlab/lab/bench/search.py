@@ -30,6 +30,7 @@ every size a fresh graph and exact tenant shares.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -210,6 +211,24 @@ def _plan(memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k
 
 
 FIXED: tuple[str, ...] = ("exact", "hnsw-relaxed", "hnsw-off", "planner")  # need no per-tenant index
+_TIMES = re.compile(r"^(Planning|Execution) Time: ([0-9.]+) ms", re.MULTILINE)
+_BUFFERS = re.compile(r"Buffers: shared ((?:[a-z]+=\d+ ?)+)")
+
+
+def explain_fixed(memory: EventMemory, vector: np.ndarray, strategy: str = "auto", k: int = K) -> dict:
+    """EXPLAIN (ANALYZE, BUFFERS) of the fixed small user's search under `strategy` (auto resolved as a search
+    resolves it), run right after its timed searches so caches are as they left them: the plan text, its access
+    path, the server's planning and execution ms and the statement's shared buffers hit and read (the top node's
+    count; a btree level more in the scope index shows as one more buffer)."""
+    ex = memory.explain_vector(APP, FIXED_USER, vector, settings_for(strategy, k))
+    times = {name: float(ms) for name, ms in _TIMES.findall(ex.plan)}
+    first = _BUFFERS.search(ex.plan)
+    buffers = dict(kv.split("=") for kv in first.group(1).split()) if first else {}
+    return {
+        "strategy": strategy, "access_path": ex.access_path, "planning_ms": times.get("Planning", float("nan")),
+        "execution_ms": times.get("Execution", float("nan")), "shared_hit": int(buffers.get("hit", 0)),
+        "shared_read": int(buffers.get("read", 0)), "plan": ex.plan,
+    }  # fmt: skip
 
 
 def _measure(
@@ -244,7 +263,8 @@ def search_bench(
     """Load a `total_rows` table from `vectors` (see the module docstring) and search every tenant under test
     with every query under every strategy. One row per (rows_total, corpus, bucket, strategy, query): latency_ms,
     recall (vs FAISS exact over the tenant's rows), returned, expected (min(k, tenant rows)), plan. The frame's
-    `attrs` hold the seconds spent (clear_s, copy_s, index_s, partial_index_s, search_s)."""
+    `attrs` hold the seconds spent (clear_s, copy_s, index_s, partial_index_s, search_s) and, when the fixed user
+    was searched, `fixed_explain` (`explain_fixed` of its `auto` search, after its timed ones)."""
     unknown = set(strategies) - set(STRATEGIES)
     if unknown:
         raise ValueError(f"unknown strategies {sorted(unknown)}; use some of {STRATEGIES}")
@@ -262,6 +282,7 @@ def search_bench(
     above = store.auto_policy().tenant_index_above
     model_id, base = memory.model.model_id, {"rows_total": total_rows, "corpus": corpus_name}
     rows: list[dict] = []
+    fixed_explain: dict | None = None
     timings["partial_index_s"] = 0.0
     started = time.perf_counter()
     todo: Iterable[Tenant] = tested
@@ -275,6 +296,8 @@ def search_bench(
         auto = "auto" in strategies
         first = [s for s in FIXED if s in strategies] + (["auto"] if auto and t.size < above else [])
         rows += _measure(memory, t, first, queries, k, truth, base)
+        if t.bucket == FIXED_USER and first:
+            fixed_explain = explain_fixed(memory, queries[0], "auto" if auto else first[0], k)
         partial = "partial" in strategies and t.bucket != FIXED_USER and t.share >= PARTIAL_MIN_SHARE
         if partial or (auto and t.size >= above):
             built = time.perf_counter()
@@ -286,6 +309,8 @@ def search_bench(
     timings["search_s"] = time.perf_counter() - started - timings["partial_index_s"]
     frame = pd.DataFrame(rows)
     frame.attrs.update(timings)
+    if fixed_explain is not None:
+        frame.attrs["fixed_explain"] = fixed_explain
     return frame
 
 
