@@ -106,9 +106,9 @@ def auto_settings(k: int = K) -> SearchSettings:
 def postmaster(dsn: str) -> psutil.Process | None:
     """The server's postmaster if it runs on this machine (the parent of this connection's backend), else None."""
     try:
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with psycopg.connect(dsn, autocommit=True) as conn:  # the backend exits with the connection: look it up here
             pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-        parent = psutil.Process(pid).parent()
+            parent = psutil.Process(pid).parent()
         return parent if parent is not None and "postgres" in parent.name() else None
     except (psycopg.Error, psutil.Error):
         return None

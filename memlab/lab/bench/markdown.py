@@ -3,6 +3,7 @@ integers, rates and ratios to three significant places; every table names its un
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -23,7 +24,12 @@ def _get(results: dict[str, float], key: str) -> float:
     return float(results.get(key, float("nan")))
 
 
-def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict[str, pd.DataFrame], spec) -> str:
+def bench_markdown(
+    meta: dict[str, Any], results: dict[str, float], tables: dict[str, pd.DataFrame], spec,
+    serving: Sequence[str] = (),
+) -> str:  # fmt: skip
+    """bench.md. `serving`: the concurrency and streaming sections' lines (their modules render them: they import
+    this one's helpers, so it cannot import them)."""
     r = results
     ingest = tables.get("ingest", pd.DataFrame())
     lines = [
@@ -135,6 +141,7 @@ def bench_markdown(meta: dict[str, Any], results: dict[str, float], tables: dict
             "grow with other users' data.", "",
             markdown_table(pivot.reset_index()), "",
         ]  # fmt: skip
+    lines += list(serving)
     if "fixed_explain" in tables:
         lines += small_user_section(tables["fixed_explain"])
     if "faiss_sweep" in tables and not tables["faiss_sweep"].empty:

@@ -22,10 +22,12 @@ import numpy as np
 import pandas as pd
 
 import memlab.lab.bench.bulk as bulk
+import memlab.lab.bench.concurrency as concurrency
 import memlab.lab.bench.corpora as corpora
 import memlab.lab.bench.hardware as hardware
 import memlab.lab.bench.lexical as lexical_bench
 import memlab.lab.bench.search as search
+import memlab.lab.bench.streaming as streaming
 from memlab.embedding import default_embedder
 from memlab.errors import ConfigError
 from memlab.lab.bench.hardware import peak_memory_mb
@@ -307,6 +309,21 @@ def run_bench(
         if "fixed_explain" in attrs:
             explains.append({"rows_total": rows, **attrs["fixed_explain"]})
         step(f"search real {rows:,}")
+        if rows == largest:  # the largest table is still loaded: many clients at once, then search while writing
+            served = concurrency.concurrency_bench(
+                store, embedder, real_corpus[:rows], questions, corpora.real_questions(spec.queries), total_rows=rows,
+                background_tenants=spec.background_tenants, corpus_name="real",
+                **concurrency.CONCURRENCY_SIZES[size].kwargs())  # fmt: skip
+            tables["concurrency"], figures = concurrency.summarize_concurrency(served)
+            results.update(figures)
+            step(f"concurrency {rows:,}")
+            written = streaming.streaming_bench(store, embedder, real_corpus[:rows], questions, total_rows=rows,
+                                                corpus_name="real", background_tenants=spec.background_tenants,
+                                                size=size)  # fmt: skip
+            tables["streaming"], figures = streaming.summarize_streaming(written)
+            tables["streaming_writes"] = written.writes
+            results.update(figures)
+            step(f"search while writing {rows:,}")
     frames.append(search.search_bench(store, embedder, near, questions, total_rows=spec.near_duplicate_rows,
                                       corpus_name="near_duplicate", background_tenants=spec.background_tenants,
                                       progress=progress))  # fmt: skip
@@ -385,5 +402,10 @@ def run_bench(
                         "platform": platform.platform()},
             "seconds_by_step": seconds, "policy_saved": calibrate_store, "faiss": meta_faiss}  # fmt: skip
     (out / "bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, sort_keys=True))
-    (out / "bench.md").write_text(bench_markdown(meta, results, tables, spec))
+    serving = []
+    if "concurrency" in tables:
+        serving += concurrency.concurrency_section(tables["concurrency"], results)
+    if "streaming" in tables:
+        serving += streaming.streaming_section(tables["streaming"], results)
+    (out / "bench.md").write_text(bench_markdown(meta, results, tables, spec, serving))
     return out
