@@ -141,9 +141,9 @@ def bench_markdown(
             "grow with other users' data.", "",
             markdown_table(pivot.reset_index()), "",
         ]  # fmt: skip
-    lines += list(serving)
     if "fixed_explain" in tables:
         lines += small_user_section(tables["fixed_explain"])
+    lines += list(serving)
     if "faiss_sweep" in tables and not tables["faiss_sweep"].empty:
         lines += faiss_section(tables["faiss_sweep"], meta.get("faiss", {}), results)
     if "lexical" in tables and not tables["lexical"].empty:
