@@ -73,6 +73,7 @@ def bench_markdown(
             "ratio q1..q3": f"{_f(row.ratio_q1)}..{_f(row.ratio_q3)}",
             **{f"{s} s": row[f"{s}_seconds"] for s in ("filter", "lookup", "embed", "write")},
             "index upkeep s": row.index_upkeep_seconds, "re-ingest share": row.reingest_share,
+            "path": row.get("path") or "",
         } for _, row in ingest.iterrows()])  # fmt: skip
         lines += [
             "## Ingest", "",
@@ -83,6 +84,8 @@ def bench_markdown(
             "`write` is the COPY with every index's upkeep, of which `index upkeep` is the HNSW index's (the same "
             "writes into a layer without it, subtracted). Stages overlap when the job spans several batches.", "",
             *[f"- `{name}`: {describe(name)}" for name in dict.fromkeys(ingest["set"])], "",
+            *[f"- `{row['set']}` took the ingest path `{row['path']}`: {row['path_reason']}"
+              for _, row in ingest.iterrows() if row.get("path")], "",
             markdown_table(sets), "",
             "With the model on every core, whatever else ingest costs in CPU (the secret scan, PostgreSQL's COPY "
             "and HNSW inserts) is time taken from the model: on long turns a few per cent of the model's cost per "
