@@ -42,6 +42,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("memlab/lab/probes/inputs.py", "google.genai"): "optional dependency (the `adk` extra)",
     ("memlab/lab/probes/inputs.py", "memlab.adk"): "imports google-adk, an optional dependency (the `adk` extra)",
     ("memlab/lab/probes/isolation.py", "memlab.adk"): "imports google-adk, an optional dependency (the `adk` extra)",
+    ("memlab/lab/bench/concurrency.py", "memlab.adk"): "imports google-adk, an optional dependency (the `adk` "
+    "extra): the bench's ADK path runs only where it is installed",
 }
 
 
