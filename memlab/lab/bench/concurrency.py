@@ -44,8 +44,18 @@ import psycopg
 
 from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
-from memlab.lab.bench.search import APP, BUCKETS, FIXED_ROWS, FIXED_USER, LAYER_PREFIX, K, Tenant, _recall, layout
-from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.bench.search import (
+    APP,
+    BUCKETS,
+    FIXED_ROWS,
+    FIXED_USER,
+    LAYER_PREFIX,
+    K,
+    Tenant,
+    _recall,
+    exact_truth,
+    layout,
+)
 from memlab.lab.tables import markdown_table
 from memlab.storage.store import Store, open_store
 from memlab.types import SearchSettings
@@ -374,13 +384,7 @@ class _Truth:
     def __init__(self, tested: Sequence[Tenant], vectors: np.ndarray, queries: np.ndarray, k: int) -> None:
         self.vectors, self.queries = vectors, queries
         self.rows = {t.user_id: t.rows for t in tested}
-        exact = FaissExact()
-        self.truth: dict[tuple[str, int], list] = {}
-        for t in tested:
-            ids = [f"{t.user_id}-{j}" for j in range(t.size)]
-            exact.add_user(APP, t.user_id, unit_ids=ids, vectors=vectors[t.rows])
-            for qi, q in enumerate(queries):
-                self.truth[(t.user_id, qi)] = list(exact.search_vector(APP, t.user_id, q, k))
+        self.truth = exact_truth(tested, vectors, queries, k)
 
     def recall(self, tenant: str, qi: int, ids: list[str]) -> float:
         rows = self.rows[tenant]

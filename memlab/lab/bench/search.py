@@ -184,6 +184,20 @@ def load_table(
     return memory, timings
 
 
+def exact_truth(
+    tested: Sequence[Tenant], vectors: np.ndarray, queries: np.ndarray, k: int
+) -> dict[tuple[str, int], list]:
+    """(tenant, query number) -> FAISS exact's k nearest of the tenant's own rows (unit `<user>-<j>` is its j-th
+    row): the yardstick every bench case's recall@k is judged against."""
+    exact = FaissExact()
+    truth: dict[tuple[str, int], list] = {}
+    for t in tested:
+        exact.add_user(APP, t.user_id, unit_ids=[f"{t.user_id}-{j}" for j in range(t.size)], vectors=vectors[t.rows])
+        for qi, q in enumerate(queries):
+            truth[(t.user_id, qi)] = list(exact.search_vector(APP, t.user_id, q, k))
+    return truth
+
+
 def _recall(found: list, truth: list) -> float:
     """Share of the true top k found; a hit as near as the k-th true row counts (ties, duplicate vectors)."""
     if not truth:
@@ -273,12 +287,7 @@ def search_bench(
     tenants = layout(total_rows, len(vectors), buckets=buckets, background_tenants=background_tenants, seed=seed)
     memory, timings = load_table(store, embedder, vectors, tenants, corpus_name=corpus_name)
     tested = [t for t in tenants if t.bucket != "background"]
-    exact = FaissExact()
-    truth: dict[tuple[str, int], list] = {}
-    for t in tested:
-        exact.add_user(APP, t.user_id, unit_ids=[f"{t.user_id}-{j}" for j in range(t.size)], vectors=vectors[t.rows])
-        for qi, q in enumerate(queries):
-            truth[(t.user_id, qi)] = list(exact.search_vector(APP, t.user_id, q, k))
+    truth = exact_truth(tested, vectors, queries, k)
     above = store.auto_policy().tenant_index_above
     model_id, base = memory.model.model_id, {"rows_total": total_rows, "corpus": corpus_name}
     rows: list[dict] = []

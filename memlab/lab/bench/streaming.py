@@ -49,7 +49,6 @@ from memlab.events.units import Unit
 from memlab.lab.bench.corpora import real_texts
 from memlab.lab.bench.ingest import model_threads
 from memlab.lab.bench.markdown import _f
-from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.tables import markdown_table
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
@@ -314,12 +313,7 @@ def streaming_bench(
     if wrong:
         raise ValueError(f"the {corpus_name} table of {total_rows:,} rows is not loaded as search.layout says "
                          f"({wrong[:3]} differ): run search_bench with the same arguments first")  # fmt: skip
-    exact = FaissExact()
-    truth: dict[tuple[str, int], list] = {}
-    for t in tested:
-        exact.add_user(APP, t.user_id, unit_ids=[f"{t.user_id}-{j}" for j in range(t.size)], vectors=vectors[t.rows])
-        for qi, q in enumerate(queries):
-            truth[(t.user_id, qi)] = list(exact.search_vector(APP, t.user_id, q, k))
+    truth = search.exact_truth(tested, vectors, queries, k)
     tasks = [(t, qi, s, q) for qi, q in enumerate(queries) for t in tested for s in strategies]
     seconds = {"truth_s": time.perf_counter() - started}
     with model_threads(spec.model_threads) as threads:
