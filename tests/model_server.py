@@ -60,6 +60,17 @@ class ModelServer:
                     if outer.gather:
                         outer._lock.wait_for(lambda: outer.max_in_flight >= outer.gather, timeout=2)
                 time.sleep(outer.hold_seconds)
+                answered = False
+
+                def done() -> None:
+                    # A request stops counting as in flight before its body goes out: once the client has the
+                    # body it may send its next request, which must not find this handler still counted.
+                    nonlocal answered
+                    if not answered:
+                        answered = True
+                        with outer._lock:
+                            outer.in_flight -= 1
+
                 try:
                     status, payload = outer.answer(self.path, body, calls, self.headers.get("Authorization"))
                     if outer.mode == "slow":
@@ -69,12 +80,12 @@ class ModelServer:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
+                    done()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                     pass
                 finally:
-                    with outer._lock:
-                        outer.in_flight -= 1
+                    done()
 
             def log_message(self, *args: object) -> None:
                 pass
