@@ -52,9 +52,9 @@ from memlab.lab.bench.search import (
     LAYER_PREFIX,
     K,
     Tenant,
-    _recall,
     exact_truth,
     layout,
+    recall_with_ties,
 )
 from memlab.lab.tables import markdown_table
 from memlab.storage.store import Store, open_store
@@ -390,7 +390,7 @@ class _Truth:
         rows = self.rows[tenant]
         found = [SimpleNamespace(distance=float(1.0 - self.vectors[rows[int(u.rsplit("-", 1)[1])]] @ self.queries[qi]))
                  for u in ids]  # fmt: skip
-        return _recall(found, self.truth[(tenant, qi)])
+        return recall_with_ties(found, self.truth[(tenant, qi)])
 
 
 def _row(path: str, mode: str, clients: int, pool: int, records: list[Record], measured: dict[str, float],

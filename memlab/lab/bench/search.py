@@ -198,7 +198,7 @@ def exact_truth(
     return truth
 
 
-def _recall(found: list, truth: list) -> float:
+def recall_with_ties(found: list, truth: list) -> float:
     """Share of the true top k found; a hit as near as the k-th true row counts (ties, duplicate vectors)."""
     if not truth:
         return 1.0
@@ -263,7 +263,7 @@ def _measure(
             rows.append({
                 **base, "bucket": tenant.bucket, "share": tenant.share, "tenant": tenant.user_id,
                 "tenant_rows": tenant.size, "strategy": strategy, "query": qi, "latency_ms": latency,
-                "recall": _recall(hits, truth[(tenant.user_id, qi)]), "returned": len(hits),
+                "recall": recall_with_ties(hits, truth[(tenant.user_id, qi)]), "returned": len(hits),
                 "expected": min(k, tenant.size), "plan": auto_plan or plans[strategy],
             })  # fmt: skip
     return rows

@@ -226,7 +226,7 @@ def _client(memory: EventMemory, state: _State, tasks: list, start: int, truth: 
             continue
         rows.append({"phase": phase[0], "part": phase[1], "client": client, "tenant": tenant.user_id,
                      "bucket": tenant.bucket, "tenant_rows": tenant.size, "strategy": strategy, "query": qi,
-                     "latency_ms": ms, "recall": search._recall(hits, truth[(tenant.user_id, qi)]),
+                     "latency_ms": ms, "recall": search.recall_with_ties(hits, truth[(tenant.user_id, qi)]),
                      "plan": plan})  # fmt: skip
     return rows
 
