@@ -6,6 +6,7 @@ reaches into another."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,10 +88,16 @@ class MemoryCore:
             return 0
         return sum(cache.forget_keys(keys) for cache in self.caches())
 
-    def changed(self) -> None:
-        """Every path that writes, erases or (re)indexes this memory's rows calls this: the users' counts and
-        tenant indexes kept for `auto` and the gate (see scope_facts) may be stale."""
-        self._strategy_facts.clear()
+    def changed(self, users: Iterable[tuple[str, str]] | None = None) -> None:
+        """Every path that writes, erases or (re)indexes this memory's rows calls this: the counts and tenant
+        indexes kept for `auto` and the gate (see scope_facts) may be stale. `users` ((app, user) pairs): only
+        theirs changed, so only theirs go (an ingest names its users: one user's writes do not make every other
+        user's next search pay the count again); None drops every user's."""
+        if users is None:
+            self._strategy_facts.clear()
+            return
+        for key in users:
+            self._strategy_facts.pop(key, None)
 
     def scope_facts(self, conn, scope: sqlu.Scope) -> sqlu.ScopeFacts:
         """The user's count and tenant index as last read (by auto or the gate), if less than

@@ -388,5 +388,5 @@ class Ingest:
         written = {(self.core.model.model_id, text_key(u.embed_text)) for _, u in todo}
         unused = {(self.core.model.model_id, text_key(t)) for t in embedded} - written
         self.core.forget_cached(unused | (replaced.text_keys - written))
-        self.core.changed()
+        self.core.changed({(scope.app_name, scope.user_id) for scope, _ in todo})
         return report

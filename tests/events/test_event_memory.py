@@ -382,3 +382,22 @@ def test_batches_are_sized_by_the_units_they_embed(app_name):
     assert [s for b in by_chunks for s in b] == sessions
     assert max(len(b) for b in by_chunks) == 16, [len(b) for b in by_chunks]
     assert max(len(b) for b in batch_sessions(sessions, 32)) == 4
+
+
+def test_one_users_write_keeps_the_counts_auto_read_for_other_users(store, embedder, app_name):
+    """`auto` keeps each user's count for a few seconds; a write drops only its own users' counts, so a stream of
+    writes for one user does not make every other user's next search read its count again. Seen through the
+    plan: bob's count is raised behind this memory's back (another EventMemory), so a search that re-read it
+    would walk the index; alice's write leaves bob's kept count, bob's own write drops it."""
+    mem, other = memlab.EventMemory(store, embedder), memlab.EventMemory(store, embedder)
+    texts = [f"note {i}: the {word} report is due on friday" for i, word in enumerate(
+        ["budget", "travel", "hiring", "launch", "security", "design", "support", "pricing"])]  # fmt: skip
+    embedder.embed_documents(texts)  # cached: the writes below are quick, well inside the kept counts' seconds
+    settings = memlab.SearchSettings(exact_below=3)  # auto: exact up to 3 units, the shared index above
+    mem.add_session(make_session(app_name, "bob", "b1", texts[:2]))
+    assert mem.search(app_name, "bob", "report", settings).plan == "exact"  # bob's count (2) is kept
+    other.add_session(make_session(app_name, "bob", "b2", texts[2:6]))  # bob holds 6 now; `mem` was not told
+    mem.add_session(make_session(app_name, "alice", "a1", texts[6:]))
+    assert mem.search(app_name, "bob", "report", settings).plan == "exact", "alice's write dropped bob's count"
+    mem.add_session(make_session(app_name, "bob", "b3", texts[6:]))
+    assert mem.search(app_name, "bob", "report", settings).plan == "hnsw", "bob's own write keeps a stale count"
