@@ -12,7 +12,8 @@ from memlab.lab.bench.ingest_sets import describe
 from memlab.lab.tables import markdown_table
 
 
-def _f(value: float, digits: int = 3) -> str:
+def fig(value: float, digits: int = 3) -> str:
+    """A figure for bench.md: n/a for NaN, thousands separators from 100, else `digits` significant digits."""
     if value != value:  # NaN
         return "n/a"
     if abs(value) >= 100:
@@ -35,18 +36,19 @@ def bench_markdown(
     lines = [
         f"# memlab bench ({meta['size']})", "",
         f"Finished {meta['finished']} on {meta['machine']['cpus']} cores ({meta['machine']['platform']}); "
-        f"{_f(_get(r, 'seconds') / 60)} minutes; peak memory of the bench process {_f(_get(r, 'peak_memory_mb'))} MB. "
+        f"{fig(_get(r, 'seconds') / 60)} minutes; peak memory of the bench process "
+        f"{fig(_get(r, 'peak_memory_mb'))} MB. "
         "Every figure below was measured in this run; compare runs by the ratios, not the seconds.", "",
         "## Headline", "",
-        f"- **Ingest** (`{ingest['set'].iloc[0] if not ingest.empty else '?'}`): {_f(_get(r, 'ingest.ratio'))} x the "
+        f"- **Ingest** (`{ingest['set'].iloc[0] if not ingest.empty else '?'}`): {fig(_get(r, 'ingest.ratio'))} x the "
         "model's raw encode rate on the same "
-        f"{int(_get(r, 'ingest.texts')):,} texts ({_f(_get(r, 'ingest.texts_per_s'))} vs "
-        f"{_f(_get(r, 'ingest.raw_encode_texts_per_s'))} texts/s; the median of {int(_get(r, 'ingest.rounds'))} "
-        f"rounds, the middle half of them {_f(_get(r, 'ingest.ratio_q1'))}..{_f(_get(r, 'ingest.ratio_q3'))}); "
+        f"{int(_get(r, 'ingest.texts')):,} texts ({fig(_get(r, 'ingest.texts_per_s'))} vs "
+        f"{fig(_get(r, 'ingest.raw_encode_texts_per_s'))} texts/s; the median of {int(_get(r, 'ingest.rounds'))} "
+        f"rounds, the middle half of them {fig(_get(r, 'ingest.ratio_q1'))}..{fig(_get(r, 'ingest.ratio_q3'))}); "
         "re-ingest of the stored corpus took "
-        f"{_f(100 * _get(r, 'ingest.reingest_share'))}% of the first ingest's time and embedded "
+        f"{fig(100 * _get(r, 'ingest.reingest_share'))}% of the first ingest's time and embedded "
         f"{int(_get(r, 'ingest.reingest_embedded'))} texts. By ingest set: "
-        + ", ".join(f"`{row['set']}` {_f(row['ratio'])} ({int(row['model_threads'])} model threads)"
+        + ", ".join(f"`{row['set']}` {fig(row['ratio'])} ({int(row['model_threads'])} model threads)"
                     for _, row in ingest.iterrows())
         + ".",
         f"- **auto**: goal (recall@10 >= 0.99 vs FAISS exact, p95 <= 1.2 x the faster fixed strategy) met in "
@@ -54,15 +56,15 @@ def bench_markdown(
         f"{max(spec.rows):,} rows (real corpus), {int(_get(r, 'auto.goal_clearly_met_buckets'))} of them clearly "
         f"(the whole 95% interval of the p95 ratio within 1.2, over {spec.queries} queries per bucket; the others "
         "are within noise: their interval holds 1.2).",
-        f"- **FAISS exact** scans {_f(_get(r, 'faiss.single_vectors_per_s'))} vectors/s per query, "
-        f"{_f(_get(r, 'faiss.bandwidth_fraction'))} of the memory bandwidth measured in the same run "
-        f"({_f(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s); one question at a time at best "
-        f"{_f(_get(r, 'faiss.single_best_bandwidth_fraction'))}, batched questions up to "
-        f"{_f(_get(r, 'faiss.batch_best_effective_fraction'))} (effective: vector bytes per question x questions/s). "
+        f"- **FAISS exact** scans {fig(_get(r, 'faiss.single_vectors_per_s'))} vectors/s per query, "
+        f"{fig(_get(r, 'faiss.bandwidth_fraction'))} of the memory bandwidth measured in the same run "
+        f"({fig(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s); one question at a time at best "
+        f"{fig(_get(r, 'faiss.single_best_bandwidth_fraction'))}, batched questions up to "
+        f"{fig(_get(r, 'faiss.batch_best_effective_fraction'))} (effective: vector bytes per question x questions/s). "
         f"{faiss_verdict(r)}",
         f"- **Small user**: the fixed 50-row user's `auto` p95 on the largest table is "
-        f"{_f(_get(r, 'scaling.fixed.auto.p95_vs_smallest'))} x its p95 on the smallest (goal <= 1.2; exact "
-        f"{_f(_get(r, 'scaling.fixed.exact.p95_vs_smallest'))} x).",
+        f"{fig(_get(r, 'scaling.fixed.auto.p95_vs_smallest'))} x its p95 on the smallest (goal <= 1.2; exact "
+        f"{fig(_get(r, 'scaling.fixed.exact.p95_vs_smallest'))} x).",
         "",
     ]  # fmt: skip
     if not ingest.empty:
@@ -70,7 +72,7 @@ def bench_markdown(
             "set": row["set"], "model threads": int(row.model_threads), "texts": int(row.texts),
             "sessions": int(row.sessions), "rounds": int(row.rounds),
             "raw encode texts/s": row.raw_encode_per_s, "ingest texts/s": row.ingest_texts_per_s, "ratio": row.ratio,
-            "ratio q1..q3": f"{_f(row.ratio_q1)}..{_f(row.ratio_q3)}",
+            "ratio q1..q3": f"{fig(row.ratio_q1)}..{fig(row.ratio_q3)}",
             **{f"{s} s": row[f"{s}_seconds"] for s in ("filter", "lookup", "embed", "write")},
             "index upkeep s": row.index_upkeep_seconds, "re-ingest share": row.reingest_share,
             "path": row.get("path") or "",
@@ -218,11 +220,11 @@ def faiss_section(sweep: pd.DataFrame, info: dict, r: dict[str, float]) -> list[
         "scan (`simd`: one pass over the vectors per question, so measured on small batches only); "
         "`sgemm-forced`: the same batch with that threshold lowered to it (one pass per batch). "
         f"BLAS loaded: {info.get('blas', '?')}. Bandwidth: one thread "
-        f"{_f(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s, every core "
-        f"{_f(_get(r, 'memory.bandwidth_threads_gb_per_s'))} GB/s (np.copyto, read + written bytes); fractions "
+        f"{fig(_get(r, 'memory.bandwidth_gb_per_s'))} GB/s, every core "
+        f"{fig(_get(r, 'memory.bandwidth_threads_gb_per_s'))} GB/s (np.copyto, read + written bytes); fractions "
         "below are against the one-thread figure. `bandwidth_fraction`: bytes of one pass over the vectors per "
         "second of a call (the traffic really caused); `effective_fraction`: vector bytes per question x "
         "questions per second (what a batch serves; above 1 when one pass serves many). The best single-question "
-        f"fraction against the every-core bandwidth: {_f(_get(r, 'faiss.single_best_vs_threads_bandwidth'))}.", "",
+        f"fraction against the every-core bandwidth: {fig(_get(r, 'faiss.single_best_vs_threads_bandwidth'))}.", "",
         markdown_table(sweep), "",
     ]  # fmt: skip

@@ -48,7 +48,7 @@ from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.bench.corpora import real_texts
 from memlab.lab.bench.ingest import model_threads
-from memlab.lab.bench.markdown import _f
+from memlab.lab.bench.markdown import fig
 from memlab.lab.tables import markdown_table
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
@@ -454,13 +454,13 @@ def streaming_section(table: pd.DataFrame, results: dict[str, float]) -> list[st
                          "plan": table.attrs.get("plans", {}).get(s)} for s in VISIBLE])  # fmt: skip
     return [
         "## Search while writing", "",
-        f"{_f(r('streaming.clients', nan))} client threads search the tenants under test of the "
-        f"{_f(r('streaming.rows_total', nan))}-row table (every query, each client strategy in turn) while one writer "
-        f"adds {_f(r('streaming.sessions', nan))} sessions of {_f(r('streaming.events_per_session', nan))} real "
-        f"turns through `EventMemory.add_session` at {_f(r('streaming.write_rate_target', nan))} sessions/s "
-        f"(reached {_f(r('streaming.write_rate', nan))}/s; add_session p50 "
-        f"{_f(r('streaming.add_session_ms.p50', nan))} ms, p95 {_f(r('streaming.add_session_ms.p95', nan))} ms, "
-        f"{_f(100 * r('streaming.add_session.embed_share', nan))}% of it the model embedding, in the same process). "
+        f"{fig(r('streaming.clients', nan))} client threads search the tenants under test of the "
+        f"{fig(r('streaming.rows_total', nan))}-row table (every query, each client strategy in turn) while one writer "
+        f"adds {fig(r('streaming.sessions', nan))} sessions of {fig(r('streaming.events_per_session', nan))} real "
+        f"turns through `EventMemory.add_session` at {fig(r('streaming.write_rate_target', nan))} sessions/s "
+        f"(reached {fig(r('streaming.write_rate', nan))}/s; add_session p50 "
+        f"{fig(r('streaming.add_session_ms.p50', nan))} ms, p95 {fig(r('streaming.add_session_ms.p95', nan))} ms, "
+        f"{fig(100 * r('streaming.add_session.embed_share', nan))}% of it the model embedding, in the same process). "
         "`quiet`: the same clients without writes, half before and half after them. Latency in ms per search; "
         "recall@10 against FAISS exact over the tenant's own rows.", "",
         markdown_table(table), "",
@@ -469,9 +469,10 @@ def streaming_section(table: pd.DataFrame, results: dict[str, float]) -> list[st
         "layer's HNSW index with a relaxed iterative scan; `partial`: a user with its own partial HNSW index. "
         "Found on the first poll means visible at commit; the ms are then one search's latency.", "",
         markdown_table(vis), "",
-        f"Half-written sessions seen: **{_f(r('streaming.half_written', nan))}** in "
-        f"{_f(r('streaming.checks', nan))} checks ({_f(r('streaming.checks.writing', nan))} during the writes; "
-        f"{_f(r('streaming.checks.count', nan))} unit counts, {_f(r('streaming.checks.search', nan))} exact searches; "
-        f"{_f(r('streaming.checks.absent', nan))} saw the session absent, {_f(r('streaming.checks.whole', nan))} "
+        f"Half-written sessions seen: **{fig(r('streaming.half_written', nan))}** in "
+        f"{fig(r('streaming.checks', nan))} checks ({fig(r('streaming.checks.writing', nan))} during the writes; "
+        f"{fig(r('streaming.checks.count', nan))} unit counts, "
+        f"{fig(r('streaming.checks.search', nan))} exact searches; "
+        f"{fig(r('streaming.checks.absent', nan))} saw the session absent, {fig(r('streaming.checks.whole', nan))} "
         "whole). `add_session` writes a session in one transaction, so a reader sees none of it or all of it.", "",
     ]  # fmt: skip
