@@ -23,7 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from memlab.errors import ConfigError
 from memlab.events.answerability import FEATURES, RERANK_FEATURE, AnswerabilityGate, question_features
-from memlab.lab.cutoff_analysis import cutoff_grid
+from memlab.lab.cutoff_analysis import kept_hits
 from memlab.lab.identity import relevant_hits
 from memlab.lab.scoring import score
 
@@ -167,12 +167,29 @@ def evaluate(fitted: Fitted, table: pd.DataFrame) -> dict[str, float]:
 
 
 def distance_cut(run: pd.DataFrame, questions, k: int, target: float = TARGET) -> float | None:
-    """The single max_distance (per hit) with the most recall whose false-memory rate is <= target."""
+    """The single max_distance (per hit) with the most recall whose false-memory rate is <= target. Only the
+    false-memory rate picks it, so only that is computed per cut-off (as `cutoff_grid` would give it, without
+    scoring recall and the rest on each of the 59 cut runs)."""
     if all(q.answerable for q in questions):
         return None
-    grid = cutoff_grid(run, questions, k=k, grid=[float(c) for c in np.arange(0.05, 1.51, 0.025)])
-    ok = grid[grid.false_memory_rate <= target]
-    return float(round(ok.max_distance.max(), 3)) if len(ok) else None
+    nearest = _nearest_no_answer_hits(run, questions, k)
+    grid = [float(c) for c in np.arange(0.05, 1.51, 0.025)]
+    ok = [c for c in grid if any(1.0 - (d > c).sum() / len(d) <= target for d in nearest if len(d))]
+    return float(round(max(ok), 3)) if ok else None
+
+
+def _nearest_no_answer_hits(run: pd.DataFrame, questions, k: int) -> list[np.ndarray]:
+    """Per system of `run`, the nearest hit's distance within k of each no-answer question it holds (inf: no
+    hit): a cut-off leaves such a question empty (a correct empty, as `score` counts it) when its nearest hit
+    lies beyond it."""
+    by_id = {q.id: q for q in questions}
+    within = run[run.question_id.isin(by_id) & (run["rank"] <= k)]
+    out = []
+    for _, g in within.groupby("system", sort=False):
+        hits = g[g["rank"] > 0].groupby("question_id").distance.min()  # NaN distances: kept by no cut-off
+        asked = [qid for qid in pd.unique(g.question_id) if not by_id[qid].answerable]
+        out.append(np.array([hits.get(qid, np.inf) for qid in asked], dtype=float))
+    return [np.nan_to_num(d, nan=np.inf) for d in out]
 
 
 def cut_rates(
@@ -229,8 +246,12 @@ def curve(run: pd.DataFrame, questions, table: pd.DataFrame, gate: Answerability
         fm, kept = gated_rates(p, float(t), y, recall)
         rows.append({"method": "gate", "setting": round(float(t), 3), "false_memory_rate": fm, "recall_kept": kept})
     full = score(run, questions, k=k)  # the uncut scores every cut-off is measured against, scored once
-    for c in np.arange(0.2, 1.31, 0.05):
-        r = cut_rates(run, questions, k, float(c), full=full)
+    cutoffs = [float(c) for c in np.arange(0.2, 1.31, 0.05)]
+    by_kept: dict[int, dict[str, float]] = {}  # cut-offs that keep the same hits give the same rates
+    for c, n_kept in zip(cutoffs, kept_hits(run, questions, cutoffs), strict=True):
+        if n_kept not in by_kept:
+            by_kept[n_kept] = cut_rates(run, questions, k, c, full=full)
+        r = by_kept[n_kept]
         rows.append({"method": "distance-cut", "setting": round(float(c), 3),
                      "false_memory_rate": r["false_memory_rate"], "recall_kept": r["recall_kept"]})  # fmt: skip
     return pd.DataFrame(rows)

@@ -29,14 +29,25 @@ def labelled_distances(run: pd.DataFrame, questions: Sequence[Question], *, k: i
     return hits[["system", "question_id", "rank", "distance", "relevant"]].reset_index(drop=True)
 
 
+def kept_hits(run: pd.DataFrame, questions: Sequence[Question], cutoffs: Sequence[float]) -> list[int]:
+    """How many of the run's hits (on `questions`, at any rank: `cut` drops beyond k too) each cut-off keeps. The
+    hits a cut-off keeps are those at or under it, so two cut-offs that keep as many keep the same hits and score
+    alike: a grid finer than the run's distances is scored once per distinct count, not once per cut-off."""
+    asked = run[run.question_id.isin({q.id for q in questions}) & (run["rank"] > 0)]
+    distances = np.sort(asked.distance.to_numpy(dtype=float))  # NaN sorts last and no cut-off keeps it
+    return [int(np.searchsorted(distances, cutoff, side="right")) for cutoff in cutoffs]
+
+
 def cutoff_grid(
     run: pd.DataFrame, questions: Sequence[Question], *, k: int = 10, grid: Sequence[float] = DEFAULT_GRID
 ) -> pd.DataFrame:
-    """Recall, precision, empty rate and correct-empty rate at every cut-off of the grid, per system."""
-    frames = []
-    for cutoff in grid:
-        summary = summarize(score(run, questions, k=k, max_distance=cutoff))
-        frames.append(summary.assign(max_distance=cutoff))
+    """Recall, precision, empty rate and correct-empty rate at every cut-off of the grid, per system (cut-offs
+    that keep the same hits are scored once: `kept_hits`)."""
+    frames, by_kept = [], {}
+    for cutoff, kept in zip(grid, kept_hits(run, questions, grid), strict=True):
+        if kept not in by_kept:
+            by_kept[kept] = summarize(score(run, questions, k=k, max_distance=cutoff))
+        frames.append(by_kept[kept].assign(max_distance=cutoff))
     out = pd.concat(frames, ignore_index=True)
     out["false_memory_rate"] = 1.0 - out["correct_empty_rate"]
     return out
@@ -95,5 +106,5 @@ def drift(previous: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["DEFAULT_GRID", "FALSE_MEMORY_TARGET", "Recommendation", "cutoff_grid", "drift", "labelled_distances",
-           "recommend"]
+__all__ = ["DEFAULT_GRID", "FALSE_MEMORY_TARGET", "Recommendation", "cutoff_grid", "drift", "kept_hits",
+           "labelled_distances", "recommend"]

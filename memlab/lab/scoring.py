@@ -69,10 +69,11 @@ def score(
     pooled = any(q.judged for q in questions)
     qrels += [ir_measures.Qrel(q.id, doc_id(key), 0) for q in questions for key in q.judged if key not in q.evidence]
     rows = []
-    exact_ids = {}
-    if exact is not None:
-        for qid, grp in exact[exact["rank"] > 0].groupby("question_id"):
-            exact_ids[qid] = unit_keys(grp.sort_values("rank"))
+    exact_ids: dict[str, list] = {}
+    if exact is not None:  # one sort for all questions (a question's ranks are distinct), not one per question
+        ranked = exact[exact["rank"] > 0].sort_values("rank", kind="stable")
+        for qid, unit in zip(ranked.question_id, unit_keys(ranked), strict=True):
+            exact_ids.setdefault(qid, []).append(unit)
     measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k] + ([Judged @ k, Bpref] if pooled else [])
     columns = ["question_id", "rank", "unit_id", "event_ids", "chars", "latency_ms", "plan"]
     costs = [c for c in ("rerank_seconds", "rerank_tokens", "rerank_error") if c in trimmed.columns]

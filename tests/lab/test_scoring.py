@@ -99,3 +99,50 @@ def test_size_buckets_match_pandas_cut_at_every_boundary():
         expected = str(pd.cut([n], SIZE_BINS, labels=SIZE_LABELS, include_lowest=True)[0])
         assert size_bucket(n) == expected, n
     assert size_bucket(np.int64(600)) == "501-2000"
+
+
+def _random_run(seed: int) -> tuple[pd.DataFrame, list[Question]]:
+    """Two systems, answerable and no-answer questions, hits past k, tied and NaN distances, a question with no
+    hit at all and one a system never asked: the cases a shortcut over the cut-off grid could get wrong."""
+    rng = np.random.default_rng(seed)
+    questions = [Question(f"q{i}", "a", "u", f"question {i}", (f"e{i}",) if i % 3 else ()) for i in range(12)]
+    rows = []
+    for system in ("s1", "s2"):
+        for q in questions[: 11 if system == "s2" else 12]:
+            n = int(rng.integers(0, 14))
+            if n == 0:
+                rows.append((system, q.id, 0, None, [], np.nan))
+            for rank, d in enumerate(np.sort(np.round(rng.uniform(0.1, 1.4, n), 1)), start=1):
+                distance = np.nan if rng.random() < 0.05 else float(d)
+                event = f"e{int(q.id[1:])}" if rng.random() < 0.3 else f"x{rank}"
+                rows.append((system, q.id, rank, f"{system}-{q.id}-{rank}", [event], distance))
+    return run_of(rows), questions
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cutoff_shortcuts_score_like_every_cutoff_scored_alone(seed):
+    """`cutoff_grid`, `distance_cut` and the answerability curve score once per distinct set of kept hits: their
+    rows equal scoring every cut-off of the grid on its own."""
+    from memlab.lab import answerability
+    from memlab.lab.answerability import cut_rates, distance_cut
+    from memlab.lab.cutoff_analysis import kept_hits
+
+    run, questions = _random_run(seed)
+    grid = [round(float(c), 3) for c in np.arange(0.05, 1.51, 0.025)]
+    plain = pd.concat([summarize(score(run, questions, k=10, max_distance=c)).assign(max_distance=c) for c in grid],
+                      ignore_index=True).assign(false_memory_rate=lambda f: 1.0 - f.correct_empty_rate)  # fmt: skip
+    pd.testing.assert_frame_equal(cutoff_grid(run, questions, k=10, grid=grid), plain)
+    ok = plain[plain.false_memory_rate <= answerability.TARGET]
+    assert distance_cut(run, questions, 10) == (round(ok.max_distance.max(), 3) if len(ok) else None)
+    # the answerability curve's distance-cut rows (one system's run): cut_rates once per count of kept hits
+    run = run[run.system == "s1"]
+    full = score(run, questions, k=10)
+    cuts = [float(c) for c in np.arange(0.2, 1.31, 0.05)]
+    by_kept: dict[int, dict] = {}
+    for c, n in zip(cuts, kept_hits(run, questions, cuts), strict=True):
+        got, alone = (
+            by_kept.setdefault(n, cut_rates(run, questions, 10, c, full=full)),
+            cut_rates(run, questions, 10, c, full=full),
+        )
+        assert got["false_memory_rate"] == pytest.approx(alone["false_memory_rate"], nan_ok=True), c
+        assert got["recall_kept"] == pytest.approx(alone["recall_kept"], nan_ok=True), c
