@@ -22,6 +22,7 @@ def test_eight_threads_and_two_processes_ingest_like_one_clean_ingest(store, emb
     family = probes.concurrency_figures(SIZE)
     mems = probes.concurrent_ingest(family, store, embedder, SIZE, app_name)
     assert family.failures() == [], family.found
+    assert not [n for n in family.notes if "writer processes embedded" in n], "writer_vectors missed a text"
     users = sorted({s.user_id for s in probes.script_sessions(app_name, SIZE.users)})
     assert family.figures["units"] == len(probes.units(mems, app_name, users)) > 0
     events = [r for r in probes.units(mems, app_name, users) if r[1] == "event"]

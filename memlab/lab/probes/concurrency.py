@@ -20,7 +20,7 @@ import psycopg
 import memlab
 from memlab.lab.probes.family import Family
 from memlab.lab.probes.isolation import random_settings
-from memlab.lab.probes.sizes import Size, memory_cached_embedder
+from memlab.lab.probes.sizes import Size
 
 # -- concurrency ------------------------------------------------------------------------------------------------
 
@@ -80,14 +80,70 @@ def ingest_rounds(
     return totals
 
 
-def writer_process(dsn: str, todo, rounds: int, seed: int, ready, go, results) -> None:
-    """A writer in its own process: its own store on the same database and its own model."""
+class KnownVectors:
+    """The packaged model as a writer process sees it: the texts of `writer_vectors` are answered from their
+    vectors, any other by the model itself (loaded on first need, counted in `delegated`); it states its
+    dimension without loading the model, so a writer whose texts all come pre-embedded never imports torch."""
+
+    def __init__(self, inner: memlab.Embedder, texts: list[str], vectors: np.ndarray) -> None:
+        self.inner, self._dimension = inner, int(vectors.shape[1])
+        self.table = dict(zip(texts, vectors, strict=True))
+        self.delegated = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.table))
+        if missing:
+            self.table.update(zip(missing, self.inner.embed_documents(missing), strict=True))
+            self.delegated += len(missing)
+        return np.asarray([self.table[t] for t in texts], dtype=np.float32).reshape(len(texts), self._dimension)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed_documents(texts)  # the packaged model embeds queries as documents
+
+
+def writer_vectors(mems: dict, todo: list[memlab.Session], embedder: memlab.Embedder) -> tuple[list[str], np.ndarray]:
+    """The texts a writer of `todo` embeds (the event and chunk units of every session, whole and its first four
+    events) and their vectors, embedded once here by the model behind `embedder` (its cache left as it was, so the
+    threads embed as before). A writer process gets them with its sessions instead of importing and running the
+    model itself, which cost about 10 s of CPU per process for vectors this process computes anyway; a text
+    missing here is embedded by the writer's own model (noted in the family's notes)."""
+    texts: list[str] = []
+    for session in todo:
+        for version in (replace(session, events=session.events[:4]), session):
+            for name in ("event", "chunk"):  # every event of the script is kept (tests/test_concurrency.py)
+                texts += [u.embed_text for u in mems[name].units_of(version, list(version.events))]
+    texts = list(dict.fromkeys(texts))
+    model = getattr(embedder, "inner", embedder)
+    return texts, np.asarray(model.embed_documents(texts), dtype=np.float32)
+
+
+def writer_process(
+    dsn: str, todo, rounds: int, seed: int, ready, go, results, vectors: tuple[list[str], np.ndarray] | None = None
+) -> None:
+    """A writer in its own process: its own store on the same database and its own model behind an in-memory
+    cache; `vectors` (writer_vectors: texts, array) answer those texts without running the model."""
     try:
         store = memlab.open_store(dsn=dsn)
-        mems = memories(store, memory_cached_embedder())
+        model: memlab.Embedder = memlab.default_embedder(cache=False)
+        if vectors is not None:
+            model = KnownVectors(model, *vectors)
+        mems = memories(store, memlab.CachedEmbedder(model, memlab.EmbeddingCache()))  # memory_cached_embedder
         ready.put(os.getpid())
         go.wait(300)
-        results.put(("ok", dict(ingest_rounds(mems, todo, rounds, seed))))
+        totals = ingest_rounds(mems, todo, rounds, seed)
+        totals["writer_embedded"] = getattr(model, "delegated", 0)
+        results.put(("ok", dict(totals)))
         store.close()
     except BaseException as exc:  # reported to the parent
         ready.put(-1)
@@ -247,14 +303,16 @@ def concurrent_ingest(family: Family, db: memlab.Store, embedder: memlab.Embedde
     reference = f"{app}-clean"
     todo = script_sessions(app, size.users)
     family.figures["sessions"] = len(todo)
+    mems = memories(db, embedder)  # shared by the threads
+    vectors = writer_vectors(mems, todo, embedder) if size.processes else None
     ctx = multiprocessing.get_context("spawn")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=writer_process, args=(db.dsn, todo, size.rounds, 100 + i, ready, go, results))
+    procs = [ctx.Process(target=writer_process,
+                         args=(db.dsn, todo, size.rounds, 100 + i, ready, go, results, vectors))
              for i in range(size.processes)]  # fmt: skip
     for p in procs:
         p.start()
     totals: list[Counter] = []
-    mems = memories(db, embedder)  # shared by the threads
     try:
         started = [ready.get(timeout=300) for _ in procs]
         if any(pid < 0 for pid in started):
@@ -293,6 +351,9 @@ def concurrent_ingest(family: Family, db: memlab.Store, embedder: memlab.Embedde
                 p.kill()
     total = sum(totals, Counter())
     family.figures["adds"] = total["adds"]
+    if total["writer_embedded"]:
+        family.notes.append(f"the writer processes embedded {total['writer_embedded']} texts themselves (not "
+                            "among writer_vectors: each loaded the model)")  # fmt: skip
     clean = ingest_rounds(memories(db, embedder), script_sessions(reference, size.users), 1, 0, prefixes=False)
     users = users_of(todo)
     got, want = units(mems, app, users), units(mems, reference, users)
