@@ -121,13 +121,13 @@ def eval_command(
 ) -> None:
     """Run an experiment: every data set x system, saved as runs, scored, reported (report.md, scores.csv,
     metrics.json, manifest.json, plots) in one run folder."""
+    memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written or the workbench imported
     lab = workbench()
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
     if config is not None and suite is not None:
         raise memlab.ConfigError("give --config FILE or --suite NAME, not both")
     experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or DEFAULT_SUITE, set_)
-    memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     run_dir = Path(out or experiment.resolved.get("out") or lab.default_run_folder(experiment, stamp))
     lab.outputs.claim_folder(run_dir)  # only a new, empty or memlab run folder: never the user's own files
