@@ -38,7 +38,7 @@ from memlab.models import ModelSpec, parse_models
 
 SUITES_DIR = Path(__file__).with_name("suites")
 TOP_KEYS = {"name", "description", "k", "out", "embedders", "datasets", "systems", "sweeps", "options", "llm",
-            "models"}  # fmt: skip
+            "models", "plots"}  # fmt: skip
 
 
 @dataclass
@@ -226,6 +226,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         "options": options,
         "llm": data.get("llm"),
         "models": [asdict(spec) for spec in models.values()],  # names of key variables only, never a key
+        "plots": data.get("plots", True),  # false: the report's sections draw no PNG (RunFolder.plots)
     }
     # fail now, before a database is opened, on a bad system entry
     for i, entry in enumerate(systems):

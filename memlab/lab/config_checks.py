@@ -266,8 +266,10 @@ def check_option_values(options: dict[str, Any], source: str) -> None:
 
 
 def check_top_values(data: dict[str, Any], source: str) -> None:
-    """The top-level values other than the lists: name, description, out, llm (models: memlab.models checks)."""
+    """The top-level values other than the lists: name, description, out, llm, plots (models: memlab.models
+    checks)."""
     check_experiment_name(data.get("name"), source)
+    _boolean(f"{source}: plots", data.get("plots", True))
     check_text(f"{source}: description", data.get("description"), optional=True, limit=TEXT_LIMIT)
     check_text(f"{source}: out", data.get("out"), optional=True, limit=4096)
     if data.get("llm") is not None and not isinstance(data["llm"], dict):

@@ -117,6 +117,12 @@ class RunFolder:
         return int(self.manifest.get("config", {}).get("resolved", {}).get("k", 10))
 
     @property
+    def plots(self) -> bool:
+        """Whether the report's sections draw their PNGs: the config's `plots` (default true). A run nobody looks
+        at the figures of (a test, a CI gate) saves drawing them; report.md then links none."""
+        return bool(self.manifest.get("config", {}).get("resolved", {}).get("plots", True))
+
+    @property
     def datasets(self) -> list[str]:
         """Data set names in config order (as the manifest lists them), else as found."""
         return self.memo("datasets", None, self._find_datasets)

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import memlab
 from memlab import lab
 from memlab.cli import app
 from tests.conftest import ROOT
@@ -64,16 +65,22 @@ def user_run(tmp_path_factory, memlab_home, store):
     config = {
         "name": "my-experiment",
         "k": 10,
+        "plots": False,  # no figures: no test reads them here (test_sweeps.py and test_progress.py draw them)
         "datasets": [
             {"name": "mine", "format": "memlab", "path": str(EXAMPLE_JSONL)},
             {"name": "lme-format", "format": "longmemeval", "path": str(lme)},
         ],
         "systems": [{"name": "event-exact", "granularity": "event", "strategy": "exact"}],
         "sweeps": [s for s in lab.SWEEPS if s != "answer"],  # it needs a model server: tests/lab/test_answer_e2e.py
+        # every sweep on a small grid (what each adds is asserted below; the grids themselves are tested in
+        # test_sweeps.py, test_filtered.py and test_headline_cutoff.py): fewer runs to ask, score and report
         "options": {"granularity": {"chunks": [[4, 1]]},
-                    "filtered": {"total_rows": 400, "ef_search": [10, 40], "iterative": ["off", "relaxed_order"],
-                                 "queries": 2, "background_tenants": 5, "shares": [0.01, 0.1]},
-                    "cutoff": {"grid": [0.3, 0.5, 0.7, 0.9]},
+                    "retrieval": {"renderings": ["text"], "modes": ["vector", "hybrid"], "fact_keys": [],
+                                  "time": ["boost"], "time_rendering": "text", "query_renderings": ["as_is"]},
+                    "filtered": {"total_rows": 400, "ef_search": [40], "iterative": ["off", "relaxed_order"],
+                                 "relations": ["on_topic"], "queries": 2, "background_tenants": 5,
+                                 "shares": [0.01, 0.1]},
+                    "cutoff": {"grid": [0.5, 0.9]},
                     "labels": {"systems": ["event-exact", "chunk4o1"], "depths": [5], "pool_sizes": [2]}},
     }  # fmt: skip
     path = folder / "experiment.yaml"
@@ -87,6 +94,7 @@ def user_run(tmp_path_factory, memlab_home, store):
 def test_output_contract(user_run):
     for name in ("runs", "scores.csv", "scores.parquet", "manifest.json", "metrics.json", "report.md"):
         assert (user_run / name).exists(), name
+    assert not list(user_run.glob("*.png")) and "![" not in (user_run / "report.md").read_text(), "plots: false"
     scores = pd.read_csv(user_run / "scores.csv")
     assert list(scores.columns) == ["dataset", "system", "metric", "value", "questions"]
     assert set(scores.dataset) == {"mine", "lme-format"}, "the dataset name is the one given in the config"
@@ -170,7 +178,7 @@ def test_report_is_rebuilt_from_the_saved_runs_alone(user_run, tmp_path):
     volatile = before.metric.str.startswith("latency") | (before.system == "ingest")
     pd.testing.assert_frame_equal(before[~volatile].reset_index(drop=True),
                                   again[~volatile.values].reset_index(drop=True))  # fmt: skip
-    assert "## mine" in (copy / "report.md").read_text()
+    assert "## mine" in (copy / "report.md").read_text() and not list(copy.glob("*.png")), "the saved config's plots"
     run = lab.Run.load(user_run / "runs" / "mine__event-exact.parquet")
     assert run.dataset == "mine" and run.system == "event-exact" and run.reference == "faiss-exact-event"
     assert set(run.to_dataframe().question_id) == {q.id for q in lab.load_jsonl(EXAMPLE_JSONL).questions}
@@ -182,6 +190,9 @@ def test_set_overrides_and_bad_configs_fail_clearly(tmp_path):
                                                                "path": str(EXAMPLE_JSONL)}], "sweeps": []}))
     cfg = lab.load_config(path, ["k=5", "datasets.0.name=renamed"])
     assert cfg.k == 5 and cfg.resolved["datasets"][0]["name"] == "renamed"
+    assert cfg.resolved["plots"] is True
+    with pytest.raises(memlab.ConfigError, match="plots must be true or false"):
+        lab.load_config(path, ["plots=maybe"])
     runner = CliRunner()
     bad = runner.invoke(app, ["eval", "--config", str(path), "--set", "sweeps=[nope]", "--out", str(tmp_path / "o")])
     assert bad.exit_code == 2 and "sweeps must be a list of" in bad.output and "Traceback" not in bad.output

@@ -17,13 +17,17 @@ def test_locomo_and_beir_run_through_eval_with_three_sweeps(tmp_path, memlab_hom
     config = {
         "name": "public-layouts",
         "k": 5,
+        "plots": False,  # no test reads the figures here
         "datasets": [
             {"name": "locomo-tiny", "format": "locomo", "path": str(ROOT / "fixtures" / "locomo" / "example.json")},
             {"name": "beir-tiny", "format": "beir", "path": str(ROOT / "fixtures" / "beir" / "example")},
         ],
         "systems": [{"name": "event-exact", "granularity": "event", "strategy": "exact"}],
         "sweeps": ["granularity", "retrieval", "cutoff"],
-        "options": {"granularity": {"chunks": [[4, 1]]},
+        "options": {"granularity": {"chunks": [[4, 1]]},  # the retrieval sweep on a small grid: the layouts are
+                    # what is tested here, the grid itself in test_sweeps.py
+                    "retrieval": {"renderings": ["text", "speaker"], "modes": ["vector", "hybrid"], "fact_keys": [],
+                                  "time": [], "query_renderings": ["as_is"]},
                     "cutoff": {"systems": ["event-exact"], "grid": [0.3, 0.6, 0.9]}},
     }  # fmt: skip
     path = tmp_path / "experiment.yaml"

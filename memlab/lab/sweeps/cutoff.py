@@ -131,9 +131,12 @@ class CutoffSweep(Sweep):
         dist = pd.concat([labelled_distances(runs[p].frame, questions, k=k).assign(system=p) for p in table.system
                           if p in runs], ignore_index=True)  # fmt: skip
         stem = slug(dataset)  # the file name every output of this data set uses (distinct names, distinct files)
-        distance_histograms(dist, folder.path / f"distances__{stem}.png")
-        cutoff_curves(grid, folder.path / f"cutoffs__{stem}.png",
-                      dict(zip(table.system, table.recommended_max_distance, strict=True)), k=k)  # fmt: skip
+        figures = []
+        if folder.plots:
+            distance_histograms(dist, folder.path / f"distances__{stem}.png")
+            cutoff_curves(grid, folder.path / f"cutoffs__{stem}.png",
+                          dict(zip(table.system, table.recommended_max_distance, strict=True)), k=k)  # fmt: skip
+            figures = ["", f"![distances](distances__{stem}.png)", "", f"![cut-offs](cutoffs__{stem}.png)"]
         parts = []
         moved = base[base.system.str.contains("@cut-from-", regex=False) & ~base.metric.str.contains("[", regex=False)]
         if len(moved):
@@ -147,8 +150,7 @@ class CutoffSweep(Sweep):
         target = float(options.get("target", FALSE_MEMORY_TARGET))
         rule = (f"Recommended: the largest-recall cut-off whose false-memory rate on no-answer questions stays at or "
                 f"under {target:.0%}; without no-answer questions, the best-F1 distance of the hit-level PR curve.")
-        return "\n".join([rule, "", markdown_table(table), "", f"![distances](distances__{stem}.png)", "",
-                          f"![cut-offs](cutoffs__{stem}.png)", *parts])  # fmt: skip
+        return "\n".join([rule, "", markdown_table(table), *figures, *parts])
 
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_PARENTS", "CutoffSweep", "cut_name", "parents", "transferred"]

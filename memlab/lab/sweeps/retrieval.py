@@ -162,7 +162,7 @@ def _train(folder: RunFolder, train: str, system: str):
 
 def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
     """The answerability curve of this data set (the gate fitted on the train set at every threshold, one
-    distance cut-off at every max_distance), saved as a table and a PNG."""
+    distance cut-off at every max_distance), saved as a table and (unless the config says `plots: false`) a PNG."""
     path = folder.path / "answerability.json"
     system = gate_system(folder, dataset, options)
     if not path.exists() or system is None:
@@ -174,6 +174,8 @@ def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
     frame = answerability.curve(run, folder.questions(dataset), _table(folder, dataset, system), gate, folder.k)
     frame = frame.assign(dataset=dataset)
     write_csv(frame, folder.path / f"answerability_curve__{slug(dataset)}.csv")
+    if not folder.plots:
+        return None
     png = folder.path / f"answerability__{slug(dataset)}.png"
     answerability_curves(frame, png, k=folder.k)
     return png
