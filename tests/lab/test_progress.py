@@ -12,9 +12,9 @@ from tests.conftest import ROOT
 
 
 def test_an_experiment_draws_one_overall_progress_line(tmp_path, memlab_home, store, capsys):
-    config = lab.parse_config({
+    config = lab.parse_config({  # the small jsonl example: what is drawn does not depend on the data's size
         "name": "progress",
-        "datasets": [{"name": "fixtures", "format": "fixtures", "path": str(ROOT / "fixtures" / "events")}],
+        "datasets": [{"name": "mine", "format": "jsonl", "path": str(ROOT / "fixtures" / "jsonl" / "example.jsonl")}],
         "systems": [{"name": "pg-exact", "strategy": "exact"},
                     {"name": "hnsw", "strategy": "hnsw", "ef_search": 40, "iterative_scan": "relaxed_order"}],
         "sweeps": ["ingest", "cutoff"],

@@ -26,13 +26,16 @@ def folder(tmp_path_factory, memlab_home, store):
             {"name": "jsonl", "format": "jsonl", "path": JSONL_EXAMPLE},
         ],
         # lme's long sessions cost most to embed: only the granularity sweep's `event` system runs there (given as
-        # a system, the same as the sweep's); the gate fitted on fixtures is tested on the small jsonl example
+        # a system, the same as the sweep's); the gate fitted on fixtures is tested on the small jsonl example.
+        # The time cells search the text rendering (no speaker_date ingest only they would read) and no question is
+        # re-rendered (test_retrieval_modes.py covers first-person questions): no assert reads those cells
         "systems": [{"name": "event", "strategy": "auto"}],
         "sweeps": ["granularity", "retrieval", "filtered"],
         "options": {
             "granularity": {"chunks": [[4, 1]], "session": False, "extractors": ["rules"], "datasets": ["fixtures"]},
             "retrieval": {"renderings": ["text", "speaker"], "fact_keys": ["rules"], "time": ["boost"],
-                          "per_session": [2], "authors": ["user"], "answerability": {"train": "fixtures"},
+                          "time_rendering": "text", "query_renderings": ["as_is"], "per_session": [2],
+                          "authors": ["user"], "answerability": {"train": "fixtures"},
                           "datasets": ["fixtures", "jsonl"]},
             "filtered": {"total_rows": 3000, "shares": [0.003, 0.1], "relations": ["on_topic"], "ef_search": [40],
                          "iterative": ["off", "relaxed_order"], "queries": 3, "datasets": ["fixtures"]},
