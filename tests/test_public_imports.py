@@ -65,6 +65,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/events/test_erasure.py", "memlab.events"): "checks that erasure drops the memo of texts scanned clean",
     ("tests/lab/test_ingest_bench.py", "memlab.events"): "counts the secret scans of each measured round",
     ("tests/lab/test_scoring.py", "memlab.lab.scoring"): "unit test of the pure size buckets against pandas.cut",
+    ("tests/lab/test_scoring.py", "memlab.lab.answerability"): "the answerability curve's cut-off shortcut against "
+    "every cut-off scored alone",
+    ("tests/lab/test_scoring.py", "memlab.lab.cutoff_analysis"): "the cut-off grid's shortcut (kept_hits) against "
+    "every cut-off scored alone",
     ("tests/lab/test_rerank_order.py", "memlab.lab.rerank"): "unit test of the re-rank stage's pure ordering, "
     "fallback and option checks with an in-test re-ranker",
     ("tests/models/test_model_cache_erasure.py", "memlab.lab.rerank"): "the re-rank stage's search on a real memory "

@@ -123,8 +123,7 @@ def _random_run(seed: int) -> tuple[pd.DataFrame, list[Question]]:
 def test_the_cutoff_shortcuts_score_like_every_cutoff_scored_alone(seed):
     """`cutoff_grid`, `distance_cut` and the answerability curve score once per distinct set of kept hits: their
     rows equal scoring every cut-off of the grid on its own."""
-    from memlab.lab import answerability
-    from memlab.lab.answerability import cut_rates, distance_cut
+    from memlab.lab.answerability import TARGET, cut_rates, distance_cut
     from memlab.lab.cutoff_analysis import kept_hits
 
     run, questions = _random_run(seed)
@@ -132,7 +131,7 @@ def test_the_cutoff_shortcuts_score_like_every_cutoff_scored_alone(seed):
     plain = pd.concat([summarize(score(run, questions, k=10, max_distance=c)).assign(max_distance=c) for c in grid],
                       ignore_index=True).assign(false_memory_rate=lambda f: 1.0 - f.correct_empty_rate)  # fmt: skip
     pd.testing.assert_frame_equal(cutoff_grid(run, questions, k=10, grid=grid), plain)
-    ok = plain[plain.false_memory_rate <= answerability.TARGET]
+    ok = plain[plain.false_memory_rate <= TARGET]
     assert distance_cut(run, questions, 10) == (round(ok.max_distance.max(), 3) if len(ok) else None)
     # the answerability curve's distance-cut rows (one system's run): cut_rates once per count of kept hits
     run = run[run.system == "s1"]
