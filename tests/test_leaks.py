@@ -41,15 +41,17 @@ def test_the_cli_error_line_holds_no_dsn_password(tmp_path):
         assert MARK not in result.output and "error:" in result.output
 
 
-def test_an_unreachable_dsn_with_a_password_is_named_without_it(monkeypatch):
+def test_an_unreachable_dsn_with_a_password_is_named_without_it(monkeypatch, tmp_path):
     dsn = f"postgresql://memlab:{MARK}@127.0.0.1:1/memlab"
     with pytest.raises(memlab.DatabaseUnavailableError) as err:
         memlab.open_store(dsn, timeout=1)
     assert MARK not in str(err.value) and "127.0.0.1" in str(err.value)
     assert MARK not in str(err.value.__cause__ or "")
     monkeypatch.setenv("MEMLAB_DB_TIMEOUT", "1")
+    monkeypatch.chdir(tmp_path)  # the bench's default folder is ./reports/bench/<size>-<time>
     result = CliRunner().invoke(app, ["bench", "--dsn", dsn])
     assert result.exit_code == 2 and MARK not in result.output and "127.0.0.1" in result.output, result.output
+    assert not (tmp_path / "reports").exists(), "a bench that could not reach its database left a folder behind"
 
 
 @pytest.fixture(params=[401, 200], ids=["401", "200-without-the-expected-reply"])

@@ -226,10 +226,10 @@ def run_bench(
     reports/bench/<size>-<time>) and return that folder. `calibrate_store` saves the calibrated `auto` policy
     into the database benchmarked."""
     spec = bench_size(size)
+    store = open_store(dsn=dsn)  # first: a database that is down leaves no empty run folder behind
     out = Path(out or Path("reports") / "bench" / f"{size}-{datetime.now(UTC):%Y%m%dT%H%M%S}")
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    store = open_store(dsn=dsn)
     embedder = default_embedder()
     model = getattr(embedder, "inner", embedder)
     results: dict[str, float] = {}
