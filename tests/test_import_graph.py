@@ -35,6 +35,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     "`make smoke-llama`",
     ("memlab/lab/notebooks.py", "nbformat"): "optional dependency (the `lab` extra)",
     ("memlab/lab/notebooks.py", "nbclient"): "optional dependency (the `lab` extra)",
+    ("memlab/lab/notebooks.py", "nbclient.util"): "optional dependency (the `lab` extra)",
     ("memlab/lab/notebooks.py", "nbconvert"): "optional dependency (the `lab` extra)",
     ("memlab/lab/bench/ingest.py", "torch"): "torch takes seconds to import; only the model-thread measure needs it",
     ("memlab/lab/probes/inputs.py", "google.adk.events"): "optional dependency (the `adk` extra)",

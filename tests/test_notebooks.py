@@ -1,8 +1,8 @@
 """The notebooks run headless, at CI size, against this test run's embedded PostgreSQL; committed notebooks carry
 no outputs and start with a papermill-style `parameters` cell.
 
-Each notebook is executed with nbclient on a kernel that runs this very interpreter (a kernelspec installed into
-a temporary folder and found through JUPYTER_PATH). The parameters cell is followed by an injected cell that
+The notebooks are executed with nbclient on one kernel that runs this very interpreter (a kernelspec installed
+into a temporary folder and found through JUPYTER_PATH), its names cleared between notebooks (`one_kernel`). The parameters cell is followed by an injected cell that
 sets MEMLAB_HOME to the test home and shrinks the sizes; any cell error fails the test.
 
 Notebooks drive memlab through its public names only: `import memlab`, `from memlab import lab`, and names listed
@@ -20,8 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from memlab.lab.notebooks import execute as run_notebook
-from memlab.lab.notebooks import parameter_names, parameters_cell, this_interpreter_kernel, with_parameters
+from memlab.lab.notebooks import one_kernel, parameter_names, parameters_cell, this_interpreter_kernel, with_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -55,14 +54,35 @@ def out_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def execute(nb, kernel_name: str) -> float:
-    return run_notebook(nb, kernel_name, timeout=CELL_TIMEOUT_S, cwd=NOTEBOOKS)
+@pytest.fixture(scope="module")
+def execute(kernel):
+    """Runs a notebook on the module's one kernel (`one_kernel`: its names cleared between notebooks, its imports
+    and loaded model kept: each kernel of its own cost ~12 s of CPU to import memlab and load the model)."""
+    with one_kernel(kernel, timeout=CELL_TIMEOUT_S, cwd=NOTEBOOKS) as run:
+        yield run
 
 
-def test_kernel_runs_this_interpreter(kernel):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import sys\nprint(sys.executable, sys.prefix)")])
-    execute(nb, kernel)
+def _notebook(*sources: str):
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
+
+
+def test_kernel_runs_this_interpreter(execute):
+    nb = _notebook("import sys\nprint(sys.executable, sys.prefix)")
+    execute(nb)
     assert nb.cells[0].outputs[0]["text"].split() == [sys.executable, sys.prefix], "the kernel runs another Python"
+
+
+def test_a_notebook_on_the_shared_kernel_sees_no_name_the_previous_one_left(execute, tmp_path):
+    from nbclient.exceptions import CellExecutionError
+
+    execute(_notebook("import os\nleft_behind = 1\nos.chdir(" + repr(str(tmp_path)) + ")"))
+    with pytest.raises(CellExecutionError, match="NameError"):
+        execute(_notebook("left_behind"))
+    with pytest.raises(CellExecutionError, match="NameError"):
+        execute(_notebook("os.getcwd()"))  # imports are names too: each notebook imports what it uses
+    nb = _notebook("import os\nprint(os.getcwd())")
+    execute(nb)
+    assert nb.cells[0].outputs[0]["text"].strip() == str(NOTEBOOKS), "the working folder is set again"
 
 
 def test_every_notebook_has_ci_parameters():
@@ -181,13 +201,13 @@ def test_notebooks_use_only_public_attributes(path: Path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
-def test_notebook_runs_at_ci_size(path: Path, kernel, store, memlab_home, out_dir, record_property):
+def test_notebook_runs_at_ci_size(path: Path, execute, store, memlab_home, out_dir, record_property):
     nb = nbformat.read(path, as_version=4)
     names = set(parameter_names(parameters_cell(nb)))
     common = {"MEMLAB_HOME": str(memlab_home), "DSN": None, "FIXTURES_DIR": str(ROOT / "fixtures"),
               "OUT_DIR": str(out_dir / path.stem)}  # fmt: skip
     overrides = {k: v for k, v in common.items() if k in names} | CI_PARAMETERS[path.name]
-    seconds = execute(with_parameters(nb, overrides), kernel)
+    seconds = execute(with_parameters(nb, overrides))
     record_property("seconds", round(seconds, 1))
     print(f"{path.name}: {seconds:.1f} s")
     with store.connection() as conn:  # the notebook's last cell dropped its scratch database

@@ -12,9 +12,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from memlab.errors import ConfigError
 from memlab.redact import dsn_secrets, hide_known, redact
@@ -93,6 +94,46 @@ def execute(nb, kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) 
     NotebookClient(nb, kernel_name=kernel_name, timeout=timeout, allow_errors=False,
                    resources={"metadata": {"path": str(cwd)}}).execute()  # fmt: skip
     return time.perf_counter() - started
+
+
+@contextmanager
+def one_kernel(kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) -> Iterator[Callable[[Any], float]]:
+    """One kernel for a series of notebooks: the `run(nb)` it yields executes `nb` (raising on the first cell
+    error; seconds) on that kernel after clearing what the previous notebook left: its names (`%reset -f`, so a
+    notebook still fails on a name it never defined or imported) and the working folder. What carries over is
+    the interpreter's imported modules and memlab's loaded model, seconds of CPU each kernel would pay again;
+    the cells' execution counts also run on, which is why `render_notebooks`, whose pages people read, gives
+    each notebook a kernel of its own. The kernel is shut down on leaving."""
+    from nbclient import NotebookClient  # optional (the `lab` extra), as in `execute`
+    from nbclient.util import run_sync  # same package
+
+    nbformat = _nbformat()
+    kernel: list[Any] = []  # the kernel manager, once the first notebook started it
+
+    def on_kernel(nb) -> None:
+        client = NotebookClient(nb, km=kernel[0] if kernel else None, kernel_name=kernel_name, timeout=timeout,
+                                allow_errors=False, resources={"metadata": {"path": str(cwd)}})  # fmt: skip
+        try:
+            client.execute(cleanup_kc=False)  # the kernel outlives this notebook
+        finally:
+            if not kernel and client.km is not None:
+                kernel.append(client.km)
+            if client.kc is not None:
+                client.kc.stop_channels()
+
+    def run(nb) -> float:
+        started = time.perf_counter()
+        if kernel:
+            on_kernel(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+                f"%reset -f\nimport os as _os\n_os.chdir({str(cwd)!r})\ndel _os")]))  # fmt: skip
+        on_kernel(nb)
+        return time.perf_counter() - started
+
+    try:
+        yield run
+    finally:
+        if kernel:
+            run_sync(kernel[0].shutdown_kernel)(now=True)
 
 
 def secret_parameters(overrides: dict[str, object]) -> dict[str, str]:
