@@ -2,8 +2,9 @@
 no outputs and start with a papermill-style `parameters` cell.
 
 The notebooks are executed with nbclient on one kernel that runs this very interpreter (a kernelspec installed
-into a temporary folder and found through JUPYTER_PATH), its names cleared between notebooks (`one_kernel`). The parameters cell is followed by an injected cell that
-sets MEMLAB_HOME to the test home and shrinks the sizes; any cell error fails the test.
+into a temporary folder and found through JUPYTER_PATH), its names cleared between notebooks (`one_kernel`). The
+parameters cell is followed by an injected cell that sets MEMLAB_HOME to the test home and shrinks the sizes; any
+cell error fails the test.
 
 Notebooks drive memlab through its public names only: `import memlab`, `from memlab import lab`, and names listed
 in `memlab.__all__` / `memlab.lab.__all__` (checked on the imports and on attribute use of those modules).
