@@ -42,11 +42,11 @@ def test_gates_find_words_that_overlap_or_prefix_each_other():
 
 
 def test_most_rules_have_a_gate():
-    gated = [r for r in rules._RULES if required_words(r.first) is not None]
-    assert len(gated) >= 0.9 * len(rules._RULES)
+    gated = [r for r in rules._rules() if required_words(r.first) is not None]
+    assert len(gated) >= 0.9 * len(rules._rules())
 
 
-_GATED = [(pattern, gate) for r in rules._RULES
+_GATED = [(pattern, gate) for r in rules._rules()
           for pattern in (r.first, r.second) if (gate := required_words(pattern)) is not None]  # fmt: skip
 
 
@@ -76,7 +76,7 @@ def test_gates_change_no_extracted_fact_on_real_conversations(monkeypatch):
         return [extractor.extract(list(s.events), session_id=s.id, registry=registry) for s in sessions]
 
     gated = extract()
-    everything = Gates([None] * len(rules._RULES))
+    everything = Gates([None] * len(rules._rules()))
     monkeypatch.setattr(rules, "_gates", lambda: (everything, everything))
     assert extract() == gated
     assert sum(map(len, gated)) > 50, "the check needs facts to compare"

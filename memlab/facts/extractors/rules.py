@@ -38,7 +38,11 @@ class _Rule:
     second: re.Pattern[str]
 
 
-def _compile_rules() -> list[_Rule]:
+@functools.cache
+def _rules() -> tuple[_Rule, ...]:
+    """The compiled rules, on the first extraction: compiling their regexes takes about a second of CPU, which
+    every process importing memlab (a CLI call, a notebook kernel, a writer process) paid whether it extracted
+    facts or not."""
     rules = []
     for family, rows in P.TEMPLATES.items():
         for predicate, flags, template in rows:
@@ -46,17 +50,14 @@ def _compile_rules() -> list[_Rule]:
             negated, user_only, cue = ("n" in flags), ("u" in flags), ("c" in flags)
             compiled = re.compile(first, _FLAGS), re.compile(second, _FLAGS)
             rules.append(_Rule(family, predicate, negated, user_only, first != second, cue, *compiled))
-    return rules
-
-
-_RULES = _compile_rules()
+    return tuple(rules)
 
 
 @functools.cache
 def _gates() -> tuple[Gates, Gates]:
     """Which rules may match a user's sentence, and an agent's (second-person templates): derived from the
     rules' regexes on the first extraction, not at import (`import memlab` imports this module)."""
-    return Gates([required_words(r.first) for r in _RULES]), Gates([required_words(r.second) for r in _RULES])
+    return Gates([required_words(r.first) for r in _rules()]), Gates([required_words(r.second) for r in _rules()])
 
 
 _NAME_WORD = re.compile(P.NAME)
@@ -464,7 +465,7 @@ class RuleExtractor:
         inferring = not is_user and bool(P.INFERENCE.search(sentence))
         matches = []
         for index in _gates()[0 if is_user else 1].candidates(fold(sentence)):
-            rule = _RULES[index]  # a rule whose gate words the sentence lacks cannot match: not even tried
+            rule = _rules()[index]  # a rule whose gate words the sentence lacks cannot match: not even tried
             if not is_user and (rule.user_only or (not rule.personal and not inferring)):
                 continue  # agent text: second-person templates, or any template when it is inferring
             pattern = rule.first if is_user else rule.second
