@@ -156,18 +156,18 @@ def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataF
         empty_rate=("empty", "mean"),
         recall_vs_exact=("recall_vs_exact", "mean"),
     )
-    overall = scores.groupby(list(by), sort=False).agg(
-        context_chars=("context_chars", "mean"),
-        latency_ms_p50=("latency_ms", "median"),
-        latency_ms_p95=("latency_ms", lambda s: float(np.percentile(s, 95))),
-    )
+    grouped = scores.groupby(list(by), sort=False)
+    overall = grouped.agg(context_chars=("context_chars", "mean"), latency_ms_p50=("latency_ms", "median"))
+    # np.percentile's linear 95th, vectorised (the per-group lambda was ~20 of 65 ms a call on a 77-system run),
+    # and NaN where a group holds a NaN latency, as np.percentile gives (pandas' quantile would skip it)
+    p95 = grouped["latency_ms"].quantile(0.95)
+    overall["latency_ms_p95"] = p95.mask(scores["latency_ms"].isna().groupby([scores[b] for b in by], sort=False).any())
     no_answer = scores[~scores.answerable].groupby(list(by), sort=False)["correct_empty"].mean()
     out = out.join(overall, how="outer")
     out["correct_empty_rate"] = no_answer.reindex(out.index).astype(float)
     for column, rows in (("judged", scores), ("bpref", answerable)):  # a judged set's (memlab.lab.judging)
         if column in scores.columns:
             out[column] = rows.groupby(list(by), sort=False)[column].mean().reindex(out.index).astype(float)
-    grouped = scores.groupby(list(by), sort=False)
     for column in ("rerank_seconds", "rerank_tokens"):  # per question, over all (re-ranked systems only)
         if column in scores.columns:
             out[column] = grouped[column].mean().reindex(out.index).astype(float)

@@ -150,3 +150,15 @@ def test_the_cutoff_shortcuts_score_like_every_cutoff_scored_alone(seed):
         assert by_kept[n]["false_memory_rate"] == pytest.approx(alone["false_memory_rate"], nan_ok=True), c
         assert by_kept[n]["recall_kept"] == pytest.approx(alone["recall_kept"], nan_ok=True), c
     assert reused >= len(cuts) // 3, "the distances are coarser than the grid: most cut-offs share their hits"
+
+
+def test_summarize_gives_each_groups_95th_latency_as_numpy_does_and_nan_for_a_nan_latency():
+    rng = np.random.default_rng(3)
+    scores = score(RUN, Q, k=10)
+    many = pd.concat([scores.assign(system=f"s{i}", latency_ms=rng.gamma(2.0, 3.0, len(scores))) for i in range(4)],
+                     ignore_index=True)  # fmt: skip
+    many.loc[many.index[-1], "latency_ms"] = np.nan  # s3 has a question without a latency
+    got = summarize(many).set_index("system").latency_ms_p95
+    for system, group in many.groupby("system"):
+        assert got[system] == pytest.approx(float(np.percentile(group.latency_ms, 95)), rel=1e-12, nan_ok=True)
+    assert np.isnan(got["s3"]) and not got[["s0", "s1", "s2"]].isna().any()
