@@ -23,7 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from memlab.errors import ConfigError
 from memlab.events.answerability import FEATURES, RERANK_FEATURE, AnswerabilityGate, question_features
-from memlab.lab.cutoff_analysis import kept_hits
+from memlab.lab.cutoff_analysis import per_cutoff
 from memlab.lab.identity import relevant_hits
 from memlab.lab.scoring import score
 
@@ -247,11 +247,8 @@ def curve(run: pd.DataFrame, questions, table: pd.DataFrame, gate: Answerability
         rows.append({"method": "gate", "setting": round(float(t), 3), "false_memory_rate": fm, "recall_kept": kept})
     full = score(run, questions, k=k)  # the uncut scores every cut-off is measured against, scored once
     cutoffs = [float(c) for c in np.arange(0.2, 1.31, 0.05)]
-    by_kept: dict[int, dict[str, float]] = {}  # cut-offs that keep the same hits give the same rates
-    for c, n_kept in zip(cutoffs, kept_hits(run, questions, cutoffs), strict=True):
-        if n_kept not in by_kept:
-            by_kept[n_kept] = cut_rates(run, questions, k, c, full=full)
-        r = by_kept[n_kept]
+    rates = per_cutoff(run, questions, cutoffs, lambda c: cut_rates(run, questions, k, c, full=full))
+    for c, r in zip(cutoffs, rates, strict=True):
         rows.append({"method": "distance-cut", "setting": round(float(c), 3),
                      "false_memory_rate": r["false_memory_rate"], "recall_kept": r["recall_kept"]})  # fmt: skip
     return pd.DataFrame(rows)

@@ -5,8 +5,9 @@ gate all build on them, so they live outside the sweeps package."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,8 @@ from sklearn.metrics import precision_recall_curve, roc_auc_score
 from memlab.lab.dataset import Question
 from memlab.lab.identity import relevant_hits
 from memlab.lab.scoring import score, summarize
+
+T = TypeVar("T")
 
 DEFAULT_GRID = tuple(round(x, 2) for x in np.arange(0.20, 1.21, 0.05))
 FALSE_MEMORY_TARGET = 0.2
@@ -38,17 +41,24 @@ def kept_hits(run: pd.DataFrame, questions: Sequence[Question], cutoffs: Sequenc
     return [int(np.searchsorted(distances, cutoff, side="right")) for cutoff in cutoffs]
 
 
+def per_cutoff(run: pd.DataFrame, questions: Sequence[Question], cutoffs: Sequence[float],
+               measure: Callable[[float], T]) -> Iterator[T]:  # fmt: skip
+    """`measure(cutoff)` for every cut-off, computed once per distinct set of kept hits (`kept_hits`) and shared
+    by the cut-offs that keep the same hits."""
+    done: dict[int, T] = {}
+    for cutoff, kept in zip(cutoffs, kept_hits(run, questions, cutoffs), strict=True):
+        if kept not in done:
+            done[kept] = measure(cutoff)
+        yield done[kept]
+
+
 def cutoff_grid(
     run: pd.DataFrame, questions: Sequence[Question], *, k: int = 10, grid: Sequence[float] = DEFAULT_GRID
 ) -> pd.DataFrame:
     """Recall, precision, empty rate and correct-empty rate at every cut-off of the grid, per system (cut-offs
     that keep the same hits are scored once: `kept_hits`)."""
-    frames, by_kept = [], {}
-    for cutoff, kept in zip(grid, kept_hits(run, questions, grid), strict=True):
-        if kept not in by_kept:
-            by_kept[kept] = summarize(score(run, questions, k=k, max_distance=cutoff))
-        frames.append(by_kept[kept].assign(max_distance=cutoff))
-    out = pd.concat(frames, ignore_index=True)
+    summaries = list(per_cutoff(run, questions, grid, lambda c: summarize(score(run, questions, k=k, max_distance=c))))
+    out = pd.concat([s.assign(max_distance=c) for s, c in zip(summaries, grid, strict=True)], ignore_index=True)
     out["false_memory_rate"] = 1.0 - out["correct_empty_rate"]
     return out
 
@@ -107,4 +117,4 @@ def drift(previous: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__ = ["DEFAULT_GRID", "FALSE_MEMORY_TARGET", "Recommendation", "cutoff_grid", "drift", "kept_hits",
-           "labelled_distances", "recommend"]
+           "labelled_distances", "per_cutoff", "recommend"]

@@ -122,6 +122,14 @@ class RunFolder:
         at the figures of (a test, a CI gate) saves drawing them; report.md then links none."""
         return bool(self.manifest.get("config", {}).get("resolved", {}).get("plots", True))
 
+    def figure(self, name: str, alt: str, draw: Callable[[Path], object]) -> list[str]:
+        """The report lines linking the PNG `name` of this folder, drawn by `draw(path)`: none, and nothing drawn,
+        when the config says `plots: false` (the one place a section's figure asks `plots`)."""
+        if not self.plots:
+            return []
+        draw(self.path / name)
+        return ["", f"![{alt}]({name})"]
+
     @property
     def datasets(self) -> list[str]:
         """Data set names in config order (as the manifest lists them), else as found."""

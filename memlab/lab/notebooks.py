@@ -86,13 +86,18 @@ def this_interpreter_kernel(name: str = KERNEL) -> Iterator[str]:
         shutil.rmtree(prefix, ignore_errors=True)
 
 
-def execute(nb, kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) -> float:
-    """Run every cell; raises on the first cell error. Returns seconds."""
+def _client(nb, kernel_name: str, timeout: int, cwd: Path, km: Any = None):
+    """The nbclient client that runs `nb` in `cwd`, stopping at the first cell error; on `km`'s kernel if given."""
     from nbclient import NotebookClient  # optional (the `lab` extra); render_notebooks checked nbformat first
 
+    return NotebookClient(nb, km=km, kernel_name=kernel_name, timeout=timeout, allow_errors=False,
+                          resources={"metadata": {"path": str(cwd)}})  # fmt: skip
+
+
+def execute(nb, kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) -> float:
+    """Run every cell on a kernel of its own; raises on the first cell error. Returns seconds."""
     started = time.perf_counter()
-    NotebookClient(nb, kernel_name=kernel_name, timeout=timeout, allow_errors=False,
-                   resources={"metadata": {"path": str(cwd)}}).execute()  # fmt: skip
+    _client(nb, kernel_name, timeout, cwd).execute()
     return time.perf_counter() - started
 
 
@@ -104,15 +109,13 @@ def one_kernel(kernel_name: str, *, timeout: int = 600, cwd: Path = NOTEBOOKS) -
     the interpreter's imported modules and memlab's loaded model, seconds of CPU each kernel would pay again;
     the cells' execution counts also run on, which is why `render_notebooks`, whose pages people read, gives
     each notebook a kernel of its own. The kernel is shut down on leaving."""
-    from nbclient import NotebookClient  # optional (the `lab` extra), as in `execute`
-    from nbclient.util import run_sync  # same package
+    from nbclient.util import run_sync  # optional (the `lab` extra), as in `_client`
 
     nbformat = _nbformat()
     kernel: list[Any] = []  # the kernel manager, once the first notebook started it
 
     def on_kernel(nb) -> None:
-        client = NotebookClient(nb, km=kernel[0] if kernel else None, kernel_name=kernel_name, timeout=timeout,
-                                allow_errors=False, resources={"metadata": {"path": str(cwd)}})  # fmt: skip
+        client = _client(nb, kernel_name, timeout, cwd, km=kernel[0] if kernel else None)
         try:
             client.execute(cleanup_kc=False)  # the kernel outlives this notebook
         finally:

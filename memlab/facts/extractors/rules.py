@@ -463,9 +463,9 @@ class RuleExtractor:
     def _sentence(self, is_user: bool, ctx: _Context, people: list[tuple[int, str, str | None]]) -> list[_Hit]:
         sentence = ctx.sentence
         inferring = not is_user and bool(P.INFERENCE.search(sentence))
-        matches = []
+        matches, rules = [], _rules()
         for index in _gates()[0 if is_user else 1].candidates(fold(sentence)):
-            rule = _rules()[index]  # a rule whose gate words the sentence lacks cannot match: not even tried
+            rule = rules[index]  # a rule whose gate words the sentence lacks cannot match: not even tried
             if not is_user and (rule.user_only or (not rule.personal and not inferring)):
                 continue  # agent text: second-person templates, or any template when it is inferring
             pattern = rule.first if is_user else rule.second

@@ -20,7 +20,7 @@ import psycopg
 import memlab
 from memlab.lab.probes.family import Family
 from memlab.lab.probes.isolation import random_settings
-from memlab.lab.probes.sizes import Size
+from memlab.lab.probes.sizes import Size, memory_cached_embedder
 
 # -- concurrency ------------------------------------------------------------------------------------------------
 
@@ -138,7 +138,7 @@ def writer_process(
         model: memlab.Embedder = memlab.default_embedder(cache=False)
         if vectors is not None:
             model = KnownVectors(model, *vectors)
-        mems = memories(store, memlab.CachedEmbedder(model, memlab.EmbeddingCache()))  # memory_cached_embedder
+        mems = memories(store, memory_cached_embedder(model))
         ready.put(os.getpid())
         go.wait(300)
         totals = ingest_rounds(mems, todo, rounds, seed)

@@ -35,8 +35,9 @@ SIZES: dict[str, Size] = {
 SECRET_GOALS = {"held_out_caught": (">=", 0.95), "ordinary_flagged": ("<=", 0.10)}
 
 
-def memory_cached_embedder() -> memlab.Embedder:
-    """The packaged model behind an in-memory cache: nothing of the run is written to MEMLAB_HOME/cache."""
-    return memlab.CachedEmbedder(memlab.default_embedder(cache=False), memlab.EmbeddingCache())
+def memory_cached_embedder(model: memlab.Embedder | None = None) -> memlab.Embedder:
+    """`model` (default: the packaged one) behind an in-memory cache: nothing of the run is written to
+    MEMLAB_HOME/cache."""
+    return memlab.CachedEmbedder(model or memlab.default_embedder(cache=False), memlab.EmbeddingCache())
 
 

@@ -131,12 +131,10 @@ class CutoffSweep(Sweep):
         dist = pd.concat([labelled_distances(runs[p].frame, questions, k=k).assign(system=p) for p in table.system
                           if p in runs], ignore_index=True)  # fmt: skip
         stem = slug(dataset)  # the file name every output of this data set uses (distinct names, distinct files)
-        figures = []
-        if folder.plots:
-            distance_histograms(dist, folder.path / f"distances__{stem}.png")
-            cutoff_curves(grid, folder.path / f"cutoffs__{stem}.png",
-                          dict(zip(table.system, table.recommended_max_distance, strict=True)), k=k)  # fmt: skip
-            figures = ["", f"![distances](distances__{stem}.png)", "", f"![cut-offs](cutoffs__{stem}.png)"]
+        recommended = dict(zip(table.system, table.recommended_max_distance, strict=True))
+        figures = folder.figure(f"distances__{stem}.png", "distances", lambda png: distance_histograms(dist, png))
+        figures += folder.figure(f"cutoffs__{stem}.png", "cut-offs",
+                                 lambda png: cutoff_curves(grid, png, recommended, k=k))  # fmt: skip
         parts = []
         moved = base[base.system.str.contains("@cut-from-", regex=False) & ~base.metric.str.contains("[", regex=False)]
         if len(moved):

@@ -247,9 +247,8 @@ def section(folder, dataset: str, options: dict) -> str | None:
         return "Skipped: the data set has fewer than 5 distinct texts or no questions."
     fs = summarize_filtered(frame)
     stem = slug(dataset)  # the file name every output of this data set uses (distinct names, distinct files)
-    if folder.plots:
-        recall_latency(fs, folder.path / f"filtered__{stem}.png", series="series", predicted="predicted_recall",
-                       order="ef_search", k=folder.k)  # fmt: skip
+    figure = folder.figure(f"filtered__{stem}.png", "filtered", lambda png: recall_latency(
+        fs, png, series="series", predicted="predicted_recall", order="ef_search", k=folder.k))  # fmt: skip
     fs[["size_bucket", "config", "recall", "returned", "empty_rate", "short_rate", "latency_ms_p50", "latency_ms_p95",
         "predicted_recall"]].pipe(write_csv, folder.path / f"filtered__{stem}.csv")
     smallest = fs[fs.share == fs.share.min()]
@@ -260,8 +259,7 @@ def section(folder, dataset: str, options: dict) -> str | None:
         "`recall` here is recall@k against FAISS exact over the tenant's own rows.", "",
         "Smallest tenant, ef_search=40:", "",
         markdown_table(headline[["size_bucket", "config", "recall", "returned", "empty_rate", "latency_ms_p50",
-                                 "latency_ms_p95", "rows_removed_by_filter"]]), "",
-        *([f"![filtered](filtered__{stem}.png)", ""] if folder.plots else []),
+                                 "latency_ms_p95", "rows_removed_by_filter"]]), *figure, "",
         f"All {len(fs)} cells (every tenant size x configuration, with predicted recall and the short-result rate) "
         f"are in `filtered__{stem}.csv`.",
     ])  # fmt: skip

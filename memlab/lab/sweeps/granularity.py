@@ -53,11 +53,9 @@ class GranularitySweep(Sweep):
         metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "empty_rate", "recall_vs_exact",
                    "context_chars", "correct_empty_rate"]  # fmt: skip
         table = pivot_scores(scores, wanted, metrics)
-        parts = [markdown_table(table)]
-        if folder.plots:
-            png = folder.path / f"granularity__{slug(dataset)}.png"
-            granularity_bars(table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"}), png, k=k)
-            parts += ["", f"![granularity]({png.name})"]
+        bars = table.rename(columns={f"recall@{k}": "recall", f"mrr@{k}": "mrr"})
+        parts = [markdown_table(table), *folder.figure(f"granularity__{slug(dataset)}.png", "granularity",
+                                                       lambda png: granularity_bars(bars, png, k=k))]  # fmt: skip
         for group, label in (("qtype", "question type"), ("size", "memory size (events)")):
             wide = breakdown(scores, wanted, f"recall@{k}", group)
             if wide is not None:

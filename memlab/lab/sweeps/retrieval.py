@@ -160,25 +160,23 @@ def _train(folder: RunFolder, train: str, system: str):
     )
 
 
-def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]):
+def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]) -> list[str]:
     """The answerability curve of this data set (the gate fitted on the train set at every threshold, one
-    distance cut-off at every max_distance), saved as a table and (unless the config says `plots: false`) a PNG."""
+    distance cut-off at every max_distance), saved as a table and a figure (`RunFolder.figure`); the report lines
+    linking the figure."""
     path = folder.path / "answerability.json"
     system = gate_system(folder, dataset, options)
     if not path.exists() or system is None:
-        return None
+        return []
     gate = AnswerabilityGate.load(path)
     if gate.settings.get("system") != system:
-        return None
+        return []
     run = folder.runs(dataset)[system].frame
     frame = answerability.curve(run, folder.questions(dataset), _table(folder, dataset, system), gate, folder.k)
     frame = frame.assign(dataset=dataset)
     write_csv(frame, folder.path / f"answerability_curve__{slug(dataset)}.csv")
-    if not folder.plots:
-        return None
-    png = folder.path / f"answerability__{slug(dataset)}.png"
-    answerability_curves(frame, png, k=folder.k)
-    return png
+    return folder.figure(f"answerability__{slug(dataset)}.png", "answerability",
+                         lambda png: answerability_curves(frame, png, k=folder.k))
 
 
 def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
@@ -279,9 +277,7 @@ class RetrievalSweep(Sweep):
         if wide is not None:
             parts += ["", f"recall@{k} by question type:", "", markdown_table(wide)]
         gate = scores[scores.system.str.startswith("answerability:")]
-        png = _curve_plot(folder, dataset, options)
-        if png is not None:
-            parts += ["", f"![answerability]({png.name})"]
+        parts += _curve_plot(folder, dataset, options)
         if len(gate):
             wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
             parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
