@@ -259,6 +259,15 @@ def embed_transient(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return np.asarray(embedder.embed_documents(texts), dtype=np.float32)
 
 
+def warm_transient(embedder: Embedder, texts: list[str]) -> None:
+    """Embed in one batch the texts a caller is about to search with one at a time (a fact sweep's questions), so
+    each search finds its vector in this process's transient store: one model call instead of one per text
+    (3.4 against 15 ms a query on 2 threads here). Like every transient vector, none is written to a cache. An
+    embedder without a transient store is left alone: it would embed every text twice."""
+    if isinstance(embedder, CachedEmbedder) and texts:
+        embedder.embed_documents(list(dict.fromkeys(texts)), remember=False)
+
+
 def embed_query_transient(embedder: Embedder, query: str) -> np.ndarray:
     """A search query's vector, never written to a cache (a user's question is their data too)."""
     if isinstance(embedder, CachedEmbedder):

@@ -16,6 +16,7 @@ import pandas as pd
 from rich.progress import track
 
 from memlab.embedding.base import Embedder
+from memlab.embedding.cache import warm_transient
 from memlab.facts.decide import observe, resolve
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.memory import FactHit, FactMemory, state_of
@@ -94,9 +95,10 @@ def ask_keys(facts: FactMemory, app: str, user: UserHistory, at: datetime, keys:
     served: stale facts among them, and values the user had replaced by then (per the gold history)."""
     history = gold_history(user, facts.registry, at)
     answers = []
-    for subject, predicate in keys:
-        hits = facts.search(app, user.user_id, f"{subject} {predicate.replace('_', ' ')}", allow=ALL_SENSITIVITIES,
-                            now=at)  # fmt: skip
+    questions = [f"{subject} {predicate.replace('_', ' ')}" for subject, predicate in keys]
+    warm_transient(facts.embedder, questions)  # one model call for the questions, not one per search
+    for (subject, predicate), question in zip(keys, questions, strict=True):
+        hits = facts.search(app, user.user_id, question, allow=ALL_SENSITIVITIES, now=at)
         counts.questions += 1
         counts.served += len(hits)
         counts.stale_served += sum(h.stale for h in hits)

@@ -57,3 +57,21 @@ def test_embed_queries_batches_and_matches_one_by_one(tmp_path, embedder):
     np.testing.assert_allclose(embed_queries(cached, questions), one_by_one, atol=1e-5)
     assert cached.computed == 2, "one batched call, each distinct question once"
     assert embed_queries(embedder.inner, []).shape == (0, 384)
+
+
+def test_warm_transient_embeds_the_questions_in_one_call_and_stores_none(tmp_path, embedder):
+    from memlab.embedding.cache import embed_query_transient, warm_transient
+
+    cached = CachedEmbedder(embedder.inner, EmbeddingCache(tmp_path / "w.sqlite"))
+    questions = ["user home city", "user diet", "user home city"]
+    warm_transient(cached, questions)
+    assert cached.computed == 2, "one call, each distinct question once"
+    for q in questions:
+        np.testing.assert_allclose(embed_query_transient(cached, q), embedder.inner.embed_query(q), atol=1e-5)
+    assert cached.computed == 2, "every search found its vector"
+    cached.forget_transient()
+    embed_query_transient(cached, "user diet")
+    assert cached.computed == 3, "erasure's forget_transient drops the warmed vectors too"
+    later = CachedEmbedder(embedder.inner, EmbeddingCache(tmp_path / "w.sqlite"))
+    later.embed_documents(questions)
+    assert later.computed == 2, "nothing was written to the cache: a user's questions are their data"
