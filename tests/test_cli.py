@@ -24,7 +24,7 @@ def test_fixtures_suite_writes_a_run_with_recall_against_faiss_exact(fixtures_ru
     assert by.loc["chunk4o1-exact", "recall_vs_exact"] == 1.0
     assert by.loc["hnsw-ef40-relaxed", "recall_vs_exact"] >= 0.95
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["fixtures/ingest/raw_encode_per_s"] > 0 and metrics["fixtures/ingest/ingest_units_per_s"] > 0
+    assert not any(key.startswith("fixtures/ingest/") for key in metrics), "--set sweeps=[facts] left ingest out"
     assert "fixtures/hnsw-ef40-off/recall_vs_exact" in metrics and "fixtures/auto/recall@10" in metrics
     assert metrics["fact-fixtures/extractor:labelled/key_accuracy"] == 1.0, "gold candidates rebuild every state"
     assert "faiss-exact-event" in (out / "report.md").read_text()
