@@ -52,6 +52,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     "reads only the queried users' rows",
     ("tests/events/test_secrets.py", "memlab.events"): "unit test of the secret detectors' checksums, fail-closed "
     "scanning and secret_filter_rates on fixtures/secrets",
+    ("tests/embedding/test_embedding.py", "memlab.embedding.cache"): "unit test of the transient (never cached) "
+    "query vectors the fact sweep warms in one batch",
     ("tests/events/test_units.py", "memlab.events.units"): "unit test of event units and chunk windowing, internals",
     ("tests/events/test_retrieval_modes.py", "memlab.events.units"): "builds internal units to render",
     ("tests/events/test_timewords.py", "memlab.events.timewords"): "unit test of the pure time-phrase resolver",
