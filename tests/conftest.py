@@ -194,15 +194,16 @@ def fixture_set():
 @pytest.fixture(scope="session")
 def fixtures_run(memlab_home: Path, store, tmp_path_factory):
     """One `memlab eval --suite fixtures` run folder, made once through the CLI and shared by the tests that
-    read a finished run (the CLI's own checks, report.html in a browser). Without the suite's ingest sweep, whose
-    eight passes over the texts were a fifth of the run's CPU and which the experiment tests run and check
-    (test_experiment's every-sweep run, test_progress)."""
+    read a finished run (the CLI's own checks, report.html in a browser). Without the suite's sweeps, which were
+    most of the run's CPU and which other tests run and check: ingest (test_experiment's every-sweep run,
+    test_progress) and facts on the fact fixtures with both extractors (test_fact_memory's run_fact_eval tests,
+    test_experiment)."""
     from typer.testing import CliRunner
 
     from memlab.cli import app
 
     out = tmp_path_factory.mktemp("fixtures-run") / "run"
-    result = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out), "--set", "sweeps=[facts]"])
+    result = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out), "--set", "sweeps=[]"])
     assert result.exit_code == 0, result.output
     return out
 

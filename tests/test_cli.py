@@ -24,9 +24,8 @@ def test_fixtures_suite_writes_a_run_with_recall_against_faiss_exact(fixtures_ru
     assert by.loc["chunk4o1-exact", "recall_vs_exact"] == 1.0
     assert by.loc["hnsw-ef40-relaxed", "recall_vs_exact"] >= 0.95
     metrics = json.loads((out / "metrics.json").read_text())
-    assert not any(key.startswith("fixtures/ingest/") for key in metrics), "--set sweeps=[facts] left ingest out"
+    assert not any("/ingest/" in key or "extractor:" in key for key in metrics), "--set sweeps=[] ran no sweep"
     assert "fixtures/hnsw-ef40-off/recall_vs_exact" in metrics and "fixtures/auto/recall@10" in metrics
-    assert metrics["fact-fixtures/extractor:labelled/key_accuracy"] == 1.0, "gold candidates rebuild every state"
     assert "faiss-exact-event" in (out / "report.md").read_text()
     again = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out)])
     assert again.exit_code == 0 and "already holds a finished run" in again.output, "a finished run is not redone"
