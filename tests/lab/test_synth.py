@@ -61,7 +61,7 @@ def _any_of(values: tuple[str, ...]) -> re.Pattern:
 def has_any(text: str, values: tuple[str, ...]) -> bool:
     """`any(has(text, v) for v in values)` in one search (the regex tries every value at every position): the
     label checks ask it of every event of a user for each question, ~700k searches per generated set."""
-    return bool(values) and _any_of(tuple(values)).search(text) is not None
+    return bool(values) and _any_of(values).search(text) is not None
 
 
 def test_has_any_is_any_of_has(synth, events):
@@ -212,8 +212,9 @@ def check_no_answer_questions(labelled, events):
             check_near_miss(q, spec, descriptions[q.user_id], events)
             continue
         assert spec.no_answer and spec.predicate not in descriptions[q.user_id]
+        values = tuple(spec.values)
         for _, event in events[q.user_id].values():
-            assert not has_any(event.text, tuple(spec.values)), (q.id, event.text)
+            assert not has_any(event.text, values), (q.id, event.text)
             assert not has(event.text, q.answer)
 
 
@@ -224,9 +225,10 @@ def check_near_miss(q, spec, description, events):
     assert spec.near_miss and own is not None, (q.id, description)
     asked = [x for x in spec.extras if has(q.text, x)]
     assert asked and own.group(1) not in asked, (q.id, q.text, own.group(1))
+    asked, values = tuple(asked), tuple(spec.values)
     for _, event in events[q.user_id].values():
-        if has_any(event.text, tuple(asked)):
-            assert not has_any(event.text, tuple(spec.values)), (q.id, event.text)
+        if has_any(event.text, asked):
+            assert not has_any(event.text, values), (q.id, event.text)
 
 
 def check_paraphrases(labelled, events):
