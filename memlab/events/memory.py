@@ -175,7 +175,10 @@ class EventMemory:
         A first load (at least one batch of units, for users holding nothing in this layer: an import of old
         conversations) skips the stored-unit lookups and COPies each batch straight into the table; the report's
         `path` and `path_reason` say which path ran (memlab.events.ingest.PATH_*). The layer's HNSW index is shared
-        by every user, so it is kept up to date row by row on both paths and the memory is searchable on return.
+        by every user, so it is kept up to date row by row, except in a first load into a layer holding no more
+        units than the load brings (a new layer, a young one): there the index is dropped for the load and built
+        once after it (`copy-first-load+rebuild`; searches of the layer scan exactly meanwhile, and the build holds
+        other writers of the table off while it runs). Either way the memory is searchable on return.
 
         One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
         whole and listed in `report.failed` with the reason; every other session is written."""

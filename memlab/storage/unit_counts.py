@@ -141,3 +141,12 @@ def large_scopes(
     return [(a, u) for a, u in rows]
 
 
+def layer_units(conn: psycopg.Connection, layer: str, model_id: str) -> int:
+    """Units of one layer and model over every app and user, from the kept counts (no scan of the unit table):
+    what the layer's HNSW index holds."""
+    row = conn.execute(
+        sql.SQL("SELECT coalesce(sum(delta), 0) FROM {} WHERE layer = %s AND embed_model = %s").format(
+            sql.Identifier(COUNTS_TABLE)),
+        [layer, model_id],
+    ).fetchone()
+    return int(row[0])
