@@ -4,6 +4,8 @@ way the rows, vectors, counts and search results are those of the normal path, a
 
 from __future__ import annotations
 
+import threading
+
 import psycopg
 import pytest
 
@@ -155,3 +157,33 @@ def test_a_rebuilding_first_load_that_fails_half_way_leaves_the_layer_indexed(st
         mem.add_sessions(_sessions(app_name, users=3), batch_units=SMALL_BATCH)
     assert store.has_vector_index(embedder.model_id, layer)
     assert _access_path(memlab.EventMemory(store, embedder, layer=layer), app_name) == "hnsw"
+
+
+def test_two_rebuilding_first_loads_into_one_new_layer_at_once_both_land_and_leave_one_index(store, embedder, app_name):
+    """Two imports into a new layer at the same time may both drop its index and both build it after: the builds
+    are serialised (the second finds the index built), so neither call fails and every row is stored once."""
+    layer = f"young-twin-{app_name}"
+    memlab.EventMemory(store, embedder, layer=layer)  # the layer's index exists: both loads see it and rebuild
+    barrier = threading.Barrier(2)
+    reports: dict[str, memlab.IngestReport] = {}
+    errors: list[BaseException] = []
+
+    def load(app: str) -> None:
+        mem = memlab.EventMemory(store, embedder, layer=layer)
+        try:
+            barrier.wait()
+            reports[app] = mem.add_sessions(_sessions(app), batch_units=SMALL_BATCH)
+        except BaseException as exc:  # surfaced below, with the other thread's outcome
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load, args=(f"{app_name}-{n}",)) for n in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert {r.path for r in reports.values()} <= set(FIRST_LOADS) and len(reports) == 2
+    assert store.has_vector_index(embedder.model_id, layer)
+    assert _rows(store, f"{app_name}-1", layer) and len(_rows(store, f"{app_name}-1", layer)) == len(
+        _rows(store, f"{app_name}-2", layer))
+    assert _access_path(memlab.EventMemory(store, embedder, layer=layer), f"{app_name}-1") == "hnsw"
