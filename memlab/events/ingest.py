@@ -50,6 +50,7 @@ PATH_FIRST_LOAD = "copy-first-load"
 # table off while it runs, and searches of this layer meanwhile scan exactly; both are why a layer already holding
 # more than the load keeps its index and takes PATH_FIRST_LOAD.
 PATH_FIRST_LOAD_REBUILD = "copy-first-load+rebuild"
+FIRST_LOAD_PATHS = (PATH_FIRST_LOAD, PATH_FIRST_LOAD_REBUILD)
 REBUILD_AT_MOST = 1.0  # rebuild when the layer holds at most this many units per unit the load brings
 
 

@@ -500,10 +500,6 @@ class Store:
             self.model(model_id)
             return name
         with self.transaction() as conn:
-            # Two builders of the same missing index (two first loads into a new layer, two processes opening it)
-            # would both pass CREATE INDEX IF NOT EXISTS and the second fail on the catalog's unique name: the
-            # second waits here until the first commits, then finds the index there.
-            sqlu.lock_keys(conn, [("hnsw-index", name)])
             conn.execute(
                 "INSERT INTO memlab_vector_index (model_id, layer, index_name) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING",
@@ -562,8 +558,6 @@ class Store:
         Searches use it only with app and user inlined as literals. Not registered: `drop_model` leaves it."""
         self._writable("create an index")
         with self.transaction() as conn:
-            # Serialised per index, as in ensure_vector_index (two `maintain` calls at once).
-            sqlu.lock_keys(conn, [("hnsw-index", sqlu.tenant_index_name(model_id, layer, app_name, user_id))])
             return sqlu.create_tenant_index(
                 conn, self.model(model_id), layer, app_name, user_id, m=m, ef_construction=ef_construction
             )

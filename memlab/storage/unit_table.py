@@ -255,6 +255,14 @@ def count_layer(conn: psycopg.Connection, model_id: str, layer: str) -> int:
     return int(row[0])
 
 
+def _one_builder(conn: psycopg.Connection, name: str) -> None:
+    """Hold off every other builder of index `name` until the caller's transaction ends. Two builders of the same
+    missing index (two first loads into a new layer, two processes opening it, two `maintain` calls) would both
+    pass CREATE INDEX IF NOT EXISTS and the second fail on the catalog's unique name; the second now waits for the
+    first to commit and finds the index there."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"hnsw-index\x1f{name}"])
+
+
 def _apply_build_settings(conn: psycopg.Connection, settings: BuildSettings) -> None:
     """SET LOCAL the build's memory and workers: they end with the caller's transaction (no effect outside one)."""
     conn.execute(
@@ -275,6 +283,7 @@ def create_vector_index(
 ) -> BuildSettings | None:
     """Build the HNSW index of a model and layer if it is missing, with `build_settings` sized from the rows
     it will hold; returns those settings, or None if the index was already there (nothing built, no count)."""
+    _one_builder(conn, index_name_for(model.model_id, layer))
     if index_exists(conn, index_name_for(model.model_id, layer)):
         return None
     settings = build_settings(
@@ -310,6 +319,7 @@ def create_tenant_index(
     keeps), if missing, then ANALYZE so the planner sees it. Only searches with the app and user inlined as
     literals can use it (`run_search(..., literal=True)`). Returns the index name."""
     name = tenant_index_name(model.model_id, layer, app_name, user_id)
+    _one_builder(conn, name)
     _build_memory(conn)
     conn.execute(
         sql.SQL(

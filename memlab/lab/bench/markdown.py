@@ -73,8 +73,8 @@ def bench_markdown(
             "sessions": int(row.sessions), "rounds": int(row.rounds),
             "raw encode texts/s": row.raw_encode_per_s, "ingest texts/s": row.ingest_texts_per_s, "ratio": row.ratio,
             "ratio q1..q3": f"{fig(row.ratio_q1)}..{fig(row.ratio_q3)}",
-            **{f"{s} s": row.get(f"{s}_seconds", 0.0) for s in ("filter", "lookup", "embed", "write")},
-            "index build s": row.get("index_build_seconds", 0.0),
+            **{f"{s.replace('_', ' ')} s": row.get(f"{s}_seconds", 0.0)
+               for s in ("filter", "lookup", "embed", "write", "index_build")},
             "index upkeep s": row.index_upkeep_seconds, "re-ingest share": row.reingest_share,
             "path": row.get("path") or "",
         } for _, row in ingest.iterrows()])  # fmt: skip

@@ -30,6 +30,7 @@ import memlab.lab.bench.search as search
 import memlab.lab.bench.streaming as streaming
 from memlab.embedding import default_embedder
 from memlab.errors import ConfigError
+from memlab.events.ingest import FIRST_LOAD_PATHS
 from memlab.lab.bench.hardware import peak_memory_mb
 from memlab.lab.bench.ingest import STAGES, measure_batch_sizes, measure_ingest
 from memlab.lab.bench.ingest_sets import ingest_set
@@ -271,7 +272,7 @@ def run_bench(
                 f"{key}.reingest_seconds": ingest.reingest_seconds, f"{key}.reingest_share": ingest.reingest_share,
                 f"{key}.reingest_embedded": ingest.reingest_embedded, f"{key}.rounds": ingest.rounds,
                 f"{key}.model_threads": ingest.model_threads,
-                f"{key}.first_load": float(ingest.path.startswith("copy-first-load")),
+                f"{key}.first_load": float(ingest.path in FIRST_LOAD_PATHS),
                 f"{key}.index_upkeep_seconds": ingest.index_upkeep_seconds,
                 **{f"{key}.stage.{s}_seconds": ingest.stages.get(s, 0.0) for s in STAGES},
             })  # fmt: skip
