@@ -35,8 +35,16 @@ def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, em
     assert bench.reingest_embedded == 0, "a re-ingest of the stored corpus embeds nothing"
     assert 0 < bench.reingest_share < 1
     assert set(bench.stages) == set(STAGES) and bench.stages["embed"] > 0 and bench.stages["write"] > 0
+    # The model-free first load: the same path as the measured one, no model call (measure_ingest raises if the
+    # model ran), and the figures derived from it hang together.
+    assert bench.nonmodel_path == bench.path and bench.nonmodel_seconds > 0
+    assert math.isclose(bench.raw_seconds * bench.raw_encode_per_s, bench.texts)
+    assert 0 < bench.serial_ratio < 1
+    assert math.isclose(bench.serial_ratio, bench.raw_seconds / (bench.raw_seconds + bench.nonmodel_seconds))
+    assert math.isclose(bench.nonmodel_budget_seconds(0.5), bench.raw_seconds)
     row = bench.as_dict()
-    assert {"ratio", "ratio_q1", "ratio_q3", "reingest_share", "index_upkeep_seconds", "embed_seconds"} <= row.keys()
+    assert {"ratio", "ratio_q1", "ratio_q3", "reingest_share", "index_upkeep_seconds", "embed_seconds",
+            "nonmodel_seconds", "serial_ratio", "nonmodel_budget_seconds", "raw_seconds"} <= row.keys()
     with store.connection() as conn:
         left = conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s", [BENCH_APP]).fetchone()[0]
     assert left == 0, "the bench's throw-away users are erased"

@@ -274,6 +274,8 @@ def run_bench(
                 f"{key}.model_threads": ingest.model_threads,
                 f"{key}.first_load": float(ingest.path in FIRST_LOAD_PATHS),
                 f"{key}.index_upkeep_seconds": ingest.index_upkeep_seconds,
+                f"{key}.nonmodel_seconds": ingest.nonmodel_seconds, f"{key}.serial_ratio": ingest.serial_ratio,
+                f"{key}.nonmodel_budget_seconds": ingest.nonmodel_budget_seconds(),
                 **{f"{key}.stage.{s}_seconds": ingest.stages.get(s, 0.0) for s in STAGES},
             })  # fmt: skip
         if position == 0:
