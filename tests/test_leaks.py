@@ -161,3 +161,20 @@ def test_every_memlab_error_message_passes_the_redactor(error):
     exc = error(f"cannot use postgresql://u:{MARK}@db/x; server said {{'Authorization': 'Bearer {MARK}1'}}")
     assert MARK not in str(exc) and "postgresql://u:***@db/x" in str(exc)
     assert MARK not in str(memlab.InputError(f"my password: {MARK}", app_name="a", user_id="u"))
+
+
+@pytest.mark.parametrize(("key", "prefix"), [("invocation-4043", ""), ("invocation-10546", "direct-")])
+def test_ids_memlab_makes_up_never_read_as_a_credential(key, prefix):
+    """An id memlab derives (a query's, an ADK event's without one, a direct fact's) is never one the redactor
+    changes: these keys' plain digests read as a card number and as a Belgian IBAN, and a redacted id written
+    into one file stops joining the same id in another."""
+    import hashlib
+
+    plain = prefix + hashlib.sha1(key.encode()).hexdigest()[:16]
+    assert redaction.needs_redaction(plain), "the case this guards against"
+    made = redaction.plain_digest(key, prefix=prefix)
+    assert made != plain and made.startswith(prefix) and len(made) == len(plain)
+    assert not redaction.needs_redaction(made) and redaction.redact(made) == made
+    assert redaction.plain_digest(key, prefix=prefix) == made, "one id per key"
+    ordinary = "invocation-1"
+    assert redaction.plain_digest(ordinary) == hashlib.sha1(ordinary.encode()).hexdigest()[:16], "others unchanged"

@@ -19,7 +19,6 @@ malformed ISO string) raises `InputError` naming it instead of a ValueError or O
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
@@ -42,6 +41,7 @@ from memlab.facts.memory import FactHit, FactMemory
 from memlab.facts.render import STALE_HEADING, neutralize_fences
 from memlab.facts.types import DOMAIN_USER
 from memlab.inputs import check_ids, check_text
+from memlab.redact import plain_digest
 from memlab.types import Event, FunctionCall, FunctionResponse, InputError, SearchSettings, Session
 
 # A recall-leaning cut-off for preloading with all-MiniLM-L6-v2, read off the cut-off sweep on memlab-synth
@@ -69,7 +69,7 @@ def event_from_adk(event) -> Event:
     responses = tuple(FunctionResponse(p.function_response.name or "", dict(p.function_response.response or {}))
                       for p in parts if getattr(p, "function_response", None))  # fmt: skip
     return Event(
-        id=event.id or hashlib.sha1(f"{event.invocation_id}{event.timestamp}".encode()).hexdigest()[:16],
+        id=event.id or plain_digest(f"{event.invocation_id}{event.timestamp}"),
         author=event.author or "user",
         timestamp=_posix_time(event.timestamp, event.id),
         text="\n".join(texts) if texts else None,
@@ -108,7 +108,7 @@ def _entries_session(app_name: str, user_id: str, memories: Sequence[MemoryEntry
     for entry in memories:
         text = "\n".join(p.text for p in (entry.content.parts or []) if p.text)
         when = _iso_time(entry.timestamp, entry.id) if entry.timestamp else datetime.now(UTC)
-        ident = entry.id or hashlib.sha1(f"{user_id}|{text}".encode()).hexdigest()[:16]
+        ident = entry.id or plain_digest(f"{user_id}|{text}")
         events.append(Event(id=ident, author=entry.author or "user", timestamp=when, text=text))
     return Session(app_name, user_id, DIRECT_SESSION, events)
 

@@ -17,7 +17,6 @@ later read of the user, and through `_domain` of every user of the app, fail."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -56,6 +55,7 @@ from memlab.inputs import (
     timestamp_problem,
 )
 from memlab.models import deriving_from, event_ref, forget_model_replies, scope_refs, session_ref, user_ref
+from memlab.redact import plain_digest
 from memlab.storage import erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage.disk_erasure import after_erasure, check_level
@@ -259,10 +259,10 @@ class FactMemory:
             raise ConfigError(f"value {value!r} of {predicate} is empty after normalising")
         when = at or datetime.now(UTC)
         text = quote or f"{subject} {predicate} = {value}"
-        digest = hashlib.sha1("\x1f".join((subject, predicate, normalized, str(negated), when.isoformat(), text))
-                              .encode()).hexdigest()[:16]  # fmt: skip
+        made = plain_digest("\x1f".join((subject, predicate, normalized, str(negated), when.isoformat(), text)),
+                            prefix="direct-")  # fmt: skip
         cand = Candidate(subject, predicate, normalized, text, basis="stated", negated=negated,
-                         event_id=f"direct-{digest}", event_time=when, session_id=DOMAIN_DIRECT_SESSION)  # fmt: skip
+                         event_id=made, event_time=when, session_id=DOMAIN_DIRECT_SESSION)  # fmt: skip
         report = FactIngestReport(events=1, candidates=1, accepted=[cand])
         self._write(app_name, DOMAIN_USER, [cand], report)
         return report

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime
 
 import pytest
@@ -72,8 +73,24 @@ def test_sample_writes_the_shared_query_file_format(tmp_path, logged_app):
         asked = datetime.fromisoformat(row["asked_at"])
         assert asked.utcoffset() is not None and row["origin"] == "logged" and row["app"] == logged_app
         key = "\x1f".join((row["app"], row["user"], row["text"], asked.isoformat()))
-        assert row["query_id"] == hashlib.sha1(key.encode()).hexdigest()[:16]
+        plain = hashlib.sha1(key.encode()).hexdigest()[:16]  # the id, unless it reads as a credential (below)
+        assert row["query_id"] == (plain if memlab.redact_secrets(plain) == plain else row["query_id"])
+        assert row["query_id"] == lab.query_record(row["app"], row["user"], row["text"], asked, "logged")["query_id"]
     assert [q.query_id for q in lab.read_queries(out)] == [r["query_id"] for r in rows], "pooling reads it"
+
+
+def test_a_query_id_never_reads_as_a_credential_so_a_redacted_pool_still_joins_its_query_file():
+    # This query's plain digest is 16 decimal digits passing Luhn: the run-folder redactor takes it for a card
+    # number, so a pool file (written through the redactor) would name the query by a redacted id.
+    asked = datetime.fromisoformat("2026-12-01T13:34:18+00:00")
+    plain = hashlib.sha1("\x1f".join(("my-agent", "u1", "Where do I live?", asked.isoformat())).encode()).hexdigest()
+    assert memlab.redact_secrets(plain[:16]) != plain[:16] and memlab.find_secrets(plain[:16]) == ["Payment card"]
+    made = lab.query_record("my-agent", "u1", "Where do I live?", asked, "logged")["query_id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", made) and made != plain[:16]
+    assert memlab.redact_secrets(made) == made and memlab.find_secrets(made) == []
+    assert lab.query_record("my-agent", "u1", "Where do I live?", asked, "imported")["query_id"] == made, "stable"
+    other = lab.query_record("my-agent", "u2", "Where do I live?", asked, "logged")["query_id"]
+    assert other != made
 
 
 def test_sample_refuses_a_file_it_did_not_write_and_an_empty_log(tmp_path, logged_app):
