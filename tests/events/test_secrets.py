@@ -100,10 +100,20 @@ def test_card_numbers_need_luhn_and_a_network(text, found):
         ("DE89370400440532013001", False),  # check digits do not match
         ("DE8937040044053201300", False),  # one short for Germany
         ("ZZ89370400440532013000", False),  # no such country
+        ("BE68539007547034", True),  # the registry's Belgian example
+        ("BE82719D7D247CAF", False),  # mod 97 holds, but Belgian account numbers are digits: a hex digest
+        ("DE8937040044053201300A", False),  # a letter where Germany has digits
     ],
 )
 def test_iban_mod_97(iban, ok):
     assert secrets.iban_ok(iban) is ok
+
+
+def test_a_hex_digest_is_not_taken_for_an_iban():
+    # 16 hex characters from "be": mod 97 holds for these (letters count as numbers), one digest in ~25,000
+    for digest in ("be82719d7d247caf", "be241b3fecd8046e", "be505597391b5d94", "be881c09e8fd9015"):
+        assert secrets.iban_ok(digest) is False
+        assert find_secrets(f"the fix is in commit {digest}, merged yesterday") == []
 
 
 def test_iban_found_with_spaces_and_not_when_the_checksum_fails():
