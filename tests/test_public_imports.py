@@ -124,6 +124,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     "(secret_shapes) behind the secret filter",
     ("tests/lab/test_bench_lexical.py", "memlab.lab.bench"): "runs the lexical bench section on small users",
     ("tests/lab/test_bench_lexical.py", "memlab.lab.bench.markdown"): "renders the lexical section of bench.md",
+    ("tests/lab/test_ingest_bench.py", "memlab.lab.bench.markdown"): "renders the ingest goal lines of bench.md",
     ("tests/lab/test_bench_lexical.py", "memlab.lab.probes.lexical"): "the probe's cheap texts and vectors",
     ("tests/lab/test_leaks_run_folder.py", "memlab.lab.redacted"): "unit test of the run folder's redacting writers",
     ("tests/lab/test_run_folder_safety.py", "memlab.lab.outputs"): "unit test of the folder claim and its marker",
