@@ -166,8 +166,8 @@ class Ingest:
         first_load = total.path != PATH_PIPELINED
         # A first load's batches are all full: small ones at its ends (ramp) gave the model calls of a hundred
         # texts spread over every length, whose padding cost long turns 9% more model time (36.1 and 35.5 s
-        # against 32.6 and 32.1 s full, the raw encode 32.0-33.0 s; ratio 0.878 and 0.915 against 0.944 and
-        # 0.945); the model then waits for the first full batch's filter instead (1.7 s of ~34 on long turns).
+        # against 32.6 and 32.1 s full, the raw encode 32.0-33.0 s; over nine rounds the ratio's median went
+        # from 0.899 to 0.910); the model then waits for the first full batch's filter instead (1.7 s of ~34).
         batches = batch_sessions(items, batch_units, partial(
             planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap),
             ramp=not first_load)  # fmt: skip
