@@ -180,11 +180,10 @@ class Ingest:
         try:
             with ThreadPoolExecutor(1, "memlab-filter") as filtering, ThreadPoolExecutor(1, "memlab-write") as writing:
                 in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
-                prepared: Future[_Plan] | None = None
+                prepared: Future[_Plan] | None = filtering.submit(self._prepare, batches[0], stop,
+                                                                    first_load=first_load)  # fmt: skip
                 try:
                     for at, batch in enumerate(batches):
-                        if prepared is None:
-                            prepared = filtering.submit(self._prepare, batch, stop, first_load=first_load)
                         plan = prepared.result()
                         prepared = (filtering.submit(self._prepare, batches[at + 1], stop, first_load=first_load)
                                     if at + 1 < len(batches) else None)  # fmt: skip
