@@ -49,7 +49,11 @@ def planned_units(session: Session, granularity: str = "event", size: int = 0, o
 
 
 def batch_sessions(
-    sessions: Sequence[Session], batch_units: int, units_of: Callable[[Session], int] = planned_units
+    sessions: Sequence[Session],
+    batch_units: int,
+    units_of: Callable[[Session], int] = planned_units,
+    *,
+    ramp: bool = True,
 ) -> list[list[Session]]:
     """Group sessions, in order, into batches of about `batch_units` units (`units_of(session)`: what the model
     will embed, so a chunk layer's batches fill the model as an event layer's do). A job of more than one batch gets
@@ -57,17 +61,18 @@ def batch_sessions(
     nothing to embed yet) or the last batch's write (the model is done), so the first batch holds about
     1/FIRST_BATCH_SHARE of `batch_units` and the last stretch of at most `batch_units` is halved down to that
     size. A job of one batch stays whole: split, its two halves' extra round trips and smaller model calls
-    cost more than the overlap saves (fixtures, 162 short texts: median ratio 0.79 split vs 1.0 whole)."""
+    cost more than the overlap saves (fixtures, 162 short texts: median ratio 0.79 split vs 1.0 whole).
+    `ramp=False` keeps every batch full (a first load: see `Ingest.add_checked`)."""
     weights = [units_of(s) for s in sessions]
     remaining = sum(weights)
-    small = max(1, batch_units // FIRST_BATCH_SHARE) if remaining > batch_units else batch_units
+    small = max(1, batch_units // FIRST_BATCH_SHARE) if remaining > batch_units and ramp else batch_units
     batches: list[list[Session]] = [[]]
     size, limit = 0, small
     for session, weight in zip(sessions, weights, strict=True):
         if batches[-1] and size >= limit:
             batches.append([])
             size = 0
-            limit = batch_units if remaining > batch_units else max(small, remaining // 2)
+            limit = batch_units if remaining > batch_units or not ramp else max(small, remaining // 2)
         batches[-1].append(session)
         size += weight
         remaining -= weight

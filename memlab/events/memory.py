@@ -168,10 +168,12 @@ class EventMemory:
         units, so the model embeds full, length-sorted batches instead of one small batch per session
         (`memlab bench` measures the sizes: on long turns 1,024 ran 1.4x faster than 64 and 1.1x faster than 256).
         In a job of several batches the first and last are small (`batch_sessions`): the model starts sooner
-        and the last write is short.
+        and the last write is short. A first load (below) keeps every batch full instead: small model calls pad
+        long turns more than the earlier start saves.
 
-        The work is pipelined: while one batch is written, the next is embedded and the one after that is
-        filtered, so the model (which releases the GIL) rarely waits for PostgreSQL or the secret scan.
+        The work is pipelined: while one batch is written, the next is embedded (on the calling thread) and the
+        one after that is filtered, so the model (which releases the GIL) rarely waits for PostgreSQL or the
+        secret scan.
         A first load (at least one batch of units, for users holding nothing in this layer: an import of old
         conversations) skips the stored-unit lookups and COPies each batch straight into the table; the report's
         `path` and `path_reason` say which path ran (memlab.events.ingest.PATH_*). The layer's HNSW index is shared

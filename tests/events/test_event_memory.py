@@ -340,6 +340,11 @@ def test_sessions_are_batched_in_order_with_small_batches_at_both_ends(app_name)
     assert batch_sessions(sessions[:1], 1024) == [sessions[:1]]
     assert batch_sessions(sessions, 1024) == [sessions], "a job of one batch stays whole"
     assert batch_sessions([], 1024) == [[]]
+    full = batch_sessions(sessions, 32, ramp=False)  # a first load's: every batch full, the last what is left
+    assert [s for b in full for s in b] == sessions
+    full_sizes = [sum(len(s.events) for s in b) for b in full]
+    assert all(32 <= n < 32 + 3 for n in full_sizes[:-1]) and 0 < full_sizes[-1] < 32 + 3, full_sizes
+    assert len(full) < len(batches)
 
 
 def test_literal_scope_lets_a_fixed_strategy_search_the_users_own_index(scratch_store, embedder, app_name):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -66,6 +68,42 @@ class Tripwire:
         return self.inner.embed_query(text)
 
 
+class KillInsideWrite:
+    """SIGKILLs `home`'s postmaster inside the `nth` transaction `store` opens once `arm()` was called (after
+    BEGIN, before the transaction's first statement), so the kill lands inside a write whatever the thread timing.
+
+    An ingest writes its batches one at a time on one thread, so when armed by the first model call, the writes
+    before the `nth` have committed and the later ones never start. A kill left to the clock (at a model call)
+    can fall between two writes instead; the store's next connection then starts a new server and the ingest
+    finishes there, cutting nothing."""
+
+    def __init__(self, store: memlab.Store, home: Path, nth: int = 2) -> None:
+        self.store, self.home, self.nth = store, home, nth
+        self.armed, self.seen = False, 0
+
+    def arm(self) -> None:
+        self.armed = True
+
+    @contextmanager
+    def installed(self) -> Iterator[KillInsideWrite]:
+        original = self.store.transaction
+
+        @contextmanager
+        def transaction() -> Iterator[Any]:
+            with original() as conn:
+                if self.armed:
+                    self.seen += 1
+                    if self.seen == self.nth:
+                        signal_postmaster(self.home)
+                yield conn
+
+        self.store.transaction = transaction  # type: ignore[method-assign]
+        try:
+            yield self
+        finally:
+            del self.store.transaction  # the class's method again
+
+
 def _fault_ingest(mems: dict, todo: list[memlab.Session], *, batch: int = 8, facts: bool = True) -> None:
     for name in ("event", "chunk"):
         mems[name].add_sessions(todo, batch_units=batch)
@@ -118,10 +156,9 @@ def sigkill_faults(family: Family, store: memlab.Store, home: Path, embedder: me
         todo = fault_sessions(app, size.fault_users, size.fault_sessions)
         old_pid = postmaster_pid(home)
         try:
-            if how == "inside-a-write":  # the server dies as batch 3 is embedded: batch 1 is committed by then
-                # (embedding a batch overlaps the previous batch's write, so at call 2 batch 1 may still be open)
-                wire = Tripwire(embedder, 3, lambda: signal_postmaster(home))
-                _fault_ingest(memories(store, wire), todo)
+            if how == "inside-a-write":  # the server dies inside the second write after the first model call
+                with KillInsideWrite(store, home).installed() as kill:
+                    _fault_ingest(memories(store, Tripwire(embedder, 1, kill.arm)), todo)
             else:
                 mems = memories(store, embedder)
                 killer = threading.Timer(0.4, signal_postmaster, [home])
