@@ -160,8 +160,8 @@ def _value_spans(text: str) -> list[tuple[int, int]]:
         for _kind, pattern, check, gate in secrets._DETECTORS:
             if gate is not None and not secrets.gate_holds(gate, text, folded):
                 continue
-            spans += [m.span("v") if "v" in pattern.groupindex else m.span() for m in pattern.finditer(text)
-                      if check is None or check(m)]  # fmt: skip
+            spans += [m.span("v") if "v" in pattern.groupindex else m.span()
+                      for m in secrets.scan(pattern, text, folded) if check is None or check(m)]  # fmt: skip
         return spans
     except Exception:  # a changed internal layout only costs precision
         return []

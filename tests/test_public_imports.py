@@ -64,6 +64,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     "against its rules, with the gates on and off",
     ("tests/facts/test_rule_gates.py", "memlab.events.pattern_gates"): "unit test of the pure gate derivation and "
     "the case folding the gates search",
+    ("tests/events/test_pattern_scan.py", "memlab.events.pattern_gates"): "unit test of the pure lead derivation "
+    "and of scan against finditer",
+    ("tests/events/test_pattern_scan.py", "memlab.events"): "scans every secret detector's pattern, internals",
     ("tests/events/test_erasure.py", "memlab.events"): "checks that erasure drops the memo of texts scanned clean",
     ("tests/lab/test_ingest_bench.py", "memlab.events"): "counts the secret scans of each measured round",
     ("tests/lab/test_scoring.py", "memlab.lab.scoring"): "unit test of the pure size buckets against pandas.cut",

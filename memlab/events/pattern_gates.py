@@ -12,6 +12,8 @@ gates of many patterns together.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from functools import cache
 
 try:  # Python 3.11+
     import re._constants as _C
@@ -31,6 +33,7 @@ def fold(text: str) -> str:
 
 
 _REPEATS = {_C.MAX_REPEAT, _C.MIN_REPEAT, getattr(_C, "POSSESSIVE_REPEAT", _C.MAX_REPEAT)}
+MIN_LEAD = 2  # a shorter leading word starts too many places to try the pattern at each
 MIN_USEFUL = 3  # a gate whose shortest word is shorter is nearly always present: not worth checking
 
 
@@ -86,6 +89,122 @@ def required_words(pattern: str | re.Pattern[str]) -> Words | None:
     return words
 
 
+_ZERO_WIDTH = {_C.AT, _C.ASSERT, _C.ASSERT_NOT}
+
+
+_MAX_PREFIXES = 256
+
+
+def _literal_strings(items) -> set[str] | None:
+    """Every string this sequence can match, folded, when it only holds literals, sets of literals and groups
+    or alternatives of them (`l(?:ö|o)senord`), or None."""
+    out = {""}
+    for op, arg in items:
+        if op is _C.LITERAL:
+            out = {s + fold(chr(arg)) for s in out}
+            continue
+        if op is _C.SUBPATTERN:
+            inner = _literal_strings(arg[-1])
+        elif op is _C.IN and all(o is _C.LITERAL for o, _ in arg):  # (?:ö|o) parses as the class [öo]
+            inner = {fold(chr(a)) for _, a in arg}
+        elif op is _C.BRANCH:
+            branches = [_literal_strings(b) for b in arg[1]]
+            inner = None if None in branches else set().union(*branches)  # type: ignore[arg-type]
+        else:
+            return None
+        if inner is None or len(out) * len(inner) > _MAX_PREFIXES:
+            return None
+        out = {s + t for s in out for t in inner}
+    return out
+
+
+MAX_LEAD_IN = 64  # characters a match may hold before its word; more, and the pattern is tried everywhere
+
+Lead = tuple[Words, int]  # words, and how many characters at most a match holds before the one it holds
+
+
+def _lead(items, state) -> Lead | None:
+    """Words one of which the text of every match of this sequence holds, starting at most the returned
+    number of characters into the match, or None."""
+    items = list(items)
+    at, lead_in = 0, 0
+    while at < len(items):
+        op, arg = items[at]
+        if op in _ZERO_WIDTH:  # \b, look-arounds: no text of the match
+            at += 1
+            continue
+        prefixes, j = {""}, at
+        while j < len(items):
+            strings = _literal_strings([items[j]])
+            if strings is None or len(prefixes) * len(strings) > _MAX_PREFIXES:
+                break
+            prefixes = {p + s for p in prefixes for s in strings}
+            j += 1
+        if "" not in prefixes:
+            return frozenset(prefixes), lead_in
+        found: Lead | None = None
+        if op is _C.SUBPATTERN:
+            found = _lead(arg[-1], state)
+        elif op is _C.BRANCH:
+            branches = [_lead(b, state) for b in arg[1]]
+            if None not in branches:
+                found = (frozenset().union(*(b[0] for b in branches)), max(b[1] for b in branches))  # type: ignore[index]
+        elif op in _REPEATS and arg[0] >= 1:
+            found = _lead(arg[2], state)
+        if found is not None:
+            return found[0], lead_in + found[1]
+        widest = _parser.SubPattern(state, [items[at]]).getwidth()[1]  # a class, an optional group: skip it
+        lead_in += widest
+        if lead_in > MAX_LEAD_IN:
+            return None
+        at += 1
+    return None
+
+
+@cache
+def leading_words(pattern: re.Pattern[str]) -> Lead | None:
+    r"""Case-folded words one of which every match of `pattern` holds, and how far at most into the match it
+    starts (0: every match starts with one; `[\w.]{0,30}?sid`: 30), or None. `scan` then tries the pattern
+    only at and just before the places where the folded text holds one of them."""
+    parsed = _parser.parse(pattern.pattern, pattern.flags)
+    lead = _lead(parsed, parsed.state)
+    if lead is None or min(len(w) for w in lead[0]) < MIN_LEAD:
+        return None  # a letter is found in too many places: a match call per place costs more than finditer
+    return lead
+
+
+def _starts(folded: str, lead: Lead) -> list[int]:
+    words, lead_in = lead
+    found: set[int] = set()
+    for word in words:
+        at = folded.find(word)
+        while at >= 0:
+            found.update(range(max(0, at - lead_in), at + 1))
+            at = folded.find(word, at + 1)
+    return sorted(found)
+
+
+def scan(pattern: re.Pattern[str], text: str, folded: str | None = None) -> Iterator[re.Match[str]]:
+    """The matches `pattern.finditer(text)` gives, found faster when every match holds one of
+    `leading_words(pattern)` near its start: the pattern is tried only there (a regex of many alternatives is
+    otherwise tried at every character of a long turn). Non-overlapping and left to right, as finditer: a
+    start inside an earlier match is skipped. Folding must keep the text's length (it does unless the text
+    holds a character such as ß that folds to two); otherwise this is finditer."""
+    lead = leading_words(pattern)
+    folded = fold(text) if folded is None else folded
+    if lead is None or len(folded) != len(text):
+        yield from pattern.finditer(text)
+        return
+    cursor = 0
+    for start in _starts(folded, lead):
+        if start < cursor:
+            continue
+        match = pattern.match(text, start)
+        if match is not None:
+            yield match
+            cursor = max(match.end(), start + 1)  # an empty match: finditer moves on a character too
+
+
 class Gates:
     """The gates of a list of patterns, checked together: `present` lists the gate words a folded text holds
     (a substring test per word, which scans in C; a regex of all the words would be tried at every character),
@@ -111,4 +230,4 @@ class Gates:
         return sorted(found)
 
 
-__all__ = ["Gates", "Words", "fold", "required_words"]
+__all__ = ["Gates", "Words", "fold", "leading_words", "required_words", "scan"]

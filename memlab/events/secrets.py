@@ -24,7 +24,7 @@ import yaml
 from detect_secrets.filters import heuristic as h
 
 import memlab.events.secret_shapes as shapes
-from memlab.events.pattern_gates import fold, required_words
+from memlab.events.pattern_gates import fold, required_words, scan
 
 SCAN_FAILED = "Scan failed (treated as a secret)"
 I = re.IGNORECASE  # noqa: E741
@@ -606,7 +606,7 @@ def _own_findings(text: str) -> Iterator[str]:
     for kind, pattern, check, gate in _DETECTORS:
         if gate is not None and not gate_holds(gate, text, low):
             continue
-        if any(check is None or check(match) for match in pattern.finditer(text)):
+        if any(check is None or check(match) for match in scan(pattern, text, low)):
             yield kind
 
 
