@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import memlab
-from memlab import find_secrets, skip_reason
+from memlab import find_secrets, lab, skip_reason
 from memlab.events import secrets
 from tests.conftest import ROOT, examples
 
@@ -332,3 +332,34 @@ def test_the_plugin_gate_check_catches_a_narrow_gate(monkeypatch):
             test_a_detect_secrets_plugin_gate_is_never_narrower_than_its_patterns((name, plugin, pattern), find_only())
     finally:
         secrets.ds_gate.cache_clear()
+
+
+def test_a_plugin_whose_gate_holds_nowhere_in_a_turn_is_tried_on_no_line(monkeypatch):
+    """The plugins are picked once per turn (`_ds_live`: their gate holds somewhere in it), then gated per line."""
+    plugin = next(p for p in secrets._ds_plugins() if type(p).__name__ == "IbmCosHmacDetector")
+    seen: list[str] = []
+    monkeypatch.setattr(plugin, "analyze_string", lambda line: seen.append(line) or iter(()))
+    find_secrets("the deploy is on friday\nlunch at noon\nthe wiki has the list")
+    assert seen == []
+    assert plugin not in secrets._ds_live("lunch at noon", secrets.fold("lunch at noon"))
+    assert plugin in secrets._ds_live("the secret santa", secrets.fold("the secret santa"))
+
+
+def test_picking_plugins_per_turn_finds_what_every_plugin_on_every_line_finds():
+    """On long real turns and every secret fixture (files and lines): the same kinds as trying all 24 plugins on
+    every line, so the per-turn pick only saves time."""
+    texts = [e.text for s in lab.load_longmemeval(
+        ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1).sessions() for e in s.events]
+    for path in sorted((ROOT / "fixtures/secrets").rglob("*")):
+        if path.is_file():
+            body = path.read_text(errors="replace")
+            texts += [body, *body.splitlines()]
+    flagged = 0
+    for text in texts:
+        every = set(secrets._own_findings(text, secrets.fold(text)))
+        for line in text.splitlines():
+            if line.strip():
+                every.update(secrets._ds_findings(line))
+        assert find_secrets(text) == sorted(every), text[:200]
+        flagged += bool(every)
+    assert flagged > 100, "the fixtures' credentials are found, so equal answers are not all empty"
