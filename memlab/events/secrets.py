@@ -138,11 +138,50 @@ def gate_holds(gate: re.Pattern | _Words | None, text: str, folded: str | None =
     return bool(gate.search(fold(text) if folded is None else folded))
 
 
-def _ds_live(text: str, folded: str) -> tuple:
-    """The detect-secrets plugins whose gate holds somewhere in `text` (`folded`: fold(text)). A gate found on
-    no part of the text is found on none of its lines, so the others need not be tried line by line (24 gate
-    checks on each of a long turn's lines cost more than the plugins that run)."""
-    return tuple(p for p in _ds_plugins() if gate_holds(ds_gate(type(p).__name__), text, folded))
+Gate = re.Pattern | _Words | None
+
+
+class _TurnGates:
+    """Every gate checked on one turn at once: each distinct gate word (many gates share "key", "pass",
+    "token") and each distinct gate regex is looked up once per turn, where gating detector by detector looked
+    a word up again for every gate holding it. `holds(gate)` answers as `gate_holds(gate, text, folded)`."""
+
+    def __init__(self, gates: list[Gate]) -> None:
+        words = [g for g in gates if isinstance(g, _Words)]
+        self._folded = tuple(sorted({w for g in words if not g.as_written for w in g.words}))
+        self._written = tuple(sorted({w for g in words if g.as_written for w in g.words}))
+
+    def holding(self, text: str, folded: str) -> Callable[[Gate], bool]:
+        found = {w for w in self._folded if w in folded}
+        written = {w for w in self._written if w in text}
+        regexes: dict[str, bool] = {}
+
+        def holds(gate: Gate) -> bool:
+            if gate is None:
+                return True
+            if isinstance(gate, _Words):
+                return not (written if gate.as_written else found).isdisjoint(gate.words)
+            hit = regexes.get(gate.pattern)
+            if hit is None:
+                hit = regexes[gate.pattern] = bool(gate.search(folded))
+            return hit
+
+        return holds
+
+
+@cache
+def _turn_gates() -> _TurnGates:
+    """The gates of every detector and detect-secrets plugin, built once (after both are defined)."""
+    return _TurnGates([g for *_, g in _DETECTORS] + [ds_gate(type(p).__name__) for p in _ds_plugins()])
+
+
+def _ds_live(text: str, folded: str, holds: Callable[[Gate], bool] | None = None) -> tuple:
+    """The detect-secrets plugins whose gate holds somewhere in `text` (`folded`: fold(text); `holds`: the turn's
+    gates, when the caller has them). A gate found on no part of the text is found on none of its lines, so the
+    others need not be tried line by line (24 gate checks on each of a long turn's lines cost more than the
+    plugins that run)."""
+    holds = holds or _turn_gates().holding(text, folded)
+    return tuple(p for p in _ds_plugins() if holds(ds_gate(type(p).__name__)))
 
 
 def _ds_findings(line: str, plugins: tuple | None = None) -> Iterator[str]:
@@ -608,9 +647,10 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None
 ]  # fmt: skip
 
 
-def _own_findings(text: str, low: str) -> Iterator[str]:
+def _own_findings(text: str, low: str, holds: Callable[[Gate], bool] | None = None) -> Iterator[str]:
+    holds = holds or _turn_gates().holding(text, low)
     for kind, pattern, check, gate in _DETECTORS:
-        if gate is not None and not gate_holds(gate, text, low):
+        if not holds(gate):
             continue
         if any(check is None or check(match) for match in scan(pattern, text, low)):
             yield kind
@@ -621,8 +661,9 @@ def find_secrets(text: str) -> list[str]:
     scanning raises, the answer is `[SCAN_FAILED]`, so the text is treated as a secret and never stored."""
     try:
         folded = fold(text)
-        kinds = set(_own_findings(text, folded))
-        live = _ds_live(text, folded)
+        holds = _turn_gates().holding(text, folded)
+        kinds = set(_own_findings(text, folded, holds))
+        live = _ds_live(text, folded, holds)
         for line in text.splitlines() if live else ():
             if line.strip():
                 kinds.update(_ds_findings(line, live))

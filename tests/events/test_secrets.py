@@ -363,3 +363,20 @@ def test_picking_plugins_per_turn_finds_what_every_plugin_on_every_line_finds():
         assert find_secrets(text) == sorted(every), text[:200]
         flagged += bool(every)
     assert flagged > 100, "the fixtures' credentials are found, so equal answers are not all empty"
+
+
+def test_a_turns_gates_checked_at_once_answer_as_each_gate_alone():
+    """`_TurnGates` looks each shared gate word up once per turn: for every gate of every detector and plugin,
+    on long real turns and the secret fixtures, it answers as `gate_holds` does."""
+    texts = [e.text for s in lab.load_longmemeval(
+        ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1).sessions() for e in s.events]
+    texts += [p.read_text(errors="replace") for p in sorted((ROOT / "fixtures/secrets").rglob("*")) if p.is_file()]
+    gates = [g for *_, g in secrets._DETECTORS] + [secrets.ds_gate(type(p).__name__) for p in secrets._ds_plugins()]
+    held = 0
+    for text in texts:
+        folded = secrets.fold(text)
+        holds = secrets._turn_gates().holding(text, folded)
+        for gate in gates:
+            assert holds(gate) == secrets.gate_holds(gate, text, folded), (gate, text[:120])
+            held += gate is not None and holds(gate)
+    assert 0 < held < len(texts) * len(gates), "some gates hold and some do not"
