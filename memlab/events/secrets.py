@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import yaml
 from detect_secrets.filters import heuristic as h
 
 import memlab.events.secret_shapes as shapes
-from memlab.events.pattern_gates import fold, required_words, scan
+from memlab.events.pattern_gates import Gate, TurnGates, WordGate, exact_words, fold, required_words, scan
 
 SCAN_FAILED = "Scan failed (treated as a secret)"
 I = re.IGNORECASE  # noqa: E741
@@ -72,28 +71,11 @@ def _ds_plugins() -> tuple:
 KEYWORD_WORDS = ("key", "pass", "pwd", "secret", "contrase")
 
 
-@dataclass(frozen=True)
-class _Words:
-    """A gate of plain words (substring tests are several times cheaper than a regex of alternatives), searched
-    in fold(text), or in the text as written when the patterns it guards are case-sensitive."""
-
-    words: tuple[str, ...]
-    as_written: bool = False
-
-    def search(self, text: str) -> bool:
-        return any(word in text for word in self.words)
-
-
-def exact_words(*words: str) -> _Words:
-    """A gate of words a match holds as written (see _DS_GATES)."""
-    return _Words(words, as_written=True)
-
-
-def derived_gate(patterns) -> _Words | None:
+def derived_gate(patterns) -> WordGate | None:
     """The gate read off the patterns themselves (`pattern_gates.required_words`: words one of which every match
     holds, so it is never narrower than they are), or None when some pattern requires no word."""
     words = [required_words(p) for p in patterns]
-    return None if not words or None in words else _Words(tuple(sorted(frozenset().union(*words))))
+    return None if not words or None in words else WordGate(tuple(sorted(frozenset().union(*words))))
 
 
 # A gate per detect-secrets plugin whose patterns require no word the derivation can read (classes, short
@@ -101,7 +83,7 @@ def derived_gate(patterns) -> _Words | None:
 # one of which every match holds once case-folded; a str is a regex every folded match holds; exact_words(...)
 # lists words a match holds as written (for case-sensitive patterns). Every other plugin's gate is derived from
 # its patterns (`ds_gate`). Tests check each written gate is needed and never narrower than its plugin.
-_DS_GATES: dict[str, tuple[str, ...] | str | _Words] = {
+_DS_GATES: dict[str, tuple[str, ...] | str | WordGate] = {
     "ArtifactoryDetector": exact_words("AKC", "AP"),
     "AWSKeyDetector": ("a3t", "abia", "acca", "akia", "asia", "aws"),
     "CloudantDetector": r"cl(?:ou)?(?:dant)?[_-]?(?:api)?(?:key|pw|pass|token)|\.cloudant\.com",
@@ -117,7 +99,7 @@ _DS_GATES: dict[str, tuple[str, ...] | str | _Words] = {
 
 
 @cache
-def ds_gate(plugin_name: str) -> re.Pattern | _Words | None:
+def ds_gate(plugin_name: str) -> re.Pattern | WordGate | None:
     """The gate of one detect-secrets plugin: written in _DS_GATES, else derived from its patterns (None: the
     plugin runs on every line)."""
     needs = _DS_GATES.get(plugin_name)
@@ -126,53 +108,22 @@ def ds_gate(plugin_name: str) -> re.Pattern | _Words | None:
         return derived_gate(getattr(plugin, "denylist", ()))
     if isinstance(needs, str):
         return re.compile(needs)
-    return needs if isinstance(needs, _Words) else _Words(needs)
+    return needs if isinstance(needs, WordGate) else WordGate(needs)
 
 
-def gate_holds(gate: re.Pattern | _Words | None, text: str, folded: str | None = None) -> bool:
+def gate_holds(gate: re.Pattern | WordGate | None, text: str, folded: str | None = None) -> bool:
     """Whether `gate` lets `text` through (`folded` is fold(text), when the caller has it already)."""
     if gate is None:
         return True
-    if isinstance(gate, _Words) and gate.as_written:
+    if isinstance(gate, WordGate) and gate.as_written:
         return gate.search(text)
     return bool(gate.search(fold(text) if folded is None else folded))
 
 
-Gate = re.Pattern | _Words | None
-
-
-class _TurnGates:
-    """Every gate checked on one turn at once: each distinct gate word (many gates share "key", "pass",
-    "token") and each distinct gate regex is looked up once per turn, where gating detector by detector looked
-    a word up again for every gate holding it. `holds(gate)` answers as `gate_holds(gate, text, folded)`."""
-
-    def __init__(self, gates: list[Gate]) -> None:
-        words = [g for g in gates if isinstance(g, _Words)]
-        self._folded = tuple(sorted({w for g in words if not g.as_written for w in g.words}))
-        self._written = tuple(sorted({w for g in words if g.as_written for w in g.words}))
-
-    def holding(self, text: str, folded: str) -> Callable[[Gate], bool]:
-        found = {w for w in self._folded if w in folded}
-        written = {w for w in self._written if w in text}
-        regexes: dict[str, bool] = {}
-
-        def holds(gate: Gate) -> bool:
-            if gate is None:
-                return True
-            if isinstance(gate, _Words):
-                return not (written if gate.as_written else found).isdisjoint(gate.words)
-            hit = regexes.get(gate.pattern)
-            if hit is None:
-                hit = regexes[gate.pattern] = bool(gate.search(folded))
-            return hit
-
-        return holds
-
-
 @cache
-def _turn_gates() -> _TurnGates:
+def _turn_gates() -> TurnGates:
     """The gates of every detector and detect-secrets plugin, built once (after both are defined)."""
-    return _TurnGates([g for *_, g in _DETECTORS] + [ds_gate(type(p).__name__) for p in _ds_plugins()])
+    return TurnGates([g for *_, g in _DETECTORS] + [ds_gate(type(p).__name__) for p in _ds_plugins()])
 
 
 def _ds_live(text: str, folded: str, holds: Callable[[Gate], bool] | None = None) -> tuple:
@@ -448,18 +399,18 @@ _B64_40 = r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/])"
 
 def _d(
     kind: str, *parts: str, check: Check | None = None, flags: int = 0, needs: tuple[str, ...] | str | None = None
-) -> tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None]:
+) -> tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | None]:
     """A detector: its kind, the pattern (its parts joined as alternatives), an optional check of a match, and a
     gate searched in the case-folded text first (it only saves time: the full pattern is costly on long turns).
     The gate is derived from the pattern (`derived_gate`); `needs` (words one of which every match contains, or
     a regex every match contains) is written only where the derivation reads no word, or its gate lets more texts
     of fixtures/secrets through. Tests check both, and draw texts from each pattern to check its gate holds."""
     pattern = re.compile("|".join(parts), flags)
-    gate: re.Pattern | _Words | None = derived_gate([pattern])
+    gate: re.Pattern | WordGate | None = derived_gate([pattern])
     if isinstance(needs, str):
         gate = re.compile(needs)
     elif needs:
-        gate = _Words(needs)
+        gate = WordGate(needs)
     return kind, pattern, check, gate
 
 
@@ -487,7 +438,7 @@ def _seed_words(match: re.Match) -> bool:
 
 
 # Prefixed formats need no context; bare values (hex, base64, digits) need a word next to them.
-_DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | _Words | None]] = [
+_DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | None]] = [
     # cloud
     _d("AWS access key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", needs=("akia", "asia", "abia", "acca")),
     _d("AWS secret key", rf"\baws.{{0,25}}?secret.{{0,30}}?{_B64_40}", rf"\bsecret\s*access\s*key\b.{{0,30}}?{_B64_40}",
