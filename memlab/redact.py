@@ -157,9 +157,7 @@ def _value_spans(text: str) -> list[tuple[int, int]]:
     try:
         folded = secrets.fold(text)
         spans = []
-        for _kind, pattern, check, gate in secrets._DETECTORS:
-            if gate is not None and not secrets.gate_holds(gate, text, folded):
-                continue
+        for _kind, pattern, check in secrets.gated_detectors(text, folded):
             spans += [m.span("v") if "v" in pattern.groupindex else m.span()
                       for m in secrets.scan(pattern, text, folded) if check is None or check(m)]  # fmt: skip
         return spans

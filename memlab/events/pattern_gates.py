@@ -230,34 +230,6 @@ def exact_words(*words: str) -> WordGate:
 Gate = re.Pattern | WordGate | None  # a word gate, a regex searched in the folded text, or none
 
 
-class TurnGates:
-    """Every gate checked on one turn at once: each distinct gate word (many gates share "key", "pass",
-    "token") and each distinct gate regex is looked up once per turn, where gating detector by detector looked
-    a word up again for every gate holding it. `holds(gate)` answers as `secrets.gate_holds(gate, text, folded)`."""
-
-    def __init__(self, gates: list[Gate]) -> None:
-        words = [g for g in gates if isinstance(g, WordGate)]
-        self._folded = tuple(sorted({w for g in words if not g.as_written for w in g.words}))
-        self._written = tuple(sorted({w for g in words if g.as_written for w in g.words}))
-
-    def holding(self, text: str, folded: str) -> Callable[[Gate], bool]:
-        found = {w for w in self._folded if w in folded}
-        written = {w for w in self._written if w in text}
-        regexes: dict[str, bool] = {}
-
-        def holds(gate: Gate) -> bool:
-            if gate is None:
-                return True
-            if isinstance(gate, WordGate):
-                return not (written if gate.as_written else found).isdisjoint(gate.words)
-            hit = regexes.get(gate.pattern)
-            if hit is None:
-                hit = regexes[gate.pattern] = bool(gate.search(folded))
-            return hit
-
-        return holds
-
-
 class Gates:
     """The gates of a list of patterns, checked together: `present` lists the gate words a folded text holds
     (a substring test per word, which scans in C; a regex of all the words would be tried at every character),
@@ -281,6 +253,33 @@ class Gates:
         for word in self.present(folded):
             found |= self._by_word[word]
         return sorted(found)
+
+
+class TurnGates:
+    """Every gate checked on one turn at once: each distinct gate word (many gates share "key", "pass",
+    "token") and each distinct gate regex is looked up once per turn, where gating detector by detector looked
+    a word up again for every gate holding it. `holds(gate)` answers as `secrets.gate_holds(gate, text, folded)`."""
+
+    def __init__(self, gates: list[Gate]) -> None:
+        words = [g for g in gates if isinstance(g, WordGate)]
+        self._folded = Gates([frozenset(g.words) for g in words if not g.as_written])
+        self._written = Gates([frozenset(g.words) for g in words if g.as_written])
+
+    def holding(self, text: str, folded: str) -> Callable[[Gate], bool]:
+        found, written = self._folded.present(folded), self._written.present(text)
+        regexes: dict[str, bool] = {}
+
+        def holds(gate: Gate) -> bool:
+            if gate is None:
+                return True
+            if isinstance(gate, WordGate):
+                return not (written if gate.as_written else found).isdisjoint(gate.words)
+            hit = regexes.get(gate.pattern)
+            if hit is None:
+                hit = regexes[gate.pattern] = bool(gate.search(folded))
+            return hit
+
+        return holds
 
 
 __all__ = [

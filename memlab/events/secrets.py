@@ -121,27 +121,34 @@ def gate_holds(gate: re.Pattern | WordGate | None, text: str, folded: str | None
 
 
 @cache
+def _ds_gated() -> tuple[tuple[object, Gate], ...]:
+    """Each detect-secrets plugin with its gate, paired once."""
+    return tuple((plugin, ds_gate(type(plugin).__name__)) for plugin in _ds_plugins())
+
+
+@cache
 def _turn_gates() -> TurnGates:
     """The gates of every detector and detect-secrets plugin, built once (after both are defined)."""
-    return TurnGates([g for *_, g in _DETECTORS] + [ds_gate(type(p).__name__) for p in _ds_plugins()])
+    return TurnGates([g for *_, g in _DETECTORS] + [g for _, g in _ds_gated()])
 
 
 def _ds_live(text: str, folded: str, holds: Callable[[Gate], bool] | None = None) -> tuple:
-    """The detect-secrets plugins whose gate holds somewhere in `text` (`folded`: fold(text); `holds`: the turn's
-    gates, when the caller has them). A gate found on no part of the text is found on none of its lines, so the
-    others need not be tried line by line (24 gate checks on each of a long turn's lines cost more than the
-    plugins that run)."""
+    """The detect-secrets plugins, with their gates, whose gate holds somewhere in `text` (`folded`: fold(text);
+    `holds`: the turn's gates, when the caller has them). A gate found on no part of the text is found on none
+    of its lines, so the others need not be tried line by line (24 gate checks on each of a long turn's lines
+    cost more than the plugins that run)."""
     holds = holds or _turn_gates().holding(text, folded)
-    return tuple(p for p in _ds_plugins() if holds(ds_gate(type(p).__name__)))
+    return tuple((plugin, gate) for plugin, gate in _ds_gated() if holds(gate))
 
 
-def _ds_findings(line: str, plugins: tuple | None = None) -> Iterator[str]:
-    """detect-secrets' plugins (`plugins`, all by default) on one line, each only if its gate holds on the line
-    (the one place the plugin gates are applied), with the heuristic filters its `scan_line` applies by
-    default. Only pure functions are called: nothing here reads or writes detect-secrets' global settings."""
+def _ds_findings(line: str, gated: tuple | None = None) -> Iterator[str]:
+    """detect-secrets' plugins (`gated`: (plugin, gate) pairs, all by default) on one line, each only if its gate
+    holds on the line (the one place the plugin gates are applied), with the heuristic filters its `scan_line`
+    applies by default. Only pure functions are called: nothing here reads or writes detect-secrets' global
+    settings."""
     folded = fold(line)
-    for plugin in _ds_plugins() if plugins is None else plugins:
-        if not gate_holds(ds_gate(type(plugin).__name__), line, folded):
+    for plugin, gate in _ds_gated() if gated is None else gated:
+        if not gate_holds(gate, line, folded):
             continue
         for secret in plugin.analyze_string(line):
             if (
@@ -598,11 +605,16 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
 ]  # fmt: skip
 
 
-def _own_findings(text: str, low: str, holds: Callable[[Gate], bool] | None = None) -> Iterator[str]:
+def gated_detectors(text: str, low: str, holds: Callable[[Gate], bool] | None = None) -> Iterator[tuple]:
+    """(kind, pattern, check) of memlab's own detectors whose gate holds on `text` (`low`: fold(text); `holds`:
+    the turn's gates, when the caller has them): the secret filter asks whether each has a passing match
+    (`scan`), redaction replaces what they cover."""
     holds = holds or _turn_gates().holding(text, low)
-    for kind, pattern, check, gate in _DETECTORS:
-        if not holds(gate):
-            continue
+    return ((kind, pattern, check) for kind, pattern, check, gate in _DETECTORS if holds(gate))
+
+
+def _own_findings(text: str, low: str, holds: Callable[[Gate], bool] | None = None) -> Iterator[str]:
+    for kind, pattern, check in gated_detectors(text, low, holds):
         if any(check is None or check(match) for match in scan(pattern, text, low)):
             yield kind
 
