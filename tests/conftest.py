@@ -42,6 +42,20 @@ if HYPOTHESIS_PROFILE not in EXAMPLE_SCALE:
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 
+def long_turns_and_secret_fixtures() -> list[str]:
+    """One LongMemEval-S haystack's turns, then every file of fixtures/secrets whole and line by line: the real
+    texts the secret scan's shortcuts are checked against (each must give what the plain scan gives)."""
+    from memlab import lab
+
+    texts = [e.text for s in lab.load_longmemeval(
+        ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1).sessions() for e in s.events]
+    for path in sorted((ROOT / "fixtures/secrets").rglob("*")):
+        if path.is_file():
+            body = path.read_text(errors="replace")
+            texts += [body, *body.splitlines()]
+    return texts
+
+
 def examples(ci: int) -> int:
     """A hypothesis test's example count under the loaded profile, given its count at ci."""
     return ci * EXAMPLE_SCALE[HYPOTHESIS_PROFILE]

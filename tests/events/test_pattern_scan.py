@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from memlab import lab
 from memlab.events import secrets
 from memlab.events.pattern_gates import fold, leading_words, scan
-from tests.conftest import ROOT, examples
+from tests.conftest import examples, long_turns_and_secret_fixtures
 
 
 @pytest.mark.parametrize(
@@ -68,14 +68,8 @@ def test_scan_gives_the_matches_finditer_gives_on_drawn_texts(drawn):
 
 def test_scan_gives_the_matches_finditer_gives_on_real_texts():
     """Long real turns, generated sessions and every secret fixture (whole files and lines), every detector."""
-    texts = [e.text for ds in (
-        lab.load_longmemeval(ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1),
-        lab.load_dataset({"name": "s", "format": "synth", "users": 3, "max_events": 100, "seed": 5}),
-    ) for s in ds.sessions() for e in s.events]  # fmt: skip
-    for path in sorted((ROOT / "fixtures/secrets").rglob("*")):
-        if path.is_file():
-            body = path.read_text(errors="replace")
-            texts += [body, *body.splitlines()]
+    synth = lab.load_dataset({"name": "s", "format": "synth", "users": 3, "max_events": 100, "seed": 5})
+    texts = long_turns_and_secret_fixtures() + [e.text for s in synth.sessions() for e in s.events]
     assert len(texts) > 1000
     led = 0
     for text in texts:

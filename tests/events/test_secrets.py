@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 import memlab
-from memlab import find_secrets, lab, skip_reason
+from memlab import find_secrets, skip_reason
 from memlab.events import secrets
-from tests.conftest import ROOT, examples
+from tests.conftest import ROOT, examples, long_turns_and_secret_fixtures
 
 CORPUS = ROOT / "fixtures" / "secrets"
 
@@ -348,12 +348,7 @@ def test_a_plugin_whose_gate_holds_nowhere_in_a_turn_is_tried_on_no_line(monkeyp
 def test_picking_plugins_per_turn_finds_what_every_plugin_on_every_line_finds():
     """On long real turns and every secret fixture (files and lines): the same kinds as trying all 24 plugins on
     every line, so the per-turn pick only saves time."""
-    texts = [e.text for s in lab.load_longmemeval(
-        ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1).sessions() for e in s.events]
-    for path in sorted((ROOT / "fixtures/secrets").rglob("*")):
-        if path.is_file():
-            body = path.read_text(errors="replace")
-            texts += [body, *body.splitlines()]
+    texts = long_turns_and_secret_fixtures()
     flagged = 0
     for text in texts:
         every = set(secrets._own_findings(text, secrets.fold(text)))
@@ -366,12 +361,10 @@ def test_picking_plugins_per_turn_finds_what_every_plugin_on_every_line_finds():
 
 
 def test_a_turns_gates_checked_at_once_answer_as_each_gate_alone():
-    """`_TurnGates` looks each shared gate word up once per turn: for every gate of every detector and plugin,
+    """`TurnGates` looks each shared gate word up once per turn: for every gate of every detector and plugin,
     on long real turns and the secret fixtures, it answers as `gate_holds` does."""
-    texts = [e.text for s in lab.load_longmemeval(
-        ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1).sessions() for e in s.events]
-    texts += [p.read_text(errors="replace") for p in sorted((ROOT / "fixtures/secrets").rglob("*")) if p.is_file()]
-    gates = [g for *_, g in secrets._DETECTORS] + [secrets.ds_gate(type(p).__name__) for p in secrets._ds_plugins()]
+    texts = long_turns_and_secret_fixtures()
+    gates = [g for *_, g in secrets._DETECTORS] + [g for _, g in secrets._ds_gated()]
     held = 0
     for text in texts:
         folded = secrets.fold(text)
