@@ -18,7 +18,7 @@ from memlab.inputs import InputLimits, check_ids, check_text
 from memlab.storage import units as sqlu
 from memlab.storage.schema import ModelInfo
 from memlab.storage.store import Store
-from memlab.types import FactKeys, TimestampWindow
+from memlab.types import AutoPolicy, FactKeys, TimestampWindow
 
 # `auto` reads a user's unit count and tenant index (one round trip) to pick a strategy; it keeps what it read
 # this long, so a burst of searches pays that trip once. Writes and deletes through this EventMemory drop it at
@@ -40,6 +40,14 @@ def check_vectors(vectors: np.ndarray, expected_rows: int, dimension: int, model
         raise DimensionError(f"Embedder {model_id!r} returned NaN or infinite values; nothing was written.")
 
 
+def index_due(layer_units: int, policy: AutoPolicy) -> bool:
+    """Whether a layer needs its shared HNSW index: once it holds more units than `auto` scans exactly
+    (`AutoPolicy.exact_below`). Below that every user of the layer is scanned exactly, so a graph kept up on every
+    write would be read by nothing; a search that asks to walk it (a fixed `hnsw` or `planner` strategy, or `auto`
+    with a lower `SearchSettings.exact_below`) builds it first."""
+    return layer_units > policy.exact_below
+
+
 @dataclass
 class MemoryCore:
     """An EventMemory's settings and shared state (see the module docstring)."""
@@ -58,6 +66,43 @@ class MemoryCore:
     rendering: str
     fact_keys: FactKeys | None
     _strategy_facts: dict[tuple[str, str], tuple[float, sqlu.ScopeFacts]] = field(default_factory=dict)
+    _index_seen_at: float | None = None  # when the layer's shared HNSW index was last seen (time.monotonic)
+
+    # -- the layer's shared HNSW index: built once it is needed, not kept up while nothing reads it ----------------
+    def _index_fresh(self) -> bool:
+        seen = self._index_seen_at
+        return seen is not None and time.monotonic() - seen < STRATEGY_FACTS_SECONDS
+
+    def index_present(self, conn) -> bool:
+        """Whether the layer's shared HNSW index exists: a catalog lookup, kept STRATEGY_FACTS_SECONDS once the
+        index was seen (another process's load may drop it; within that while a search scans exactly meanwhile)."""
+        if not self._index_fresh():
+            found = sqlu.index_exists(conn, sqlu.index_name_for(self.model.model_id, self.layer))
+            self._index_seen_at = time.monotonic() if found else None
+        return self._index_seen_at is not None
+
+    def index_dropped(self) -> None:
+        self._index_seen_at = None
+
+    def ensure_index(self) -> None:
+        """Build the layer's shared HNSW index now if it is missing (a read-only store builds nothing)."""
+        self.store.ensure_vector_index(self.model.model_id, self.layer)
+        self._index_seen_at = None if self.store.read_only else time.monotonic()
+
+    def index_if_due(self) -> float:
+        """Build the layer's shared index if it is missing and due (`index_due`): after every write. Returns the
+        build's seconds (0.0: nothing built). The store's policy is read before a connection is taken (see
+        Search._policy_for)."""
+        if self._index_fresh() or self.store.read_only:
+            return 0.0
+        policy = self.store.auto_policy()
+        with self.store.connection() as conn:
+            if self.index_present(conn) or not index_due(sqlu.layer_units(conn, self.layer, self.model.model_id),
+                                                         policy):  # fmt: skip
+                return 0.0
+        started = time.perf_counter()
+        self.ensure_index()
+        return time.perf_counter() - started
 
     def scope(self, app_name: str, user_id: str) -> sqlu.Scope:
         check_ids(app_name, user_id)  # memory is always scoped to one user of one app

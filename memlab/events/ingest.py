@@ -17,7 +17,7 @@ import psycopg
 import memlab.events.filters as filters
 from memlab.embedding.cache import text_key
 from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions, planned_units
-from memlab.events.core import MemoryCore, check_vectors
+from memlab.events.core import MemoryCore, check_vectors, index_due
 from memlab.events.renderings import render_units
 from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import Unit, chunk_units, event_units
@@ -44,11 +44,14 @@ PATH_PIPELINED = "pipelined"  # add_sessions: batches staged and merged (ON CONF
 # Below one batch a job cannot overlap its stages and the saved round trips are a few milliseconds.
 PATH_FIRST_LOAD = "copy-first-load"
 # A first load bringing at least as many units as the layer's HNSW index holds (a new layer, an import into a
-# young one): the index is dropped for the load and built once after it, before the call returns. pgvector builds
-# a graph several times faster than it inserts into one (6,473 rows/s built vs 848 inserted by COPY in `memlab
-# bench`), and the model no longer shares its cores with the inserts. The build holds other writers of the unit
-# table off while it runs, and searches of this layer meanwhile scan exactly; both are why a layer already holding
-# more than the load keeps its index and takes PATH_FIRST_LOAD.
+# young one), into a layer that then needs its index (more units than `auto` scans exactly: core.index_due): the
+# index is dropped for the load and built once after it, before the call returns. pgvector builds a graph several
+# times faster than it inserts into one (6,473 rows/s built vs 848 inserted by COPY in `memlab bench`), and the
+# model no longer shares its cores with the inserts. The build holds other writers of the unit table off while it
+# runs, and searches of this layer meanwhile scan exactly; both are why a layer already holding more than the load
+# keeps its index and takes PATH_FIRST_LOAD. A layer that stays small enough for exact scans gets no index at all
+# (PATH_FIRST_LOAD, its index dropped if it had one): it is built when the layer grows past that, or when a search
+# first asks to walk it.
 PATH_FIRST_LOAD_REBUILD = "copy-first-load+rebuild"
 FIRST_LOAD_PATHS = (PATH_FIRST_LOAD, PATH_FIRST_LOAD_REBUILD)
 REBUILD_AT_MOST = 1.0  # rebuild when the layer holds at most this many units per unit the load brings
@@ -162,7 +165,7 @@ class Ingest:
         team per calling thread) then stay one team, where a model called from a worker thread ran 6-8% slower
         in the same process (a second team whose idle threads spin beside the first's)."""
         core = self.core
-        total.path, total.path_reason = self._write_path(items, batch_units)
+        total.path, total.path_reason, drop = self._write_path(items, batch_units)
         first_load = total.path != PATH_PIPELINED
         # A first load's batches are all full: small ones at its ends (ramp) gave the model calls of a hundred
         # texts spread over every length, whose padding cost long turns 9% more model time (36.1 and 35.5 s
@@ -172,11 +175,11 @@ class Ingest:
             planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap),
             ramp=not first_load)  # fmt: skip
         events = sum(len(s.events) for s in items)
-        rebuild = total.path == PATH_FIRST_LOAD_REBUILD
         bar = IngestProgress(self.core.layer, events) if progress else None
         stop = threading.Event()  # set when a batch fails: queued batches then touch nothing
-        if rebuild:
+        if drop:
             core.store.drop_vector_index(core.model.model_id, core.layer)
+            core.index_dropped()
         try:
             with ThreadPoolExecutor(1, "memlab-filter") as filtering, ThreadPoolExecutor(1, "memlab-write") as writing:
                 in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
@@ -207,37 +210,62 @@ class Ingest:
                             if first is not None and not isinstance(first, IngestAborted):
                                 raise first from None
                     raise
+        except BaseException:
+            self._index_if_due(total, items, failing=True)
+            raise
+        else:
+            self._index_if_due(total, items, failing=False)
         finally:
-            if rebuild:  # searchable through the index when the call returns, whatever happened above
-                started = time.perf_counter()
-                core.store.ensure_vector_index(core.model.model_id, core.layer)
-                total.timings["index_build"] += time.perf_counter() - started
             if bar is not None:
                 bar.close()
 
-    def _write_path(self, items: list[Session], batch_units: int) -> tuple[str, str]:
-        """The path `add_sessions` takes (PATH_PIPELINED, PATH_FIRST_LOAD or PATH_FIRST_LOAD_REBUILD) and why
-        (counts, never an id: reports get logged)."""
+    def _index_if_due(self, total: IngestReport, items: list[Session], *, failing: bool) -> None:
+        """Indexed when `add_sessions` returns if the layer now needs it, whatever happened (a rebuilding first load
+        that failed half-way included: its committed batches are searchable through the index). While a failure is
+        on its way up, a second failure here (the server that just went away) is logged, not raised over it."""
+        if not items:
+            return
+        try:
+            built = self.core.index_if_due()
+        except Exception as exc:
+            if not failing:
+                raise
+            log.warning("the layer's HNSW index was not built after a failed ingest (%s); the next write or search "
+                        "that needs it builds it", type(exc).__name__)  # fmt: skip
+            return
+        if built:
+            total.timings["index_build"] += built
+
+    def _write_path(self, items: list[Session], batch_units: int) -> tuple[str, str, bool]:
+        """The path `add_sessions` takes (PATH_PIPELINED, PATH_FIRST_LOAD or PATH_FIRST_LOAD_REBUILD), why
+        (counts, never an id: reports get logged) and whether the layer's HNSW index is dropped for the load."""
         core = self.core
         planned = sum(planned_units(s, core.granularity, core.chunk_size, core.chunk_overlap) for s in items)
         if planned < max(1, batch_units):
             return PATH_PIPELINED, (f"{planned} units planned, less than one batch ({batch_units}): not a bulk "
-                                    "first load")  # fmt: skip
+                                    "first load"), False  # fmt: skip
         users = sorted({(s.app_name, s.user_id) for s in items})
+        policy = core.store.auto_policy()  # before a connection is taken (see Search._policy_for)
         with core.store.connection() as conn:
             holding = sum(sqlu.scope_facts(conn, core.scope(*user)).units > 0 for user in users)
             if holding:
                 return PATH_PIPELINED, (f"{holding} of {len(users)} users already hold units in this layer: not a "
-                                        "first load")  # fmt: skip
+                                        "first load"), False  # fmt: skip
             indexed = sqlu.index_exists(conn, sqlu.index_name_for(core.model.model_id, core.layer))
             layer = sqlu.layer_units(conn, core.layer, core.model.model_id)
         why = (f"{planned} units planned (at least one batch, {batch_units}) for {len(users)} users with no unit in "
                "this layer: first load, COPY without staging or stored-unit lookups")  # fmt: skip
-        if core.store.read_only or not indexed or layer > REBUILD_AT_MOST * planned:
-            held = "no HNSW index to keep up" if not indexed else f"the layer holds {layer} units, more than the load"
-            return PATH_FIRST_LOAD, f"{why}; {held}: the index stays as it is"
-        return PATH_FIRST_LOAD_REBUILD, (f"{why}; the layer holds {layer} units, no more than the load: its HNSW "
-                                         "index is dropped for the load and built once after it")  # fmt: skip
+        if core.store.read_only or (indexed and layer > REBUILD_AT_MOST * planned):
+            return PATH_FIRST_LOAD, f"{why}; the layer holds {layer} units, more than the load: its index stays", False
+        if not index_due(layer + planned, policy):
+            had = "its HNSW index is dropped" if indexed else "no HNSW index"
+            return PATH_FIRST_LOAD, (f"{why}; the layer will hold at most {layer + planned} units, which `auto` scans "
+                                     f"exactly (up to {policy.exact_below}): {had}, built when the layer grows past "
+                                     "that or a search first walks it"), indexed  # fmt: skip
+        had = "its HNSW index is dropped for the load and" if indexed else "its HNSW index is"
+        return PATH_FIRST_LOAD_REBUILD, (f"{why}; the layer holds {layer} units, no more than the load, and will need "
+                                         f"an index (more than the {policy.exact_below} units `auto` scans exactly): "
+                                         f"{had} built once after it"), indexed  # fmt: skip
 
     @staticmethod
     def _collect(total: IngestReport, batch: list[Session], done: Future[IngestReport], bar) -> None:

@@ -110,7 +110,10 @@ class EventMemory:
             limits=limits or DEFAULT_LIMITS,  # the longest texts and queries accepted
             rendering=rendering, fact_keys=fact_keys,
         )  # fmt: skip
-        self.index_name = store.ensure_vector_index(model.model_id, layer)
+        # The layer's shared HNSW index is built once the layer needs one (MemoryCore.index_if_due: more units
+        # than `auto` scans exactly, or a search that walks it), not while every search of the layer scans exactly.
+        self.index_name = store.register_layer(model.model_id, layer)
+        self._core.index_if_due()
         self._ingest = Ingest(self._core)
         self._search = Search(self._core)
         self._forgetting = Forgetting(self._core)
@@ -159,7 +162,11 @@ class EventMemory:
         units already stored are neither embedded nor written again. A malformed session raises `InputError`
         (a `ConfigError`) naming the session and event, and nothing of it is written."""
         self.check(session)
-        return self._ingest.write_sessions([session])
+        report = self._ingest.write_sessions([session])
+        built = self._core.index_if_due()  # the write that takes the layer past `auto`'s exact scans builds it
+        if built:
+            report.timings["index_build"] += built
+        return report
 
     def add_sessions(
         self, sessions: Iterable[Session], *, batch_units: int = 1024, progress: bool = False

@@ -22,6 +22,8 @@ from memlab.inputs import MAX_ID_BYTES, check_settings, check_text
 from memlab.storage import units as sqlu
 from memlab.types import AutoPolicy, Hits, SearchSettings, Strategy
 
+# Fixed strategies that may walk the layer's shared HNSW index (`planner` lets PostgreSQL choose it).
+WALKING_STRATEGIES: tuple[Strategy, ...] = ("hnsw", "planner")
 GATE_COUNT_LIMIT = 1_000_000  # the gate reads log(memory size): counting further changes nothing it can see
 
 
@@ -176,10 +178,18 @@ class Search:
         scope = self.core.scope(app_name, user_id)
         vector = self.core.check_vector(vector)
         policy = self._policy_for(settings)
-        with self.core.store.transaction() as conn:
-            settings, own_index = self._resolve(conn, scope, settings, policy)
-            sqlu.apply_settings(conn, settings)
-            yield conn, scope, vector, settings, own_index
+        for attempt in (1, 2):
+            with self.core.store.transaction() as conn:
+                resolved, own_index = self._resolve(conn, scope, settings, policy)
+                # A search that may walk the layer's shared index finds it built: it is not kept while the layer
+                # is small enough for `auto` to scan every user exactly (MemoryCore.index_if_due). The build runs
+                # outside this transaction (a second pooled connection while holding one can deadlock the pool).
+                walks = resolved.strategy in WALKING_STRATEGIES and not own_index
+                if attempt == 2 or not walks or self.core.index_present(conn):
+                    sqlu.apply_settings(conn, resolved)
+                    yield conn, scope, vector, resolved, own_index
+                    return
+            self.core.ensure_index()
 
     def _policy_for(self, settings: SearchSettings) -> AutoPolicy | None:
         """The store's policy, read before the search opens its transaction: reading it inside would take a

@@ -500,11 +500,7 @@ class Store:
             self.model(model_id)
             return name
         with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO memlab_vector_index (model_id, layer, index_name) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                [model_id, layer, name],
-            )
+            _register_layer(conn, model_id, layer, name)
             sqlu.create_vector_index(
                 conn,
                 self.model(model_id),
@@ -514,6 +510,17 @@ class Store:
                 maintenance_work_mem=maintenance_work_mem,
                 workers=workers,
             )
+        return name
+
+    def register_layer(self, model_id: str, layer: str) -> str:
+        """Record a model's layer in memlab's registry of shared HNSW indexes (where erasure and index health look
+        for them) without building its index: an `EventMemory` builds it once the layer needs one
+        (`memlab.events.core.MemoryCore.index_if_due`). Returns the index's name; a read-only store records nothing."""
+        name = sqlu.index_name_for(model_id, layer)
+        self.model(model_id)
+        if not self.read_only:
+            with self.transaction() as conn:
+                _register_layer(conn, model_id, layer, name)
         return name
 
     def vector_indexes(self, model_id: str) -> dict[str, str]:
@@ -652,3 +659,8 @@ def open_store(
     path = memlab_home(home)
     return Store(start_embedded(path, timeout=seconds), embedded=True, pool_size=pool_size, timeout=seconds, home=path,
                  read_only=read_only)  # fmt: skip
+
+
+def _register_layer(conn: psycopg.Connection, model_id: str, layer: str, name: str) -> None:
+    conn.execute("INSERT INTO memlab_vector_index (model_id, layer, index_name) VALUES (%s, %s, %s) "
+                 "ON CONFLICT DO NOTHING", [model_id, layer, name])  # fmt: skip

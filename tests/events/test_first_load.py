@@ -127,14 +127,26 @@ def _access_path(mem: memlab.EventMemory, app: str) -> str:
     return mem.explain(app, "u0", "when is the piano lesson", settings).access_path
 
 
-def test_a_first_load_into_a_young_layer_builds_its_index_once_after_the_load(store, embedder, app_name):
-    """A layer holding no more units than the load brings: the HNSW index is dropped for the load and built after
-    it, before the call returns; the rows are the normal path's. A load smaller than the layer keeps the index."""
-    layer = f"young-{app_name}"
+@pytest.fixture
+def indexing_store(scratch_store):
+    """A store whose `auto` scans users of at most 10 units exactly: a layer of these small sets then needs its
+    shared HNSW index, as a layer of more than 5,000 units does under the default policy."""
+    scratch_store.save_auto_policy(memlab.AutoPolicy(exact_below=10))
+    return scratch_store
+
+
+def test_a_first_load_into_a_young_layer_builds_its_index_once_after_the_load(indexing_store, embedder, app_name):
+    """A layer holding no more units than the load brings, which will need its index: the HNSW index is dropped for
+    the load and built after it, before the call returns; the rows are the normal path's. A load smaller than the
+    layer keeps the index."""
+    store, layer = indexing_store, f"young-{app_name}"
     mem = memlab.EventMemory(store, embedder, layer=layer)
+    memlab.EventMemory(store, embedder, layer=layer).search(app_name, "u0", "piano", memlab.SearchSettings(
+        strategy="hnsw"))  # a search that walks the index builds it: the first load below finds it and drops it
+    assert store.has_vector_index(mem.model.model_id, layer)
     first = mem.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
     assert first.path == "copy-first-load+rebuild", first.path_reason
-    assert "the layer holds 0 units" in first.path_reason and "built once after it" in first.path_reason
+    assert "the layer holds 0 units" in first.path_reason and "dropped for the load and built once" in first.path_reason
     assert first.timings["index_build"] > 0 and first.skipped["secret"] == 1
     assert store.has_vector_index(mem.model.model_id, layer) and _access_path(mem, app_name) == "hnsw"
     normal_app = app_name + "-normal"
@@ -150,8 +162,56 @@ def test_a_first_load_into_a_young_layer_builds_its_index_once_after_the_load(st
     assert "index_build" not in third.timings and _access_path(mem, app_name + "-third") == "hnsw"
 
 
-def test_a_rebuilding_first_load_that_fails_half_way_leaves_the_layer_indexed(store, embedder, app_name):
-    layer = f"young-fail-{app_name}"
+def test_a_layer_small_enough_for_exact_scans_keeps_no_index_until_a_search_walks_it(scratch_store, embedder, app_name):
+    """Under the default policy a layer of 48 units is scanned exactly by `auto` for every user: a first load and
+    later writes keep no HNSW graph up to date, and the layer is searchable all along. A search with a fixed `hnsw`
+    strategy builds the index first (so an `ef_search` sweep measures a graph, not an exact scan), and it stays."""
+    store, layer = scratch_store, f"small-{app_name}"
+    mem = memlab.EventMemory(store, embedder, layer=layer)
+    first = mem.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
+    assert first.path == "copy-first-load" and "which `auto` scans exactly (up to 5000)" in first.path_reason
+    assert "index_build" not in first.timings and not store.has_vector_index(embedder.model_id, layer)
+    more = mem.add_sessions(_sessions(app_name + "-more"), batch_units=1024)
+    one = mem.add_session(make_session(app_name, "u7", "s0", ["A note about the router firmware update."]))
+    assert (more.path, one.added) == ("pipelined", 1) and not store.has_vector_index(embedder.model_id, layer)
+    query = "when is the piano lesson"
+    auto = mem.search(app_name, "u0", query, memlab.SearchSettings(top_k=5))
+    assert len(auto) == 5 and mem.explain(app_name, "u0", query, memlab.SearchSettings(top_k=5)).access_path != "hnsw"
+    assert not store.has_vector_index(embedder.model_id, layer)
+    walked = memlab.EventMemory(store, embedder, layer=layer).search(
+        app_name, "u0", query, memlab.SearchSettings(strategy="hnsw", top_k=5))
+    assert store.has_vector_index(embedder.model_id, layer) and _access_path(mem, app_name) == "hnsw"
+    assert [h.unit_id for h in walked] == [h.unit_id for h in auto]
+    # A young layer that had an index and stays small: a first load drops it rather than keep it up row by row,
+    # and the next search that walks it builds it again.
+    young = memlab.EventMemory(store, embedder, layer=layer + "-young")
+    young.search(app_name, "u0", query, memlab.SearchSettings(strategy="planner"))
+    assert store.has_vector_index(embedder.model_id, young.layer)
+    again = young.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
+    assert again.path == "copy-first-load" and "its HNSW index is dropped" in again.path_reason
+    assert not store.has_vector_index(embedder.model_id, young.layer)
+    assert _access_path(young, app_name) == "hnsw" and store.has_vector_index(embedder.model_id, young.layer)
+
+
+def test_the_write_that_takes_a_layer_past_exact_scans_builds_its_index(indexing_store, embedder, app_name):
+    store, layer = indexing_store, f"growing-{app_name}"
+    mem = memlab.EventMemory(store, embedder, layer=layer)
+    notes = [f"Note {i} about the {TOPICS[i % len(TOPICS)]} for week {i}." for i in range(10)]
+    small = mem.add_session(make_session(app_name, "u0", "s0", notes))
+    assert small.added == 10 and "index_build" not in small.timings
+    assert not store.has_vector_index(embedder.model_id, layer)
+    past = mem.add_session(make_session(app_name, "u1", "s0", ["One more note, about the dentist visit."]))
+    assert past.timings["index_build"] > 0 and store.has_vector_index(embedder.model_id, layer)
+    # A memory opened on a layer that grew past exact scans without its index (dropped by hand) builds it at once.
+    store.drop_vector_index(embedder.model_id, layer)
+    memlab.EventMemory(store, embedder, layer=layer)
+    assert store.has_vector_index(embedder.model_id, layer)
+
+
+def test_a_rebuilding_first_load_that_fails_half_way_leaves_the_layer_indexed(indexing_store, embedder, app_name):
+    store, layer = indexing_store, f"young-fail-{app_name}"
+    memlab.EventMemory(store, embedder, layer=layer)
+    store.ensure_vector_index(embedder.model_id, layer)  # the load finds it, drops it and builds it after
     mem = memlab.EventMemory(store, _FailsLater(embedder, fail_from=3), layer=layer)
     with pytest.raises(memlab.DimensionError, match="returned vectors of shape"):
         mem.add_sessions(_sessions(app_name, users=3), batch_units=SMALL_BATCH)
@@ -159,11 +219,14 @@ def test_a_rebuilding_first_load_that_fails_half_way_leaves_the_layer_indexed(st
     assert _access_path(memlab.EventMemory(store, embedder, layer=layer), app_name) == "hnsw"
 
 
-def test_two_rebuilding_first_loads_into_one_new_layer_at_once_both_land_and_leave_one_index(store, embedder, app_name):
+def test_two_rebuilding_first_loads_into_one_new_layer_at_once_both_land_and_leave_one_index(
+    indexing_store, embedder, app_name
+):
     """Two imports into a new layer at the same time may both drop its index and both build it after: the builds
     are serialised (the second finds the index built), so neither call fails and every row is stored once."""
-    layer = f"young-twin-{app_name}"
-    memlab.EventMemory(store, embedder, layer=layer)  # the layer's index exists: both loads see it and rebuild
+    store, layer = indexing_store, f"young-twin-{app_name}"
+    memlab.EventMemory(store, embedder, layer=layer)
+    store.ensure_vector_index(embedder.model_id, layer)  # the layer's index exists: both loads see it and rebuild
     barrier = threading.Barrier(2)
     reports: dict[str, memlab.IngestReport] = {}
     errors: list[BaseException] = []
