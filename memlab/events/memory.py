@@ -184,10 +184,13 @@ class EventMemory:
         A first load (at least one batch of units, for users holding nothing in this layer: an import of old
         conversations) skips the stored-unit lookups and COPies each batch straight into the table; the report's
         `path` and `path_reason` say which path ran (memlab.events.ingest.PATH_*). The layer's HNSW index is shared
-        by every user, so it is kept up to date row by row, except in a first load into a layer holding no more
-        units than the load brings (a new layer, a young one): there the index is dropped for the load and built
-        once after it (`copy-first-load+rebuild`; searches of the layer scan exactly meanwhile, and the build holds
-        other writers of the table off while it runs). Either way the memory is searchable on return.
+        by every user. A layer small enough for `auto` to scan every user exactly (at most the policy's
+        `exact_below` units) has none until a search asks to walk it (`build_index`); once it has one, the index
+        is kept up to date row by row, except in a first load into a layer holding no more units than the load
+        brings (a new layer, a young one): there the index is dropped for the load and built once after it if the
+        layer then needs it (`copy-first-load+rebuild`; searches of the layer scan exactly meanwhile, and the
+        build holds other writers of the table off while it runs). The write that takes a layer past `exact_below`
+        builds its index (`timings["index_build"]`). Either way the memory is searchable on return.
 
         One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
         whole and listed in `report.failed` with the reason; every other session is written."""
@@ -282,6 +285,13 @@ class EventMemory:
         """`explain` with a query vector already embedded (the workbench's sweeps and bench read the plan and
         the rows the scope filter removed of the very search they time)."""
         return self._search.explain_vector(app_name, user_id, vector, settings)
+
+    def build_index(self) -> None:
+        """Build the layer's shared HNSW index now if it is missing. memlab builds it by itself once the layer holds
+        more units than `auto` scans exactly, or on the first search that walks it (a fixed `hnsw` or `planner`
+        strategy); call this first where that search's time counts (a latency measurement, a sweep of
+        `ef_search`). A read-only store builds nothing."""
+        self._core.ensure_index()
 
     def maintain(self, app_name: str | None = None) -> list[str]:
         """Build a per-tenant partial HNSW index for every user of this layer and model (of one app, or all)

@@ -153,6 +153,9 @@ class EventSystem:
         )
         memory = EventMemory(env.store, env.embedder(self.embedder), **self.memory_args(), fact_keys=fact_keys)
         memory.add_sessions(dataset.sessions(), progress=env.progress)
+        # Systems sharing this build may walk the layer's HNSW index (a fixed `hnsw` strategy, an ef_search sweep):
+        # built now, not inside the first such search's latency (a small layer gets it only when asked).
+        memory.build_index()
         return memory
 
     def search(self, handle: Any, question: Question, vector: np.ndarray, k: int) -> Hits:

@@ -191,6 +191,9 @@ def test_a_layer_small_enough_for_exact_scans_keeps_no_index_until_a_search_walk
     assert again.path == "copy-first-load" and "its HNSW index is dropped" in again.path_reason
     assert not store.has_vector_index(embedder.model_id, young.layer)
     assert _access_path(young, app_name) == "hnsw" and store.has_vector_index(embedder.model_id, young.layer)
+    asked = memlab.EventMemory(store, embedder, layer=layer + "-asked")  # where a search's time counts: built first
+    asked.build_index()
+    assert store.has_vector_index(embedder.model_id, asked.layer)
 
 
 def test_the_write_that_takes_a_layer_past_exact_scans_builds_its_index(indexing_store, embedder, app_name):
