@@ -550,7 +550,10 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
        r"(?:\b(?:2fa|mfa|otp|totp|2-step|two[- ]factor|authenticator)\b(?:\s+(?:code|token|pin|password|passcode))?"
        r"|\b(?:verification|security|login|sign[- ]in|one[- ]time|confirmation|sms|auth(?:entication)?|access)\s+"
        r"(?:code|token|pin|password|passcode)\b)"
-       r"[^\d\n.]{0,25}?(?:\b[A-Z]-|(?<![\d.:/-]))(?:\d{3}[ -]\d{3}|\d{6,8})(?![\d.:/-])",
+       r"[^\d\n.]{0,25}?(?:\b[A-Z]-|(?<![\d.:/-]))(?:\d{3}[ -]\d{3}|\d{6,8})(?![\d.:/-])", flags=I),
+    # apart: a code written before its words gives the pattern no word to start from (`pattern_gates.scan`), and
+    # joined to the one above it was tried at every character of a turn that has any of their words
+    _d("One-time code",
        r"(?<![\d.:/-])\d{6,8}(?![\d.:/-])\s+(?:(?:is|as)\s+(?:the|your|my)\s+(?:one[- ]time|verification|2fa|otp|mfa"
        r"|login|security|sign[- ]in)|to\s+(?:log ?in|sign ?in|verify|confirm))", flags=I),
     _d("Recovery codes",
