@@ -88,9 +88,11 @@ def bench_markdown(
             "Seconds per stage: `filter` includes the secret scan; `embed` is the model inside the ingest; "
             "`write` is the COPY with every index's upkeep; `index build` is the HNSW build after a first load "
             "that rebuilds the layer's index (`copy-first-load+rebuild`); `index upkeep` is what the HNSW index "
-            "cost in all (write and build, less the same writes into a layer without it). Stages overlap when the "
-            "job spans several batches; the build comes after them. `model-free` is the same first load again "
-            "with every vector cached (the model is never called): all the ingest does besides embedding. "
+            "cost in all (write and build, less the same writes into a layer without it): none for a set small "
+            "enough for `auto` to scan every user exactly, whose layer gets no index until a search walks it. "
+            "Stages overlap when the job spans several batches; the build comes after them. `model-free` is the "
+            "same first load again with every vector cached (the model is never called): all the ingest does "
+            "besides embedding. "
             "`serial ratio` is raw / (raw + model-free): the ratio if none of that work overlapped the model.", "",
             *[f"- `{name}`: {describe(name)}" for name in dict.fromkeys(ingest["set"])], "",
             *[f"- `{row['set']}` took the ingest path `{row['path']}`: {row['path_reason']}"
