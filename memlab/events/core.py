@@ -81,6 +81,14 @@ class MemoryCore:
             self._index_seen_at = time.monotonic() if found else None
         return self._index_seen_at is not None
 
+    def index_state(self, conn) -> tuple[bool, int]:
+        """Whether the layer's shared HNSW index exists, and the layer's units, in one round trip (what
+        `index_due` and a first load's path read); the presence seen is kept as `index_present` keeps it."""
+        found, units = sqlu.layer_index_state(conn, self.layer, self.model.model_id,
+                                              sqlu.index_name_for(self.model.model_id, self.layer))  # fmt: skip
+        self._index_seen_at = time.monotonic() if found else None
+        return found, units
+
     def index_dropped(self) -> None:
         self._index_seen_at = None
 
@@ -97,9 +105,9 @@ class MemoryCore:
             return 0.0
         policy = self.store.auto_policy()
         with self.store.connection() as conn:
-            if self.index_present(conn) or not index_due(sqlu.layer_units(conn, self.layer, self.model.model_id),
-                                                         policy):  # fmt: skip
-                return 0.0
+            found, units = self.index_state(conn)
+        if found or not index_due(units, policy):
+            return 0.0
         started = time.perf_counter()
         self.ensure_index()
         return time.perf_counter() - started

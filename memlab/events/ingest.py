@@ -211,19 +211,22 @@ class Ingest:
                                 raise first from None
                     raise
         except BaseException:
-            self._index_if_due(total, items, failing=True)
+            self.index_if_due(total, dropped=drop, failing=True)
             raise
         else:
-            self._index_if_due(total, items, failing=False)
+            self.index_if_due(total, dropped=drop)
         finally:
             if bar is not None:
                 bar.close()
 
-    def _index_if_due(self, total: IngestReport, items: list[Session], *, failing: bool) -> None:
-        """Indexed when `add_sessions` returns if the layer now needs it, whatever happened (a rebuilding first load
-        that failed half-way included: its committed batches are searchable through the index). While a failure is
-        on its way up, a second failure here (the server that just went away) is logged, not raised over it."""
-        if not items:
+    def index_if_due(self, total: IngestReport, *, dropped: bool = False, failing: bool = False) -> None:
+        """After a write (`add_session`, `add_sessions`): the layer indexed when the call returns if it now needs it,
+        whatever happened (a rebuilding first load that failed half-way included: its committed batches are
+        searchable through the index), its build in `total.timings`. A write that added nothing and dropped no
+        index changed nothing that decides it, and looks nothing up (a failed one may have committed batches
+        `total` has not counted yet: it looks). While a failure is on its way up, a second failure here (the
+        server that just went away) is logged, not raised over it."""
+        if not (total.added or dropped or failing):
             return
         try:
             built = self.core.index_if_due()
@@ -251,8 +254,7 @@ class Ingest:
             if holding:
                 return PATH_PIPELINED, (f"{holding} of {len(users)} users already hold units in this layer: not a "
                                         "first load"), False  # fmt: skip
-            indexed = sqlu.index_exists(conn, sqlu.index_name_for(core.model.model_id, core.layer))
-            layer = sqlu.layer_units(conn, core.layer, core.model.model_id)
+            indexed, layer = core.index_state(conn)
         why = (f"{planned} units planned (at least one batch, {batch_units}) for {len(users)} users with no unit in "
                "this layer: first load, COPY without staging or stored-unit lookups")  # fmt: skip
         if core.store.read_only or (indexed and layer > REBUILD_AT_MOST * planned):

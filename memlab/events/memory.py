@@ -163,9 +163,7 @@ class EventMemory:
         (a `ConfigError`) naming the session and event, and nothing of it is written."""
         self.check(session)
         report = self._ingest.write_sessions([session])
-        built = self._core.index_if_due()  # the write that takes the layer past `auto`'s exact scans builds it
-        if built:
-            report.timings["index_build"] += built
+        self._ingest.index_if_due(report)  # the write that takes the layer past `auto`'s exact scans builds it
         return report
 
     def add_sessions(

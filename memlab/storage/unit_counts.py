@@ -141,6 +141,17 @@ def large_scopes(
     return [(a, u) for a, u in rows]
 
 
+def layer_index_state(conn: psycopg.Connection, layer: str, model_id: str, index_name: str) -> tuple[bool, int]:
+    """Whether the layer's shared HNSW index (`index_name`) exists, and the layer's units (`layer_units`), in one
+    round trip: what decides whether the index is due (memlab.events.core.index_due)."""
+    row = conn.execute(
+        sql.SQL("SELECT to_regclass(%s) IS NOT NULL, coalesce(sum(delta), 0) FROM {} WHERE layer = %s "
+                "AND embed_model = %s").format(sql.Identifier(COUNTS_TABLE)),
+        [index_name, layer, model_id],
+    ).fetchone()
+    return bool(row[0]), int(row[1])
+
+
 def layer_units(conn: psycopg.Connection, layer: str, model_id: str) -> int:
     """Units of one layer and model over every app and user, from the kept counts (no scan of the unit table):
     what the layer's HNSW index holds."""

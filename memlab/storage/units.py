@@ -33,6 +33,9 @@ from memlab.storage.unit_counts import (
     large_scopes as large_scopes,
 )
 from memlab.storage.unit_counts import (
+    layer_index_state as layer_index_state,
+)
+from memlab.storage.unit_counts import (
     layer_units as layer_units,
 )
 from memlab.storage.unit_counts import (
