@@ -4,6 +4,8 @@ connection makes two clients wait, and the bench.json keys and bench.md section 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -69,8 +71,12 @@ def test_a_pool_of_one_makes_two_clients_wait(frame):
     assert two.pool_requests_queued.sum() > 0, "psycopg_pool counts the requests that queued for the one connection"
     one = two[two.path == "api"].iloc[0]
     assert one.wait_samples > 0 and 0 <= one.lock_wait_share <= 1
-    # CPU clocks tick in 10 ms: a short run may read 0, the runs together cannot.
-    assert frame.server_cpu_s.notna().all() and frame.server_cpu_s.sum() > 0, "the local server's CPU is read"
+    assert frame.server_cpu_s.notna().all(), "the local server's CPU is read"
+    if Path("/proc/self/schedstat").is_file():
+        # The scheduler's nanosecond clock: every window of the thread paths (whose backends outlive the window)
+        # sees the server work. User + system time ticks in 10 ms and read 0 for all ten of these short windows.
+        threads = frame[frame.path != "processes"]
+        assert (threads.server_cpu_s > 0).all(), threads[["path", "clients", "window_s", "server_cpu_s"]]
     assert frame.client_cpu_s.sum() > 0
 
 

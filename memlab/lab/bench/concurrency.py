@@ -12,11 +12,11 @@ Clients search the tenants under test (the per-bucket users and the fixed small 
 The thread paths run every level on one small pool (`pool_size`, the store's own by default) and the top level
 again with one pool slot per client. Each client makes one unrecorded warm-up search, then all start together.
 Around each run the bench measures what could stop QPS from growing: the client's CPU seconds
-(`time.process_time`; the children's own for processes), the PostgreSQL server's (psutil over the postmaster's
-children), how busy the machine's cores were (and so what other processes took), the pool's waits (psycopg_pool
-`get_stats`) and the server's wait events (pg_stat_activity sampled from a connection of its own). The saturation
-level of a path is the first whose QPS gains less than 10% over the previous level's; its reason is read from
-those measurements (`saturation`).
+(`time.process_time`; the children's own for processes), the PostgreSQL server's (the postmaster's children, by
+`/proc/<pid>/schedstat` where readable), how busy the machine's cores were (and so what other processes took),
+the pool's waits (psycopg_pool `get_stats`) and the server's wait events (pg_stat_activity sampled from a
+connection of its own). The saturation level of a path is the first whose QPS gains less than 10% over the
+previous level's; its reason is read from those measurements (`saturation`).
 
 Process clients start from a forkserver that has imported this module once: a spawned interpreter pays
 `import memlab.lab` (5 CPU-seconds on this 2-core machine) per client, which would dwarf the searches measured.
@@ -124,6 +124,17 @@ def postmaster(dsn: str) -> psutil.Process | None:
         return None
 
 
+def _cpu_seconds(proc: psutil.Process) -> float:
+    """A process's CPU seconds so far: the scheduler's nanosecond run time where Linux shows it (a search's
+    backend works for a millisecond or two, below the 10 ms clock ticks of user + system time), else the ticks."""
+    try:
+        with open(f"/proc/{proc.pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        t = proc.cpu_times()
+        return t.user + t.system
+
+
 def _server_cpu(master: psutil.Process | None) -> dict[int, float]:
     """CPU seconds so far of each of the postmaster's children (backends, background workers)."""
     out: dict[int, float] = {}
@@ -135,8 +146,7 @@ def _server_cpu(master: psutil.Process | None) -> dict[int, float]:
         return out
     for child in children:
         try:
-            t = child.cpu_times()
-            out[child.pid] = t.user + t.system
+            out[child.pid] = _cpu_seconds(child)
         except psutil.Error:
             continue
     return out
