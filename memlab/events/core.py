@@ -155,12 +155,21 @@ class MemoryCore:
     def scope_facts(self, conn, scope: sqlu.Scope) -> sqlu.ScopeFacts:
         """The user's count and tenant index as last read (by auto or the gate), if less than
         STRATEGY_FACTS_SECONDS ago; else read now."""
-        key, now = (scope.app_name, scope.user_id), time.monotonic()
-        kept = self._strategy_facts.get(key)
-        if kept is not None and now - kept[0] < STRATEGY_FACTS_SECONDS:
-            return kept[1]
-        facts = sqlu.scope_facts(conn, scope)
+        kept, fresh = self.kept_scope_facts(scope)
+        return kept if kept is not None and fresh else self.read_scope_facts(conn, scope)
+
+    def kept_scope_facts(self, scope: sqlu.Scope) -> tuple[sqlu.ScopeFacts | None, bool]:
+        """The user's facts as last read (None if never, or dropped by a write of theirs) and whether that was
+        less than STRATEGY_FACTS_SECONDS ago."""
+        kept = self._strategy_facts.get((scope.app_name, scope.user_id))
+        if kept is None:
+            return None, False
+        return kept[1], time.monotonic() - kept[0] < STRATEGY_FACTS_SECONDS
+
+    def read_scope_facts(self, conn, scope: sqlu.Scope, knobs: list[tuple[str, str]] | None = None) -> sqlu.ScopeFacts:
+        """Read the user's facts now and keep them; `knobs` are SET LOCAL by the same statement."""
+        facts = sqlu.scope_facts(conn, scope, knobs or ())
         if len(self._strategy_facts) >= _STRATEGY_FACTS_MAX:
             self._strategy_facts.clear()
-        self._strategy_facts[key] = (now, facts)
+        self._strategy_facts[(scope.app_name, scope.user_id)] = (time.monotonic(), facts)
         return facts

@@ -180,13 +180,14 @@ class Search:
         policy = self._policy_for(settings)
         for attempt in (1, 2):
             with self.core.store.transaction() as conn:
-                resolved, own_index = self._resolve(conn, scope, settings, policy)
+                resolved, own_index, applied = self._resolve(conn, scope, settings, policy)
                 # A search that may walk the layer's shared index finds it built: it is not kept while the layer
                 # is small enough for `auto` to scan every user exactly (MemoryCore.index_if_due). The build runs
                 # outside this transaction (a second pooled connection while holding one can deadlock the pool).
                 walks = resolved.strategy in WALKING_STRATEGIES and not own_index
                 if attempt == 2 or not walks or self.core.index_present(conn):
-                    sqlu.apply_settings(conn, resolved)
+                    if not applied:
+                        sqlu.apply_settings(conn, resolved)
                     yield conn, scope, vector, resolved, own_index
                     return
             self.core.ensure_index()
@@ -198,14 +199,26 @@ class Search:
 
     def _resolve(
         self, conn, scope: sqlu.Scope, settings: SearchSettings, policy: AutoPolicy | None
-    ) -> tuple[SearchSettings, bool]:
+    ) -> tuple[SearchSettings, bool, bool]:
         """Turn `auto` into a fixed strategy for this user (see `memlab.AutoPolicy`): exact for a small user,
         the user's own partial HNSW index where one exists, else the shared index with a scan budget sized to
-        the user's share of the table. Returns the settings and whether to inline values (a partial index is
-        only usable with the user's ids in the statement)."""
+        the user's share of the table. Returns the settings, whether to inline values (a partial index is
+        only usable with the user's ids in the statement) and whether the settings are already SET LOCAL.
+
+        Facts kept from an earlier search but older than STRATEGY_FACTS_SECONDS are re-read by the statement that
+        sets the strategy they gave, and set again only if the new facts give another: a user who searches now and
+        then pays no extra round trip for their count (measured: 0.3 ms of a 0.9 ms exact search)."""
         if settings.strategy != "auto" or policy is None:
-            return settings, False
-        return resolve_auto(settings, policy, self.core.scope_facts(conn, scope))
+            return settings, False, False
+        kept, fresh = self.core.kept_scope_facts(scope)
+        if kept is None:
+            return (*resolve_auto(settings, policy, self.core.read_scope_facts(conn, scope)), False)
+        guess = resolve_auto(settings, policy, kept)
+        if fresh:
+            return (*guess, False)
+        facts = self.core.read_scope_facts(conn, scope, sqlu.search_knobs(guess[0]))
+        resolved = resolve_auto(settings, policy, facts)
+        return (*resolved, resolved == guess)
 
     def maintain(self, app_name: str | None = None) -> list[str]:
         """See `EventMemory.maintain`."""

@@ -3,6 +3,7 @@ and BM25 read instead of passing over a user's units."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
@@ -94,19 +95,24 @@ class ScopeFacts:
     table_rows: int  # the planner's estimate of the whole table's rows
 
 
-def scope_facts(conn: psycopg.Connection, scope: Scope) -> ScopeFacts:
+def scope_facts(conn: psycopg.Connection, scope: Scope, knobs: Sequence[tuple[str, str]] = ()) -> ScopeFacts:
     """The user's kept unit count, whether their per-tenant index exists, and the table's estimated rows, in
-    one statement (a search pays one round trip for its strategy, not three); folds the counts when needed."""
+    one statement (a search pays one round trip for its strategy, not three); folds the counts when needed.
+    `knobs` ((setting, value) pairs) are SET LOCAL by the same statement: a search that re-reads stale facts
+    sets the strategy they last gave in the round trip that reads them (see `Search`)."""
     name = tenant_index_name(scope.model.model_id, scope.layer, scope.app_name, scope.user_id)
-    params = [scope.app_name, scope.user_id, scope.layer, scope.model.model_id, name, UNITS_TABLE]
-    total, rows, indexed, table_rows = conn.execute(
+    params = [v for kv in knobs for v in kv] + [name, UNITS_TABLE, scope.app_name, scope.user_id, scope.layer,
+                                               scope.model.model_id]  # fmt: skip
+    row = conn.execute(
         sql.SQL(
-            "SELECT coalesce(sum(delta), 0), count(*), to_regclass(%s) IS NOT NULL, "
+            "SELECT " + "".join("set_config(%s, %s, true), " for _ in knobs) + "coalesce(sum(delta), 0), count(*), "
+            "to_regclass(%s) IS NOT NULL, "
             "(SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)) "
             "FROM {} WHERE " + _COUNT_SCOPE
         ).format(sql.Identifier(COUNTS_TABLE)),
-        params[4:] + params[:4],
+        params,
     ).fetchone()
+    total, rows, indexed, table_rows = row[len(knobs) :]
     if rows > FOLD_AFTER:
         fold_counts(conn, scope.app_name, scope.user_id, scope.layer, scope.model.model_id)
     return ScopeFacts(int(total), bool(indexed), int(table_rows or 0))
@@ -145,8 +151,9 @@ def layer_index_state(conn: psycopg.Connection, layer: str, model_id: str, index
     """Whether the layer's shared HNSW index (`index_name`) exists, and the layer's units (`layer_units`), in one
     round trip: what decides whether the index is due (memlab.events.core.index_due)."""
     row = conn.execute(
-        sql.SQL("SELECT to_regclass(%s) IS NOT NULL, coalesce(sum(delta), 0) FROM {} WHERE layer = %s "
-                "AND embed_model = %s").format(sql.Identifier(COUNTS_TABLE)),
+        sql.SQL(
+            "SELECT to_regclass(%s) IS NOT NULL, coalesce(sum(delta), 0) FROM {} WHERE layer = %s AND embed_model = %s"
+        ).format(sql.Identifier(COUNTS_TABLE)),
         [index_name, layer, model_id],
     ).fetchone()
     return bool(row[0]), int(row[1])
@@ -157,7 +164,8 @@ def layer_units(conn: psycopg.Connection, layer: str, model_id: str) -> int:
     what the layer's HNSW index holds."""
     row = conn.execute(
         sql.SQL("SELECT coalesce(sum(delta), 0) FROM {} WHERE layer = %s AND embed_model = %s").format(
-            sql.Identifier(COUNTS_TABLE)),
+            sql.Identifier(COUNTS_TABLE)
+        ),
         [layer, model_id],
     ).fetchone()
     return int(row[0])

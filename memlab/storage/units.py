@@ -145,8 +145,6 @@ from memlab.types import Hit, SearchSettings
 # -- writes -------------------------------------------------------------------------------------------------
 
 
-
-
 def lock_keys(conn: psycopg.Connection, keys: Iterable[Sequence[str]]) -> None:
     """Serialise writers of the same keys (e.g. sessions) until the transaction ends: one round trip, the locks
     taken in sorted order (two writers never deadlock)."""
@@ -195,8 +193,6 @@ def existing_units_of(
     for app, user, session, unit_id, event_ids in rows:
         out.setdefault((app, user, session), {})[unit_id] = tuple(event_ids)
     return out
-
-
 
 
 def delete_units(conn: psycopg.Connection, scope: Scope, session_id: str, unit_ids: Sequence[str]) -> Deleted:
@@ -378,14 +374,18 @@ STRATEGY_PLANNER_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+def search_knobs(settings: SearchSettings) -> list[tuple[str, str]]:
+    """The settings a search SETs LOCAL: the index knobs and the strategy's planner settings. Plans are always
+    custom plans, so the planner sees the bound model, layer, app and user and can prove the partial-index
+    predicates, whatever the server's plan_cache_mode."""
+    return [("hnsw.ef_search", str(settings.ef_search)), ("hnsw.iterative_scan", settings.iterative_scan),
+            ("hnsw.max_scan_tuples", str(settings.max_scan_tuples)), ("plan_cache_mode", "force_custom_plan"),
+            *STRATEGY_PLANNER_SETTINGS.get(settings.strategy, ())]  # fmt: skip
+
+
 def apply_settings(conn: psycopg.Connection, settings: SearchSettings) -> None:
-    """SET LOCAL the index knobs (and the strategy's planner settings) for this transaction only, in one round
-    trip (set_config(..., true) == SET LOCAL). Plans are always custom plans, so the planner sees the bound
-    model, layer, app and user and can prove the partial-index predicates, whatever the server's
-    plan_cache_mode."""
-    knobs = [("hnsw.ef_search", str(settings.ef_search)), ("hnsw.iterative_scan", settings.iterative_scan),
-             ("hnsw.max_scan_tuples", str(settings.max_scan_tuples)), ("plan_cache_mode", "force_custom_plan"),
-             *STRATEGY_PLANNER_SETTINGS.get(settings.strategy, ())]  # fmt: skip
+    """SET LOCAL `search_knobs` for this transaction only, in one round trip (set_config(..., true) == SET LOCAL)."""
+    knobs = search_knobs(settings)
     conn.execute("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in knobs), [v for kv in knobs for v in kv])
 
 
@@ -492,7 +492,6 @@ def explain_search(
     return shorten_plan("\n".join(r[0] for r in text_rows)), path, rows_removed_by_filter(plan["Plan"])
 
 
-
 _VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]+\]'")
 
 
@@ -504,8 +503,10 @@ def shorten_plan(text: str) -> str:
 # The SHA-256 of a body as the embedding cache keys it (memlab.embedding.cache.text_key), then of the plain body
 # (what searches return as Hit.text, so what a model may have been sent): deletes return both so the caller can
 # drop the cached vectors and model replies of what it erased without reading the texts back.
-_BODY_KEY = ("encode(sha256(convert_to(coalesce(rendered, body), 'UTF8')), 'hex'), "
-             "encode(sha256(convert_to(body, 'UTF8')), 'hex')")
+_BODY_KEY = (
+    "encode(sha256(convert_to(coalesce(rendered, body), 'UTF8')), 'hex'), "
+    "encode(sha256(convert_to(body, 'UTF8')), 'hex')"
+)
 
 
 @dataclass
@@ -530,5 +531,3 @@ class Deleted:
     def model_refs(self) -> set[str]:
         """The refs of the deleted texts as model-cache entries record them (memlab.models.refs.text_refs)."""
         return {k for _, k in self.text_keys} | self.body_keys
-
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -406,3 +407,30 @@ def test_one_users_write_keeps_the_counts_auto_read_for_other_users(store, embed
     assert mem.search(app_name, "bob", "report", settings).plan == "exact", "alice's write dropped bob's count"
     mem.add_session(make_session(app_name, "bob", "b3", texts[6:]))
     assert mem.search(app_name, "bob", "report", settings).plan == "hnsw", "bob's own write keeps a stale count"
+
+
+def test_a_count_kept_past_its_seconds_is_read_again_by_the_search_that_needs_it(
+    scratch_store, embedder, app_name, fixture_set
+):
+    """A count kept longer than its few seconds is read again by the statement that sets the strategy it last gave:
+    set again when the new count gives another, left when it gives the same. Seen through the plan PostgreSQL
+    takes: the walk of the shared index needs the `hnsw` settings (sorting off), under `exact`'s it sorts the
+    user's rows read through the scope index."""
+    store = scratch_store
+    mem, other = memlab.EventMemory(store, embedder), memlab.EventMemory(store, embedder)
+    texts = [e.text.strip() for s in fixture_set.sessions() for e in mem.kept_events(s)[0]]
+    base = embedder.embed_documents(texts[:40])
+    mem.bulk_load(background_rows(app_name, {f"big{i:02d}": 100 for i in range(20)}, base, noise=0.02, seed=3))
+    settings = memlab.SearchSettings(exact_below=3)  # auto: exact up to 3 units, the shared index above
+    query = "how do we roll out the payments service"
+    mem.add_session(make_session(app_name, "small", "s0", texts[:2]))
+    assert mem.explain(app_name, "small", query, settings).access_path == "scope_index"  # the count (2) is kept
+    other.add_sessions([make_session(app_name, "small", f"s{i}", texts[i * 2 : i * 2 + 2]) for i in range(1, 6)])
+    assert mem.search(app_name, "small", query, settings).plan == "exact", "kept: the count is seconds old"
+    for why in ("the kept count gave exact: the re-read gives the shared index, set again",
+                "the kept count gives the shared index again: the settings set with the re-read stand"):  # fmt: skip
+        time.sleep(5.2)  # past the seconds a count is kept (memlab.events.core.STRATEGY_FACTS_SECONDS)
+        assert mem.explain(app_name, "small", query, settings).uses_hnsw, why
+    found = mem.search(app_name, "small", query, settings)
+    assert found.plan == "hnsw"
+    assert found.unit_ids == mem.search(app_name, "small", query, memlab.SearchSettings(strategy="exact")).unit_ids
