@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from memlab.lab.bench import corpora, search
+from memlab.lab.bench import markdown as bench_markdown
 from memlab.storage import units as sqlu
 
 SIZES = (2_000, 3_000)
@@ -86,6 +87,15 @@ def test_summary_percentiles_and_scaling_curve(frames):
     sizes = curve.groupby("strategy").rows_total.apply(tuple)
     assert all(s == SIZES for s in sizes), f"the fixed user at every size: {sizes}"
     assert (curve[curve.strategy == "exact"].recall == 1.0).all()
+    # the span of the fixed user's searches at one size is every strategy's latencies summed; only auto re-reads
+    fixed = frame[frame.bucket == search.FIXED_USER]
+    for (corpus, rows), span in curve.groupby(["corpus", "rows_total"]).spanned_s.first().items():
+        mine = fixed[(fixed.corpus == corpus) & (fixed.rows_total == rows)]
+        assert span == pytest.approx(mine.latency_ms.sum() / 1000)
+    assert (curve[curve.strategy != "auto"].count_rereads == 0).all()
+    assert (curve.count_rereads <= curve.queries).all()
+    md = "\n".join(bench_markdown.rereads_text(curve))
+    assert "re-read" in md and f"{SIZES[0]:,} rows" in md
 
 
 def test_the_fixed_users_plan_is_captured_at_every_size(frames):

@@ -41,6 +41,7 @@ import pandas as pd
 from rich.progress import track
 
 from memlab.embedding.base import Embedder
+from memlab.events.core import STRATEGY_FACTS_SECONDS
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.faiss_exact import FaissExact
@@ -357,4 +358,10 @@ def scaling_curve(frame: pd.DataFrame) -> pd.DataFrame:
              recall=("recall", "mean"), queries=("query", "size"))
         .reset_index()
     )  # fmt: skip
+    # The strategies take turns, so the user's searches at one size span the sum of all their latencies: `auto`
+    # re-reads the user's count (one more statement's work) once per STRATEGY_FACTS_SECONDS of that span.
+    span = fixed.groupby(["corpus", "rows_total"]).latency_ms.sum().rename("spanned_s") / 1000
+    out = out.merge(span.reset_index(), on=["corpus", "rows_total"])
+    out["count_rereads"] = np.minimum(out.queries, np.floor(out.spanned_s / STRATEGY_FACTS_SECONDS)).where(
+        out.strategy == "auto", 0).astype(int)  # fmt: skip
     return out.sort_values(["corpus", "strategy", "rows_total"], ignore_index=True)
