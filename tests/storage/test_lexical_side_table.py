@@ -203,6 +203,20 @@ def test_a_database_from_before_the_side_table_gets_it_filled_on_open(scratch_st
     probe.add_user(memory, "app", "c", probe.cheap_texts(5, seed=5), analyze=False, seed=5)
     with scratch_store.transaction() as conn:
         assert _side_rows(conn, "app", "c") == 5, "the rebuilt side table's triggers write to it"
+        # postings from before the bytewise lexemes (the database's collation): rewritten once on open
+        assert _lexeme_collation(conn) == '"C"'
+        conn.execute(f'ALTER TABLE {lex.POSTINGS_TABLE} ALTER COLUMN lexeme TYPE text COLLATE "default"')
+    with scratch_store.transaction() as conn:
+        assert _lexeme_collation(conn) == '"default"'
+        sqlu.create_terms(conn)
+        assert _lexeme_collation(conn) == '"C"'
+        assert _postings(conn)[0] == _postings(conn)[1] > 50
+        assert [(h.unit_id, h.lexical) for h in sqlu.lexical_search(conn, scope, "w1 w30 w7", vector, 10)] == before
+
+
+def _lexeme_collation(conn) -> str:
+    return conn.execute(f"SELECT attcollation::regcollation::text FROM pg_attribute WHERE attrelid = "
+                        f"'{lex.POSTINGS_TABLE}'::regclass AND attname = 'lexeme'").fetchone()[0]  # fmt: skip
 
 
 def _removed(plan: dict) -> float:
