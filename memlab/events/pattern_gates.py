@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
+import ahocorasick
+
 try:  # Python 3.11+
     import re._constants as _C
     import re._parser as _parser
@@ -232,8 +234,9 @@ Gate = re.Pattern | WordGate | None  # a word gate, a regex searched in the fold
 
 class Gates:
     """The gates of a list of patterns, checked together: `present` lists the gate words a folded text holds
-    (a substring test per word, which scans in C; a regex of all the words would be tried at every character),
-    and `candidates` lists the patterns that may match, in their order."""
+    (one Aho-Corasick pass over the text for all the words: a substring test per word scanned a long turn once
+    per word, 182 of them for the secret filter, 0.14 s of a long-turn set's filter against 0.024 s), and
+    `candidates` lists the patterns that may match, in their order."""
 
     def __init__(self, gates: list[Words | None]) -> None:
         self._words = tuple(sorted({w for gate in gates if gate for w in gate}))
@@ -242,10 +245,18 @@ class Gates:
         for i, gate in enumerate(gates):
             for w in gate or ():
                 self._by_word.setdefault(w, set()).add(i)
+        self._automaton: ahocorasick.Automaton | None = None
+        if self._words:
+            self._automaton = ahocorasick.Automaton()
+            for w in self._words:
+                self._automaton.add_word(w, w)
+            self._automaton.make_automaton()
 
     def present(self, folded: str) -> frozenset[str]:
-        """The gate words a folded text holds."""
-        return frozenset(w for w in self._words if w in folded)
+        """The gate words a folded text holds (anywhere, overlapping ones included)."""
+        if self._automaton is None or not folded:
+            return frozenset()
+        return frozenset(w for _, w in self._automaton.iter(folded))
 
     def candidates(self, folded: str) -> list[int]:
         """Indices of the patterns whose gate the text holds (or that have none), in order."""

@@ -41,6 +41,18 @@ def test_gates_find_words_that_overlap_or_prefix_each_other():
     assert gates.candidates("nothing here") == [4], "a pattern without a gate is always tried"
 
 
+_LETTERS = st.sampled_from(list("abkeyé ß\u0130-_"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.text(_LETTERS, min_size=1, max_size=4), max_size=12),
+       text=st.text(_LETTERS, max_size=60))  # fmt: skip
+def test_present_finds_exactly_the_words_a_substring_test_finds(words, text):
+    """One pass over the text finds every gate word it holds, nested, overlapping or repeated, and no other."""
+    gates = Gates([frozenset(words[i : i + 3]) or None for i in range(0, max(len(words), 1), 3)])
+    assert gates.present(text) == frozenset(w for w in words if w in text)
+
+
 def test_most_rules_have_a_gate():
     gated = [r for r in rules._rules() if required_words(r.first) is not None]
     assert len(gated) >= 0.9 * len(rules._rules())
