@@ -269,12 +269,37 @@ class Gates:
 class TurnGates:
     """Every gate checked on one turn at once: each distinct gate word (many gates share "key", "pass",
     "token") and each distinct gate regex is looked up once per turn, where gating detector by detector looked
-    a word up again for every gate holding it. `holds(gate)` answers as `secrets.gate_holds(gate, text, folded)`."""
+    a word up again for every gate holding it. `open(text, folded)` gives the positions of the gates that let the
+    turn through, found from the words it holds (a short turn holds few, so most of 80 gates are never visited);
+    `holding(text, folded)(gate)` answers as `secrets.gate_holds(gate, text, folded)`."""
 
     def __init__(self, gates: list[Gate]) -> None:
+        self._gates = list(gates)
         words = [g for g in gates if isinstance(g, WordGate)]
         self._folded = Gates([frozenset(g.words) for g in words if not g.as_written])
         self._written = Gates([frozenset(g.words) for g in words if g.as_written])
+        self._always = frozenset(i for i, g in enumerate(gates) if g is None)
+        self._by_folded: dict[str, set[int]] = {}
+        self._by_written: dict[str, set[int]] = {}
+        self._by_regex: dict[str, tuple[re.Pattern[str], set[int]]] = {}
+        for i, gate in enumerate(gates):
+            if isinstance(gate, WordGate):
+                for w in gate.words:
+                    (self._by_written if gate.as_written else self._by_folded).setdefault(w, set()).add(i)
+            elif gate is not None:
+                self._by_regex.setdefault(gate.pattern, (gate, set()))[1].add(i)
+
+    def open(self, text: str, folded: str) -> frozenset[int]:
+        """Positions (in the list given) of the gates that hold on this turn."""
+        found = set(self._always)
+        for w in self._folded.present(folded):
+            found |= self._by_folded[w]
+        for w in self._written.present(text):
+            found |= self._by_written[w]
+        for regex, positions in self._by_regex.values():
+            if regex.search(folded):
+                found |= positions
+        return frozenset(found)
 
     def holding(self, text: str, folded: str) -> Callable[[Gate], bool]:
         found, written = self._folded.present(folded), self._written.present(text)

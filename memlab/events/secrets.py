@@ -132,13 +132,15 @@ def _turn_gates() -> TurnGates:
     return TurnGates([g for *_, g in _DETECTORS] + [g for _, g in _ds_gated()])
 
 
-def _ds_live(text: str, folded: str, holds: Callable[[Gate], bool] | None = None) -> tuple:
+def _ds_live(text: str, folded: str, open_gates: frozenset[int] | None = None) -> tuple:
     """The detect-secrets plugins, with their gates, whose gate holds somewhere in `text` (`folded`: fold(text);
-    `holds`: the turn's gates, when the caller has them). A gate found on no part of the text is found on none
-    of its lines, so the others need not be tried line by line (24 gate checks on each of a long turn's lines
-    cost more than the plugins that run)."""
-    holds = holds or _turn_gates().holding(text, folded)
-    return tuple((plugin, gate) for plugin, gate in _ds_gated() if holds(gate))
+    `open_gates`: the turn's open gates, `TurnGates.open`, when the caller has them). A gate found on no part of
+    the text is found on none of its lines, so the others need not be tried line by line (24 gate checks on each
+    of a long turn's lines cost more than the plugins that run)."""
+    if open_gates is None:
+        open_gates = _turn_gates().open(text, folded)
+    first, gated = len(_DETECTORS), _ds_gated()
+    return tuple(gated[i - first] for i in sorted(open_gates) if i >= first)
 
 
 def _ds_findings(line: str, gated: tuple | None = None) -> Iterator[str]:
@@ -608,16 +610,18 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
 ]  # fmt: skip
 
 
-def gated_detectors(text: str, low: str, holds: Callable[[Gate], bool] | None = None) -> Iterator[tuple]:
-    """(kind, pattern, check) of memlab's own detectors whose gate holds on `text` (`low`: fold(text); `holds`:
-    the turn's gates, when the caller has them): the secret filter asks whether each has a passing match
-    (`scan`), redaction replaces what they cover."""
-    holds = holds or _turn_gates().holding(text, low)
-    return ((kind, pattern, check) for kind, pattern, check, gate in _DETECTORS if holds(gate))
+def gated_detectors(text: str, low: str, open_gates: frozenset[int] | None = None) -> Iterator[tuple]:
+    """(kind, pattern, check) of memlab's own detectors whose gate holds on `text` (`low`: fold(text);
+    `open_gates`: the turn's open gates, `TurnGates.open`, when the caller has them), in their order: the secret
+    filter asks whether each has a passing match (`scan`), redaction replaces what they cover."""
+    if open_gates is None:
+        open_gates = _turn_gates().open(text, low)
+    own = len(_DETECTORS)
+    return (_DETECTORS[i][:3] for i in sorted(open_gates) if i < own)
 
 
-def _own_findings(text: str, low: str, holds: Callable[[Gate], bool] | None = None) -> Iterator[str]:
-    for kind, pattern, check in gated_detectors(text, low, holds):
+def _own_findings(text: str, low: str, open_gates: frozenset[int] | None = None) -> Iterator[str]:
+    for kind, pattern, check in gated_detectors(text, low, open_gates):
         if any(check is None or check(match) for match in scan(pattern, text, low)):
             yield kind
 
@@ -627,9 +631,9 @@ def find_secrets(text: str) -> list[str]:
     scanning raises, the answer is `[SCAN_FAILED]`, so the text is treated as a secret and never stored."""
     try:
         folded = fold(text)
-        holds = _turn_gates().holding(text, folded)
-        kinds = set(_own_findings(text, folded, holds))
-        live = _ds_live(text, folded, holds)
+        open_gates = _turn_gates().open(text, folded)
+        kinds = set(_own_findings(text, folded, open_gates))
+        live = _ds_live(text, folded, open_gates)
         for line in text.splitlines() if live else ():
             if line.strip():
                 kinds.update(_ds_findings(line, live))

@@ -362,14 +362,16 @@ def test_picking_plugins_per_turn_finds_what_every_plugin_on_every_line_finds():
 
 def test_a_turns_gates_checked_at_once_answer_as_each_gate_alone():
     """`TurnGates` looks each shared gate word up once per turn: for every gate of every detector and plugin,
-    on long real turns and the secret fixtures, it answers as `gate_holds` does."""
+    on long real turns and the secret fixtures, it answers as `gate_holds` does, gate by gate and all at once."""
     texts = long_turns_and_secret_fixtures()
     gates = [g for *_, g in secrets._DETECTORS] + [g for _, g in secrets._ds_gated()]
     held = 0
     for text in texts:
         folded = secrets.fold(text)
         holds = secrets._turn_gates().holding(text, folded)
-        for gate in gates:
+        open_gates = secrets._turn_gates().open(text, folded)
+        for at, gate in enumerate(gates):
             assert holds(gate) == secrets.gate_holds(gate, text, folded), (gate, text[:120])
+            assert (at in open_gates) == holds(gate), (gate, text[:120])
             held += gate is not None and holds(gate)
     assert 0 < held < len(texts) * len(gates), "some gates hold and some do not"
