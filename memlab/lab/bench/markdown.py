@@ -92,7 +92,7 @@ def bench_markdown(
             "enough for `auto` to scan every user exactly, whose layer gets no index until a search walks it. "
             "Stages overlap when the job spans several batches; the build comes after them. `model-free` is the "
             "same first load again with every vector cached (the model is never called): all the ingest does "
-            "besides embedding. "
+            "besides embedding (the median of three such loads). "
             "`serial ratio` is raw / (raw + model-free): the ratio if none of that work overlapped the model.", "",
             *[f"- `{name}`: {describe(name)}" for name in dict.fromkeys(ingest["set"])], "",
             *[f"- `{row['set']}` took the ingest path `{row['path']}`: {row['path_reason']}"
