@@ -6,7 +6,7 @@ reaches into another."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -166,9 +166,9 @@ class MemoryCore:
             return None, False
         return kept[1], time.monotonic() - kept[0] < STRATEGY_FACTS_SECONDS
 
-    def read_scope_facts(self, conn, scope: sqlu.Scope, knobs: list[tuple[str, str]] | None = None) -> sqlu.ScopeFacts:
+    def read_scope_facts(self, conn, scope: sqlu.Scope, knobs: Sequence[tuple[str, str]] = ()) -> sqlu.ScopeFacts:
         """Read the user's facts now and keep them; `knobs` are SET LOCAL by the same statement."""
-        facts = sqlu.scope_facts(conn, scope, knobs or ())
+        facts = sqlu.scope_facts(conn, scope, knobs)
         if len(self._strategy_facts) >= _STRATEGY_FACTS_MAX:
             self._strategy_facts.clear()
         self._strategy_facts[(scope.app_name, scope.user_id)] = (time.monotonic(), facts)

@@ -250,7 +250,7 @@ class Ingest:
         users = sorted({(s.app_name, s.user_id) for s in items})
         policy = core.store.auto_policy()  # before a connection is taken (see Search._policy_for)
         with core.store.connection() as conn:
-            holding = sum(sqlu.scope_facts(conn, core.scope(*user)).units > 0 for user in users)
+            holding = sqlu.users_holding(conn, core.layer, core.model.model_id, users)
             if holding:
                 return PATH_PIPELINED, (f"{holding} of {len(users)} users already hold units in this layer: not a "
                                         "first load"), False  # fmt: skip

@@ -274,28 +274,23 @@ class TurnGates:
     `holding(text, folded)(gate)` answers as `secrets.gate_holds(gate, text, folded)`."""
 
     def __init__(self, gates: list[Gate]) -> None:
-        self._gates = list(gates)
-        words = [g for g in gates if isinstance(g, WordGate)]
-        self._folded = Gates([frozenset(g.words) for g in words if not g.as_written])
-        self._written = Gates([frozenset(g.words) for g in words if g.as_written])
+        # One `Gates` per way words are searched, over every position (a gate of the other kind holds no word
+        # there), so its candidates are the positions themselves.
+        def words(as_written: bool) -> list[Words | None]:
+            return [frozenset(g.words) if isinstance(g, WordGate) and g.as_written == as_written else frozenset()
+                    for g in gates]  # fmt: skip
+
+        self._folded, self._written = Gates(words(False)), Gates(words(True))
         self._always = frozenset(i for i, g in enumerate(gates) if g is None)
-        self._by_folded: dict[str, set[int]] = {}
-        self._by_written: dict[str, set[int]] = {}
         self._by_regex: dict[str, tuple[re.Pattern[str], set[int]]] = {}
         for i, gate in enumerate(gates):
-            if isinstance(gate, WordGate):
-                for w in gate.words:
-                    (self._by_written if gate.as_written else self._by_folded).setdefault(w, set()).add(i)
-            elif gate is not None:
+            if gate is not None and not isinstance(gate, WordGate):
                 self._by_regex.setdefault(gate.pattern, (gate, set()))[1].add(i)
 
     def open(self, text: str, folded: str) -> frozenset[int]:
         """Positions (in the list given) of the gates that hold on this turn."""
         found = set(self._always)
-        for w in self._folded.present(folded):
-            found |= self._by_folded[w]
-        for w in self._written.present(text):
-            found |= self._by_written[w]
+        found.update(self._folded.candidates(folded), self._written.candidates(text))
         for regex, positions in self._by_regex.values():
             if regex.search(folded):
                 found |= positions

@@ -147,9 +147,26 @@ def large_scopes(
     return [(a, u) for a, u in rows]
 
 
+def users_holding(conn: psycopg.Connection, layer: str, model_id: str, users: Sequence[tuple[str, str]]) -> int:
+    """How many of these (app, user) pairs hold a unit of this layer and model, from the kept counts, in one
+    round trip (each pair matched on its own app and user)."""
+    if not users:
+        return 0
+    row = conn.execute(
+        sql.SQL(
+            "SELECT count(*) FROM (SELECT 1 FROM {} c JOIN unnest(%s::text[], %s::text[]) AS u(app_name, user_id) "
+            "ON c.app_name = u.app_name AND c.user_id = u.user_id WHERE c.layer = %s AND c.embed_model = %s "
+            "GROUP BY c.app_name, c.user_id HAVING sum(c.delta) > 0) AS held"
+        ).format(sql.Identifier(COUNTS_TABLE)),
+        [[a for a, _ in users], [u for _, u in users], layer, model_id],
+    ).fetchone()
+    return int(row[0])
+
+
 def layer_index_state(conn: psycopg.Connection, layer: str, model_id: str, index_name: str) -> tuple[bool, int]:
-    """Whether the layer's shared HNSW index (`index_name`) exists, and the layer's units (`layer_units`), in one
-    round trip: what decides whether the index is due (memlab.events.core.index_due)."""
+    """Whether the layer's shared HNSW index (`index_name`) exists, and the layer's units over every app and user
+    (from the kept counts, no scan of the unit table), in one round trip: what decides whether the index is due
+    (memlab.events.core.index_due)."""
     row = conn.execute(
         sql.SQL(
             "SELECT to_regclass(%s) IS NOT NULL, coalesce(sum(delta), 0) FROM {} WHERE layer = %s AND embed_model = %s"
@@ -157,15 +174,3 @@ def layer_index_state(conn: psycopg.Connection, layer: str, model_id: str, index
         [index_name, layer, model_id],
     ).fetchone()
     return bool(row[0]), int(row[1])
-
-
-def layer_units(conn: psycopg.Connection, layer: str, model_id: str) -> int:
-    """Units of one layer and model over every app and user, from the kept counts (no scan of the unit table):
-    what the layer's HNSW index holds."""
-    row = conn.execute(
-        sql.SQL("SELECT coalesce(sum(delta), 0) FROM {} WHERE layer = %s AND embed_model = %s").format(
-            sql.Identifier(COUNTS_TABLE)
-        ),
-        [layer, model_id],
-    ).fetchone()
-    return int(row[0])

@@ -36,10 +36,10 @@ from memlab.storage.unit_counts import (
     layer_index_state as layer_index_state,
 )
 from memlab.storage.unit_counts import (
-    layer_units as layer_units,
+    scope_facts as scope_facts,
 )
 from memlab.storage.unit_counts import (
-    scope_facts as scope_facts,
+    users_holding as users_holding,
 )
 from memlab.storage.unit_lexical import (
     _LEXICAL as _LEXICAL,
