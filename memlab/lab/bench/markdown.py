@@ -129,7 +129,8 @@ def bench_markdown(
             "`p95_ratio_low`..`p95_ratio_high`: the 95% bootstrap interval of auto's p95 over best_fixed's, "
             "resampling the queries both ran; `latency_verdict`: `met` (all of it within 1.2), `missed` (all of it "
             "beyond), `within noise` (this run cannot tell). auto takes turns with the fixed strategies query by "
-            "query, and both are timed through `EventMemory.search_vector`, as a caller pays them (`partial` with "
+            "query (for tenants it scans exactly, the HNSW walks of the shared graph take theirs in a block after "
+            "them), and both are timed through `EventMemory.search_vector`, as a caller pays them (`partial` with "
             "`SearchSettings(literal_scope=True)`, which lets the tenant's own index serve a fixed strategy).", "",
             markdown_table(tables["auto"]), "",
         ]  # fmt: skip
@@ -216,7 +217,8 @@ def rereads_text(curve: pd.DataFrame) -> list[str]:
     return [
         "`auto` costs what `exact` does for this user plus, once its kept count is more than a few seconds old, a "
         "re-read of the count (done by the statement that sets the strategy). The strategies take turns query by "
-        "query, so the user's searches at one size span the sum of all their latencies, the slow walks' included; "
+        "query (the HNSW walks of the shared graph in a block after the others), so `auto`'s searches at one "
+        "size span the sum of their block's latencies; "
         f"the span and the `auto` searches that re-read the count: {each}. Where the re-reads approach 5% of the "
         "searches, they are what sets the p95.", "",
     ]  # fmt: skip
