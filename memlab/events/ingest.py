@@ -289,8 +289,9 @@ class Ingest:
             if not plan.first_load:
                 stop.set()
                 raise
-            # A row stored meanwhile by a writer that takes no lock (bulk_load): this batch, the normal way.
-            return self.write_sessions(batch, plan.generation)
+            # A unit stored since the path was chosen (bulk_load, or an add of one of these sessions): this batch
+            # again the normal way (stored units looked up and left out), with the vectors already embedded.
+            return self._write(self._prepare(batch, generation=plan.generation), vectors)
         except _REFUSED:
             if len(batch) == 1:
                 stop.set()
@@ -420,7 +421,10 @@ class Ingest:
                      for scope, session, _ in plan.sessions),
                 )  # fmt: skip
                 todo: list[tuple[sqlu.Scope, Unit]] = []
-                held = self._stored_units(conn, plan.sessions)
+                # A first load looks nothing up: its users held no unit when the path was chosen, and a unit stored
+                # since (a writer that takes no lock: bulk_load, or an add of the same session) makes its COPY
+                # raise UniqueViolation, and the batch is written the normal way (`_write_isolated`).
+                held = {} if plan.first_load else self._stored_units(conn, plan.sessions)
                 for scope, session, units in plan.sessions:
                     stored = held.get((scope.app_name, scope.user_id, session.id), {})
                     # A stored chunk holding more of the session than this snapshot (a late, older copy) stays:

@@ -58,7 +58,8 @@ def recheck(
         ) for scope, session, _ in planned}  # fmt: skip
         marked = erasures.erased_after(conn, {n for pair in names.values() for n in pair}, generation)
         gone = {key for key, pair in names.items() if marked.intersection(pair)}
-    wanted = {key: [*_events(units), *(u.unit_id for u in units)]
+    # An event unit's id is its event's id: each id is asked about once.
+    wanted = {key: list(dict.fromkeys([*_events(units), *(u.unit_id for u in units)]))
               for key, units in ((_key(scope, session), units) for scope, session, units in planned)
               if key not in gone}  # fmt: skip
     stones = housekeeping.tombstoned_of(conn, wanted)

@@ -105,6 +105,41 @@ def test_a_first_load_keeps_tombstones_and_the_secret_filter(store, embedder, ap
     assert {r[1] for r in _rows(store, app_name, mem.layer)} == {"s1", "s2"}
 
 
+class _WritesMeanwhile:
+    """The real embedder, which at its first call stores `session` through another memory of the same layer: a
+    unit of the load stored after the first-load path was chosen and before the load writes (an add that takes
+    no lock of the load's, as a parallel import or bulk_load does)."""
+
+    def __init__(self, inner: memlab.Embedder, other: memlab.EventMemory, session: memlab.Session) -> None:
+        self.inner, self.other, self.session, self.done = inner, other, session, None
+        self.model_id, self.dimension = inner.model_id, inner.dimension
+
+    def embed_documents(self, texts):
+        if self.done is None:
+            self.done = self.other.add_session(self.session)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+@pytest.mark.parametrize("granularity", ["event", "chunk"])
+def test_a_unit_stored_while_a_first_load_embeds_is_left_out_not_doubled(store, embedder, app_name, granularity):
+    sessions = _sessions(app_name)
+    other = memlab.EventMemory(store, embedder, granularity=granularity)
+    racing = _WritesMeanwhile(embedder, other, sessions[0])
+    mem = memlab.EventMemory(store, racing, granularity=granularity)
+    report = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
+    assert report.path in FIRST_LOADS and racing.done is not None and racing.done.added > 0
+    normal_app = app_name + "-normal"
+    normal = memlab.EventMemory(store, embedder, granularity=granularity).add_sessions(_sessions(normal_app))
+    assert report.added + racing.done.added == normal.added, "every unit stored once, by one of the two writers"
+    assert report.already_stored == racing.done.added and report.failed == []
+    assert _rows(store, app_name, mem.layer) == _rows(store, normal_app, mem.layer)
+    for user in ("u0", "u1"):
+        assert mem.count(app_name, user) == mem.count(normal_app, user)
+
+
 class _FailsLater:
     """The real embedder, answering with vectors of the wrong width from its `fail_from`-th call on: a batch that
     fails half-way through a load."""
