@@ -29,17 +29,15 @@ POSTINGS_TABLE = "memory_unit_postings"
 TERMS_INDEX = LEXICAL_INDEX
 OLD_LEXICAL_INDEX = "memory_unit_lexemes"  # the unit table's GIN index, which the side table replaces
 _KEY = "app_name, user_id, layer, session_id, unit_id, embed_model"
-# dl: the unit's lexemes (BM25's document length); repeats: {lexeme: occurrences} of its lexemes that occur
-# more than once (tf; any other lexeme it holds occurs once), so scoring never unpacks the tsvector; occurred_at:
+# dl: the unit's lexemes (BM25's document length; each lexeme's count, tf, is its posting's); occurred_at:
 # with it, the k rows returned are one probe of either unit-table index that starts with (app, user), the primary
 # key or the scope index (app, user, occurred_at), whichever the planner picks (with stale statistics it takes the
 # smaller scope index, which without the time reads all of the user's rows for each row returned).
 _ROW = (
-    f"SELECT {_KEY}, occurred_at, length(lexemes), (SELECT jsonb_object_agg(u.lexeme, cardinality(u.positions))"
-    " FROM unnest(lexemes) AS u WHERE cardinality(u.positions) > 1),"
+    f"SELECT {_KEY}, occurred_at, length(lexemes),"
     " lexemes || array_to_tsvector(ARRAY[memlab_scope_lexeme(app_name, user_id, layer, embed_model)])"
 )
-_COLUMNS = (*_KEY.split(", "), "occurred_at", "dl", "repeats", "lexemes")  # the side table's layout (id: postings)
+_COLUMNS = (*_KEY.split(", "), "occurred_at", "dl", "lexemes")  # the side table's layout (id: postings)
 _EXPECTED = ", ".join(f"'{c}'" for c in _COLUMNS)
 _EXPECTED_COUNT = len(_COLUMNS)
 _MATCH = "(t.app_name, t.user_id, t.layer, t.session_id, t.unit_id, t.embed_model) = " \
@@ -68,7 +66,7 @@ CREATE OR REPLACE FUNCTION memlab_scope_key(app text, usr text, layer text, mode
     RETURN md5(memlab_scope_lexeme(app, usr, layer, model))::uuid;
 CREATE OR REPLACE FUNCTION memlab_terms_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    WITH side AS (INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, repeats, lexemes) {_ROW} FROM added
+    WITH side AS (INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, lexemes) {_ROW} FROM added
                   RETURNING {_POSTED})
     INSERT INTO {POSTINGS_TABLE} (scope, lexeme, unit, tf, dl) {_POSTINGS};
     RETURN NULL;
@@ -87,7 +85,7 @@ BEGIN
     DELETE FROM {POSTINGS_TABLE} p USING side s, unnest(s.lexemes) AS u
      WHERE p.scope = memlab_scope_key(s.app_name, s.user_id, s.layer, s.embed_model) AND p.lexeme = u.lexeme
        AND p.unit = s.id;
-    WITH side AS (INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, repeats, lexemes) {_ROW} FROM added
+    WITH side AS (INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, lexemes) {_ROW} FROM added
                   RETURNING {_POSTED})
     INSERT INTO {POSTINGS_TABLE} (scope, lexeme, unit, tf, dl) {_POSTINGS};
     RETURN NULL;
@@ -117,12 +115,11 @@ BEGIN
         CREATE TABLE {TERMS_TABLE} (
             app_name text NOT NULL, user_id text NOT NULL, layer text NOT NULL, session_id text NOT NULL,
             unit_id text NOT NULL, embed_model text NOT NULL, occurred_at timestamptz NOT NULL, dl integer NOT NULL,
-            repeats jsonb,
             lexemes tsvector NOT NULL,
             CONSTRAINT {TERMS_TABLE}_once PRIMARY KEY ({_KEY})
         );
         -- a unit table from before the side table: fill it once
-        INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, repeats, lexemes) {_ROW} FROM {UNITS_TABLE};
+        INSERT INTO {TERMS_TABLE} ({_KEY}, occurred_at, dl, lexemes) {_ROW} FROM {UNITS_TABLE};
         CREATE INDEX {TERMS_INDEX} ON {TERMS_TABLE} USING gin (lexemes);
         -- postings and the unit number follow below, as for a side table from before them
         DROP TABLE IF EXISTS {POSTINGS_TABLE};
@@ -147,7 +144,14 @@ BEGIN
         );
         WITH side AS (SELECT {_POSTED} FROM {TERMS_TABLE})
         INSERT INTO {POSTINGS_TABLE} (scope, lexeme, unit, tf, dl) {_POSTINGS};
-    ELSIF (SELECT attcollation FROM pg_attribute WHERE attrelid = '{POSTINGS_TABLE}'::regclass
+    END IF;
+    -- `repeats` (a unit's lexemes occurring more than once, with their counts) fed scoring before the postings
+    -- held each lexeme's count; nothing reads it, and computing it was a fifth of the insert trigger's cost
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{TERMS_TABLE}'::regclass AND attname = 'repeats'
+               AND NOT attisdropped) THEN
+        ALTER TABLE {TERMS_TABLE} DROP COLUMN repeats;
+    END IF;
+    IF (SELECT attcollation FROM pg_attribute WHERE attrelid = '{POSTINGS_TABLE}'::regclass
            AND attname = 'lexeme') <> 'pg_catalog."C"'::regcollation THEN
         -- postings from before the bytewise lexemes: one rewrite of the table and its key
         LOCK TABLE {UNITS_TABLE} IN SHARE MODE;

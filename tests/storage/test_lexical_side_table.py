@@ -212,6 +212,19 @@ def test_a_database_from_before_the_side_table_gets_it_filled_on_open(scratch_st
         assert _lexeme_collation(conn) == '"C"'
         assert _postings(conn)[0] == _postings(conn)[1] > 50
         assert [(h.unit_id, h.lexical) for h in sqlu.lexical_search(conn, scope, "w1 w30 w7", vector, 10)] == before
+        # a side table from before the postings held each lexeme's count kept `repeats`: dropped once on open
+        conn.execute(f"ALTER TABLE {lex.TERMS_TABLE} ADD COLUMN repeats jsonb")
+    probe.add_user(memory, "app", "d", probe.cheap_texts(5, seed=6), analyze=False, seed=6)
+    with scratch_store.transaction() as conn:
+        assert _side_rows(conn, "app", "d") == 5, "an old side table takes rows while it still has the column"
+        sqlu.create_terms(conn)
+        assert not _has_column(conn, "repeats") and _side_rows(conn, "app", "a") == 50
+        assert [(h.unit_id, h.lexical) for h in sqlu.lexical_search(conn, scope, "w1 w30 w7", vector, 10)] == before
+
+
+def _has_column(conn, name: str) -> bool:
+    return conn.execute(f"SELECT count(*) FROM pg_attribute WHERE attrelid = '{lex.TERMS_TABLE}'::regclass "
+                        "AND attname = %s AND NOT attisdropped", [name]).fetchone()[0] == 1  # fmt: skip
 
 
 def _lexeme_collation(conn) -> str:

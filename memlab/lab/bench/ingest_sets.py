@@ -23,17 +23,19 @@ class IngestSet:
     load: Callable[[], Dataset]
 
 
-# Rounds: a job of a second five times, the headline set of long turns nine times, the short turns in bulk seven
+# Rounds: a job of a second five times, the headline set of long turns nine times, the short turns in bulk fifteen
 # times (about 8 s a round). On this 2-core host one round of the headline set read anywhere from 0.79 to 1.11 on
 # the same code (the raw encodes around it moved as much); medians of three read 0.81 and 0.96 within a day,
-# medians of nine settle. One round of the short turns with a core spare read 0.92, 0.94 and 1.04 in three runs.
+# medians of nine settle. One round of the short turns read 0.82 to 1.03 on the same code (3.7-4.4 s of raw encode
+# around each), and medians of seven 0.90 to 0.99: at 0.95 a verdict of seven rounds was a coin toss. One round
+# with a core spare read 0.92, 0.94 and 1.04 in three runs.
 INGEST_SETS: dict[str, IngestSet] = {
     "longmemeval-s": IngestSet(
         "3 LongMemEval-S haystacks: real long turns (about 1,200 distinct texts)", 9,
         lambda: load_longmemeval(CHECKOUT / LONGMEMEVAL_S_KU, limit=3),
     ),
     "synth-short": IngestSet(
-        "24 memlab-synth users of up to 300 events: short generated turns in bulk (about 1,100 texts)", 7,
+        "24 memlab-synth users of up to 300 events: short generated turns in bulk (about 1,100 texts)", 15,
         lambda: load_dataset({"name": "synth-short", "format": "synth", "users": 24, "max_events": 300, "seed": 0}),
     ),
     "fixtures": IngestSet(
