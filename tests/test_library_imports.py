@@ -24,6 +24,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("memlab/embedding/sentence_transformer.py", "sentence_transformers"): "torch and sentence-transformers take "
     "seconds to import (15-17 s measured on this 2-core machine); a user who never embeds locally never pays it",
     ("memlab/embedding/sentence_transformer.py", "transformers.utils"): "the same: part of the model's lazy load",
+    ("memlab/embedding/sentence_transformer.py", "torch"): "the same: read after the model's lazy load (cpu_threads)",
     ("memlab/models/rerank.py", "sentence_transformers"): "the same cost, paid only when a cross-encoder re-ranker "
     "scores a pair the cache does not hold",
 }

@@ -65,6 +65,14 @@ class SentenceTransformerEmbedder:
             self._dimension = self._load().get_embedding_dimension()
         return self._dimension
 
+    @property
+    def cpu_threads(self) -> int:
+        """The CPU threads the model computes on (torch's intra-op pool; the model is loaded first)."""
+        self._load()
+        import torch  # loaded with the model above
+
+        return 1 if self.device != "cpu" else torch.get_num_threads()
+
     def _load(self):
         with self._lock:
             if self._model is None:

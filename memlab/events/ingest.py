@@ -4,6 +4,7 @@ write them, pipelined over batches (`add_checked`), safe to repeat and to run be
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -15,6 +16,7 @@ import numpy as np
 import psycopg
 
 import memlab.events.filters as filters
+from memlab.embedding.base import cpu_threads
 from memlab.embedding.cache import text_key
 from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions, planned_units
 from memlab.events.core import MemoryCore, check_vectors, index_due
@@ -167,6 +169,15 @@ class Ingest:
         core = self.core
         total.path, total.path_reason, drop = self._write_path(items, batch_units)
         first_load = total.path != PATH_PIPELINED
+        # With the model on every core there is no idle core for the filter and the write: beside the model they
+        # took a little more of its time than on their own (synth-short, batches pipelined against one batch run
+        # stage after stage: ratio medians 0.956 vs 0.965 and 0.914 vs 0.937 over 8 and 12 interleaved rounds;
+        # the full bench's pipelined ratio under its serial one on both sets). A first load then runs each batch's
+        # stages one after another; with a core to spare, or a model elsewhere, it overlaps them.
+        serial = first_load and (cpu_threads(core.embedder) or 0) >= (os.cpu_count() or 1)
+        if serial:
+            total.path_reason += ("; stages one after another: the model computes on every core, so work beside it "
+                                  "would only slow it")  # fmt: skip
         # A first load's batches are all full: small ones at its ends (ramp) gave the model calls of a hundred
         # texts spread over every length, whose padding cost long turns 9% more model time (36.1 and 35.5 s
         # against 32.6 and 32.1 s full, the raw encode 32.0-33.0 s; over nine rounds the ratio's median went
@@ -188,14 +199,17 @@ class Ingest:
                 try:
                     for at, batch in enumerate(batches):
                         plan = prepared.result()
-                        prepared = (filtering.submit(self._prepare, batches[at + 1], stop, first_load=first_load)
-                                    if at + 1 < len(batches) else None)  # fmt: skip
+                        following = partial(filtering.submit, self._prepare, batches[at + 1], stop,
+                                            first_load=first_load) if at + 1 < len(batches) else None  # fmt: skip
+                        prepared = following() if following is not None and not serial else None
                         if bar is not None:
                             bar.planned(len(plan.texts))
                         vectors = self._embed_plan(plan, stop, bar)
                         in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
-                        while len(in_flight) > 1:  # at most one batch written while the next is embedded
+                        while len(in_flight) > (0 if serial else 1):  # at most one written while the next embeds
                             self._collect(total, *in_flight.pop(0), bar)
+                        if serial and following is not None:
+                            prepared = following()
                     while in_flight:
                         self._collect(total, *in_flight.pop(0), bar)
                 except BaseException as exc:

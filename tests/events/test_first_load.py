@@ -4,6 +4,8 @@ way the rows, vectors, counts and search results are those of the normal path, a
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
 import psycopg
@@ -103,6 +105,54 @@ def test_a_first_load_keeps_tombstones_and_the_secret_filter(store, embedder, ap
     assert report.path in FIRST_LOADS
     assert report.skipped["deleted"] == len(sessions[0].events) and report.skipped["secret"] == 1
     assert {r[1] for r in _rows(store, app_name, mem.layer)} == {"s1", "s2"}
+
+
+class _Overlap:
+    """The real embedder, recording for each of its calls whether a batch's write was under way in another
+    thread at that moment (the ingest's writer thread is named `memlab-write`)."""
+
+    def __init__(self, inner: memlab.Embedder, threads: int) -> None:
+        self.inner, self.threads, self.overlapped = inner, threads, []
+        self.model_id, self.dimension = inner.model_id, inner.dimension
+
+    @property
+    def cpu_threads(self) -> int:
+        return self.threads
+
+    def embed_documents(self, texts):
+        self.overlapped.append(any(t.name.startswith("memlab-write") and t.is_alive() and _writing(t)
+                                   for t in threading.enumerate()))  # fmt: skip
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def _writing(thread: threading.Thread) -> bool:
+    """Whether `thread` is inside a write right now (its current Python frame is in `_write`)."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "_write":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_first_load_runs_its_stages_one_after_another_only_when_the_model_holds_every_core(
+    store, embedder, app_name
+):
+    every, fewer = os.cpu_count() or 1, 0
+    loads = {}
+    for threads in (every, fewer):
+        app = f"{app_name}-{threads}"
+        model = _Overlap(embedder, threads)
+        report = memlab.EventMemory(store, model).add_sessions(_sessions(app, users=3, turns=12), batch_units=24)
+        assert report.path in FIRST_LOADS and report.added > 0
+        loads[threads] = (report, model, _rows(store, app, memlab.EventMemory(store, embedder).layer))
+    (serial, model, rows), (piped, _, piped_rows) = loads[every], loads[fewer]
+    assert "stages one after another" in serial.path_reason and "one after another" not in piped.path_reason
+    assert len(model.overlapped) > 2 and not any(model.overlapped), "no write runs while the model embeds"
+    assert serial.added == piped.added and [r[1:] for r in rows] == [r[1:] for r in piped_rows]
 
 
 class _WritesMeanwhile:
