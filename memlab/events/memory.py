@@ -180,8 +180,10 @@ class EventMemory:
         one after that is filtered, so the model (which releases the GIL) rarely waits for PostgreSQL or the
         secret scan.
         A first load (at least one batch of units, for users holding nothing in this layer: an import of old
-        conversations) skips the stored-unit lookups and COPies each batch straight into the table; the report's
-        `path` and `path_reason` say which path ran (memlab.events.ingest.PATH_*). The layer's HNSW index is shared
+        conversations) skips the stored-unit lookups and COPies each batch straight into the table; when the
+        model computes on every core of the machine (its `cpu_threads`), it runs each batch's stages one after
+        another rather than the filter and the write beside the model. The report's `path` and `path_reason` say
+        which path ran and why (memlab.events.ingest.PATH_*). The layer's HNSW index is shared
         by every user. A layer small enough for `auto` to scan every user exactly (at most the policy's
         `exact_below` units) has none until a search asks to walk it (`build_index`); once it has one, the index
         is kept up to date row by row, except in a first load into a layer holding no more units than the load
