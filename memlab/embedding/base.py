@@ -41,8 +41,8 @@ def cpu_threads(embedder: object) -> int | None:
     """CPU threads the embedder's model computes on in this process, through any wrapping `inner` (a cache);
     None when it does not say (a remote model: it takes no core of this machine)."""
     while embedder is not None:
-        threads = getattr(type(embedder), "cpu_threads", None)
+        threads = getattr(embedder, "cpu_threads", None)
         if threads is not None:
-            return embedder.cpu_threads
+            return int(threads)
         embedder = getattr(embedder, "inner", None)
     return None
