@@ -4,7 +4,6 @@ write them, pipelined over batches (`add_checked`), safe to repeat and to run be
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -174,7 +173,7 @@ class Ingest:
         # stage after stage: ratio medians 0.956 vs 0.965 and 0.914 vs 0.937 over 8 and 12 interleaved rounds;
         # the full bench's pipelined ratio under its serial one on both sets). A first load then runs each batch's
         # stages one after another; with a core to spare, or a model elsewhere, it overlaps them.
-        serial = first_load and (cpu_threads(core.embedder) or 0) >= (os.cpu_count() or 1)
+        serial = first_load and (cpu_threads(core.embedder) or 0) >= sqlu.usable_cores()
         if serial:
             total.path_reason += ("; stages one after another: the model computes on every core, so work beside it "
                                   "would only slow it")  # fmt: skip

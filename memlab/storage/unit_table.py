@@ -187,7 +187,8 @@ def _machine_memory_mb() -> int | None:
         return None
 
 
-def _cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container narrows; else every core)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
@@ -238,7 +239,7 @@ def build_settings(
             if workers < 0:
                 raise ConfigError(f"{BUILD_WORKERS_ENV}={raw!r} is not a worker count: give 0 or more.")
         else:
-            workers = max(0, min(7, _cores() - 1))
+            workers = max(0, min(7, usable_cores() - 1))
     if workers < 0:
         raise ConfigError(f"workers={workers!r}: give 0 (no parallel build) or more.")
     return BuildSettings(
