@@ -56,6 +56,9 @@ PATH_FIRST_LOAD = "copy-first-load"
 PATH_FIRST_LOAD_REBUILD = "copy-first-load+rebuild"
 FIRST_LOAD_PATHS = (PATH_FIRST_LOAD, PATH_FIRST_LOAD_REBUILD)
 REBUILD_AT_MOST = 1.0  # rebuild when the layer holds at most this many units per unit the load brings
+# Batches whose texts a first load run stage after stage embeds in one sorted pass (`Ingest.add_checked`): at
+# 1,024 units a batch, at most ~8,000 vectors (12 MB at 384 dimensions) held between the model and the writes.
+SERIAL_WINDOW = 8
 
 
 def _holds(stored: tuple[str, ...] | None, wanted: tuple[str, ...]) -> bool:
@@ -184,28 +187,41 @@ class Ingest:
         batches = batch_sessions(items, batch_units, partial(
             planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap),
             ramp=not first_load)  # fmt: skip
+        # Run one after another, a window's batches are filtered together, their texts sent to the model in one
+        # pass sorted by length (as the raw encode's one call sorts them: per batch, long turns carried 1.3% more
+        # padded tokens) and written after it; the next window is filtered while they are written (neither stage
+        # beside the model). Pipelined, a window is one batch.
+        width = SERIAL_WINDOW if serial else 1
+        windows = [batches[at : at + width] for at in range(0, len(batches), width)]
         events = sum(len(s.events) for s in items)
         bar = IngestProgress(self.core.layer, events) if progress else None
         stop = threading.Event()  # set when a batch fails: queued batches then touch nothing
         if drop:
             core.store.drop_vector_index(core.model.model_id, core.layer)
             core.index_dropped()
+        prepare = partial(self._prepare_window, stop=stop, first_load=first_load)
         try:
             with ThreadPoolExecutor(1, "memlab-filter") as filtering, ThreadPoolExecutor(1, "memlab-write") as writing:
                 in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
-                prepared: Future[_Plan] | None = filtering.submit(self._prepare, batches[0], stop,
-                                                                    first_load=first_load)  # fmt: skip
+                prepared: Future[list[_Plan]] | None = filtering.submit(prepare, windows[0])
                 try:
-                    for at, batch in enumerate(batches):
-                        plan = prepared.result()
-                        following = partial(filtering.submit, self._prepare, batches[at + 1], stop,
-                                            first_load=first_load) if at + 1 < len(batches) else None  # fmt: skip
-                        prepared = following() if following is not None and not serial else None
-                        if bar is not None:
-                            bar.planned(len(plan.texts))
-                        vectors = self._embed_plan(plan, stop, bar)
-                        in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
-                        while len(in_flight) > (0 if serial else 1):  # at most one written while the next embeds
+                    for at, window in enumerate(windows):
+                        plans = prepared.result()
+                        following = partial(filtering.submit, prepare, windows[at + 1]) if at + 1 < len(windows) \
+                            else None  # fmt: skip
+                        prepared = None
+                        if serial:  # the previous window's writes end before the model starts
+                            while in_flight:
+                                self._collect(total, *in_flight.pop(0), bar)
+                        elif following is not None:
+                            prepared = following()
+                        for plan in plans:
+                            if bar is not None:
+                                bar.planned(len(plan.texts))
+                        for batch, plan, vectors in zip(window, plans, self._embed_window(plans, stop, bar),
+                                                        strict=True):  # fmt: skip
+                            in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
+                        while not serial and len(in_flight) > 1:  # at most one written while the next embeds
                             self._collect(total, *in_flight.pop(0), bar)
                         if serial and following is not None:
                             prepared = following()
@@ -388,15 +404,36 @@ class Ingest:
                   for scope, session, units in planned}  # fmt: skip
         return sqlu.existing_units_of(conn, self.core.layer, self.core.model.model_id, wanted)
 
+    def _prepare_window(self, window: list[list[Session]], *, stop: threading.Event, first_load: bool) -> list[_Plan]:
+        """`_prepare` of each batch of a window, in order."""
+        return [self._prepare(batch, stop, first_load=first_load) for batch in window]
+
+    def _embed_window(
+        self, plans: list[_Plan], stop: threading.Event | None = None, bar: IngestProgress | None = None
+    ) -> list[_Vectors]:
+        """`_embed_plan` of a window's plans in one pass over their texts; each plan gets the vectors of its own
+        texts (its write forgets the cached vectors of its texts it does not store), the first one the time."""
+        if len(plans) == 1:
+            return [self._embed_plan(plans[0], stop, bar)]
+        every = self._embed_texts(set().union(*(plan.texts for plan in plans)), stop, bar)
+        return [_Vectors({t: every.by_text[t] for t in plan.texts}, every.seconds if at == 0 else 0.0)
+                for at, plan in enumerate(plans)]  # fmt: skip
+
     def _embed_plan(
         self, plan: _Plan, stop: threading.Event | None = None, bar: IngestProgress | None = None
     ) -> _Vectors:
-        """Embed every text the plan may need, outside any transaction (no lock is held while the model runs).
+        """Embed every text the plan may need (`_embed_texts`)."""
+        return self._embed_texts(plan.texts, stop, bar)
+
+    def _embed_texts(
+        self, wanted: set[str], stop: threading.Event | None = None, bar: IngestProgress | None = None
+    ) -> _Vectors:
+        """Embed texts outside any transaction (no lock is held while the model runs).
 
         Texts go to the model longest first in chunks of EMBED_CHUNK: the model pads each of its batches to its
-        longest text, so sorting by length across the whole plan keeps padding as low as one call would, while
+        longest text, so sorting by length across all of them keeps padding as low as one call would, while
         the progress display moves per chunk and a failure elsewhere stops the work between chunks."""
-        texts = sorted(plan.texts, key=lambda t: (-len(t), t))
+        texts = sorted(wanted, key=lambda t: (-len(t), t))
         if not texts or (stop is not None and stop.is_set()):
             return _Vectors({}, 0.0)
         started = time.perf_counter()

@@ -103,8 +103,16 @@ def tombstoned_of(
     conn: psycopg.Connection, wanted: Mapping[SessionKey, Iterable[str]]
 ) -> set[tuple[str, str, str, str]]:
     """(app, user, session, event id) of the events deleted on purpose, in their session or in every session of
-    the user, for many sessions (of any users) in one round trip; each matched on its own app and user."""
-    columns = _unnest_keys(wanted)
+    the user, for many sessions (of any users); each matched on its own app and user. Users with no tombstone at
+    all (most, and every user of a first import) are found first and their ids never sent: a first load's 9,000
+    ids per batch cost more to send than the answer that none is deleted."""
+    users = sorted({(app, user) for app, user, _ in wanted})
+    marked = set(map(tuple, conn.execute(
+        "SELECT k.app_name, k.user_id FROM unnest(%s::text[], %s::text[]) AS k(app_name, user_id) "
+        "WHERE EXISTS (SELECT 1 FROM memory_tombstone t WHERE t.app_name = k.app_name AND t.user_id = k.user_id)",
+        [[a for a, _ in users], [u for _, u in users]],
+    ).fetchall())) if users else set()  # fmt: skip
+    columns = _unnest_keys({key: ids for key, ids in wanted.items() if key[:2] in marked})
     if not columns[0]:
         return set()
     rows = conn.execute(

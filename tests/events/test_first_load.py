@@ -112,7 +112,7 @@ class _Overlap:
     thread at that moment (the ingest's writer thread is named `memlab-write`)."""
 
     def __init__(self, inner: memlab.Embedder, threads: int) -> None:
-        self.inner, self.threads, self.overlapped = inner, threads, []
+        self.inner, self.threads, self.overlapped, self.sizes = inner, threads, [], []
         self.model_id, self.dimension = inner.model_id, inner.dimension
 
     @property
@@ -122,6 +122,7 @@ class _Overlap:
     def embed_documents(self, texts):
         self.overlapped.append(any(t.name.startswith("memlab-write") and t.is_alive() and _writing(t)
                                    for t in threading.enumerate()))  # fmt: skip
+        self.sizes.append(len(texts))
         return self.inner.embed_documents(texts)
 
     def embed_query(self, text):
@@ -146,13 +147,19 @@ def test_a_first_load_runs_its_stages_one_after_another_only_when_the_model_hold
     for threads in (every, fewer):
         app = f"{app_name}-{threads}"
         model = _Overlap(embedder, threads)
-        report = memlab.EventMemory(store, model).add_sessions(_sessions(app, users=3, turns=12), batch_units=24)
+        # nine sessions of twelve turns, one a batch: more batches than one window of a serial load
+        report = memlab.EventMemory(store, model).add_sessions(_sessions(app, users=3, turns=12), batch_units=12)
         assert report.path in FIRST_LOADS and report.added > 0
         loads[threads] = (report, model, _rows(store, app, memlab.EventMemory(store, embedder).layer))
-    (serial, model, rows), (piped, _, piped_rows) = loads[every], loads[fewer]
+    (serial, model, rows), (piped, piped_model, piped_rows) = loads[every], loads[fewer]
     assert "stages one after another" in serial.path_reason and "one after another" not in piped.path_reason
-    assert len(model.overlapped) > 2 and not any(model.overlapped), "no write runs while the model embeds"
+    assert len(model.overlapped) >= 2 and not any(model.overlapped), "no write runs while the model embeds"
+    # run one after another, several batches' texts go to the model in one sorted pass; pipelined, one per call
+    assert len(piped_model.sizes) == 9 and max(piped_model.sizes) <= 12
+    assert len(model.sizes) < len(piped_model.sizes) and max(model.sizes) > 12
+    assert sum(model.sizes) == sum(piped_model.sizes)
     assert serial.added == piped.added and [r[1:] for r in rows] == [r[1:] for r in piped_rows]
+    assert dict(serial.skipped) == dict(piped.skipped) and serial.skipped["secret"] == 1
 
 
 class _WritesMeanwhile:

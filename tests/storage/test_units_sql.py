@@ -219,6 +219,19 @@ def test_delete_layer_removes_one_app_in_one_layer(scratch_store):
     assert _counts(scratch_store) == {("app", "chunk:4:1"): 2}
 
 
+def test_tombstones_are_read_per_user_only_for_users_holding_any(scratch_store):
+    """Users without a tombstone are left out before their ids are sent; the others are matched on their own app,
+    user and session as before, never on another user's tombstone of the same event id."""
+    with scratch_store.transaction() as conn:
+        housekeeping.delete_memory(conn, "app", "a", "e1")  # found nowhere: tombstoned in every session of a
+        housekeeping.delete_memory(conn, "app", "c", "e2", session_id="s1")
+        wanted = {("app", "a", "s1"): ["e1", "e2"], ("app", "b", "s1"): ["e1", "e2"], ("other", "a", "s1"): ["e1"],
+                  ("app", "c", "s1"): ["e1", "e2"], ("app", "c", "s2"): ["e2"]}  # fmt: skip
+        assert housekeeping.tombstoned_of(conn, wanted) == {("app", "a", "s1", "e1"), ("app", "c", "s1", "e2")}
+        assert housekeeping.tombstoned_of(conn, {("app", "b", "s1"): ["e1"]}) == set()
+        assert housekeeping.tombstoned_of(conn, {}) == set()
+
+
 def test_settings_are_in_effect_inside_the_transaction_and_do_not_leak(store):
     settings = memlab.SearchSettings(strategy="hnsw", ef_search=123, iterative_scan="strict_order", max_scan_tuples=777)
     with store.connection() as conn:
