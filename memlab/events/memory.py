@@ -181,10 +181,11 @@ class EventMemory:
         secret scan.
         A first load (at least one batch of units, for users holding nothing in this layer: an import of old
         conversations) skips the stored-unit lookups and COPies each batch straight into the table; when the
-        model computes on every core of the machine (its `cpu_threads`), it runs each batch's stages one after
-        another rather than the filter and the write beside the model. The report's `path` and `path_reason` say
-        which path ran and why (memlab.events.ingest.PATH_*). The layer's HNSW index is shared
-        by every user. A layer small enough for `auto` to scan every user exactly (at most the policy's
+        model computes on every core of the machine (its `cpu_threads`), it runs the stages one after another
+        rather than the filter and the write beside the model, a window of up to 8 batches at a time (filtered,
+        embedded in one length-sorted pass, then written while the next window is filtered). The report's `path`
+        and `path_reason` say which path ran and why (memlab.events.ingest.PATH_*). The layer's HNSW index is
+        shared by every user. A layer small enough for `auto` to scan every user exactly (at most the policy's
         `exact_below` units) has none until a search asks to walk it (`build_index`); once it has one, the index
         is kept up to date row by row, except in a first load into a layer holding no more units than the load
         brings (a new layer, a young one): there the index is dropped for the load and built once after it if the

@@ -220,7 +220,9 @@ def embedder_faults(family: Family, store: memlab.Store, embedder: memlab.Embedd
         raise RuntimeError("the embedding endpoint went away")
 
     for layer in ("event", "chunk"):
-        for at, add in ((2, lambda mem: mem.add_sessions(todo, batch_units=8)),  # batch 1 is written, 2 fails whole
+        # One session a batch: the 2nd model call comes after a batch (pipelined) or a window of 8 batches (a first
+        # load with the model on every core: one call a window) was written, and fails the rest whole.
+        for at, add in ((2, lambda mem: mem.add_sessions(todo, batch_units=1)),
                         (1, lambda mem: mem.add_session(todo[-1]))):  # fmt: skip
             mem = memories(store, Tripwire(embedder, at, fail))[layer]
             try:
