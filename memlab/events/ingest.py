@@ -415,6 +415,8 @@ class Ingest:
         texts (its write forgets the cached vectors of its texts it does not store), the first one the time."""
         if len(plans) == 1:
             return [self._embed_plan(plans[0], stop, bar)]
+        if stop is not None and stop.is_set():
+            raise IngestAborted("an earlier batch failed")
         every = self._embed_texts(set().union(*(plan.texts for plan in plans)), stop, bar)
         return [_Vectors({t: every.by_text[t] for t in plan.texts}, every.seconds if at == 0 else 0.0)
                 for at, plan in enumerate(plans)]  # fmt: skip
