@@ -215,9 +215,8 @@ class Ingest:
                                 self._collect(total, *in_flight.pop(0), bar)
                         elif following is not None:
                             prepared = following()
-                        for plan in plans:
-                            if bar is not None:
-                                bar.planned(len(plan.texts))
+                        if bar is not None:
+                            bar.planned(sum(len(plan.texts) for plan in plans))
                         for batch, plan, vectors in zip(window, plans, self._embed_window(plans, stop, bar),
                                                         strict=True):  # fmt: skip
                             in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
@@ -339,7 +338,7 @@ class Ingest:
     def write_sessions(self, sessions: list[Session], generation: int | None = None) -> IngestReport:
         """Filter, unit, embed and write sessions: the three stages of `add_sessions`, one after the other."""
         plan = self._prepare(sessions, generation=generation)
-        report = self._write(plan, self._embed_plan(plan))
+        report = self._write(plan, self._embed_texts(plan.texts))
         if not report.path:
             report.path, report.path_reason = PATH_SINGLE, "sessions written one call at a time"
         return report
@@ -411,21 +410,15 @@ class Ingest:
     def _embed_window(
         self, plans: list[_Plan], stop: threading.Event | None = None, bar: IngestProgress | None = None
     ) -> list[_Vectors]:
-        """`_embed_plan` of a window's plans in one pass over their texts; each plan gets the vectors of its own
+        """Embed the texts of a window's plans in one pass over their texts; each plan gets the vectors of its own
         texts (its write forgets the cached vectors of its texts it does not store), the first one the time."""
         if len(plans) == 1:
-            return [self._embed_plan(plans[0], stop, bar)]
+            return [self._embed_texts(plans[0].texts, stop, bar)]
         if stop is not None and stop.is_set():
             raise IngestAborted("an earlier batch failed")
         every = self._embed_texts(set().union(*(plan.texts for plan in plans)), stop, bar)
         return [_Vectors({t: every.by_text[t] for t in plan.texts}, every.seconds if at == 0 else 0.0)
                 for at, plan in enumerate(plans)]  # fmt: skip
-
-    def _embed_plan(
-        self, plan: _Plan, stop: threading.Event | None = None, bar: IngestProgress | None = None
-    ) -> _Vectors:
-        """Embed every text the plan may need (`_embed_texts`)."""
-        return self._embed_texts(plan.texts, stop, bar)
 
     def _embed_texts(
         self, wanted: set[str], stop: threading.Event | None = None, bar: IngestProgress | None = None
