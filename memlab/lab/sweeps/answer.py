@@ -5,16 +5,18 @@ answer (memlab.lab.answer_metrics) is measured beside it, without a model.
 
 Options: `reader` (a name under the config's `models:`, required), `judge` (default: the reader), `systems` (the
 systems whose hits are read; default: the configured ones), `k` (5: how many hits the reader sees, at most the
-run's k). A question nothing in memory answers is right when the reader abstains (no judge call); an abstention
-on an answerable question is wrong (no judge call either); an answerable question without a gold answer text is
-skipped (counted in the report). A model that fails (unreachable, timeout, HTTP error, malformed reply) fails
+run's k). A reply that is an abstention as a whole ("I don't know", nothing else) is right on a question nothing
+in memory answers and wrong on an answerable one, without a judge call; a reply that says anything more (a name
+beside "the breed is not mentioned") goes to the judge, whose rule for a no-answer question makes any attempt at a
+concrete answer wrong. An empty reply (or one the token limit cut before any text) is a reader error, not an
+abstention. An answerable question without a gold answer text is skipped (counted in the report). A model that fails (unreachable, timeout, HTTP error, malformed reply) fails
 that question only: its error is recorded in the `answers` table and counted, never ending the run. The models'
 disk cache makes a second run of the same config send no request at all."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.answer_metrics import is_abstention, token_f1
+from memlab.lab.answer_metrics import is_empty_reply, token_f1
 from memlab.lab.answering import (
     VERDICT_SCHEMA,
     ContextItem,
@@ -31,6 +33,7 @@ from memlab.lab.answering import (
     judge_messages,
     judge_rule,
     parse_verdict,
+    pregrade,
     reader_messages,
 )
 from memlab.lab.dataset import Dataset, Question
@@ -89,16 +92,17 @@ def _refs(hits: pd.DataFrame, question: Question, events: dict[tuple, Event]) ->
                                 *(session_ref(app, user, s) for s in sorted(sessions))]))  # fmt: skip
 
 
-def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest]) -> list[ChatReply | ModelError]:
+def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest], *,
+                     cache_if: Callable[[str], bool] | None = None) -> list[ChatReply | ModelError]:  # fmt: skip
     """Each distinct request sent once (two systems that retrieve the same hits give the reader the same prompt),
     the replies handed back in input order; at most the model's concurrency in flight. The cached reply records
-    the refs of every request it answers."""
+    the refs of every request it answers; `cache_if` false keeps a reply out of the cache (a rerun asks again)."""
     keys = [json.dumps([r.messages, r.json_schema, r.schema_name, r.max_tokens], sort_keys=True) for r in requests]
     unique: dict[str, ChatRequest] = {}
     for key, request in zip(keys, requests, strict=True):
         seen = unique.get(key)
         unique[key] = request if seen is None else replace(seen, refs=tuple(dict.fromkeys(seen.refs + request.refs)))
-    replies = dict(zip(unique, client.complete_many(list(unique.values())), strict=True))
+    replies = dict(zip(unique, client.complete_many(list(unique.values()), cache_if=cache_if), strict=True))
     return [replies[key] for key in keys]
 
 
@@ -153,26 +157,28 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
             cases.append((system, q, len(context)))
             requests.append(ChatRequest(reader_messages(q, context), max_tokens=READER_TOKENS,
                                         refs=_refs(hits, q, events)))
-    answers = _complete_unique(reader, requests)
+    answers = _complete_unique(reader, requests, cache_if=lambda text: not is_empty_reply(text))
     rows = []
     to_judge: list[int] = []
     for (system, q, seen), reply in zip(cases, answers, strict=True):
         ok = reply if isinstance(reply, ChatReply) else None
         text = ok.text.strip() if ok is not None else ""
-        abstained = ok is not None and is_abstention(text)
+        pre = pregrade(q, text) if ok is not None else None
+        abstained = pre is not None and pre.abstained
         row = {"dataset": dataset.name, "system": system, "question_id": q.id, "question_type": q.qtype,
                "answerable": q.answerable, "rule": judge_rule(q), "gold": q.answer or "", "hits_read": seen,
                "answer": text, "abstained": abstained, "verdict": None, "judge_reason": "",
-               "f1": np.nan if ok is None else (token_f1(text, q.answer) if q.answerable else float(abstained)),
+               "f1": np.nan if pre is None or pre.error else (token_f1(text, q.answer) if q.answerable
+                                                                    else float(abstained)),
                "reader_tokens": _tokens(ok), "reader_seconds": ok.seconds if ok is not None else np.nan,
                "judge_tokens": np.nan, "judge_seconds": np.nan, "cached": ok is not None and ok.cached,
                "error": _reply_error(reply, "reader") or "", "reader": reader_name, "reader_model": reader.spec.model,
                "judge": judge_name, "judge_model": judge.spec.model}  # fmt: skip
-        if ok is not None and abstained:  # decided without the judge (see the module's docstring)
-            row["verdict"] = not q.answerable
-            row["judge_reason"] = ("abstained on a question nothing in memory answers" if not q.answerable
-                                   else "abstained on an answerable question")  # fmt: skip
-        elif ok is not None:
+        if pre is not None and pre.error:  # an empty reply: the reader failed (see the module's docstring)
+            row["error"] = pre.error
+        elif pre is not None and pre.abstained:  # decided without the judge
+            row.update(verdict=pre.verdict, judge_reason=pre.reason)
+        elif pre is not None:
             to_judge.append(len(rows))
         rows.append(row)
     verdicts = _complete_unique(judge, [
