@@ -145,10 +145,10 @@ def _only(words: list[str], allowed: frozenset[str], asked: frozenset[str]) -> b
 def _abstaining_clause(clause: str, asked: frozenset[str], ignore: str) -> bool | None:
     """True: the clause declines to answer and holds nothing else; None: it holds no core but only generic words
     ("sorry"); False: it says something (a name, a hedge, a guess)."""
+    if ignore and f" {' '.join(_WORD.findall(clause))} " in f" {' '.join(_WORD.findall(ignore))} ":
+        return False  # a piece of the gold answer ("Don't Know Why"), not a refusal
     for pattern, subject in _CORES:
         for match in pattern.finditer(clause):
-            if ignore and match.group(0) in ignore:  # the core is part of the gold answer ("Don't Know Why")
-                continue
             before, after = _WORD.findall(clause[: match.start()]), _WORD.findall(clause[match.end():])
             if not _only(before, GENERIC_WORDS, asked if subject else frozenset()):
                 return False
@@ -168,7 +168,8 @@ def is_abstention(answer: str | None, *, question: str = "", gold: str | None = 
     `question` may name what is not known ("I don't know what breed your dog is"); any other word sends the
     reply to the judge ("Your dog is called Rex; the breed is not mentioned" attempts an answer). An empty reply
     is not an abstention (is_empty_reply: a reader error). With a `gold` answer, a reply stating it is an answer
-    whatever its words ("Don't Know Why by Norah Jones"), and a core inside the gold answer is not a core."""
+    whatever its words ("Don't Know Why by Norah Jones"), and so is a clause that is a piece of it ("don't know
+    why")."""
     text = _normal(visible_reply(answer))
     if not re.search(r"\w", text):
         return False

@@ -174,6 +174,30 @@ def test_the_judges_malformed_verdict_is_that_questions_error(tmp_path, memlab_h
     assert (answers[answers.abstained].error == "").all(), "abstentions are graded without the judge"
 
 
+@pytest.mark.parametrize(("reply", "outcome"), [
+    ("", "error"),  # an empty reply is the reader's failure, not an abstention
+    ("Your dog is called Rex; the breed is not mentioned", "judge"),  # an answer beside an abstention phrase
+    ("I don't know.", "abstained"),  # an abstention as a whole: graded without the judge
+])  # fmt: skip
+def test_only_a_whole_abstention_skips_the_judge_and_an_empty_reply_is_a_reader_error(
+        tmp_path, memlab_home, store, model_server, cross_encoder, reply, outcome) -> None:  # fmt: skip
+    model_server.chat_reply = lambda body: json.dumps({"correct": False, "reason": "judged"}) \
+        if "response_format" in body else reply  # fmt: skip
+    answers = _eval(_config(tmp_path, model_server, cross_encoder, cache=False), tmp_path / "run")
+    judge_calls = sum("response_format" in body for _, body in model_server.requests)
+    assert answers.abstained.sum() == (len(answers) if outcome == "abstained" else 0)
+    assert (judge_calls > 0) == (outcome == "judge") and (answers.judge_reason == "judged").all() == (outcome == "judge")
+    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet").set_index(["system", "metric"]).value
+    if outcome == "error":
+        assert answers.error.str.startswith("reader (empty): ").all() and answers.verdict.isna().all()
+        assert scores[("reranked", "answer_errors")] == QUESTIONS and ("reranked", "answer_accuracy") not in scores
+    else:
+        assert (answers.error == "").all() and answers.verdict.notna().all()
+        assert scores[("reranked", "answer_errors")] == 0
+    if outcome == "abstained":
+        assert list(answers.verdict) == list(~answers.answerable), "right exactly on the no-answer questions"
+
+
 def test_answer_systems_that_did_not_run_are_one_clear_error(tmp_path, memlab_home, store, model_server,
                                                              cross_encoder) -> None:  # fmt: skip
     config = yaml.safe_load(_config(tmp_path, model_server, cross_encoder).read_text())

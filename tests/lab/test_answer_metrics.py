@@ -1,5 +1,6 @@
-"""The answer sweep's pure parts: token F1 (LoCoMo/SQuAD normalisation), abstention detection, the reader's and the
-judge's prompts, and the judge's JSON verdict."""
+"""The answer sweep's pure parts: token F1 (LoCoMo/SQuAD normalisation), abstention detection (a reply that is an
+abstention as a whole, and nothing else, skips the judge; an empty reply is a reader error), the reader's and the
+judge's prompts (untrusted text fenced), and the judge's JSON verdict."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ from datetime import UTC, datetime
 import pytest
 
 from memlab.lab import Question
-from memlab.lab.answer_metrics import ABSTENTION_PHRASE, answer_tokens, is_abstention, token_f1
+from memlab.lab.answer_metrics import (
+    ABSTENTION_MARKERS,
+    ABSTENTION_PHRASE,
+    answer_tokens,
+    is_abstention,
+    is_empty_reply,
+    token_f1,
+)
 from memlab.lab.answering import (
+    EMPTY_REPLY,
     JUDGE_RULES,
     READER_SYSTEM,
     ContextItem,
@@ -17,6 +26,7 @@ from memlab.lab.answering import (
     judge_messages,
     judge_rule,
     parse_verdict,
+    pregrade,
     reader_messages,
 )
 
@@ -43,21 +53,64 @@ def test_token_f1(prediction, gold, expected) -> None:
 
 @pytest.mark.parametrize("reply", [ABSTENTION_PHRASE, "I don't know.", "I DO NOT KNOW", "I don\u2019t know",
                                    "No information available", "That is not mentioned in the conversation.",
-                                   "Unknown", "", "   ", "The excerpts don't say; I cannot answer that."])
-def test_abstentions_are_detected(reply) -> None:
-    assert is_abstention(reply)
+                                   "Unknown", "The excerpts don't say; I cannot answer that.", "**I don't know**",
+                                   "Sorry, I can't find that information.", "I'm sorry, but I don't have that "
+                                   "information.", "The breed is not mentioned.", "Not specified in the excerpts.",
+                                   "Your dog's breed is not mentioned in the memory excerpts.",
+                                   "I don't know what breed your dog is.", "There is no mention of a breed.",
+                                   "Based on the excerpts, there is no information about your dog's breed.",
+                                   "The excerpts do not mention the breed of your dog.", "No, I don't know",
+                                   "<think>The excerpts only talk about walks.</think>I don't know", *ABSTENTION_MARKERS])
+def test_a_reply_that_only_declines_is_an_abstention(reply) -> None:
+    assert is_abstention(reply, question="What breed is my dog?", gold="a beagle")
 
 
-@pytest.mark.parametrize("reply", ["Porto", "She knows Porto well", "no", "The week before 8 May 2023",
-                                   "Unknown Pleasures by Joy Division"])  # fmt: skip
-def test_answers_are_not_abstentions(reply) -> None:
-    assert not is_abstention(reply)
+@pytest.mark.parametrize("reply", [
+    "Porto", "She knows Porto well", "no", "The week before 8 May 2023", "Unknown Pleasures by Joy Division",
+    "Your dog is called Rex; the breed is not mentioned",  # a concrete answer beside the abstention phrase
+    "Your dog Rex's breed is not mentioned", "I do not know. Your dog is a Labrador.",
+    "Not mentioned, but probably a Labrador", "I'm not sure it was a Labrador", "I don't know, maybe a poodle",
+    "I don't know (probably a Labrador)", "Not sure: Labrador?", "I don't know - a beagle I think",
+    "The excerpts do not mention a breed, only that it is 3 years old", "Labrador (not mentioned explicitly)",
+    "I can't say for sure, but it is a Labrador", "Don't Know Why", "I don't know; history",
+])  # fmt: skip
+def test_a_reply_that_says_anything_more_than_declining_is_not_an_abstention(reply) -> None:
+    assert not is_abstention(reply, question="What breed is my dog?")
+
+
+def test_a_gold_answer_with_abstention_words_stated_exactly_is_an_answer() -> None:
+    song = "Don't Know Why by Norah Jones"
+    assert not is_abstention(song, question="Which Norah Jones song did I say I love?", gold=song)
+    assert not is_abstention("don't know why", question="Which Norah Jones song do I love?", gold=song)
+    assert not is_abstention("Unknown Pleasures", question="Which album do I play?", gold="Unknown Pleasures")
+    assert is_abstention("I don't know", question="Which Norah Jones song do I love?", gold=song)
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "\n", "...", "<think>The user asked about", "<think>x</think>  "])
+def test_an_empty_reply_is_not_an_abstention(reply) -> None:
+    assert is_empty_reply(reply) and not is_abstention(reply)
+    assert not is_empty_reply("I don't know") and not is_empty_reply("<think>x</think>Porto")
 
 
 def _q(**kw) -> Question:
     base = dict(id="conv-1/q1", app_name="a", user_id="u", text="Where is Ana's sister moving?", relevant=("D1:3",),
                 asked_at=datetime(2023, 8, 10, tzinfo=UTC), answer="Porto")  # fmt: skip
     return Question(**{**base, **kw})
+
+
+@pytest.mark.parametrize(("reply", "answerable", "outcome"), [
+    ("", True, "error"), ("  ", False, "error"), ("<think>cut off by the token limit", False, "error"),
+    ("I don't know", True, False), ("I don't know.", False, True), ("Not mentioned in the excerpts.", False, True),
+    ("Your dog is called Rex; the breed is not mentioned", False, "judge"),
+    ("Don't Know Why by Norah Jones", True, "judge"), ("Porto", True, "judge"), ("Porto", False, "judge"),
+])  # fmt: skip
+def test_pregrade_sends_to_the_judge_all_but_whole_abstentions_and_empty_replies(reply, answerable, outcome):
+    question = _q(answer="Don't Know Why by Norah Jones", text="Which Norah Jones song do I love?") if answerable \
+        else _q(relevant=(), answer="The user never named a song.", text="Which song do I love?")  # fmt: skip
+    pre = pregrade(question, reply)
+    got = "error" if pre.error else ("judge" if pre.needs_judge else pre.verdict)
+    assert got == outcome, pre
+    assert (pre.error == EMPTY_REPLY) == (outcome == "error") and pre.abstained == isinstance(outcome, bool)
 
 
 def test_reader_prompt_holds_question_date_context_and_the_abstention_phrase() -> None:
@@ -69,7 +122,8 @@ def test_reader_prompt_holds_question_date_context_and_the_abstention_phrase() -
     body = user["content"]
     assert "[1] 2023-05-08 13:56 (Mon) Ana: My sister is moving to Porto." in body
     assert "[2] date unknown Nice! Congrats" in body
-    assert "asked on 2023-08-10 (Thu)" in body and "Question: Where is Ana's sister moving?" in body
+    assert "asked on 2023-08-10 (Thu)" in body and "Question: <question>Where is Ana's sister moving?</question>" in body
+    assert "<memory_excerpts>\n[1] " in body and "Congrats\n</memory_excerpts>" in body
     assert "(no excerpts)" in reader_messages(_q(asked_at=None), [])[1]["content"]
 
 
@@ -85,7 +139,7 @@ def test_reader_prompt_holds_question_date_context_and_the_abstention_phrase() -
 def test_judge_rule_per_question_type(question, rule) -> None:
     assert judge_rule(question) == rule
     user = judge_messages(question, "Porto")[1]["content"]
-    assert JUDGE_RULES[rule] in user and "Reply to grade: Porto" in user
+    assert JUDGE_RULES[rule] in user and "Reply to grade: <reply>Porto</reply>" in user
 
 
 def test_judge_rules_say_what_longmemeval_tolerates() -> None:
@@ -93,7 +147,7 @@ def test_judge_rules_say_what_longmemeval_tolerates() -> None:
     assert "updated" in JUDGE_RULES["knowledge-update"]
     assert "rubric" in JUDGE_RULES["single-session-preference"].lower()
     assert "cannot be answered" in JUDGE_RULES["abstention"]
-    assert "Rubric: Porto" in judge_messages(_q(qtype="single-session-preference"), "x")[1]["content"]
+    assert "Rubric: <gold_answer>Porto</gold_answer>" in judge_messages(_q(qtype="single-session-preference"), "x")[1]["content"]
 
 
 def test_verdicts_parse_and_malformed_ones_say_why() -> None:
