@@ -186,7 +186,8 @@ def test_only_a_whole_abstention_skips_the_judge_and_an_empty_reply_is_a_reader_
     answers = _eval(_config(tmp_path, model_server, cross_encoder, cache=False), tmp_path / "run")
     judge_calls = sum("response_format" in body for _, body in model_server.requests)
     assert answers.abstained.sum() == (len(answers) if outcome == "abstained" else 0)
-    assert (judge_calls > 0) == (outcome == "judge") and (answers.judge_reason == "judged").all() == (outcome == "judge")
+    assert (judge_calls > 0) == (outcome == "judge")
+    assert (answers.judge_reason == "judged").all() == (outcome == "judge")
     scores = pd.read_parquet(tmp_path / "run" / "scores.parquet").set_index(["system", "metric"]).value
     if outcome == "error":
         assert answers.error.str.startswith("reader (empty): ").all() and answers.verdict.isna().all()

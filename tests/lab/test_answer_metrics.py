@@ -60,7 +60,8 @@ def test_token_f1(prediction, gold, expected) -> None:
                                    "I don't know what breed your dog is.", "There is no mention of a breed.",
                                    "Based on the excerpts, there is no information about your dog's breed.",
                                    "The excerpts do not mention the breed of your dog.", "No, I don't know",
-                                   "<think>The excerpts only talk about walks.</think>I don't know", *ABSTENTION_MARKERS])
+                                   "<think>The excerpts only talk about walks.</think>I don't know",
+                                   *ABSTENTION_MARKERS])
 def test_a_reply_that_only_declines_is_an_abstention(reply) -> None:
     assert is_abstention(reply, question="What breed is my dog?", gold="a beagle")
 
@@ -122,7 +123,8 @@ def test_reader_prompt_holds_question_date_context_and_the_abstention_phrase() -
     body = user["content"]
     assert "[1] 2023-05-08 13:56 (Mon) Ana: My sister is moving to Porto." in body
     assert "[2] date unknown Nice! Congrats" in body
-    assert "asked on 2023-08-10 (Thu)" in body and "Question: <question>Where is Ana's sister moving?</question>" in body
+    assert "asked on 2023-08-10 (Thu)" in body
+    assert "Question: <question>Where is Ana's sister moving?</question>" in body
     assert "<memory_excerpts>\n[1] " in body and "Congrats\n</memory_excerpts>" in body
     assert "(no excerpts)" in reader_messages(_q(asked_at=None), [])[1]["content"]
 
@@ -147,7 +149,8 @@ def test_judge_rules_say_what_longmemeval_tolerates() -> None:
     assert "updated" in JUDGE_RULES["knowledge-update"]
     assert "rubric" in JUDGE_RULES["single-session-preference"].lower()
     assert "cannot be answered" in JUDGE_RULES["abstention"]
-    assert "Rubric: <gold_answer>Porto</gold_answer>" in judge_messages(_q(qtype="single-session-preference"), "x")[1]["content"]
+    rubric = judge_messages(_q(qtype="single-session-preference"), "x")[1]["content"]
+    assert "Rubric: <gold_answer>Porto</gold_answer>" in rubric
 
 
 def test_verdicts_parse_and_malformed_ones_say_why() -> None:

@@ -1,17 +1,18 @@
-"""The answer sweep: does what a system retrieves let a model answer the question? For each question and chosen
-system, a reader model answers from the system's top-k saved hits (each memory with its date and speaker), then
-a judge model grades the reply by LongMemEval's per-type rules (memlab.lab.answering); token F1 against the gold
-answer (memlab.lab.answer_metrics) is measured beside it, without a model.
+"""The answer sweep: does what a system retrieves let a model answer the question? For each question and chosen system,
+a reader model answers from the system's top-k saved hits (each memory with its date and speaker), then a judge model
+grades the reply by LongMemEval's per-type rules (memlab.lab.answering); token F1 against the gold answer
+(memlab.lab.answer_metrics) is measured beside it, without a model.
 
 Options: `reader` (a name under the config's `models:`, required), `judge` (default: the reader), `systems` (the
-systems whose hits are read; default: the configured ones), `k` (5: how many hits the reader sees, at most the
-run's k). A reply that is an abstention as a whole ("I don't know", nothing else) is right on a question nothing
-in memory answers and wrong on an answerable one, without a judge call; a reply that says anything more (a name
-beside "the breed is not mentioned") goes to the judge, whose rule for a no-answer question makes any attempt at a
-concrete answer wrong. An empty reply (or one the token limit cut before any text) is a reader error, not an
-abstention. An answerable question without a gold answer text is skipped (counted in the report). A model that fails (unreachable, timeout, HTTP error, malformed reply) fails
-that question only: its error is recorded in the `answers` table and counted, never ending the run. The models'
-disk cache makes a second run of the same config send no request at all."""
+systems whose hits are read; default: the configured ones), `k` (5: how many hits the reader sees, at most the run's
+k). A reply that is an abstention as a whole ("I don't know", nothing else) is right on a question nothing in memory
+answers and wrong on an answerable one, without a judge call; a reply that says anything more (a name beside "the
+breed is not mentioned") goes to the judge, whose rule for a no-answer question makes any attempt at a concrete
+answer wrong. An empty reply (or one the token limit cut before any text) is a reader error, not an abstention. An
+answerable question without a gold answer text is skipped (counted in the report). A model that fails (unreachable,
+timeout, HTTP error, malformed reply) fails that question only: its error is recorded in the `answers` table and
+counted, never ending the run. The models' disk cache makes a second run of the same config send no request at all
+(but for empty replies, kept out of the cache: a rerun asks again)."""
 
 from __future__ import annotations
 
