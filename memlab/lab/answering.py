@@ -55,7 +55,7 @@ class ContextItem:
         """One line: the date, the speaker, the text (quoted: it cannot close the excerpts' fence or start a line
         of its own)."""
         when = f"{self.timestamp:%Y-%m-%d %H:%M (%a)}" if self.timestamp is not None else "date unknown"
-        who = f"{quote(self.author, READER_LABELS, one_line=True)}: " if self.author else ""
+        who = f"{quote(f'{self.author}:', READER_LABELS, one_line=True)} " if self.author else ""
         return f"{when} {who}{quote(self.text, READER_LABELS, one_line=True)}"
 
 

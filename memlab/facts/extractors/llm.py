@@ -137,8 +137,7 @@ class LlmExtractor:
     def chat_request(
         self, events: Sequence[Event], registry: PredicateRegistry, current_keys: Sequence[tuple[str, str]]
     ) -> ChatRequest:
-        transcript = "\n".join(["", *(f"[{_inline(e.id)}] {_inline(e.author)}: {quote(e.text, LABELS, one_line=True)}"
-                                      for e in events), ""])  # fmt: skip
+        transcript = "\n".join(["", *(_turn_line(e) for e in events), ""])
         keys = "\n".join(f"- {_inline(s)} {_inline(p)}" for s, p in current_keys)
         known = wrap("known_keys", f"\n{keys}\n") if keys else "(none yet)"
         messages = [{"role": "system", "content": SYSTEM_PROMPT.format(registry=registry.describe(), keys=known)},
@@ -191,6 +190,11 @@ class LlmExtractor:
 def _inline(text: str | None) -> str:
     """An id, author or key on its line of the prompt: quoted, on one line, no bracket that could end `[id]`."""
     return quote(text, LABELS, one_line=True).replace("[", "(").replace("]", ")")
+
+
+def _turn_line(event: Event) -> str:
+    """`[id] author: text`, each part quoted: one line of the fenced transcript."""
+    return f"[{_inline(event.id)}] {_inline(f'{event.author}:')} {quote(event.text, LABELS, one_line=True)}"
 
 
 def original_quote(quote_text: str, events: Sequence[Event]) -> str:

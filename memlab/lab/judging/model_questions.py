@@ -62,7 +62,7 @@ def _inline(text: str | None) -> str:
 def chat_request(session: Session, turn: Event, *, json_schema: bool = True) -> ChatRequest:
     """The conversation in its fence, one line per turn with text (`[id] author: text`, the chosen turn marked
     `(CHOSEN)`), then the chosen turn's id in a fence of its own."""
-    lines = [f"[{_inline(e.id)}] {_inline(e.author)}{' (CHOSEN)' if e.id == turn.id else ''}: "
+    lines = [f"[{_inline(e.id)}] {_inline(e.author) + ' (CHOSEN):' if e.id == turn.id else _inline(f'{e.author}:')} "
              f"{quote(e.text, LABELS, one_line=True)}" for e in session.events if e.text and e.text.strip()]
     conversation = "\n".join(["", *lines, ""])
     content = f"{wrap('conversation', conversation)}\n\nCHOSEN turn: {fence('chosen_id', _inline(turn.id))}"
