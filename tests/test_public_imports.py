@@ -44,6 +44,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     "abstention detection",
     ("tests/lab/test_answer_metrics.py", "memlab.lab.answering"): "unit test of the reader and judge prompts and "
     "the judge's verdict parsing",
+    ("tests/lab/test_prompt_fences.py", "memlab.lab.probes.prompt_fences"): "runs the prompt_fences reliability "
+    "family (registered by the lead) and reads its builders and grading cases",
+    ("tests/lab/test_prompt_fences.py", "memlab.models.fence"): "unit test of the prompts' fence and escaping helper",
     ("tests/lab/test_label_validation.py", "memlab.lab.label_validation"): "unit test of the labels sweep's pure "
     "analysis (capture, tau, leave-one-out) on hand-made run frames",
     ("tests/lab/test_label_validation.py", "memlab.lab.dataset"): "builds the hand-made questions the analysis reads",
