@@ -1,5 +1,6 @@
-"""Scoring a reader's short answer without a model: token F1 against the gold answer, and whether the reply is an
-abstention ("I don't know").
+"""Scoring a reader's short answer without a model: token F1 against the gold answer, whether the reply is an
+abstention as a whole ("I don't know", and nothing else: anything more is for the judge), and whether it is empty
+(a reader error).
 
 Token F1 follows the LoCoMo / SQuAD recipe: lower-case, drop punctuation and the articles a/an/the, split on
 whitespace, then precision and recall over the multiset of tokens (a token counts as often as both sides hold
@@ -43,7 +44,7 @@ _CORES: tuple[tuple[re.Pattern[str], bool], ...] = tuple((re.compile(p), subject
     (r"^(?:unknown|unclear|unspecified|unmentioned|unanswerable|not known)\b", False),
     (rf"\b{_CANT}\s+(?:really\s+)?(?:know|tell|say|recall|remember|answer|determine|find|see|be sure|confirm|"
      r"infer|work out)\b", False),
-    (r"\b(?:not|un)\s?(?:sure|certain)\b", False),
+    (r"\b(?:not|un)\s?(?:sure|certain)\b|\bidk\b", False),
     (rf"\b(?:cannot|can't|can not|could not|couldn't)\s+be\s+{_PARTICIPLE}\b", True),
     (rf"\b{_CANT}\s+{_SOURCE_VERB}\b", False),
     (r"\b(?:no|not any|not enough|insufficient|not sufficient|nothing)\s+(?:relevant\s+|specific\s+)?"
