@@ -212,7 +212,7 @@ def reading_note(names: list[str]) -> str:
         if found is None:
             continue
         way = f" ({found.better} is better)" if found.better else ""
-        out.append(f"`{name}`: {found.description}{way}")
+        out.append(f"`{name}`{way}: {found.description}")
     return "; ".join(out) + "." if out else ""
 
 
