@@ -230,6 +230,7 @@ def gating(key: str, rules: list[Rule] | None = None) -> Gating:
 
 
 GATE_COLUMNS = ["metric", "better", "baseline", "run", "change", "tolerance", "verdict"]
+UNGATED = "ungated (no metric definition)"  # the verdict of a key listed, never compared
 
 
 def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule] | None = None) -> pd.DataFrame:
@@ -264,9 +265,6 @@ def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule]
         verdict = "regression" if worse > allowed + 1e-12 else ("improvement" if worse < -allowed - 1e-12 else "ok")
         rows.append({**row, "change": change, "verdict": verdict})
     return pd.DataFrame(rows, columns=GATE_COLUMNS)
-
-
-UNGATED = "ungated (no metric definition)"
 
 
 def ungated(table: pd.DataFrame) -> pd.DataFrame:
