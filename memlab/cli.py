@@ -239,17 +239,19 @@ def report_command(
         outputs.claim_file(folder / "gate.md", outputs.is_gate_file, flag="--run", what="gate report")
     table = lab.gate_table(baseline, run, lab.load_rules(tolerances) if tolerances else lab.load_rules())
     bad = lab.regressions(table)
-    changed = table[table.verdict != "ok"]
+    checked, unknown = lab.gated(table), lab.ungated(table)
+    changed = checked[checked.verdict != "ok"]
     console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))
-    (folder / "gate.md").write_text(
-        "# Against the baseline\n\n"
-        + (lab.markdown_table(changed) if len(changed) else "No change beyond tolerance.")
-        + "\n"
-    )
+    if len(unknown):
+        console.print(_summary_table(unknown[["metric", "baseline", "run"]], "ungated: no metric definition"))
+        console.print(f"[yellow]{len(unknown)} metric(s) ungated[/]: no metric definition says which way they are "
+                      "better, so they were not compared (add them to memlab/lab/metric_definitions.py)",
+                      soft_wrap=True, highlight=False)  # fmt: skip
+    (folder / "gate.md").write_text(lab.gate_markdown(table))
     if len(bad):
         console.print(f"[red]{len(bad)} regression(s)[/] against {baseline}")
         raise typer.Exit(1)
-    console.print(f"[green]no regression[/] against {baseline} ({len(table)} metrics checked)")
+    console.print(f"[green]no regression[/] against {baseline} ({len(checked)} metrics checked)")
 
 
 def _compare(run: Path, against: Path, systems: list[str], path: Path) -> None:

@@ -16,7 +16,9 @@ from memlab.lab.answerability import question_table as answerability_table
 from memlab.lab.beir import load_beir
 from memlab.lab.compare import Comparison, compare_runs, config_differences, write_comparison
 from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
-from memlab.lab.cutoff_analysis import cutoff_grid, drift, labelled_distances, recommend
+from memlab.lab.cutoff_advice import CutoffAdvice, recommend
+from memlab.lab.cutoff_advice import advise as advise_cutoff
+from memlab.lab.cutoff_analysis import cutoff_grid, drift, labelled_distances
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.dataset_checks import author_note, dataset_warnings, load_summary
 from memlab.lab.experiment import (
@@ -39,13 +41,17 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.gate import (
     check_same_experiment,
     compare,
+    gate_markdown,
     gate_table,
+    gated,
+    gating,
     judge,
     load_metrics,
     load_questions,
     load_rules,
     metrics_experiment,
     regressions,
+    ungated,
     write_baseline,
 )
 from memlab.lab.identity import is_relevant
@@ -85,6 +91,9 @@ from memlab.lab.locomo import load_locomo
 from memlab.lab.locomo import parse_evidence as locomo_evidence
 from memlab.lab.locomo import parse_session_date as locomo_date
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
+from memlab.lab.metric_definitions import DEFINITIONS as METRIC_DEFINITIONS
+from memlab.lab.metric_definitions import MetricDefinition
+from memlab.lab.metric_definitions import definition_of as metric_definition
 from memlab.lab.notebooks import render_notebooks
 from memlab.lab.progress import RunProgress
 from memlab.lab.queries import (
@@ -120,6 +129,7 @@ from memlab.lab.viewer import question_hits, viewer_systems, write_html
 __all__ = [
     "FORMATS",
     "LOCOMO_CATEGORIES",
+    "METRIC_DEFINITIONS",
     "RELIABILITY_FAMILIES",
     "RELIABILITY_SIZES",
     "RUN_COLUMNS",
@@ -127,6 +137,7 @@ __all__ = [
     "Alert",
     "AlertResult",
     "Comparison",
+    "CutoffAdvice",
     "CutoffSystem",
     "Dataset",
     "Env",
@@ -139,6 +150,7 @@ __all__ = [
     "IndexHealth",
     "JudgeWidget",
     "Judgment",
+    "MetricDefinition",
     "Pool",
     "ProbeResult",
     "Query",
@@ -153,6 +165,7 @@ __all__ = [
     "Sweep",
     "System",
     "UserHistory",
+    "advise_cutoff",
     "answerability_calibration",
     "answerability_table",
     "assessor_agreement",
@@ -177,7 +190,10 @@ __all__ = [
     "fit_answerability",
     "flat_metrics",
     "format_cell",
+    "gate_markdown",
     "gate_table",
+    "gated",
+    "gating",
     "generate_synth",
     "headline",
     "health_markdown",
@@ -216,6 +232,7 @@ __all__ = [
     "long_scores",
     "longmemeval_type",
     "markdown_table",
+    "metric_definition",
     "metric_key",
     "metrics_experiment",
     "model_judgments",
@@ -257,6 +274,7 @@ __all__ = [
     "summarize_facts",
     "summarize_longmemeval",
     "template_questions",
+    "ungated",
     "viewer_systems",
     "write_baseline",
     "write_comparison",

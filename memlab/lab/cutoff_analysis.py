@@ -1,18 +1,16 @@
-"""Distance cut-offs analysed: how far relevant and non-relevant hits lie, what each `max_distance` keeps, and a
-recommended threshold with the rule that picked it, plus drift of hit distances between two runs (two-sample
-Kolmogorov-Smirnov). Pure functions of saved runs: the cut-off sweep, the headline's advice and the answerability
-gate all build on them, so they live outside the sweeps package."""
+"""Distance cut-offs analysed: how far relevant and non-relevant hits lie, what each `max_distance` keeps, and drift
+of hit distances between two runs (two-sample Kolmogorov-Smirnov). Pure functions of saved runs: the cut-off advice
+(memlab.lab.cutoff_advice, the one rule that recommends a cut-off), the cut-off sweep and the answerability gate
+all build on them, so they live outside the sweeps package."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
-from sklearn.metrics import precision_recall_curve, roc_auc_score
 
 from memlab.lab.dataset import Question
 from memlab.lab.identity import relevant_hits
@@ -63,45 +61,6 @@ def cutoff_grid(
     return out
 
 
-@dataclass(frozen=True)
-class Recommendation:
-    system: str
-    max_distance: float
-    rule: str
-    recall: float
-    false_memory_rate: float
-    best_f1_distance: float
-    roc_auc: float
-
-
-def recommend(
-    grid: pd.DataFrame, distances: pd.DataFrame, *, target: float = FALSE_MEMORY_TARGET
-) -> list[Recommendation]:
-    """Per system: the largest-recall cut-off whose false-memory rate on no-answer questions stays at or
-    under `target`; without no-answer questions, the best-F1 threshold of the hit-level PR curve."""
-    out = []
-    for system, g in grid.groupby("system", sort=False):
-        d = distances[distances.system == system]
-        best_f1, auc = float("nan"), float("nan")
-        if d.relevant.nunique() == 2:
-            precision, recall, thresholds = precision_recall_curve(d.relevant, -d.distance)
-            f1 = 2 * precision * recall / np.clip(precision + recall, 1e-12, None)
-            best_f1 = float(-thresholds[int(np.argmax(f1[:-1]))])
-            auc = float(roc_auc_score(d.relevant, -d.distance))
-        ok = g[g.false_memory_rate.fillna(1.0) <= target]
-        if g.correct_empty_rate.notna().any() and len(ok):
-            pick = ok.sort_values(["recall", "max_distance"], ascending=[False, True]).iloc[0]
-            rule = f"largest recall with false-memory rate <= {target:.0%} on no-answer questions"
-            cutoff = float(pick.max_distance)
-        else:
-            cutoff = best_f1
-            rule = "best F1 of the hit-level precision-recall curve"
-            pick = g.iloc[(g.max_distance - cutoff).abs().argsort().iloc[0]]
-        out.append(Recommendation(system, round(cutoff, 3), rule, float(pick.recall),
-                                  float(pick.false_memory_rate), round(best_f1, 3), round(auc, 3)))  # fmt: skip
-    return out
-
-
 def drift(previous: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
     """KS test per system between two runs' hit distances (relevant and all hits)."""
     rows = []
@@ -116,5 +75,5 @@ def drift(previous: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["DEFAULT_GRID", "FALSE_MEMORY_TARGET", "Recommendation", "cutoff_grid", "drift", "kept_hits",
-           "labelled_distances", "per_cutoff", "recommend"]
+__all__ = ["DEFAULT_GRID", "FALSE_MEMORY_TARGET", "cutoff_grid", "drift", "kept_hits", "labelled_distances",
+           "per_cutoff"]

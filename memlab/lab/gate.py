@@ -1,5 +1,7 @@
-"""The regression gate: a run's metrics.json against the committed baseline, with tolerances kept in a
-checked-in file. A metric that got worse by more than its tolerance, or disappeared, is a regression."""
+"""The regression gate: a run's metrics.json against the committed baseline. Which way each metric is better
+comes from its definition (memlab.lab.metric_definitions); how far it may move comes from the definition's
+default or a rule of the checked-in tolerances file (noise allowances per key pattern). A metric that got worse
+by more than its tolerance, or disappeared, is a regression; a key no definition covers is listed as ungated."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.config import suite_names
+from memlab.lab.metric_definitions import HIGHER, MetricDefinition, current_key, definition_of, ungated_system
 from memlab.lab.outputs import claim_file, is_baseline_file
+from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences, split_key
 from memlab.lab.yaml_bounds import load_yaml_file
 
@@ -22,25 +26,54 @@ DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.yaml")
 
 @dataclass(frozen=True)
 class Rule:
+    """A noise allowance for the keys matching `match`: the change in a metric's bad direction allowed before it
+    is a regression (`abs`, or `rel` times the baseline value, whichever is larger), or `gate: false` to leave
+    those keys out (`why` says why). Which direction is bad comes from the metric's definition, never from here."""
+
     match: str
-    direction: str  # higher | lower | ignore
-    abs: float = 0.0
+    abs: float | None = None
+    rel: float | None = None
+    gate: bool = True
+    why: str = ""
+
+
+RULE_KEYS = {"match", "abs", "rel", "gate", "why"}
 
 
 def load_rules(path: str | Path = DEFAULT_TOLERANCES) -> list[Rule]:
+    """The tolerance rules of a tolerances file (memlab's own by default), checked: a rule that names a
+    direction is refused, since directions come from the metric definitions (memlab.lab.metric_definitions)."""
     data = load_yaml_file(path)  # bounded like a config: a tolerances file is the user's too
     if not isinstance(data, dict | None):
         raise ConfigError(f"{path}: a tolerances file is a mapping with `rules:`")
+    raw_rules = (data or {}).get("rules") or []
+    if not isinstance(raw_rules, list):
+        raise ConfigError(f"{path}: `rules:` must be a list of {{match: <glob>, abs: <number>}} entries")
     rules = []
-    for i, raw in enumerate((data or {}).get("rules") or []):
-        if not isinstance(raw, dict) or raw.get("direction") not in ("higher", "lower", "ignore"):
-            raise ConfigError(f"{path}: rules[{i}].direction must be higher, lower or ignore")
+    for i, raw in enumerate(raw_rules):
+        where = f"{path}: rules[{i}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("match"), str):
+            raise ConfigError(f"{where} needs `match` (a glob over dataset/system/metric keys)")
+        if "direction" in raw:
+            raise ConfigError(f"{where} ({raw['match']!r}) sets `direction`, which the gate no longer reads: which "
+                              "way a metric is better comes from its definition (memlab/lab/metric_definitions.py). "
+                              "Keep `match` with `abs` (or `rel`) for a noise allowance, or `gate: false` to leave "
+                              "the keys out.")  # fmt: skip
+        unknown = sorted(set(raw) - RULE_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {unknown}; a rule takes {sorted(RULE_KEYS)}")
         try:
-            rules.append(Rule(str(raw["match"]), raw["direction"], float(raw.get("abs", 0.0))))
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"{path}: rules[{i}] needs `match` (a glob) and a numeric `abs`") from None
-    if not rules:
-        raise ConfigError(f"{path}: no rules")
+            tol = {k: None if raw.get(k) is None else float(raw[k]) for k in ("abs", "rel")}
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: `abs` and `rel` must be numbers") from None
+        if any(v is not None and not (v >= 0 and math.isfinite(v)) for v in tol.values()):
+            raise ConfigError(f"{where}: `abs` and `rel` must be finite and at least 0")
+        gate = raw.get("gate", True)
+        if not isinstance(gate, bool):
+            raise ConfigError(f"{where}: `gate` must be true or false")
+        if gate and tol["abs"] is None and tol["rel"] is None:
+            raise ConfigError(f"{where} sets no tolerance: give `abs` (or `rel`), or `gate: false`")
+        rules.append(Rule(raw["match"], tol["abs"], tol["rel"], gate, str(raw.get("why") or "")))
     return rules
 
 
@@ -157,34 +190,106 @@ def write_baseline(run: str | Path, out: str | Path) -> dict[str, float]:
     return metrics
 
 
-def rule_for(key: str, rules: list[Rule]) -> Rule:
-    return next(r for r in rules if fnmatch.fnmatchcase(key, r.match))
+@dataclass(frozen=True)
+class Gating:
+    """How the gate treats one key: `better` and the allowed change from the metric's definition (and the
+    tolerance rules), or why it is not gated. `definition` None: no definition covers it (reported ungated)."""
+
+    key: str
+    definition: MetricDefinition | None
+    gated: bool
+    better: str | None = None
+    abs: float = 0.0
+    rel: float = 0.0
+    why: str = ""
+
+    def allowed(self, base: float) -> float:
+        """The change in the bad direction allowed from `base`."""
+        return max(self.abs, self.rel * abs(base)) if math.isfinite(base) else self.abs
 
 
-def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule]) -> pd.DataFrame:
-    """One row per gated metric: baseline, run, change, allowed change and verdict."""
+def gating(key: str, rules: list[Rule] | None = None) -> Gating:
+    """Whether and how the gate compares `key`: its direction only from its metric definition; its allowance from
+    the first tolerance rule whose glob matches, each of `abs` and `rel` the rule leaves unset from the
+    definition's default."""
+    definition = definition_of(key)
+    off = ungated_system(key)
+    if off is not None:
+        return Gating(key, definition, False, why=off)
+    if definition is None:
+        return Gating(key, None, False, why="no metric definition covers it, so the gate cannot tell which way is "
+                                            "better (add it to memlab/lab/metric_definitions.py)")  # fmt: skip
+    if not definition.gated:
+        return Gating(key, definition, False, definition.better, why=definition.not_gated)
+    rule = next((r for r in rules or () if fnmatch.fnmatchcase(key, r.match)), None)
+    if rule is not None and not rule.gate:
+        return Gating(key, definition, False, definition.better, why=rule.why or f"tolerances: {rule.match}")
+    absolute = rule.abs if rule is not None and rule.abs is not None else definition.tolerance or 0.0
+    relative = rule.rel if rule is not None and rule.rel is not None else definition.relative
+    return Gating(key, definition, True, definition.better, absolute, relative)
+
+
+GATE_COLUMNS = ["metric", "better", "baseline", "run", "change", "tolerance", "verdict"]
+UNGATED = "ungated (no metric definition)"  # the verdict of a key listed, never compared
+
+
+def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule] | None = None) -> pd.DataFrame:
+    """One row per gated metric: which way is better, baseline, run, change, allowed change and verdict; and one
+    row per key no metric definition covers, verdict `ungated` (listed, never compared). Keys whose definition
+    says they are not gated (settings, timings, counts) are left out."""
+    rules = load_rules() if rules is None else rules
+    baseline = {current_key(k): v for k, v in baseline.items()}
+    run = {current_key(k): v for k, v in run.items()}
     rows = []
     for key in sorted(set(baseline) | set(run)):
-        rule = rule_for(key, rules)
-        if rule.direction == "ignore":
+        how = gating(key, rules)
+        base, now = baseline.get(key, math.nan), run.get(key, math.nan)
+        row = {"metric": key, "better": how.better or "", "baseline": base, "run": now, "change": math.nan,
+               "tolerance": math.nan}  # fmt: skip
+        if not how.gated:
+            if how.definition is None and ungated_system(key) is None:
+                rows.append({**row, "verdict": UNGATED})
             continue
-        base, now = baseline.get(key), run.get(key)
-        if base is None:
-            rows.append({"metric": key, "baseline": math.nan, "run": now, "change": math.nan,
-                         "tolerance": rule.abs, "verdict": "new"})  # fmt: skip
+        allowed = how.allowed(base)
+        row["tolerance"] = allowed
+        if key not in baseline or (math.isnan(base) and not math.isnan(now)):
+            rows.append({**row, "verdict": "new"})
             continue
-        if now is None or (math.isnan(now) and not math.isnan(base)):
-            rows.append({"metric": key, "baseline": base, "run": now, "change": math.nan,
-                         "tolerance": rule.abs, "verdict": "regression (missing)"})  # fmt: skip
+        if key not in run or (math.isnan(now) and not math.isnan(base)):
+            rows.append({**row, "verdict": "regression (missing)"})
             continue
         if math.isnan(base) and math.isnan(now):
             continue
         change = now - base
-        worse = -change if rule.direction == "higher" else change
-        verdict = "regression" if worse > rule.abs + 1e-12 else ("improvement" if worse < -rule.abs else "ok")
-        rows.append({"metric": key, "baseline": base, "run": now, "change": change, "tolerance": rule.abs,
-                     "verdict": verdict})  # fmt: skip
-    return pd.DataFrame(rows, columns=["metric", "baseline", "run", "change", "tolerance", "verdict"])
+        worse = -change if how.better == HIGHER else change
+        verdict = "regression" if worse > allowed + 1e-12 else ("improvement" if worse < -allowed - 1e-12 else "ok")
+        rows.append({**row, "change": change, "verdict": verdict})
+    return pd.DataFrame(rows, columns=GATE_COLUMNS)
+
+
+def ungated(table: pd.DataFrame) -> pd.DataFrame:
+    """The keys the gate listed without comparing: no metric definition says which way is better."""
+    return table[table.verdict == UNGATED]
+
+
+def gated(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows the gate compared."""
+    return table[table.verdict != UNGATED]
+
+
+def gate_markdown(table: pd.DataFrame) -> str:
+    """gate.md: the changes beyond tolerance, then the keys listed ungated (no metric definition)."""
+    checked, unknown = gated(table), ungated(table)
+    changed = checked[checked.verdict != "ok"]
+    parts = ["# Against the baseline", "",
+             markdown_table(changed) if len(changed) else "No change beyond tolerance.", "",
+             f"{len(checked)} gated metrics checked; which way each is better comes from its metric definition."]
+    if len(unknown):
+        parts += ["", f"## Ungated ({len(unknown)})", "",
+                  "No metric definition covers these keys, so the gate cannot tell which way is better and did not "
+                  "compare them; add them to memlab/lab/metric_definitions.py.", "",
+                  markdown_table(unknown[["metric", "baseline", "run"]])]  # fmt: skip
+    return "\n".join(parts) + "\n"
 
 
 def regressions(table: pd.DataFrame) -> pd.DataFrame:
@@ -225,6 +330,6 @@ def gate_table(
     run's per-question scores when the caller holds them."""
     run_metrics = load_metrics(run)
     check_same_experiment(baseline, run)
-    table = compare(load_metrics(baseline, what="baseline"), run_metrics, rules or load_rules())
+    table = compare(load_metrics(baseline, what="baseline"), run_metrics, load_rules() if rules is None else rules)
     questions = run_questions if run_questions is not None else load_questions(run)
     return judge(table, load_questions(baseline, baseline=True), questions)

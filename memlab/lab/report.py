@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from memlab.lab.cutoff_advice import CutoffAdvice, advise, cutoff_options
+from memlab.lab.cutoff_advice import CutoffAdvice, cutoff_options, folder_advice
 from memlab.lab.cutoff_advice import sentence as cutoff_sentence
-from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.dataset_checks import warning_lines
 from memlab.lab.folder import RunFolder
-from memlab.lab.gate import gate_table, metrics_experiment
+from memlab.lab.gate import gate_table, gated, metrics_experiment, ungated
 from memlab.lab.judging.origins import headline_note
 from memlab.lab.judging.report_lines import pool_lines
+from memlab.lab.metric_definitions import reading_note
 from memlab.lab.probe_section import probe_section
 from memlab.lab.redacted import write_text
 from memlab.lab.scoring import metric_key
@@ -25,15 +25,12 @@ from memlab.lab.uncertainty import MIN_QUESTIONS, intervals, paired_differences,
 from memlab.lab.viewer import write_html
 
 COLUMN_NOTES = (
-    "`recall@k`, `precision@k`, `mrr@k`, `ndcg@k`, `hit@k`: against the labelled event ids (ir-measures); "
-    "`session_recall@k`: share of the answer sessions a hit comes from (where the data set labels sessions). "
-    "`recall_vs_exact`: share of FAISS exact's "
-    "top k that the configuration also returned (a short result counts as misses). `context_chars`: characters "
-    "handed to the model per question. `correct_empty_rate`: no-answer questions that got no hit (needs a "
-    "cut-off). Latencies are per search in ms on a noisy 2-core machine: compare them as ratios. 95% CIs are "
-    "percentile bootstraps over questions; differences are paired sign-flip tests on the same questions. "
-    "`rerank_seconds`: a re-ranked system's model seconds per question (`rerank_errors`: questions whose "
-    "re-ranking failed and kept the embedding order).\n\n"
+    reading_note(["recall", "precision", "mrr", "ndcg", "hit", "session_recall", "recall_vs_exact", "empty_rate",
+                  "correct_empty_rate", "context_chars", "rerank_seconds", "rerank_errors"])
+    + " The `@k` metrics are cut at k; labels are event ids (ir-measures). Latencies are per search in ms on a "
+    "noisy 2-core machine: compare them as ratios. 95% CIs are percentile bootstraps over questions; differences "
+    "are paired sign-flip tests on the same questions. Which way each metric is better is what the baseline gate "
+    "reads too (memlab/lab/metric_definitions.py).\n\n"
     "System names: `event` stores one unit per kept event, `session` one per session, `chunk4o1` windows of 4 "
     "kept events overlapping by 1; `pg-exact`, `planner`, `auto` name the search strategy; `hnsw-ef40-relaxed` is "
     "HNSW with ef_search 40 and relaxed-order iterative scans (`-off`: none); `faiss-exact-*` is the exact "
@@ -150,7 +147,7 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
             text += (f" **Too few questions to judge**: {int(r.questions)} answerable questions (under "
                      f"{MIN_QUESTIONS}) make an interval or a paired test unreliable; read these figures as "
                      "examples, not measurements.")  # fmt: skip
-        advice = _cutoff_advice(folder, dataset, best.system, k)
+        advice = _cutoff_advice(folder, dataset, best.system)
         if advice is not None:
             text += " " + cutoff_sentence(advice, k)
         lines.append(text)
@@ -167,17 +164,11 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
     return ["## Headline", "", *lines, ""] if lines else []
 
 
-def _cutoff_advice(folder, dataset: str, system: str, k: int) -> CutoffAdvice | None:
-    """The cut-off advice for `system` from its saved run, when the run's config applies the cut-off sweep to the
-    data set (computed once per folder)."""
+def _cutoff_advice(folder, dataset: str, system: str) -> CutoffAdvice | None:
+    """The cut-off advice for `system` (memlab.lab.cutoff_advice, the rule the cut-off sweep stores too), when the
+    run's config applies the cut-off sweep to the data set."""
     options = cutoff_options(folder.manifest, dataset)
-    runs = folder.runs(dataset)
-    if options is None or system not in runs:
-        return None
-    kwargs = {"target": float(options.get("target", FALSE_MEMORY_TARGET)),
-              "grid": tuple(float(d) for d in options.get("grid", DEFAULT_GRID))}  # fmt: skip
-    return folder.memo("cutoff_advice", (dataset, system, k), lambda: advise(
-        runs[system].frame, folder.questions(dataset), k=k, system=system, **kwargs))
+    return None if options is None else folder_advice(folder, dataset, system, options)
 
 
 def _gate_table(folder, baseline: Path | None) -> pd.DataFrame | None:
@@ -272,11 +263,15 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
         changed = gate[gate.verdict.str.startswith(("regression", "improvement", "within noise"))]
         new = int((gate.verdict == "new").sum())
         noise = int((gate.verdict == "within noise").sum())
+        unknown = ungated(gate)
         parts += ["## Against the committed baseline", "",
-                  f"{len(gate)} gated metrics checked against `{baseline}`: {len(changed) - noise} moved beyond "
-                  f"tolerance, {noise} more dropped beyond tolerance but not significantly (paired test on the "
-                  f"questions, Holm-corrected; `p_adjusted`), {new} are new (not in the baseline).", "",
+                  f"{len(gated(gate))} gated metrics checked against `{baseline}`: {len(changed) - noise} moved "
+                  f"beyond tolerance, {noise} more dropped beyond tolerance but not significantly (paired test on "
+                  f"the questions, Holm-corrected; `p_adjusted`), {new} are new (not in the baseline).", "",
                   markdown_table(changed) if len(changed) else "", ""]
+        if len(unknown):
+            parts += [f"Ungated: {len(unknown)} metric(s) no metric definition covers, so the gate cannot tell which "
+                      "way is better and did not compare them: " + ", ".join(f"`{m}`" for m in unknown.metric), ""]
     path = write_text(folder.path / "report.md", "\n".join(parts))  # through the redactor
     if gate is not None:
         html_tables.append(("against the baseline", gate[gate.verdict != "ok"]))

@@ -38,7 +38,7 @@ def rendering_of(system: str) -> str:
 
 def _cutoffs(folder: RunFolder, dataset: str) -> dict[str, float]:
     s = folder.scores
-    rows = s[(s.dataset == dataset) & (s.metric == "recommended_max_distance")]
+    rows = s[(s.dataset == dataset) & (s.metric == "recommended_max_distance") & s.value.notna()]  # NaN: none advised
     return dict(zip(rows.system, rows.value.astype(float), strict=True))
 
 

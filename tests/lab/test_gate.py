@@ -6,8 +6,10 @@ import json
 
 from typer.testing import CliRunner
 
+from memlab import lab
 from memlab.cli import app
 from memlab.lab import compare, load_rules, regressions
+from tests.conftest import ROOT
 
 BASE = {
     "fixtures/auto/recall@10": 0.91,
@@ -65,3 +67,129 @@ def test_cli_gate_fails_on_a_doctored_run_and_passes_on_the_same(tmp_path):
 def test_cli_gate_on_missing_files_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(app, ["report", "--baseline", str(tmp_path / "nope.json"), "--run", str(tmp_path)])
     assert result.exit_code == 2 and "no metrics file" in result.output
+
+
+# -- directions come from metric definitions, on the committed baseline --------------------------------------------
+
+BASELINE = json.loads((ROOT / "reports" / "baseline.json").read_text())
+LOWER_IS_BETTER = {  # keys of the committed baseline whose rise is a loss, each moved well past its tolerance
+    "synth/answerability:gate/false_memory_rate": 0.90,
+    "synth/answerability:gate/brier": 0.35,
+    "synth/answerability:gate/calibration_error": 0.30,
+    "synth/hnsw-ef40-off/empty_rate": 0.50,
+    "synth/answerability:distance-cut/false_memory_rate": 0.60,
+    "lme-oracle/event/empty_rate": 0.40,
+}
+
+
+def _gate(tmp_path, metrics: dict[str, float], *extra: str, baseline: dict | None = None):
+    """`memlab report` of a run holding `metrics` against the committed baseline (or `baseline`), copied without
+    its per-question scores so the tolerances alone decide."""
+    base = tmp_path / "baseline.json"
+    base.write_text(json.dumps(baseline if baseline is not None else BASELINE))
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    result = CliRunner().invoke(app, ["report", "--baseline", str(base), "--run", str(run), *extra])
+    return result, (run / "gate.md").read_text() if (run / "gate.md").exists() else ""
+
+
+def test_lower_is_better_metrics_of_the_baseline_fail_when_they_rise_and_pass_when_they_fall(tmp_path):
+    metrics = BASELINE["metrics"]
+    assert set(LOWER_IS_BETTER) <= set(metrics)
+    worse, gate_md = _gate(tmp_path, {**metrics, **LOWER_IS_BETTER})
+    assert worse.exit_code == 1, worse.output
+    table = gate_md.split("## Ungated")[0]
+    for key in LOWER_IS_BETTER:
+        row = next(line for line in table.splitlines() if line.startswith(f"| {key} |"))
+        assert "| lower |" in row and "| regression |" in row, row
+    better = {key: metrics[key] / 3 for key in LOWER_IS_BETTER}
+    result, gate_md = _gate(tmp_path, {**metrics, **better})
+    assert result.exit_code == 0, result.output
+    assert "| synth/answerability:gate/brier | lower |" in gate_md and "improvement" in gate_md
+
+
+def _moved(how, base: float, sign: int) -> float:
+    """`base` moved well past its allowance, `sign` +1 in the good direction, -1 in the bad one."""
+    step = 2 * how.allowed(base) + 0.05 + 0.1 * abs(base)
+    return base + sign * step * (1 if how.better == "higher" else -1)
+
+
+def test_every_gated_baseline_metric_fails_when_worse_and_passes_when_better_one_at_a_time():
+    metrics = BASELINE["metrics"]
+    rules = load_rules()
+    hows = {key: lab.gating(key, rules) for key in metrics}
+    guessed = sorted(key for key, how in hows.items() if how.definition is None)
+    assert guessed == [], f"baseline keys no metric definition covers: {guessed[:10]}"
+    checked = [key for key, how in hows.items() if how.gated]
+    assert len(checked) > 4000, "the baseline's label metrics, AUCs, rates and fact figures are gated"
+    wrong = []
+    for key in checked:
+        how, base = hows[key], metrics[key]
+        assert how.better in ("higher", "lower") and how.better == how.definition.better
+        for sign, expected in ((-1, "regression"), (1, "improvement")):
+            table = compare({key: base}, {key: _moved(how, base, sign)}, rules)
+            if table.verdict.tolist() != [expected]:
+                wrong.append((key, expected, table.verdict.tolist()))
+    assert wrong == [], wrong[:10]
+    # all at once, through the gate's own table: each gated key is judged on its own
+    worse = compare(metrics, {k: _moved(hows[k], v, -1) if hows[k].gated else v for k, v in metrics.items()}, rules)
+    assert set(worse.verdict) == {"regression"} and len(worse) == len(checked)
+
+
+def test_a_key_no_definition_covers_is_listed_ungated_never_compared(tmp_path):
+    base = {**BASE, "fixtures/auto/mystery_score": 0.5, "fixtures/auto/latency_ms_p50": 3.0}
+    for value in (0.1, 0.9):
+        result, gate_md = _gate(tmp_path, {**base, "fixtures/auto/mystery_score": value}, baseline=base)
+        assert result.exit_code == 0, result.output
+        assert "ungated" in result.output and "fixtures/auto/mystery_score" in result.output
+        ungated_part = gate_md.split("## Ungated (1)", 1)[1]
+        assert "| fixtures/auto/mystery_score |" in ungated_part, gate_md
+        assert "regression" not in gate_md and "improvement" not in gate_md
+    table = compare(base, {**base, "fixtures/auto/mystery_score": 0.1}).set_index("metric")
+    assert table.at["fixtures/auto/mystery_score", "verdict"] == lab.ungated(table).verdict.iloc[0]
+    assert "fixtures/auto/latency_ms_p50" not in table.index, "a timing is defined, and not gated"
+    assert lab.metric_definition("fixtures/auto/mystery_score") is None
+
+
+def test_recommended_settings_are_not_gated_as_quality(tmp_path):
+    metrics = BASELINE["metrics"]
+    settings = ["synth/event/recommended_max_distance", "synth/answerability:gate/threshold",
+                "synth/answerability:distance-cut/max_distance", "synth/chunk4o1/best_f1_distance",
+                "lme-oracle/event@cut-from-synth/max_distance"]  # fmt: skip
+    for sign in (-1, 1):
+        moved = {**metrics, **{key: metrics[key] + sign * 0.3 for key in settings}}
+        result, gate_md = _gate(tmp_path, moved)
+        assert result.exit_code == 0, result.output
+        assert not any(key in gate_md for key in settings), gate_md
+    for key in settings:
+        how = lab.gating(key)
+        assert not how.gated and how.definition is not None and how.why, key
+
+
+def test_a_former_metric_name_is_compared_under_its_current_name():
+    table = compare({"synth/event/distance_roc_auc": 0.80}, {"synth/event/hit_distance_roc_auc": 0.50}, load_rules())
+    assert table.metric.tolist() == ["synth/event/hit_distance_roc_auc"]
+    assert table.verdict.tolist() == ["regression"]
+
+
+def test_a_tolerances_file_that_sets_a_direction_is_refused(tmp_path):
+    rules = tmp_path / "tolerances.yaml"
+    rules.write_text('rules:\n  - {match: "*", direction: higher, abs: 0.02}\n')
+    result, _ = _gate(tmp_path, BASE, "--tolerances", str(rules), baseline=BASE)
+    assert result.exit_code == 2 and "direction" in result.output and "metric_definitions" in result.output
+    rules.write_text('rules:\n  - {match: "*/auto/*", abs: 0.5}\n')
+    result, _ = _gate(tmp_path, {**BASE, "fixtures/auto/recall@10": 0.6}, "--tolerances", str(rules), baseline=BASE)
+    assert result.exit_code == 0, "a tolerance rule widens the allowance, the definition keeps the direction"
+    result, _ = _gate(tmp_path, {**BASE, "fixtures/auto/recall@10": 0.3}, "--tolerances", str(rules), baseline=BASE)
+    assert result.exit_code == 1
+
+
+def test_every_metric_definition_has_a_direction_to_gate_or_a_reason_not_to():
+    for definition in lab.METRIC_DEFINITIONS:
+        if definition.gated:
+            assert definition.better in ("higher", "lower"), definition
+            assert definition.tolerance >= 0 and definition.relative >= 0, definition
+        else:
+            assert definition.not_gated, definition
+        assert definition.description, definition

@@ -183,3 +183,47 @@ def test_ties_are_equal_means_or_the_same_score_on_every_question():
     assert tied(means, "a") == ["a", "b", "c"], "without the per-question table: equal means only"
     assert tied(means, "d", frame, dataset="d", metric="recall@10") == ["d"]
     assert too_few(MIN_QUESTIONS - 1) and not too_few(MIN_QUESTIONS)
+
+
+def _section(folder: Path) -> str:
+    """The cut-off sweep's section of report.md."""
+    text = (folder / "report.md").read_text()
+    return text.split("### cutoff (", 1)[1].split("\n## ", 1)[0]
+
+
+def test_no_reader_advises_a_cutoff_the_headline_refuses(tmp_path):
+    """Distance does not separate the questions (per-question AUC about 0.5), yet a cut at 0.35 keeps false
+    memories under 20% on the grid: the headline, the sweep's stored advice, its section and `lab.recommend` all
+    say none."""
+    folder = _folder(tmp_path, {"pg-exact": overlapping}, answerable=40, no_answer=30, swept=("pg-exact",))
+    line = _headline(folder)
+    assert "Cut-off for `pg-exact`: none recommended" in line, line
+    stored = lab.RunFolder(folder).scores
+    mine = stored[stored.system == "pg-exact"].set_index("metric").value
+    assert np.isnan(mine["recommended_max_distance"]), "the sweep stores no advised distance"
+    assert mine["question_distance_roc_auc"] < 0.7 and "distance_roc_auc" not in mine.index
+    section = _section(folder)
+    assert "| pg-exact | none |" in section, section
+    assert "Cut-off for `pg-exact`: none recommended" in section, "the section gives the headline's reason"
+    assert not re.search(r"max_distance [0-9.]+ keeps", section), section
+    run = lab.RunFolder(folder).runs("doctored")["pg-exact"].frame
+    (advice,) = lab.recommend(run, lab.RunFolder(folder).questions("doctored"), k=10)
+    assert advice.max_distance is None and "does not separate" in advice.reason
+
+
+def test_the_advised_cutoff_is_the_same_everywhere_and_the_two_aucs_are_named_apart(tmp_path):
+    folder = _folder(tmp_path, {"pg-exact": separating}, answerable=40, no_answer=25, swept=("pg-exact",))
+    line = _headline(folder)
+    distance = float(re.search(r"Recommended cut-off for `pg-exact`: max_distance ([0-9.]+)", line).group(1))
+    assert "per-question ROC AUC 1.00 of the nearest hit's distance" in line, line
+    stored = lab.RunFolder(folder).scores
+    mine = stored[stored.system == "pg-exact"].set_index("metric").value
+    assert mine["recommended_max_distance"] == distance
+    run = lab.RunFolder(folder).runs("doctored")["pg-exact"].frame
+    (advice,) = lab.recommend(run, lab.RunFolder(folder).questions("doctored"), k=10)
+    assert advice.max_distance == distance
+    section = _section(folder)
+    assert f"| pg-exact | {distance:.3f} |" in section and f"max_distance {distance:.3f} keeps" in section
+    header = next(row for row in section.splitlines() if row.startswith("| system |"))
+    assert "per-question ROC AUC (nearest hit)" in header and "per-hit ROC AUC (distance)" in header, header
+    assert {"question_distance_roc_auc", "hit_distance_roc_auc"} <= set(mine.index)

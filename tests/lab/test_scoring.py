@@ -74,8 +74,9 @@ def test_cutoff_grid_and_recommendation():
     assert by.loc[0.8, "false_memory_rate"] == 1.0
     d = labelled_distances(RUN, Q)
     assert d.relevant.tolist() == [False, True, False, False]
-    (rec,) = recommend(grid, d, target=0.2)
-    assert rec.max_distance == 0.5 and "false-memory" in rec.rule
+    (rec,) = recommend(RUN, Q, k=10, target=0.2, grid=[0.25, 0.5, 0.8])
+    assert rec.max_distance == 0.5 and rec.recall == 0.5 and rec.false_memory_rate == 0.0
+    assert rec.question_auc == 1.0, "the no-answer question's nearest hit is the farthest"
 
 
 def test_drift_flags_a_shifted_distribution():

@@ -1,8 +1,8 @@
 """The cut-off sweep: each parent system cut at every distance of a grid (derived from its saved run, no new
-queries), the recommended `max_distance` per parent with its recall and false-memory rate, a transfer test
-(`apply_from`: a data set's parents cut at the distance recommended on another data set) and, against the
-previous run, drift of hit distances. The analysis itself is memlab.lab.cutoff_analysis. Options: `systems`,
-`grid`, `target`, `apply_from`."""
+queries), the cut-off advised per parent (memlab.lab.cutoff_advice, the rule the headline uses too) with its recall
+and false-memory rate, a transfer test (`apply_from`: a data set's parents cut at the distance advised on another
+data set) and, against the previous run, drift of hit distances. The analysis itself is memlab.lab.cutoff_analysis.
+Options: `systems`, `grid`, `target`, `apply_from`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET, drift, labelled_distances, recommend
+from memlab.lab.cutoff_advice import advice_metrics, advice_table, folder_advice, rule_text, sentence
+from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET, drift, labelled_distances
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
 from memlab.lab.plots import cutoff_curves, distance_histograms
@@ -88,54 +89,43 @@ class CutoffSweep(Sweep):
         return [CutoffSystem(cut_name(p, d), p, d) for p in parents(options, context) for d in grid]
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
-        """Per cut system: its recommended max_distance, the recall there, and the ROC AUC of distance as a
-        relevance signal (from the parent's saved run). With `apply_from: DATASET`, also each parent cut at the
-        distance recommended on that data set (scored earlier in the same run)."""
-        k = folder.k
+        """Per cut parent: the cut-off advice (memlab.lab.cutoff_advice, the one rule) read from its saved run: the
+        advised max_distance (NaN: none advised), the recall and false-memory rate it leads to, and the per-question
+        and per-hit ROC AUCs of distance. With `apply_from: DATASET`, also each parent cut at the distance advised
+        on that data set (scored earlier in the same run; none where none was advised there)."""
         runs = folder.runs(dataset)
-        questions = folder.questions(dataset)
-        target = float(options.get("target", FALSE_MEMORY_TARGET))
         source = options.get("apply_from")
         if source and source != dataset:
-            recs = base[(base.dataset == source) & (base.metric == "recommended_max_distance")]
+            recs = base[(base.dataset == source) & (base.metric == "recommended_max_distance") & base.value.notna()]
             rows = [row for r in recs.itertuples(index=False)
                     for row in transferred(folder, dataset, r.system, source, float(r.value))]  # fmt: skip
         else:
             rows = []
-        base = base[base.dataset == dataset]
-        for parent in sorted({s.split("@cut")[0] for s in base.system if "@cut" in s and "@cut-from-" not in s}):
-            grid = _grid_from_scores(base, parent, k)
-            if grid.empty or parent not in runs:
-                continue
-            distances = labelled_distances(runs[parent].frame, questions, k=k)
-            for rec in recommend(grid, distances.assign(system=parent), target=target):
-                n = len(questions)
-                for metric, value in (("recommended_max_distance", rec.max_distance), ("recall_at_recommended",
-                                      rec.recall), ("false_memory_at_recommended", rec.false_memory_rate),
-                                      ("best_f1_distance", rec.best_f1_distance), ("distance_roc_auc", rec.roc_auc)):
-                    rows.append((dataset, parent, metric, float(value), n))  # fmt: skip
+        n = len(folder.questions(dataset))
+        for parent in _cut_parents(base[base.dataset == dataset]):
+            advice = folder_advice(folder, dataset, parent, options) if parent in runs else None
+            if advice is not None:
+                rows += [(dataset, parent, metric, float(value), n) for metric, value in advice_metrics(advice).items()]
         return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         k = folder.k
         base = folder.scores[folder.scores.dataset == dataset]
-        recs = base[base.metric.isin(["recommended_max_distance", "recall_at_recommended",
-                                      "false_memory_at_recommended", "distance_roc_auc"])]  # fmt: skip
-        if recs.empty:
-            return None
-        table = recs.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
-        grids = [_grid_from_scores(base, p, k) for p in table.system]
-        grid = pd.concat(grids, ignore_index=True)
         runs = folder.runs(dataset)
+        advices = [a for p in _cut_parents(base) if (a := folder_advice(folder, dataset, p, options)) is not None]
+        if not advices:
+            return None
+        systems = [a.system for a in advices]
+        grid = pd.concat([_grid_from_scores(base, p, k) for p in systems], ignore_index=True)
         questions = folder.questions(dataset)
-        dist = pd.concat([labelled_distances(runs[p].frame, questions, k=k).assign(system=p) for p in table.system
-                          if p in runs], ignore_index=True)  # fmt: skip
+        dist = pd.concat([labelled_distances(runs[p].frame, questions, k=k).assign(system=p) for p in systems],
+                         ignore_index=True)  # fmt: skip
         stem = slug(dataset)  # the file name every output of this data set uses (distinct names, distinct files)
-        recommended = dict(zip(table.system, table.recommended_max_distance, strict=True))
+        advised = {a.system: a.max_distance for a in advices if a.max_distance is not None}
         figures = folder.figure(f"distances__{stem}.png", "distances", lambda png: distance_histograms(dist, png))
         figures += folder.figure(f"cutoffs__{stem}.png", "cut-offs",
-                                 lambda png: cutoff_curves(grid, png, recommended, k=k))  # fmt: skip
-        parts = []
+                                 lambda png: cutoff_curves(grid, png, advised, k=k))  # fmt: skip
+        parts = ["", *[f"- {sentence(a, k)}" for a in advices]]
         moved = base[base.system.str.contains("@cut-from-", regex=False) & ~base.metric.str.contains("[", regex=False)]
         if len(moved):
             wide = moved.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
@@ -146,9 +136,12 @@ class CutoffSweep(Sweep):
             parts += ["", "Drift of hit distances against the previous run (two-sample KS):", "",
                       _drift_text(previous, dataset, dist, k)]  # fmt: skip
         target = float(options.get("target", FALSE_MEMORY_TARGET))
-        rule = (f"Recommended: the largest-recall cut-off whose false-memory rate on no-answer questions stays at or "
-                f"under {target:.0%}; without no-answer questions, the best-F1 distance of the hit-level PR curve.")
-        return "\n".join([rule, "", markdown_table(table), *figures, *parts])
+        return "\n".join([rule_text(target), "", markdown_table(advice_table(advices, k)), *figures, *parts])
+
+
+def _cut_parents(scores: pd.DataFrame) -> list[str]:
+    """The systems the cut-off grid cut, from their `<parent>@cut<d>` systems."""
+    return sorted({s.split("@cut")[0] for s in scores.system if "@cut" in s and "@cut-from-" not in s})
 
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_PARENTS", "CutoffSweep", "cut_name", "parents", "transferred"]

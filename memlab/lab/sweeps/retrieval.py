@@ -24,6 +24,7 @@ import memlab.lab.answerability as answerability
 from memlab.errors import ConfigError
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.renderings import RENDERINGS
+from memlab.lab.cutoff_advice import HIT_AUC, QUESTION_AUC
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
 from memlab.lab.plots import answerability_curves
@@ -279,13 +280,18 @@ class RetrievalSweep(Sweep):
         gate = scores[scores.system.str.startswith("answerability:")]
         parts += _curve_plot(folder, dataset, options)
         if len(gate):
+            per_hit = gate.system.str.startswith("answerability:hit-") & (gate.metric == "roc_auc")
+            gate = gate.assign(metric=gate.metric.mask(per_hit, HIT_AUC).mask(
+                ~per_hit & (gate.metric == "roc_auc"), QUESTION_AUC))  # the two AUCs, named apart
             wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
             parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
                       "questions; gate and boosting read the hits' distances, gaps, full-text ranks and coverage and "
-                      "the memory size; distance-cut is one max_distance; thresholds picked on the train data set; "
-                      "brier and calibration_error (expected, 10 bins) say how far the gate's p(answerable) reads as a "
-                      "probability, 0 = calibrated):", "",
-                      markdown_table(wide)]  # fmt: skip
+                      "the memory size; distance-cut is the one max_distance picked on the train data set to compare "
+                      "the gate with, not the cut-off advice; thresholds picked on the train data set; "
+                      f"{QUESTION_AUC} tells answerable from no-answer questions, {HIT_AUC} (hit-model, "
+                      "hit-distance) hits holding a labelled event from the rest; brier and calibration_error "
+                      "(expected, 10 bins) say how far the gate's p(answerable) reads as a probability, 0 = "
+                      "calibrated):", "", markdown_table(wide)]  # fmt: skip
         return "\n".join(parts)
 
 
