@@ -53,6 +53,14 @@ SECOND_PROBE_ZERO = [  # the second hostile probe's classes (memlab/lab/probes/)
     "erasure_disk.marker_files_after_full",
     "erasure_disk.marker_in_wal_after_purge",
 ]
+THIRD_PROBE_ZERO = [  # the third hostile probe's classes, each with its own test file
+    "gate_direction.wrong_verdicts",
+    "gate_direction.guessed_directions",
+    "gate_direction.contradicting_cutoff_advice",
+    "prompt_fences.unfenced_untrusted_texts",
+    "prompt_fences.forged_fields_parsed",
+    "prompt_fences.misgraded_abstentions",
+]
 
 
 FIRST_PROBE = ["isolation", "concurrency", "faults", "erasure", "secrets", "bad_inputs"]
@@ -60,7 +68,7 @@ FIRST_PROBE = ["isolation", "concurrency", "faults", "erasure", "secrets", "bad_
 
 def test_every_family_is_run_by_the_cli_test_or_by_a_test_file_of_its_own():
     """The CLI test runs FIRST_PROBE; each other family's probe function is called by a test file."""
-    families = {key.split(".")[0] for key in SECOND_PROBE_ZERO}
+    families = {key.split(".")[0] for key in SECOND_PROBE_ZERO + THIRD_PROBE_ZERO}
     assert set(FIRST_PROBE) | families == set(lab.RELIABILITY_FAMILIES)
     sources = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py") if p.name != "test_reliability.py")
     probes = {"input_checks": "inputs"}
