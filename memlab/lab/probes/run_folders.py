@@ -31,7 +31,6 @@ from pathlib import Path
 
 import pandas as pd
 import psycopg
-from prometheus_client.parser import text_string_to_metric_families
 
 import memlab
 from memlab.lab.folder import RunFolder
@@ -139,10 +138,12 @@ def _check_plans(family: Family, db: memlab.Store, embedder: memlab.Embedder, ap
 
 
 def _samples(path: Path) -> dict[str, list[float]]:
+    """Sample name -> values of a textfile (a plain reading: the family needs no Prometheus client)."""
     out: dict[str, list[float]] = {}
-    for fam in text_string_to_metric_families(path.read_text()):
-        for s in fam.samples:
-            out.setdefault(s.name, []).append(s.value)
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            out.setdefault(name, []).append(float(line.rsplit(" ", 1)[1]))
     return out
 
 
