@@ -4,11 +4,13 @@ gate read like any `memlab eval` run.
 
 The store is opened read-only (`open_store(read_only=True)`: no DDL, every transaction read-only), so a role with
 SELECT privilege only is enough and nothing is ingested or written: the query log stays off and the users' events
-the viewer shows are read back from the store. Labels the store no longer holds are stale and leave the denominator
-(memlab.lab.live.probe_set). On top of the run's scores come the probe's own metrics (`stale_rate`, and `drift_p`
-against the previous probe), the alerts judged on them (memlab.lab.live.alerts), the index health of the live
+the viewer shows are read back from the store (the folder keeps the texts of labelled events and hits within k
+only). Labels the store no longer holds are stale and leave the denominator (memlab.lab.live.probe_set); they are
+counted and alerted as lost labels (memlab.lab.live.lost_labels). On top of the run's scores come the probe's own
+metrics (`stale_rate`, the lost labels, and `drift_p` against the previous probe), the alerts judged on them
+(memlab.lab.live.alerts), the plans the searches ran (memlab.lab.live.probe_plans), the index health of the live
 store (memlab.lab.live.index_health), a section of report.md on all of these, and optionally a Prometheus
-textfile (memlab.lab.live.textfile)."""
+textfile (memlab.lab.live.textfile), which a failed probe marks failed."""
 
 from __future__ import annotations
 
