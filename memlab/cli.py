@@ -418,7 +418,8 @@ def probe_command(
                                      "a fact system, the layer its labels are checked against."),
     alert: list[str] = typer.Option([], "--alert", help="METRIC OP NUMBER, e.g. 'recall@10<0.80', 'empty_rate>0.10', "
                                     "'recall@10[size=501-2000]<0.7', 'stale_rate>0.2', 'drift_p<0.01' (repeatable); "
-                                    "exit 3 when one fires."),
+                                    "exit 3 when one fires. 'new_lost_labels>0' (labels lost since --against, else "
+                                    "any lost) is always judged; an alert on new_lost_labels replaces it."),
     against: Path | None = typer.Option(None, help="The previous probe's folder: drift_p, and alerts judged by "
                                         "the gate's paired test so noise alone does not fire."),
     textfile: Path | None = typer.Option(None, help="Write a Prometheus textfile (node_exporter's textfile "
@@ -436,9 +437,12 @@ def probe_command(
     table.add_column("metric")
     table.add_column("value", justify="right")
     for name, value in result.metrics.items():
-        if "[" not in name and name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p")):
+        if "[" not in name and name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p",
+                                                "lost_", "new_lost_")):
             table.add_row(name, lab.format_cell(value))
     console.print(table)
+    for note in lab.RunFolder(result.folder).manifest.get("probe", {}).get("plan_notes", []):
+        console.print(f"[yellow]note[/] {escape(note)}", soft_wrap=True, highlight=False)
     for a in result.alerts:
         console.print(f"[{'red' if a.fired else 'green'}]{'FIRING' if a.fired else 'ok'}[/] {escape(a.alert.text)}: "
                       f"{escape(a.reason)}", soft_wrap=True, highlight=False)  # fmt: skip

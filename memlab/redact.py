@@ -15,6 +15,7 @@ secret its own way and missed the others; here one function hides them all:
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import logging
@@ -48,6 +49,21 @@ _KEY_COLON = re.compile(rf"(?P<head>(?<![\w-])[\"']?(?:{_KEYS})[\"']?[ \t]*:[ \t
 _AUTH_HEADER = re.compile(
     r"(?P<head>(?<![\w-])[\"']?(?:proxy-)?authorization[\"']?\s*(?:=|:)\s*[\"']?(?:(?:bearer|basic|token|digest|"
     r"apikey|key|sso-key)\s+)?)(?P<v>[^\s\"',;}\]]+)", re.I)  # fmt: skip
+# An id of the shapes data sets use: parts joined by - _ : / . where each part is digits, lowercase letters and
+# digits (a word, hex), or capitals then digits (`D4`): `conv-47:D4:36`, `answer_4be1b6b4_2`, a uuid, `D1:3`. Mixed
+# case or a symbol in the word (what makes a password strong: `root:hunter22!`) never reads as one; the id is a
+# whole word, at most quoted, bracketed or followed by a full stop or comma. At most 16 characters a part and 8
+# parts: a longer run is a key's shape, and the filter's own verdict on the id alone decides anyway.
+_ID_PART = r"(?:[a-z0-9]{1,16}|[A-Z]{1,3}[0-9]{1,6})"
+_DATASET_ID = re.compile(rf"(?<![^\s\"'`(\[{{<,;]){_ID_PART}(?:[-_:/.]{_ID_PART}){{1,7}}"
+                         r"(?=[\"'`)\]}>]*[.,;:]?(?:\s|$))")  # a word of its own: quoted, bracketed or in a list
+# The one kind of finding an id trips by what stands beside it: `user ... conv-47:D4:36']` reads as a login and a
+# password. Every other kind names the secret in words ("recovery codes: 56109-7c823"), so an id there is one.
+_BESIDE_IDS = frozenset({"Login and password"})
+# An id set aside is a plain word for the filter meanwhile (letters only: no detector reads it as a password, and a
+# pattern around it still sees a word there); fixed width, so one marker is never part of another.
+_MARK = "memlabid"
+_MARK_WIDTH = 4
 _BEARER = re.compile(r"(?P<head>\b(?P<scheme>bearer|basic)\s+)(?P<v>[A-Za-z0-9._~+/=-]{8,})", re.I)
 
 
@@ -111,7 +127,7 @@ def _hide(match: re.Match) -> str:
         return match.group(0)
     if "scheme" in match.groupdict() and match.group("scheme") and not _credential_after_scheme(match):
         return match.group(0)
-    quote = value[0] if value[:1] in "'\"" else ""
+    quote = value[0] if value[:1] and value[:1] in "'\"" else ""  # an empty value ("u:@host") has none
     bare = value.strip("'\"")
     if bare.lower() in _PLACEHOLDERS or bare.startswith(("<", "$", "%(")) or re.fullmatch(r"[*x•.#_-]+", bare, re.I):
         return match.group(0)
@@ -177,12 +193,71 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
     return text
 
 
+def _ids_aside(text: str) -> tuple[str, dict[str, str]]:
+    """`text` with each id of a data set's shape (`conv-47:D4:36`, `answer_abc123_2`, a uuid, `D1:3`) put aside
+    as a plain marker word, and marker -> id; ({} and `text`) when that would take more from the secret filter's
+    findings than a login read into an id (an id naming a secret, `private_key_id`, or named one: `recovery codes:
+    56109-7c823`, `password answer_abc123_2`). An id the filter flags alone is never set aside."""
+    if _MARK in text.lower():
+        return text, {}
+    aside: dict[str, str] = {}
+
+    def mark(match: re.Match) -> str:
+        token = match.group(0)
+        if len(aside) >= 26**_MARK_WIDTH or not any(c.isdigit() for c in token) or _flagged_alone(token):
+            return token
+        key = _MARK + _letters(len(aside))
+        aside[key] = token
+        return key
+
+    masked = _DATASET_ID.sub(mark, text)
+    if not aside:
+        return text, {}
+    before, after = set(secrets.find_secrets(text)), set(secrets.find_secrets(masked))
+    return (masked, aside) if after <= before and before - after <= _BESIDE_IDS else (text, {})
+
+
+@functools.lru_cache(maxsize=65536)
+def _flagged_alone(token: str) -> bool:
+    return _flagged(token)
+
+
+def _letters(n: int) -> str:
+    """`n` in _MARK_WIDTH letters (aaaa, aaab, ...): a marker holds no digit."""
+    out = ""
+    for _ in range(_MARK_WIDTH):
+        n, r = divmod(n, 26)
+        out = chr(ord("a") + r) + out
+    return out
+
+
+def _put_back(text: str, aside: dict[str, str]) -> str:
+    for key, token in aside.items():
+        text = text.replace(key, token)
+    return text
+
+
+def _flagged_beyond_ids(text: str) -> bool:
+    """Whether the secret filter flags `text` for more than a login read into its ids (`_ids_aside`)."""
+    if not _flagged(text):
+        return False
+    masked, aside = _ids_aside(text)
+    return not aside or _flagged(masked)
+
+
 def redact_flagged(text: str) -> str:
     """`text` as the secret filter lets it pass: first the values the filter's own detectors point at are
     replaced; lines still flagged are narrowed word by word; withheld whole when even that still trips the
-    filter (a secret spread over lines)."""
+    filter (a secret spread over lines). Ids of a data set's shape are left as they are (`_ids_aside`)."""
     if not text or not _flagged(text):
         return text
+    masked, aside = _ids_aside(text)
+    if aside and not _flagged(masked):
+        return text
+    return _put_back(_redact_flagged(masked), aside)
+
+
+def _redact_flagged(text: str) -> str:
     spans = _value_spans(text)
     if spans:
         text = _replace_spans(text, spans)
@@ -195,7 +270,7 @@ def redact_flagged(text: str) -> str:
 
 def needs_redaction(text: str) -> bool:
     """Whether `redact(text)` would change anything (cheaper: no narrowing)."""
-    return redact_patterns(text) != text or _flagged(text)
+    return redact_patterns(text) != text or _flagged_beyond_ids(text)
 
 
 def plain_digest(key: str, length: int = 16, prefix: str = "") -> str:

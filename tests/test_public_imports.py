@@ -156,6 +156,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_alerts_textfile.py", "memlab.lab.live.textfile"): "unit test of the Prometheus textfile writer",
     ("tests/lab/test_alerts_folders.py", "memlab.lab.live.alerts"): "the noise rule on a scored folder's questions",
     ("tests/lab/test_alerts_folders.py", "memlab.lab.live.drift"): "unit test of the KS drift of two probe folders",
+    ("tests/lab/test_run_folders_family.py", "memlab.lab.probes.run_folders"): "the run_folders reliability "
+    "family, run directly before the lead registers it in memlab.lab.probes",
     ("tests/lab/test_alerts_folders.py", "memlab.lab.folder"): "writes a run's labels the way a run does, to score "
     "hand-built runs",
 }

@@ -162,11 +162,25 @@ class Search:
             plan = "tenant-index" if own_index else settings.strategy
             if settings.strategy == "planner":
                 _, plan, _ = sqlu.explain_search(conn, scope, vector, settings, analyze=False, literal=literal)
+            elif settings.strategy in WALKING_STRATEGIES and not own_index and not self.core.index_present(conn):
+                plan = self._unindexed_plan(conn, scope, vector, settings, literal)
             found = sqlu.run_search(conn, scope, vector, settings, literal=literal)
         if settings.max_distance is None:
             return Hits(found, plan=plan)
         kept = [h for h in found if h.distance <= settings.max_distance]
         return Hits(kept, plan=plan, dropped_by_cutoff=len(found) - len(kept))
+
+    @staticmethod
+    def _unindexed_plan(conn, scope: sqlu.Scope, vector: np.ndarray, settings: SearchSettings, literal: bool) -> str:
+        """What an `hnsw` search ran on a layer without its shared HNSW index (a read-only store builds none): the
+        planner's access path, read by EXPLAIN. A user's own partial index is `tenant-index`; any other path
+        scored every row of the user, so the search was `exact` and ef_search had no effect. A hit is never
+        labelled with a plan that did not run."""
+        _, path, _ = sqlu.explain_search(conn, scope, vector, settings, analyze=False, literal=literal)
+        if path == "hnsw":
+            return "hnsw"
+        own = sqlu.tenant_index_name(scope.model.model_id, scope.layer, scope.app_name, scope.user_id)
+        return "tenant-index" if path == f"index:{own}" else "exact"
 
     @contextmanager
     def _vector_search(

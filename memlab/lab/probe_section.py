@@ -85,13 +85,38 @@ def _stale_lines(probe: dict, stale: pd.DataFrame) -> list[str]:
         return [*lines, "None: every labelled event is still in the store.", ""]
     cited = ("the event layer nor the user's fact observations cite" if probe.get("memory") == "facts"
              else "exist in")  # fmt: skip
+    metrics = probe.get("metrics", {})
+    all_labels = next((f"{key} = {fmt(v)}" for key, v in metrics.items() if key.endswith("_all_labels")), None)
     lines += [f"{len(stale)} labelled event(s) no longer {cited} the store (erased or purged): each is taken out of "
               f"its question's relevant set, never counted as a miss; {int(probe.get('left_out', 0))} question(s) "
               "whose every label was stale left the denominator. stale_rate = "
-              f"{fmt(probe.get('metrics', {}).get('stale_rate'))}.", "", markdown_table(stale.head(STALE_SHOWN)), ""]
+              f"{fmt(metrics.get('stale_rate'))}.", ""]  # fmt: skip
+    if "lost_labels" in metrics:
+        lines += [f"Lost labels are a figure of their own, never hidden in recall: lost_labels = "
+                  f"{fmt(metrics.get('lost_labels'))} in {fmt(metrics.get('lost_questions'))} question(s), "
+                  f"new_lost_labels = {fmt(metrics.get('new_lost_labels'))} (lost since the previous probe, or all "
+                  "lost ones without one; the built-in alert `new_lost_labels>0` fires on any). recall@k is over the "
+                  "labels the store still holds"
+                  + (f"; over every label as given, lost ones as misses: {all_labels}." if all_labels else "."),
+                  ""]  # fmt: skip
+    lost = pd.DataFrame(probe.get("lost", []), columns=["question_id", "labels", "lost", "left_out"])
+    if len(lost):
+        lines += ["Questions with lost labels (labels as given, lost, left out of the denominator):", "",
+                  markdown_table(lost.head(STALE_SHOWN)), ""]  # fmt: skip
+    lines += [markdown_table(stale.head(STALE_SHOWN)), ""]
     if len(stale) > STALE_SHOWN:
         lines += [f"({len(stale) - STALE_SHOWN} more in manifest.json, `probe.stale`.)", ""]
     return lines
+
+
+def _plan_lines(probe: dict) -> list[str]:
+    """The plans the searches ran (each hit is labelled with its own), and where they are not what was asked."""
+    plans = probe.get("plans")
+    if not plans:
+        return []
+    ran = ", ".join(f"`{p or 'none'}` for {n} question(s)" for p, n in plans.items())
+    return ["### Plans that ran", "", f"{ran}.", "", *[f"- **Note:** {n}" for n in probe.get("plan_notes", [])],
+            ""]  # fmt: skip
 
 
 def _alerts(probe: dict) -> pd.DataFrame:
@@ -118,6 +143,7 @@ def probe_section(folder: RunFolder) -> ProbeSection:
     stale = pd.DataFrame(probe.get("stale", []))
     stale = stale[[c for c in STALE_ORDER if c in stale.columns]]  # the manifest's keys are sorted
     lines += _stale_lines(probe, stale)
+    lines += _plan_lines(probe)
     alerts = _alerts(probe)
     fired = int((alerts.fired == "FIRING").sum())
     lines += ["### Alerts", ""]
@@ -138,6 +164,7 @@ def probe_section(folder: RunFolder) -> ProbeSection:
     headline = [f"- Probe of the live store ({what}, system `{probe.get('system')}`): {asked} questions asked, "
                 f"{len(stale)} stale label(s), {fired} of {len(alerts)} alert(s) fired"
                 + (f", drift_p = {fmt(drift_p)}" if drift is not None else "") + "."]  # fmt: skip
+    headline += [f"- Plan note: {n}" for n in probe.get("plan_notes", [])]
     headline += [f"- Index health warning: {w}" for w in probe.get("health", {}).get("warnings", [])]
     tables = [("Probe of the live store: stale labels", stale), ("Probe of the live store: alerts", alerts)]
     tables += [("Probe of the live store: drift against the previous probe", drift)] if drift is not None else []

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import memlab
 from memlab.lab.live.alerts import evaluate_alerts, parse_alert
-from memlab.lab.live.textfile import write_textfile
+from memlab.lab.live.textfile import write_failed_textfile, write_textfile
 
 RUN_TIME = datetime(2026, 12, 3, 4, 0, tzinfo=UTC)
 
@@ -52,7 +52,9 @@ def test_the_textfile_holds_every_metric_the_run_and_the_alerts(tmp_path):
     assert {name: kind for name, (kind, _) in families.items()} == {
         "memlab_probe_metric": "gauge", "memlab_probe_run_timestamp_seconds": "gauge",
         "memlab_probe_questions": "gauge", "memlab_probe_stale_labels": "gauge", "memlab_probe_alert_firing": "gauge",
+        "memlab_probe_success": "gauge", "memlab_probe_new_lost_labels": "gauge",
     }  # fmt: skip
+    assert samples[("memlab_probe_success", ())] == 1 and samples[("memlab_probe_new_lost_labels", ())] == 0
     assert all(doc for _, doc in families.values())  # each has a HELP line
     assert text.endswith("\n") and "NaN" in text
 
@@ -110,3 +112,13 @@ def test_the_same_alert_given_twice_is_one_series(tmp_path):
 def test_a_folder_that_does_not_exist_is_a_config_error(tmp_path):
     with pytest.raises(memlab.ConfigError, match="does not exist"):
         write_textfile(tmp_path / "missing" / "m.prom", [], run_time=RUN_TIME, questions=1, stale_labels=0)
+
+
+def test_a_failed_probe_replaces_the_old_figures_with_its_failure(tmp_path):
+    path = write_textfile(tmp_path / "memlab.prom", [("a", "recall@10", 1.0)], run_time=RUN_TIME, questions=3,
+                          stale_labels=0)  # fmt: skip
+    write_failed_textfile(path, run_time=RUN_TIME)
+    samples = _samples(path.read_text())
+    assert samples == {("memlab_probe_success", ()): 0,
+                       ("memlab_probe_run_timestamp_seconds", ()): RUN_TIME.timestamp()}
+    assert os.listdir(tmp_path) == ["memlab.prom"]

@@ -4,14 +4,17 @@ gate read like any `memlab eval` run.
 
 The store is opened read-only (`open_store(read_only=True)`: no DDL, every transaction read-only), so a role with
 SELECT privilege only is enough and nothing is ingested or written: the query log stays off and the users' events
-the viewer shows are read back from the store. Labels the store no longer holds are stale and leave the denominator
-(memlab.lab.live.probe_set). On top of the run's scores come the probe's own metrics (`stale_rate`, and `drift_p`
-against the previous probe), the alerts judged on them (memlab.lab.live.alerts), the index health of the live
+the viewer shows are read back from the store (the folder keeps the texts of labelled events and hits within k
+only). Labels the store no longer holds are stale and leave the denominator (memlab.lab.live.probe_set); they are
+counted and alerted as lost labels (memlab.lab.live.lost_labels). On top of the run's scores come the probe's own
+metrics (`stale_rate`, the lost labels, and `drift_p` against the previous probe), the alerts judged on them
+(memlab.lab.live.alerts), the plans the searches ran (memlab.lab.live.probe_plans), the index health of the live
 store (memlab.lab.live.index_health), a section of report.md on all of these, and optionally a Prometheus
-textfile (memlab.lab.live.textfile)."""
+textfile (memlab.lab.live.textfile), which a failed probe marks failed."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -36,17 +39,19 @@ from memlab.lab.gate import metrics_experiment
 from memlab.lab.live.alerts import Alert, evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift
 from memlab.lab.live.index_health import health_meta, index_health
+from memlab.lab.live.lost_labels import LOST_METRICS, lost_by_question, lost_figures, with_lost_alert
 from memlab.lab.live.probe_facts import fact_hits
+from memlab.lab.live.probe_plans import ef_search_given, plan_notes, plans_ran
 from memlab.lab.live.probe_report import ProbeResult, textfile_rows
-from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, stored_dataset, stored_events
-from memlab.lab.live.textfile import write_textfile
+from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, shown_events, stored_dataset, stored_events
+from memlab.lab.live.textfile import check_textfile, write_failed_textfile, write_textfile
 from memlab.lab.outputs import RUN, claim_folder, mark
 from memlab.lab.probe_section import is_probe, save_probe_tables
 from memlab.lab.redacted import write_json
 from memlab.lab.report import write_report
 from memlab.lab.runs import Run, collect
 from memlab.lab.systems import EventSystem, FactSystem, system_from_config
-from memlab.redact import redact
+from memlab.redact import redact, redact_error
 from memlab.storage.store import Store, open_store
 from memlab.types import Hits, SearchSettings
 
@@ -170,11 +175,48 @@ def run_probe(
     `labels` (a memlab JSONL file, or an experiment config with `dataset` naming its data set), read-only, into the
     run folder `out`. The system: `system` of `config` (or of the labels' config), else the flags' settings;
     `embedder` replaces the configured one (the default: the packaged model). `alerts` ('recall@10<0.8') are
-    judged against the previous probe `against` when given, which also gives `drift_p`. `textfile` writes the
-    Prometheus textfile. Raises ConfigError (and writes nothing to the store, ever) on bad input."""
+    judged against the previous probe `against` when given, which also gives `drift_p`; the built-in alert on
+    labels lost since then (memlab.lab.live.lost_labels) is judged too. `textfile` writes the Prometheus textfile.
+    Raises ConfigError (and writes nothing to the store, ever) on bad input. A probe that fails for any reason
+    leaves its textfile saying so (`memlab_probe_success 0`, no metric of an earlier probe) and, once it has
+    started writing its folder, a manifest whose status is `failed`."""
     started = time.perf_counter()
-    out = claim_folder(Path(out))
-    parsed = [a if isinstance(a, Alert) else parse_alert(a) for a in alerts]
+    target = check_textfile(Path(textfile)) if textfile is not None else None
+    state: dict[str, Path] = {}
+    try:
+        out = claim_folder(Path(out))
+        return _probe(labels, out, state, started=started, dsn=dsn, home=home, dataset=dataset, config=config,
+                      system=system, k=k, max_distance=max_distance, strategy=strategy, ef_search=ef_search,
+                      layer=layer, embedder=embedder, alerts=alerts, against=against, textfile=target, health=health,
+                      progress=progress)  # fmt: skip
+    except BaseException as exc:
+        if "written" in state:
+            _mark_failed(state["written"], exc, started)
+        if target is not None:
+            write_failed_textfile(target, run_time=datetime.now(UTC))
+        raise
+
+
+def _mark_failed(out: Path, exc: BaseException, started: float) -> None:
+    """A folder a probe began to write and could not finish says so in its manifest (no report reads it as a
+    finished run)."""
+    file = out / "manifest.json"
+    try:
+        manifest = json.loads(file.read_text()) if file.exists() else {**mark(RUN)}
+    except ValueError:
+        manifest = {**mark(RUN)}
+    manifest.update(status="failed", error=f"{type(exc).__name__}: {redact_error(exc)}",
+                    finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    seconds=round(time.perf_counter() - started, 2))  # fmt: skip
+    write_json(file, manifest, indent=2, sort_keys=True, default=str)
+
+
+def _probe(labels: str | Path, out: Path, state: dict[str, Path], *, started: float, dsn: str | None,
+           home: str | Path | None, dataset: str | None, config: str | Path | None, system: str | None,
+           k: int | None, max_distance: float | None, strategy: str | None, ef_search: int | None, layer: str | None,
+           embedder: Embedder | None, alerts: Sequence[str | Alert], against: str | Path | None,
+           textfile: Path | None, health: bool, progress: bool) -> ProbeResult:  # fmt: skip
+    parsed = with_lost_alert([a if isinstance(a, Alert) else parse_alert(a) for a in alerts])
     previous = _previous(Path(against) if against is not None else None, out)
     if previous is None and any(a.metric == "drift_p" for a in parsed):
         raise ConfigError("an alert on drift_p needs --against PREVIOUS_RUN (drift is measured against the previous "
@@ -191,38 +233,49 @@ def run_probe(
         users = [(q.app_name, q.user_id) for q in probe.questions]
         stored = stored_events(store, users, layer_used, facts=isinstance(chosen, FactSystem))
         questions, stale = drop_stale(probe.questions, stored)
-        data = stored_dataset(probe, questions, stored)
-        _clear(out)  # only now: a probe refused above leaves the folder's earlier run as it was
-        save_labels(out, data)
-        vectors = embed_queries(model, [q.text for q in questions])
+        vectors = embed_queries(model, [q.text for q in questions]) if questions else []
         frame = collect(chosen.name, search, questions,
                         {q.id: v for q, v in zip(questions, vectors, strict=True)},
-                        progress=f"probe {data.name}: {chosen.name}" if progress else None)  # fmt: skip
-        Run(data.name, chosen.name, frame, None).save(out)
+                        progress=f"probe {probe.name}: {chosen.name}" if progress else None)  # fmt: skip
         vector_version, model_id = store.vector_version, model.model_id
+    data = stored_dataset(probe, questions, stored, shown_events(questions, frame, k))
+    _clear(out)  # only now: a probe refused above leaves the folder's earlier run as it was
+    state["written"] = out
+    save_labels(out, data)
+    if len(frame):  # every label lost: no question to ask, no run (its scores have no value)
+        Run(data.name, chosen.name, frame, None).save(out)
+    plans = plans_ran(frame)
+    notes = plan_notes(getattr(chosen, "settings", None), plans, layer_used, ef_search_given(chosen, overrides))
     manifest = _manifest(probe, data, chosen, k, model_id, layer_used, stale, previous, vector_version)
+    manifest["probe"].update(plans=plans, plan_notes=notes, lost=lost_by_question(probe.questions, stale))
+    manifest["warnings"] += notes
     write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
     score_folder(out)
     folder = RunFolder(out)
     probed = (data.name, chosen.name)
-    metrics = {**_flat(folder, probed), "stale_rate": _stale_rate(probe.questions, stale)}
+    scores = _question_scores(folder, probed)
+    metrics = {**_flat(folder, probed), "stale_rate": _stale_rate(probe.questions, stale),
+               **lost_figures(probe.questions, questions, stale, previous, scores, k)}  # fmt: skip
     drift_table = None
-    if previous is not None:
+    if previous is not None and len(frame):
         metrics["drift_p"], drift_table = _drift_p(out, previous, chosen.name)
+    if not questions:  # nothing left to ask: the scores' metrics have no value, not a missing key
+        metrics.update({a.metric: float("nan") for a in parsed if a.metric not in metrics})
     results = evaluate_alerts(
-        parsed, metrics, question_scores=_question_scores(folder, probed),
+        parsed, metrics, question_scores=scores,
         previous_question_scores=_question_scores(previous, _probed(previous)) if previous is not None else None,
         previous_metrics=_flat(previous, _probed(previous)) if previous is not None else None,
-    ) if parsed else []  # fmt: skip
+    )  # fmt: skip
     apps = sorted({q.app_name for q in probe.questions})
     checked = index_health(dsn, layer=layer_used, model_id=model_id, apps=apps, home=home) if health else None
     per_question = float(frame.drop_duplicates("question_id").latency_ms.mean() / 1000) if len(frame) else float("nan")
     result = ProbeResult(out, data.name, chosen.name, metrics, len(questions), stale, results,
                          metrics.get("drift_p"), checked, per_question)  # fmt: skip
+    lost = {key: metrics[key] for key in (*LOST_METRICS, f"recall@{k}_all_labels")}
     manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     seconds=round(time.perf_counter() - started, 2), probe={
                         **manifest["probe"], "metrics": {"stale_rate": metrics["stale_rate"],
-                                                         "drift_p": metrics.get("drift_p")},
+                                                         "drift_p": metrics.get("drift_p"), **lost},
                         "seconds_per_question": per_question,
                         "alerts": [{"alert": a.alert.text, "value": a.value, "fired": a.fired, "reason": a.reason,
                                     "p_value": a.p_value} for a in results]})  # fmt: skip
@@ -233,9 +286,9 @@ def run_probe(
     write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
     write_probe_report(out)  # from the folder alone, the probe's section included (memlab.lab.probe_section)
     if textfile is not None:
-        write_textfile(Path(textfile), textfile_rows(folder, result, probe.questions),
-                       run_time=datetime.now(UTC), questions=result.questions, stale_labels=len(stale),
-                       alerts=results)  # fmt: skip
+        write_textfile(textfile, textfile_rows(folder, result, probe.questions), run_time=datetime.now(UTC),
+                       questions=result.questions, stale_labels=len(stale), alerts=results,
+                       new_lost_labels=int(metrics["new_lost_labels"]))  # fmt: skip
     return result
 
 

@@ -40,8 +40,9 @@ class ProbeResult:
 
 def textfile_rows(folder: RunFolder, result: ProbeResult, questions: Sequence[Question]
                   ) -> list[tuple[str, str, float]]:  # fmt: skip
-    """(app, metric, value) per app: the main metrics of its questions (no breakdowns: they would multiply the
-    series), its stale_rate and the probe's drift_p."""
+    """(app, metric, value) per app: the main metrics of its questions (none when no question of the app was left
+    to ask; no breakdowns: they would multiply the series), its stale_rate and lost labels, and the probe's
+    drift_p."""
     qs = folder.question_scores
     qs = qs[(qs.dataset == result.dataset) & (qs.system == result.system)] if len(qs) else qs
     app_of = {q.id: q.app_name for q in questions}
@@ -54,6 +55,7 @@ def textfile_rows(folder: RunFolder, result: ProbeResult, questions: Sequence[Qu
         labelled = sum(len(q.evidence) + len(q.relevant_sessions) for q in questions if q.app_name == app)
         stale = int((result.stale.app_name == app).sum()) if len(result.stale) else 0
         rows.append((app, "stale_rate", stale / labelled if labelled else 0.0))
+        rows.append((app, "lost_labels", float(stale)))
         if result.drift_p is not None:
             rows.append((app, "drift_p", result.drift_p))
     return rows

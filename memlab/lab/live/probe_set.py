@@ -12,7 +12,7 @@ experiment config (any format `memlab eval` reads, judged sets included)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -131,22 +131,54 @@ def drop_stale(questions: Sequence[Question], stored: Mapping[UserKey, list[tupl
     return kept, pd.DataFrame(stale, columns=STALE_COLUMNS)
 
 
-def _sessions(app: str, user: str, rows: list[tuple]) -> list[Session]:
+EventKey = tuple[str, str, str | None, str]  # (app, user, session, event id); session None: any that holds it
+
+
+def _sessions(app: str, user: str, rows: list[tuple], keep: Callable[[str, str], bool]) -> list[Session]:
     """A user's stored units as sessions of events (a chunk's events each carry the chunk's text), for the run
-    folder's labels: the viewer's texts and the memory sizes of the size breakdown."""
+    folder's labels: each event's id (the memory sizes of the size breakdown) and, where `keep(session, event)`,
+    its text (the viewer's)."""
     by_session: dict[str, dict[str, Event]] = {}
     for session, _, event_ids, author, at, body in rows:
         events = by_session.setdefault(session, {})
         for event in event_ids:
-            events.setdefault(event, Event(id=event, author=author or "", timestamp=at, text=body))
+            events.setdefault(event, Event(id=event, author=author or "", timestamp=at,
+                                           text=body if keep(session, event) else ""))  # fmt: skip
     return [Session(app_name=app, user_id=user, id=sid, events=list(events.values()))
             for sid, events in by_session.items()]  # fmt: skip
 
 
-def stored_dataset(probe: ProbeSet, questions: list[Question], stored: Mapping[UserKey, list[tuple]]) -> Dataset:
-    """The probe as a Dataset: the kept questions over the users' sessions as the store holds them."""
-    users = [UserHistory(app, user, _sessions(app, user, rows), source="store") for (app, user), rows in stored.items()]
+def shown_events(questions: Sequence[Question], hits: pd.DataFrame, k: int) -> set[EventKey]:
+    """The events whose texts a probe's run folder keeps: the questions' labelled (and judged) events and the
+    events of each hit within k. Every other memory of a labelled user stays in the store only, where erasure
+    reaches it."""
+    keys: set[EventKey] = set()
+    for q in questions:
+        keys.update((q.app_name, q.user_id, s, e) for s, e in (*q.evidence, *q.judged))
+    if not len(hits):
+        return keys
+    user_of = {q.id: (q.app_name, q.user_id) for q in questions}
+    within = hits[(hits["rank"] > 0) & (hits["rank"] <= k)]
+    sessions = within["event_sessions"] if "event_sessions" in within.columns else [None] * len(within)
+    for qid, events, held in zip(within.question_id, within.event_ids, sessions, strict=True):
+        app, user = user_of[qid]
+        held = list(held) if held is not None and len(held) == len(events) else [None] * len(events)
+        keys.update((app, user, s, e) for s, e in zip(held, events, strict=True))
+    return keys
+
+
+def stored_dataset(probe: ProbeSet, questions: list[Question], stored: Mapping[UserKey, list[tuple]],
+                   shown: set[EventKey] | None = None) -> Dataset:  # fmt: skip
+    """The probe as a Dataset: the kept questions over the users' sessions as the store holds them, with the texts
+    of the `shown` events only (None: every text)."""
+    def keeper(app: str, user: str) -> Callable[[str, str], bool]:
+        if shown is None:
+            return lambda session, event: True
+        return lambda session, event: (app, user, session, event) in shown or (app, user, None, event) in shown
+
+    users = [UserHistory(app, user, _sessions(app, user, rows, keeper(app, user)), source="store")
+             for (app, user), rows in stored.items()]  # fmt: skip
     return Dataset(probe.name, users, questions, pool=probe.pool)
 
 
-__all__ = ["ProbeSet", "drop_stale", "load_probe_set", "stored_dataset", "stored_events"]
+__all__ = ["ProbeSet", "drop_stale", "load_probe_set", "shown_events", "stored_dataset", "stored_events"]
