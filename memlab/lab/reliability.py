@@ -55,6 +55,7 @@ from memlab.lab.probes.leaks import leaks_family
 from memlab.lab.probes.lexical import lexical_family
 from memlab.lab.probes.prompt_fences import prompt_fences_family
 from memlab.lab.probes.races import races_family
+from memlab.lab.probes.run_folders import run_folders_family
 from memlab.lab.probes.secret_rates import secrets_family
 from memlab.lab.probes.sizes import SIZES, memory_cached_embedder
 from memlab.lab.probes.split_secrets import split_secrets_family
@@ -65,6 +66,7 @@ SECOND_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]]
 }  # fmt: skip  (each family's name in the report -> its probe)
 THIRD_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]] = {
     "gate_direction": gate_direction_family, "prompt_fences": prompt_fences_family,
+    "run_folders": run_folders_family,
 }  # fmt: skip  (wrong verdicts, erasures that did not hold, leaks into folders and prompts, unbounded input)
 LATER_PROBES = {**SECOND_PROBE, **THIRD_PROBE}
 

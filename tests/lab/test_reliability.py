@@ -60,6 +60,12 @@ THIRD_PROBE_ZERO = [  # the third hostile probe's classes, each with its own tes
     "prompt_fences.unfenced_untrusted_texts",
     "prompt_fences.forged_fields_parsed",
     "prompt_fences.misgraded_abstentions",
+    "run_folders.unlabelled_memories_in_folder",
+    "run_folders.mislabelled_plans",
+    "run_folders.silent_lost_labels",
+    "run_folders.stale_textfiles_after_failure",
+    "run_folders.redactor_crashes",
+    "run_folders.ids_redacted",
 ]
 
 
