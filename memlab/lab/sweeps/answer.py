@@ -14,7 +14,7 @@ disk cache makes a second run of the same config send no request at all."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -89,17 +89,26 @@ def _refs(hits: pd.DataFrame, question: Question, events: dict[tuple, Event]) ->
                                 *(session_ref(app, user, s) for s in sorted(sessions))]))  # fmt: skip
 
 
-def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest]) -> list[ChatReply | ModelError]:
+def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest],
+                     cache_if: Callable[[str], bool] | None = None) -> list[ChatReply | ModelError]:  # fmt: skip
     """Each distinct request sent once (two systems that retrieve the same hits give the reader the same prompt),
     the replies handed back in input order; at most the model's concurrency in flight. The cached reply records
-    the refs of every request it answers."""
+    the refs of every request it answers; `cache_if` false keeps a reply out of the cache."""
     keys = [json.dumps([r.messages, r.json_schema, r.schema_name, r.max_tokens], sort_keys=True) for r in requests]
     unique: dict[str, ChatRequest] = {}
     for key, request in zip(keys, requests, strict=True):
         seen = unique.get(key)
         unique[key] = request if seen is None else replace(seen, refs=tuple(dict.fromkeys(seen.refs + request.refs)))
-    replies = dict(zip(unique, client.complete_many(list(unique.values())), strict=True))
+    replies = dict(zip(unique, client.complete_many(list(unique.values()), cache_if=cache_if), strict=True))
     return [replies[key] for key in keys]
+
+
+def _is_verdict(text: str) -> bool:
+    try:
+        parse_verdict(text)
+    except VerdictError:
+        return False
+    return True
 
 
 def _has_gold(question: Question) -> bool:
@@ -177,7 +186,8 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
         rows.append(row)
     verdicts = _complete_unique(judge, [
         ChatRequest(judge_messages(cases[i][1], rows[i]["answer"]), json_schema=VERDICT_SCHEMA, schema_name="verdict",
-                    max_tokens=JUDGE_TOKENS, refs=requests[i].refs) for i in to_judge])  # the answer quotes the hits
+                    max_tokens=JUDGE_TOKENS, refs=requests[i].refs) for i in to_judge],  # the answer quotes the hits
+        cache_if=_is_verdict)  # a rerun asks again for a verdict that does not parse
     for i, reply in zip(to_judge, verdicts, strict=True):
         row = rows[i]
         if not isinstance(reply, ChatReply):
