@@ -5,8 +5,9 @@ scores each document by its share of the query's words (deterministic). `mode` t
 `flaky_failures` calls get 503). The failure bodies echo the Authorization header, as careless servers do.
 Hostile modes: "trickle" (the reply one byte every `trickle_seconds`, for at most `trickle_for` seconds),
 "trickle_headers" (the same, status line and headers included), "huge" (a well-formed reply of `huge_bytes`,
-with or without Content-Length: `declare_length`), "huge_error" (a 500 of that size), "redirect" (307 to
-`redirect_to` + the path, for paths under /v1/). `reported_model` / `fingerprint` are what a reply says answered
+with or without Content-Length: `declare_length`), "huge_error" (a 500 of that size), "redirect" (`redirect_status`
+to `redirect_to` + the path, for paths under /v1/; a GET, as a client that turned the POST into one sends, is
+recorded and answered 404). `reported_model` / `fingerprint` are what a reply says answered
 (default: the requested model, no fingerprint). /v1/embeddings answers `embedding_dim` numbers per input."""
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class ModelServer:
         self.huge_bytes = 6 << 20
         self.declare_length = True
         self.redirect_to = ""
+        self.redirect_status = 307
         self.reported_model: str | None = None
         self.fingerprint: str | None = None
         self.embedding_dim = 8
@@ -98,7 +100,7 @@ class ModelServer:
                     if outer.mode in ("huge", "huge_error"):
                         return self.huge(200 if outer.mode == "huge" else 500, done)
                     if outer.mode == "redirect" and self.path.startswith("/v1/"):
-                        self.send_response(307)
+                        self.send_response(outer.redirect_status)
                         self.send_header("Location", outer.redirect_to + self.path)
                         self.send_header("Content-Length", "0")
                         self.end_headers()
@@ -118,6 +120,14 @@ class ModelServer:
                     pass
                 finally:
                     done()
+
+            def do_GET(self) -> None:
+                with outer._lock:
+                    outer.requests.append((self.path, {}))
+                    outer.authorizations.append(self.headers.get("Authorization"))
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
 
             def trickle(self, slow_head: bytes, data: bytes, head: bytes, done: Callable[[], None]) -> None:
                 """One byte at a time (the head too when `slow_head`): no socket read ever waits long."""

@@ -103,7 +103,8 @@ def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest],
     return [replies[key] for key in keys]
 
 
-def _is_verdict(text: str) -> bool:
+def usable_verdict(text: str) -> bool:
+    """Whether the judge's reply parses as a verdict: one that does not is never cached (a rerun asks again)."""
     try:
         parse_verdict(text)
     except VerdictError:
@@ -187,7 +188,7 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
     verdicts = _complete_unique(judge, [
         ChatRequest(judge_messages(cases[i][1], rows[i]["answer"]), json_schema=VERDICT_SCHEMA, schema_name="verdict",
                     max_tokens=JUDGE_TOKENS, refs=requests[i].refs) for i in to_judge],  # the answer quotes the hits
-        cache_if=_is_verdict)  # a rerun asks again for a verdict that does not parse
+        cache_if=usable_verdict)  # a rerun asks again for a verdict that does not parse
     for i, reply in zip(to_judge, verdicts, strict=True):
         row = rows[i]
         if not isinstance(reply, ChatReply):
