@@ -9,7 +9,8 @@ run's k). A question nothing in memory answers is right when the reader abstains
 on an answerable question is wrong (no judge call either); an answerable question without a gold answer text is
 skipped (counted in the report). A model that fails (unreachable, timeout, HTTP error, malformed reply) fails
 that question only: its error is recorded in the `answers` table and counted, never ending the run. The models'
-disk cache makes a second run of the same config send no request at all."""
+disk cache serves a second run of the same config, but for each model's first request (it learns which model
+answers now); a verdict that does not parse is not cached."""
 
 from __future__ import annotations
 
