@@ -2,10 +2,17 @@
 exchange, the retries and the parsing are real). /v1/chat/completions answers `chat_reply(body)`; /v1/rerank
 scores each document by its share of the query's words (deterministic). `mode` turns it into a bad server:
 "malformed" (200, not JSON), "http500", "slow" (sleeps `slow_seconds` before answering), "flaky" (the first
-`flaky_failures` calls get 503). The failure bodies echo the Authorization header, as careless servers do."""
+`flaky_failures` calls get 503). The failure bodies echo the Authorization header, as careless servers do.
+Hostile modes: "trickle" (the reply one byte every `trickle_seconds`, for at most `trickle_for` seconds),
+"trickle_headers" (the same, status line and headers included), "huge" (a well-formed reply of `huge_bytes`,
+with or without Content-Length: `declare_length`), "huge_error" (a 500 of that size), "redirect" (`redirect_status`
+to `redirect_to` + the path, for paths under /v1/; a GET, as a client that turned the POST into one sends, is
+recorded and answered 404). `reported_model` / `fingerprint` are what a reply says answered
+(default: the requested model, no fingerprint). /v1/embeddings answers `embedding_dim` numbers per input."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -22,6 +29,12 @@ def words(text: str) -> set[str]:
 def echo_reply(body: dict[str, Any]) -> str:
     """The default answer: the last message's words, so each request has its own deterministic reply."""
     return f"echo: {body['messages'][-1]['content'][:200]}"
+
+
+def vector(text: str, dim: int) -> list[float]:
+    """A deterministic, text-specific, non-zero vector."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [1.0 + digest[i % len(digest)] / 255 for i in range(dim)]
 
 
 def overlap_scores(query: str, documents: list[str]) -> list[float]:
@@ -43,6 +56,15 @@ class ModelServer:
         self.hold_seconds = 0.0  # each request stays in flight this long (more overlap when a client has no limit)
         self.in_flight = 0
         self.max_in_flight = 0
+        self.trickle_seconds = 0.2
+        self.trickle_for = 8.0
+        self.huge_bytes = 6 << 20
+        self.declare_length = True
+        self.redirect_to = ""
+        self.redirect_status = 307
+        self.reported_model: str | None = None
+        self.fingerprint: str | None = None
+        self.embedding_dim = 8
         self._lock = threading.Condition()
         outer = self
 
@@ -75,7 +97,19 @@ class ModelServer:
                     status, payload = outer.answer(self.path, body, calls, self.headers.get("Authorization"))
                     if outer.mode == "slow":
                         time.sleep(outer.slow_seconds)
+                    if outer.mode in ("huge", "huge_error"):
+                        return self.huge(200 if outer.mode == "huge" else 500, done)
+                    if outer.mode == "redirect" and self.path.startswith("/v1/"):
+                        self.send_response(outer.redirect_status)
+                        self.send_header("Location", outer.redirect_to + self.path)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return done()
                     data = payload.encode()
+                    head = (f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\n"
+                            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode()
+                    if outer.mode in ("trickle", "trickle_headers"):
+                        return self.trickle(head if outer.mode == "trickle_headers" else b"", data, head, done)
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -86,6 +120,45 @@ class ModelServer:
                     pass
                 finally:
                     done()
+
+            def do_GET(self) -> None:
+                with outer._lock:
+                    outer.requests.append((self.path, {}))
+                    outer.authorizations.append(self.headers.get("Authorization"))
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def trickle(self, slow_head: bytes, data: bytes, head: bytes, done: Callable[[], None]) -> None:
+                """One byte at a time (the head too when `slow_head`): no socket read ever waits long."""
+                done()
+                if not slow_head:
+                    self.wfile.write(head)
+                    self.wfile.flush()
+                stop = time.monotonic() + outer.trickle_for
+                for byte in (slow_head + data):
+                    if time.monotonic() > stop:
+                        break
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(outer.trickle_seconds)
+                self.close_connection = True
+
+            def huge(self, status: int, done: Callable[[], None]) -> None:
+                """A reply of outer.huge_bytes: a chat reply whose content is that long (or an error body)."""
+                content = "x" * outer.huge_bytes
+                data = (json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
+                        if status == 200 else json.dumps({"error": content})).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                if outer.declare_length:
+                    self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                done()
+                for i in range(0, len(data), 1 << 16):
+                    self.wfile.write(data[i:i + (1 << 16)])
+                self.close_connection = True
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -104,12 +177,18 @@ class ModelServer:
             return 500, json.dumps({"error": "internal error", "authorization": auth})
         if self.mode == "flaky" and calls <= self.flaky_failures:
             return 503, json.dumps({"error": "loading model", "seen": auth})
+        said = {"model": self.reported_model or body.get("model")}
+        if self.fingerprint is not None:
+            said["system_fingerprint"] = self.fingerprint
         if path == "/v1/chat/completions":
             content = self.chat_reply(body)
             prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
             usage = {"prompt_tokens": prompt, "completion_tokens": len((content or "").split())}
             message = {"role": "assistant", "content": content}
-            return 200, json.dumps({"choices": [{"index": 0, "message": message}], "usage": usage})
+            return 200, json.dumps({**said, "choices": [{"index": 0, "message": message}], "usage": usage})
+        if path == "/v1/embeddings":
+            data = [{"index": i, "embedding": vector(text, self.embedding_dim)} for i, text in enumerate(body["input"])]
+            return 200, json.dumps({**said, "data": data})
         if path == "/v1/rerank":
             if self.rerank_reply is not None:
                 return 200, json.dumps(self.rerank_reply(body))
@@ -119,7 +198,7 @@ class ModelServer:
             if self.rerank_top_n is not None:
                 results = results[: self.rerank_top_n]
             usage = {"total_tokens": sum(len(d.split()) for d in body["documents"])}
-            return 200, json.dumps({"model": body.get("model"), "results": results, "usage": usage})
+            return 200, json.dumps({**said, "results": results, "usage": usage})
         return 404, json.dumps({"error": f"no route {path}"})
 
     def close(self) -> None:

@@ -79,6 +79,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     "every cut-off scored alone",
     ("tests/lab/test_rerank_order.py", "memlab.lab.rerank"): "unit test of the re-rank stage's pure ordering, "
     "fallback and option checks with an in-test re-ranker",
+    ("tests/lab/test_model_safety.py", "memlab.lab.probes.model_safety"): "the model_safety reliability family, "
+    "run directly until it is registered with the others",
     ("tests/models/test_model_cache_erasure.py", "memlab.lab.rerank"): "the re-rank stage's search on a real memory "
     "records the hits' refs, so erasing them deletes the cached scores",
     ("tests/lab/test_sweeps.py", "memlab.lab.sweeps.retrieval"): "unit test of the retrieval grid's system names "

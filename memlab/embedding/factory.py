@@ -6,7 +6,7 @@ A spec is None, a string or a dict:
 - {"kind": "sentence-transformers", "path": <local folder, all-MiniLM-L6-v2 or all-mpnet-base-v2>}, optional
   "model_id", "batch_size", "truncate_dim", "device". Any other string is shorthand for this kind with that path.
 - {"kind": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": <name>}, optional "api_key_env",
-  "batch_size", "dimension", "timeout", "normalize", "retries", "model_id".
+  "batch_size", "dimension", "timeout", "normalize", "retries", "model_id", "deadline", "max_reply_bytes".
 - A string that starts with "{" is read as the JSON of a dict spec (handy on a command line).
 """
 
@@ -34,7 +34,8 @@ SPEC_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "sentence-transformers": (frozenset({"path"}), frozenset({"model_id", "batch_size", "truncate_dim", "device"})),
     "openai": (
         frozenset({"base_url", "model"}),
-        frozenset({"api_key_env", "batch_size", "dimension", "timeout", "normalize", "retries", "model_id"}),
+        frozenset({"api_key_env", "batch_size", "dimension", "timeout", "normalize", "retries", "model_id", "deadline",
+                   "max_reply_bytes"}),
     ),
 }
 

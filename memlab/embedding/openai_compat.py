@@ -1,6 +1,10 @@
 """Embeddings from any OpenAI-compatible `POST {base_url}/embeddings` endpoint (vLLM, llama.cpp server, TEI,
 Ollama, a hosted API), with the standard library only so memlab gains no HTTP dependency.
 
+Each request goes through memlab.bounded_http: an attempt ends within `timeout` (its whole reply, not a socket
+read), a call within `deadline` (every attempt and wait), a reply larger than `max_reply_bytes` is refused unread,
+and a redirect to another origin is never followed (the key and the texts stay with base_url's origin).
+
 The key is read from an environment variable at every call and never kept on the object, so it cannot leak
 into reprs, pickles, logs or error messages.
 """
@@ -12,22 +16,38 @@ import contextlib
 import json
 import os
 import threading
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from memlab.bounded_http import (
+    MAX_DELAY,
+    Deadline,
+    Redirected,
+    StatusError,
+    TimedOut,
+    TooLarge,
+    backoff_wait,
+    default_deadline,
+    post,
+)
 from memlab.errors import ConfigError, DimensionError, EmbeddingEndpointError
 from memlab.redact import redact
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_RETRY_DELAY = 8.0  # seconds; bounds a server's Retry-After so a call never hangs for minutes
+MAX_RETRY_DELAY = MAX_DELAY  # seconds; bounds a server's Retry-After so a call never hangs for minutes
 PROBE_TEXT = "memlab dimension probe"
 DETAIL_CHARS = 200
+VECTOR_REPLY_BYTES = 64 << 10  # one vector of 3,072 floats as JSON text, with room to spare
+MIN_REPLY_BYTES = 8 << 20
+RESERVE = 0.05  # seconds: a retry the deadline leaves less than this for is not started
+
+
+def default_max_reply_bytes(batch_size: int) -> int:
+    """The reply bound when none is given: a batch of large vectors as JSON, at least MIN_REPLY_BYTES."""
+    return max(MIN_REPLY_BYTES, batch_size * VECTOR_REPLY_BYTES)
 
 
 def endpoint_host(base_url: str) -> str:
@@ -60,7 +80,12 @@ class OpenAICompatibleEmbedder:
         retries: int = 2,
         backoff: float = 0.5,
         model_id: str | None = None,
+        deadline: float | None = None,
+        max_reply_bytes: int | None = None,
     ) -> None:
+        """`timeout`: seconds one attempt may take, its whole reply read; `deadline`: seconds a whole request may
+        take, retries and waits included (default: every attempt's timeout plus the waits); `max_reply_bytes`: a
+        larger reply is refused (default: default_max_reply_bytes(batch_size))."""
         base_url = (base_url or "").strip().rstrip("/")
         if "@" in urllib.parse.urlsplit(base_url).netloc:
             raise ConfigError(
@@ -84,6 +109,11 @@ class OpenAICompatibleEmbedder:
             raise ConfigError(f"backoff must be a non-negative number of seconds, not {backoff!r}.")
         if not isinstance(timeout, int | float) or timeout <= 0:
             raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}.")
+        if deadline is not None and (not isinstance(deadline, int | float) or isinstance(deadline, bool)
+                                     or not deadline > 0):  # fmt: skip
+            raise ConfigError(f"deadline must be a positive number of seconds (or None), not {deadline!r}.")
+        if max_reply_bytes is not None:
+            _check_int("max_reply_bytes", max_reply_bytes, minimum=1024)
         self.base_url = base_url
         self.url = f"{base_url}/embeddings"
         self.model = model
@@ -93,6 +123,8 @@ class OpenAICompatibleEmbedder:
         self.normalize = normalize
         self.retries = retries
         self.backoff = backoff
+        self.deadline = float(deadline) if deadline is not None else default_deadline(self.timeout, retries, backoff)
+        self.max_reply_bytes = max_reply_bytes or default_max_reply_bytes(batch_size)
         self.requests = 0  # HTTP requests sent, retries included (for reports and tests)
         # Raw vectors are not interchangeable with unit vectors: give them their own id.
         self._model_id = model_id or f"openai:{model}@{endpoint_host(base_url)}" + ("" if normalize else "+raw")
@@ -186,38 +218,49 @@ class OpenAICompatibleEmbedder:
         return vectors
 
     def _post(self, body: dict) -> Any:
-        """POST once, retrying 429/5xx up to `retries` times with a short exponential backoff."""
+        """POST once, retrying 429/5xx and a reset connection up to `retries` times with a short exponential
+        backoff, all within `deadline`."""
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
         payload = json.dumps(body).encode("utf-8")
+        deadline = Deadline(self.deadline)
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+            last = attempt == self.retries
             self.requests += 1
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-            except urllib.error.HTTPError as exc:
-                detail = _redact(exc.read().decode("utf-8", "replace"), key)[:DETAIL_CHARS]
-                if exc.code in RETRY_STATUSES and attempt < self.retries:
-                    time.sleep(self._delay(attempt, exc.headers.get("Retry-After")))
+                raw = post(self.url, payload, headers, timeout=self.timeout, deadline=deadline,
+                           max_bytes=self.max_reply_bytes)  # fmt: skip
+            except StatusError as exc:
+                detail = _redact(exc.body.decode("utf-8", "replace"), key)[:DETAIL_CHARS]
+                delay = self._delay(attempt, exc.headers.get("Retry-After") if exc.headers is not None else None)
+                if exc.status in RETRY_STATUSES and not last and backoff_wait(delay, deadline, RESERVE):
                     continue
-                raise self._http_error(exc.code, detail, key, attempts=attempt + 1) from None
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, ConnectionResetError) and attempt < self.retries:
-                    time.sleep(self._delay(attempt, None))
-                    continue
-                if isinstance(exc.reason, TimeoutError):
-                    raise self._timeout_error() from exc
+                raise self._http_error(exc.status, detail, key, attempts=attempt + 1) from None
+            except TimedOut as exc:
+                raise self._timeout_error(exc) from None
+            except TooLarge as exc:
                 raise EmbeddingEndpointError(
-                    f"cannot reach the embeddings endpoint {self.url} ({exc.reason}): check that the server is "
+                    f"{self.url}: the reply is larger than max_reply_bytes ({exc.bound} bytes) and was refused "
+                    "unread; lower batch_size, or raise max_reply_bytes in the embedder spec if replies this large "
+                    "are expected."
+                ) from None
+            except Redirected as exc:
+                raise EmbeddingEndpointError(
+                    f"{self.url}: the server redirected (HTTP {exc.status}) to {exc.target}; memlab sends the texts "
+                    "and the key only to base_url's own scheme, host and port: set base_url to the address it "
+                    "redirects to if you trust it."
+                ) from None
+            except ConnectionResetError:
+                if not last and backoff_wait(self._delay(attempt, None), deadline, RESERVE):
+                    continue
+                raise EmbeddingEndpointError(f"{self.url}: the connection was reset by the server.") from None
+            except OSError as exc:
+                raise EmbeddingEndpointError(
+                    f"cannot reach the embeddings endpoint {self.url} ({exc}): check that the server is "
                     "running and listening there, and that base_url is right."
-                ) from exc
-            except TimeoutError as exc:
-                raise self._timeout_error() from exc
-            except OSError as exc:  # the connection broke while reading the reply
-                raise EmbeddingEndpointError(f"{self.url}: the connection failed mid-reply ({exc}).") from exc
+                ) from None
             try:
                 return json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -245,7 +288,12 @@ class OpenAICompatibleEmbedder:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         return EmbeddingEndpointError(f"{self.url}: HTTP {status}{tries}: {detail}")
 
-    def _timeout_error(self) -> EmbeddingEndpointError:
+    def _timeout_error(self, exc: TimedOut) -> EmbeddingEndpointError:
+        if exc.by_deadline:
+            return EmbeddingEndpointError(
+                f"{self.url} did not answer within the request's deadline of {self.deadline:g}s: the server may be "
+                "overloaded or trickling its reply; raise deadline (or timeout) or lower batch_size."
+            )
         return EmbeddingEndpointError(
             f"{self.url} did not answer within {self.timeout:g}s: the server may be overloaded or still loading "
             "the model; raise timeout or lower batch_size."

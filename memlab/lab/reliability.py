@@ -53,6 +53,7 @@ from memlab.lab.probes.inputs import inputs_family
 from memlab.lab.probes.isolation import isolation_family
 from memlab.lab.probes.leaks import leaks_family
 from memlab.lab.probes.lexical import lexical_family
+from memlab.lab.probes.model_safety import model_safety_family
 from memlab.lab.probes.prompt_fences import prompt_fences_family
 from memlab.lab.probes.races import races_family
 from memlab.lab.probes.run_folders import run_folders_family
@@ -66,7 +67,7 @@ SECOND_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]]
 }  # fmt: skip  (each family's name in the report -> its probe)
 THIRD_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]] = {
     "gate_direction": gate_direction_family, "prompt_fences": prompt_fences_family,
-    "run_folders": run_folders_family,
+    "run_folders": run_folders_family, "model_safety": model_safety_family,
 }  # fmt: skip  (wrong verdicts, erasures that did not hold, leaks into folders and prompts, unbounded input)
 LATER_PROBES = {**SECOND_PROBE, **THIRD_PROBE}
 

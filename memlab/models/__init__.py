@@ -1,7 +1,9 @@
 """Model clients behind the `models:` config section: chat models (any OpenAI-compatible /v1/chat/completions)
-and re-rankers (the /v1/rerank shape, or a local sentence-transformers CrossEncoder folder), with timeouts,
-retries with backoff, a concurrency limit and a disk cache keyed by the request's content; each cached reply
-records what stored memory it was derived from (refs), so erasure drops it (forget_model_replies)."""
+and re-rankers (the /v1/rerank shape, or a local sentence-transformers CrossEncoder folder), with a total
+deadline per call, bounded replies, no redirect to another origin (memlab.bounded_http), retries with backoff, a
+concurrency limit and a disk cache keyed by the request's content and the model that answered; each cached reply
+records what stored memory it was derived from (refs), so erasure drops it (forget_model_replies), and a call in
+flight during an erasure stores nothing."""
 
 from memlab.models.cache import forget_model_replies, model_cache_dir
 from memlab.models.chat import ChatClient, ChatReply, ChatRequest, open_chat

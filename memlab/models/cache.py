@@ -7,7 +7,8 @@ A reply derived from stored memory quotes a user's words, so each entry records 
 (memlab.models.refs: hashes, never the texts) and the folder keeps an index: one empty file `refs/<ab>/<ref>.<entry
 key>` per pair (creating one is atomic, so parallel writers need no lock and no read-modify-write; an empty file
 takes an inode, no data block). `forget_model_replies(refs)` (called by every erasure) lists the buckets of the
-erased refs and deletes the entries they name: at most 256 directory listings, not a read of every entry."""
+erased refs and deletes the entries they name: at most 256 directory listings, not a read of every entry. A call
+in flight meanwhile stores nothing afterwards (memlab.models.flights)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from memlab.config import memlab_home
+from memlab.models.flights import Flight, cancel, flight, folder_lock
 
 
 def model_cache_dir(home: str | Path | None = None) -> Path:
@@ -64,27 +67,41 @@ class ReplyCache:
         """The stored entry, or None (absent, or unreadable: an entry that cannot be read is a miss, rewritten)."""
         return None if self.folder is None else _read(_entry_path(self.folder, key))
 
-    def put(self, key: str, value: dict[str, Any], refs: Iterable[str] = ()) -> None:
-        """Store an entry; `refs` (memlab.models.refs) are what it was derived from. The index is written before
-        the entry, so an erasure that runs between the two finds the ref (and no entry yet)."""
+    @contextmanager
+    def flight(self, refs: Iterable[str]) -> Iterator[Flight]:
+        """Register a call whose reply will derive from `refs` (pass the Flight to `put`): an erasure of any of
+        them that runs before the reply is stored cancels the store."""
+        with flight(self.folder, {r for r in refs if HEX_KEY.fullmatch(r)}) as registered:
+            yield registered
+
+    def put(self, key: str, value: dict[str, Any], refs: Iterable[str] = (), registered: Flight | None = None
+            ) -> bool:  # fmt: skip
+        """Store an entry; `refs` (memlab.models.refs) are what it was derived from, `registered` the call's
+        flight (nothing is stored when an erasure cancelled it). The index is written before the entry, both under
+        the folder's shared lock, so an erasure finds the ref (and no entry yet) or runs after both. Returns
+        whether the entry was stored."""
         if self.folder is None:
-            return
+            return False
         refs = sorted({r for r in refs if HEX_KEY.fullmatch(r)})
-        for ref in refs:
-            marker = _marker(self.folder, ref, key)
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.touch()
-        value = {**value, "refs": refs} if refs else value
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(value, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with folder_lock(self.folder, exclusive=False):
+            if registered is not None and registered.cancelled():
+                return False
+            for ref in refs:
+                marker = _marker(self.folder, ref, key)
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            value = {**value, "refs": refs} if refs else value
+            path = self._path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(value, f, ensure_ascii=False)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return True
 
 
 def _entry_path(folder: Path, key: str) -> Path:
@@ -105,8 +122,15 @@ def _marker(folder: Path, ref: str, key: str) -> Path:
 
 
 def _forget_in(folder: Path, refs: list[str]) -> int:
-    """Delete the entries of `folder` derived from any of `refs`, with their index files; returns entries deleted.
-    Each bucket holding an erased ref is listed once."""
+    """Delete the entries of `folder` derived from any of `refs`, with their index files, and cancel the calls
+    in flight deriving from them, all under the folder's exclusive lock; returns entries deleted. Each bucket
+    holding an erased ref is listed once."""
+    with folder_lock(folder, exclusive=True):
+        cancel(folder, set(refs))
+        return _delete_entries(folder, refs)
+
+
+def _delete_entries(folder: Path, refs: list[str]) -> int:
     by_bucket: dict[str, set[str]] = {}
     for ref in refs:
         by_bucket.setdefault(ref[:2], set()).add(ref)

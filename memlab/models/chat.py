@@ -1,9 +1,12 @@
 """One client for every chat model (`openai-chat`: any /v1/chat/completions): the reader, the judge, the LLM
 extractor, the model assessor and question writer all call it, so timeouts, retries, the concurrency limit, the
-disk cache and token counts behave the same everywhere."""
+disk cache and token counts behave the same everywhere. A cached reply is keyed by the request and by what the
+server said answered it (memlab.models.served), and is stored only when the caller can use it and no erasure of
+what it quotes ran while it was in flight (memlab.models.flights)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +20,7 @@ from memlab.models.cache import ReplyCache, cache_key, model_cache_dir
 from memlab.models.errors import ModelError
 from memlab.models.http import error, post_json
 from memlab.models.refs import with_ambient
+from memlab.models.served import ServedModel, entry_key, served_identity
 from memlab.models.spec import ModelSpec
 
 
@@ -60,6 +64,7 @@ class ChatClient:
         self._api_key = api_key
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(spec.concurrency)
+        self.served = ServedModel()  # what the server says answers, learned from this client's live replies
 
     def __repr__(self) -> str:
         return f"ChatClient({self.spec.name!r}, {self.spec.base_url!r}, {self.spec.model!r})"
@@ -78,23 +83,33 @@ class ChatClient:
 
     def complete(self, request: ChatRequest, *, cache_if: Callable[[str], bool] | None = None,
                  refs: Sequence[str] = ()) -> ChatReply:  # fmt: skip
-        """The model's reply to one request, from the cache when this exact request was answered before.
-        `cache_if(text)` false keeps a reply the caller cannot use out of the cache, so a rerun asks again.
-        `refs` (with the request's and the enclosing memlab.models.refs.deriving_from's) go with the entry."""
+        """The model's reply to one request, from the cache when this exact request was answered before by the
+        model the server says answers now (the client's first lookup asks the server to learn which that is).
+        `cache_if(text)` false keeps a reply the caller cannot use out of the cache, so a rerun asks again (a
+        request with a json_schema also needs a JSON reply). `refs` (with the request's and the enclosing
+        memlab.models.refs.deriving_from's) go with the entry."""
         refs = with_ambient([*request.refs, *refs])
         body = self.body(request)
-        key = cache_key([self.spec.kind, self.spec.base_url, self.spec.model, body])
-        hit = self.cache.get(key)
-        if hit is not None and isinstance(hit.get("text"), str):
-            return ChatReply(hit["text"], hit.get("prompt_tokens"), hit.get("completion_tokens"), 0.0, True)
-        with self._slots:
-            start = time.perf_counter()
-            reply = post_json(self.spec, "/chat/completions", body, on_send=self._count, key=self._api_key)
-            seconds = time.perf_counter() - start
-        text, prompt_tokens, completion_tokens = self._parse(reply)
-        if cache_if is None or cache_if(text):
-            self.cache.put(key, {"text": text, "prompt_tokens": prompt_tokens,
-                                 "completion_tokens": completion_tokens}, refs)  # fmt: skip
+        request_key = cache_key([self.spec.kind, self.spec.base_url, self.spec.model, body])
+        identity, asking = self.served.begin() if self.cache.folder is not None else (None, False)
+        try:
+            hit = self.cache.get(entry_key(request_key, identity)) if identity is not None else None
+            if hit is not None and isinstance(hit.get("text"), str):
+                return ChatReply(hit["text"], hit.get("prompt_tokens"), hit.get("completion_tokens"), 0.0, True)
+            with self.cache.flight(refs) as registered:
+                with self._slots:
+                    start = time.perf_counter()
+                    reply = post_json(self.spec, "/chat/completions", body, on_send=self._count, key=self._api_key)
+                    seconds = time.perf_counter() - start
+                text, prompt_tokens, completion_tokens = self._parse(reply)
+                served = served_identity(reply)
+                self.served.learn(served)
+                if _usable(request, text) and (cache_if is None or cache_if(text)):
+                    self.cache.put(entry_key(request_key, served), {
+                        "text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                        "served": json.loads(served)}, refs, registered)  # fmt: skip
+        finally:
+            self.served.end(asking)
         return ChatReply(text, prompt_tokens, completion_tokens, seconds, False)
 
     def complete_many(self, requests: Sequence[ChatRequest], *, cache_if: Callable[[str], bool] | None = None
@@ -129,6 +144,20 @@ class ChatClient:
                         "malformed", self._api_key or "")  # fmt: skip
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         return text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+
+
+def _usable(request: ChatRequest, text: str) -> bool:
+    """A reply to a request for JSON (json_schema) that is not JSON is of no use to any caller."""
+    if request.json_schema is None:
+        return True
+    body = text.strip()
+    if body.startswith("```"):  # some servers fence the JSON despite the schema; callers drop the fence
+        body = body.strip("`").removeprefix("json").strip()
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
 
 
 def _count(value: Any) -> int | None:

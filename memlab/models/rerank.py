@@ -1,12 +1,14 @@
 """Re-rankers: a model that reads a query and each candidate together and scores how well the candidate answers
 it. Two kinds: `openai-rerank` (POST {base_url}/rerank, the shape llama.cpp, vLLM and hosted rerankers share) and
 `cross-encoder` (a local sentence-transformers CrossEncoder folder, run on the CPU). Both return one score per
-document in input order and cache by the request's content; a cross-encoder's cache key holds a fingerprint of
-its folder's files, so retrained weights in the same folder never meet old scores."""
+document in input order and cache by the request's content and what answered it: an endpoint's reported model
+(memlab.models.served), a cross-encoder's fingerprint of its folder's content, so retrained or swapped weights
+never meet old scores."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import threading
 import time
@@ -20,9 +22,8 @@ from memlab.models.cache import ReplyCache, cache_key, model_cache_dir
 from memlab.models.errors import ModelError
 from memlab.models.http import error, post_json
 from memlab.models.refs import with_ambient
+from memlab.models.served import LOCAL, ServedModel, entry_key, served_identity
 from memlab.models.spec import ModelSpec
-
-SMALL_FILE = 1 << 20  # files up to this size are hashed whole in a folder's fingerprint; larger ones by stat
 
 
 @dataclass(frozen=True)
@@ -45,29 +46,38 @@ class Reranker(Protocol):
 
 
 class _Cached:
-    """The cache lookup both kinds share: `_score` runs the model on a miss."""
+    """The cache lookup both kinds share: `_score` runs the model on a miss and says what answered."""
 
     spec: ModelSpec
     cache: ReplyCache
+    served: ServedModel
 
     def _identity(self) -> list[Any]:
         raise NotImplementedError
 
-    def _score(self, query: str, documents: list[str]) -> tuple[list[float], int | None]:
+    def _score(self, query: str, documents: list[str]) -> tuple[list[float], int | None, str]:
         raise NotImplementedError
 
     def rerank(self, query: str, documents: Sequence[str], refs: Sequence[str] = ()) -> RerankReply:
         docs = [str(d) for d in documents]
         if not docs:
             return RerankReply([], 0.0, True, None)
-        key = cache_key([*self._identity(), {"query": query, "documents": docs}])
-        hit = self.cache.get(key)
-        if hit is not None and _scores_ok(hit.get("scores"), len(docs)):
-            return RerankReply([float(s) for s in hit["scores"]], 0.0, True, hit.get("tokens"))
-        start = time.perf_counter()
-        scores, tokens = self._score(query, docs)
-        seconds = time.perf_counter() - start
-        self.cache.put(key, {"scores": scores, "tokens": tokens}, with_ambient(refs))
+        refs = with_ambient(refs)
+        request_key = cache_key([*self._identity(), {"query": query, "documents": docs}])
+        identity, asking = self.served.begin() if self.cache.folder is not None else (None, False)
+        try:
+            hit = self.cache.get(entry_key(request_key, identity)) if identity is not None else None
+            if hit is not None and _scores_ok(hit.get("scores"), len(docs)):
+                return RerankReply([float(s) for s in hit["scores"]], 0.0, True, hit.get("tokens"))
+            with self.cache.flight(refs) as registered:
+                start = time.perf_counter()
+                scores, tokens, served = self._score(query, docs)
+                seconds = time.perf_counter() - start
+                self.served.learn(served)
+                self.cache.put(entry_key(request_key, served), {"scores": scores, "tokens": tokens,
+                                                                "served": json.loads(served)}, refs, registered)
+        finally:
+            self.served.end(asking)
         return RerankReply(scores, seconds, False, tokens)
 
 
@@ -83,6 +93,7 @@ class OpenAIReranker(_Cached):
         self.requests_sent = 0
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(spec.concurrency)
+        self.served = ServedModel()
 
     def _identity(self) -> list[Any]:
         return [self.spec.kind, self.spec.base_url, self.spec.model]
@@ -91,7 +102,7 @@ class OpenAIReranker(_Cached):
         with self._lock:
             self.requests_sent += 1
 
-    def _score(self, query: str, documents: list[str]) -> tuple[list[float], int | None]:
+    def _score(self, query: str, documents: list[str]) -> tuple[list[float], int | None, str]:
         with self._slots:
             reply = post_json(self.spec, "/rerank", {"model": self.spec.model, "query": query,
                                                      "documents": documents}, on_send=self._count)  # fmt: skip
@@ -112,7 +123,8 @@ class OpenAIReranker(_Cached):
             raise self._malformed(f"scores came back for {len(documents) - missing} of {len(documents)} documents")
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         tokens = usage.get("total_tokens", usage.get("prompt_tokens"))
-        return [float(s) for s in scores if s is not None], tokens if isinstance(tokens, int) else None
+        return ([float(s) for s in scores if s is not None], tokens if isinstance(tokens, int) else None,
+                served_identity(reply))
 
     def _malformed(self, what: str) -> ModelError:
         return error(self.spec, what, "Is this a /v1/rerank endpoint that scores every document (no top_n)?",
@@ -129,11 +141,12 @@ class CrossEncoderReranker(_Cached):
         self.spec = spec
         self.cache = ReplyCache((cache_dir or model_cache_dir()) if spec.cache else None)
         self.fingerprint = folder_fingerprint(Path(spec.path))
+        self.served = ServedModel(served_identity({"model": LOCAL}))  # the weights are in the request key
 
     def _identity(self) -> list[Any]:
         return [self.spec.kind, "", self.fingerprint]
 
-    def _score(self, query: str, documents: list[str]) -> tuple[list[float], int | None]:
+    def _score(self, query: str, documents: list[str]) -> tuple[list[float], int | None, str]:
         model, lock = _loaded(self.spec, self.fingerprint)
         with lock:
             raw = model.predict([(query, d) for d in documents], show_progress_bar=False, convert_to_numpy=True)
@@ -141,7 +154,7 @@ class CrossEncoderReranker(_Cached):
         if not all(map(math.isfinite, scores)):
             raise error(self.spec, "the model returned NaN or infinite scores", "Check the folder's weights",
                         "malformed")  # fmt: skip
-        return scores, None
+        return scores, None, served_identity({"model": LOCAL})
 
 
 _MODELS: dict[tuple[str, str], tuple[Any, threading.Lock]] = {}
@@ -166,15 +179,31 @@ def _loaded(spec: ModelSpec, fingerprint: str) -> tuple[Any, threading.Lock]:
         return _MODELS[(spec.path, fingerprint)]
 
 
+_DIGESTS: dict[tuple, str] = {}
+_DIGESTS_LOCK = threading.Lock()
+
+
 def folder_fingerprint(folder: Path) -> str:
-    """sha256 over the folder's files: each relative name and size, with the content of small files (config,
-    tokenizer) and the modification time of large ones (weights: hashing them would cost seconds per run)."""
+    """sha256 over the folder's files: each relative name and the sha256 of its content, so two folders share a
+    fingerprint only when they hold the same bytes. A file's digest is remembered in this process by its path and
+    stat (size, modification and change times, inode): changed bytes change the change time, which no tool sets."""
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{stat.st_size}\0".encode())
-        digest.update(path.read_bytes() if stat.st_size <= SMALL_FILE else str(stat.st_mtime_ns).encode())
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{_file_digest(path)}\0".encode())
     return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
+    with _DIGESTS_LOCK:
+        known = _DIGESTS.get(key)
+    if known is None:
+        with open(path, "rb") as f:
+            known = hashlib.file_digest(f, "sha256").hexdigest()
+        with _DIGESTS_LOCK:
+            _DIGESTS[key] = known
+    return known
 
 
 def _finite(value: Any) -> bool:

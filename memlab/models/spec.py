@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from memlab.bounded_http import DEFAULT_MAX_REPLY_BYTES, default_deadline
 from memlab.errors import ConfigError
 
 MODEL_KINDS = ("openai-chat", "openai-rerank", "cross-encoder")
@@ -28,13 +29,20 @@ class ModelSpec:
     model: str = ""  # the model name sent in requests (openai-*)
     path: str = ""  # cross-encoder: a local CrossEncoder folder
     api_key_env: str = ""
-    timeout: float = 60.0
+    timeout: float = 60.0  # seconds one attempt may take, its whole reply read (not per socket read)
     retries: int = 2
     backoff: float = 0.5
     concurrency: int = 4
     cache: bool = True
     max_tokens: int | None = None
     temperature: float = 0.0
+    deadline: float | None = None  # seconds the whole call may take, retries and waits included (None: derived)
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # a larger reply is refused, never read whole
+
+    def call_deadline(self) -> float:
+        """The configured deadline, or every attempt's timeout plus the backoff waits between them."""
+        return self.deadline if self.deadline is not None else default_deadline(self.timeout, self.retries,
+                                                                                 self.backoff)  # fmt: skip
 
 
 KEYS = tuple(f.name for f in fields(ModelSpec))
@@ -96,6 +104,9 @@ def _parse_entry(entry: Any, where: str, root: str | Path | None) -> ModelSpec:
     values["temperature"] = _number(entry, "temperature", 0.0, where, positive=False)
     values["retries"] = _integer(entry, "retries", 2, where, minimum=0)
     values["concurrency"] = _integer(entry, "concurrency", 4, where, minimum=1)
+    deadline = entry.get("deadline")
+    values["deadline"] = None if deadline is None else _number(entry, "deadline", 0.0, where, positive=True)
+    values["max_reply_bytes"] = _integer(entry, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, where, minimum=1024)
     max_tokens = entry.get("max_tokens")
     values["max_tokens"] = None if max_tokens is None else _integer(entry, "max_tokens", 0, where, minimum=1)
     cache = entry.get("cache", True)

@@ -1,8 +1,8 @@
 """The done-when of issue 30: `memlab eval --config` with a cross-encoder re-ranker (the packaged MiniLM as an
 untrained CrossEncoder: it tests the path, not quality) and an openai-chat reader and judge on the fake server;
-the answers, verdicts and F1 reach the scores, report.md and the viewer's page data; a second run sends no
-request (the models' disk cache); a malformed, slow or unreachable server leaves per-question errors, not a
-failed run. Also: the answer sweep's options are refused at config load."""
+the answers, verdicts and F1 reach the scores, report.md and the viewer's page data; a second run sends one
+request per model client (the models' disk cache serves the rest); a malformed, slow or unreachable server leaves
+per-question errors, not a failed run. Also: the answer sweep's options are refused at config load."""
 
 from __future__ import annotations
 
@@ -140,9 +140,27 @@ def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_s
     assert got["read"] == row.hits_read == 3, "the reader saw options.answer.k hits"
 
     again = _eval(config, tmp_path / "again")
-    assert len(model_server.requests) == sent, "a second run is served from the cache"
-    assert again.cached.all()
+    assert len(model_server.requests) == sent + 2, "a second run is served from the cache, but for each client's " \
+        "first call (the reader's, the judge's): it learns which model answers now"
+    assert (~again.cached).sum() <= 2
     pd.testing.assert_series_equal(again.verdict, answers.verdict)
+
+
+def test_a_verdict_that_does_not_parse_is_not_cached_and_a_rerun_asks_the_judge_again(
+        tmp_path, memlab_home, store, model_server, cross_encoder) -> None:  # fmt: skip
+    """JSON, but not a verdict ("correct" must be true or false): no use to the sweep, so not for the cache."""
+    model_server.chat_reply = lambda body: (json.dumps({"correct": "yes", "reason": "r"}) if "response_format" in body
+                                            else fake_model(body))  # fmt: skip
+    config = _config(tmp_path, model_server, cross_encoder)
+    first = _eval(config, tmp_path / "run")
+    judged = first[~first.abstained]
+    assert len(judged) and judged.error.str.startswith("judge (malformed)").all()
+    asked = sum("response_format" in body for _, body in model_server.requests)
+    model_server.chat_reply = fake_model
+    again = _eval(config, tmp_path / "again")
+    assert sum("response_format" in body for _, body in model_server.requests) == 2 * asked, "every judge request " \
+        "was sent again: none of the unusable verdicts was served from the cache"
+    assert (again.error == "").all() and again.verdict.notna().all()
 
 
 @pytest.mark.parametrize("failure", ["malformed", "slow", "unreachable"])

@@ -48,6 +48,10 @@ def test_a_rerun_that_reached_a_server_is_named() -> None:
     assert llama_smoke.served_from_cache(counts, after) == ["the rerank server did work: 1 tasks, 12 prompt tokens"]
     tokens_only = {"chat": llama_smoke.Counts(28, 4000, 901), "rerank": counts["rerank"]}
     assert llama_smoke.served_from_cache(counts, tokens_only) == ["the chat server did work: 1 generated tokens"]
+    assert llama_smoke.served_from_cache(counts, after, {"rerank": 1}) == [], "a client's first request is allowed"
+    two = {"chat": counts["chat"], "rerank": llama_smoke.Counts(55, 724, 0)}
+    assert llama_smoke.served_from_cache(counts, two, {"rerank": 1}) == ["the rerank server did work: 2 tasks, 24 "
+                                                                         "prompt tokens"]  # fmt: skip
 
 
 def test_missing_packages_name_the_make_target_and_the_pip_line() -> None:

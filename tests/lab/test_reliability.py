@@ -66,6 +66,12 @@ THIRD_PROBE_ZERO = [  # the third hostile probe's classes, each with its own tes
     "run_folders.stale_textfiles_after_failure",
     "run_folders.redactor_crashes",
     "run_folders.ids_redacted",
+    "model_safety.deadline_overruns",
+    "model_safety.unbounded_bodies",
+    "model_safety.credentials_to_other_origins",
+    "model_safety.unusable_replies_cached",
+    "model_safety.replies_of_another_model_served",
+    "model_safety.replies_cached_after_erasure",
 ]
 
 

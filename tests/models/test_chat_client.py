@@ -21,17 +21,23 @@ def ask(text: str, **kw) -> ChatRequest:
 
 
 def test_a_reply_carries_text_tokens_and_seconds_and_the_second_call_is_served_from_the_cache(model_server, tmp_path):
+    model_server.chat_reply = lambda body: '{"name": "Tom"}'
     client = ChatClient(spec(model_server.base_url, max_tokens=64), cache_dir=tmp_path)
     reply = client.complete(ask("What is my cat called?", json_schema={"type": "object"}, schema_name="answer"))
-    assert reply.text == "echo: What is my cat called?" and not reply.cached
-    assert reply.prompt_tokens == 5 and reply.completion_tokens == 6 and reply.seconds > 0
+    assert reply.text == '{"name": "Tom"}' and not reply.cached
+    assert reply.prompt_tokens == 5 and reply.completion_tokens == 2 and reply.seconds > 0
     path, body = model_server.requests[0]
     assert path == "/v1/chat/completions" and body["model"] == "tiny" and body["max_tokens"] == 64
     assert body["response_format"]["json_schema"]["name"] == "answer"
+    assert client.complete(ask("What is my cat called?", json_schema={"type": "object"}, schema_name="answer")
+                           ) == ChatReply(reply.text, 5, 2, 0.0, True)  # fmt: skip
+    assert client.requests_sent == 1
     again = ChatClient(spec(model_server.base_url, max_tokens=64), cache_dir=tmp_path)  # a new run, same folder
+    first = again.complete(ask("What is my cat called?", json_schema={"type": "object"}, schema_name="answer"))
+    assert not first.cached and again.requests_sent == 1, "a new client's first call learns which model answers"
     second = again.complete(ask("What is my cat called?", json_schema={"type": "object"}, schema_name="answer"))
-    assert second == ChatReply(reply.text, 5, 6, 0.0, True)
-    assert again.requests_sent == 0 and len(model_server.requests) == 1
+    assert second == ChatReply(reply.text, 5, 2, 0.0, True)
+    assert again.requests_sent == 1 and len(model_server.requests) == 2
     assert not again.complete(ask("Another question")).cached, "a different request is not a hit"
     assert not any(KEY in p.read_text() for p in tmp_path.rglob("*.json"))
 

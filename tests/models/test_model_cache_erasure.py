@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -147,3 +149,48 @@ def test_the_rerank_stage_records_its_hits_so_erasing_the_session_deletes_the_sc
         assert len(made[user]) == 1
     assert event_memory.forget_session(app_name, "gone", "s-gone").model_replies == 1
     assert not made["gone"] & entries() and made["kept"] <= entries()
+
+
+def _when_in_flight(server, call) -> threading.Thread:
+    """Run `call` in a thread and return once its request reached the server (which holds it a while)."""
+    seen = len(server.requests)
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(server.requests) == seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(server.requests) > seen, "the request never reached the server"
+    return thread
+
+
+def test_a_reply_in_flight_during_forget_user_is_not_cached_afterwards(store, embedder, extractor, model_server,
+                                                                      app_name):  # fmt: skip
+    facts = memlab.FactMemory(store, embedder, extractor)
+    gone, kept = f"zq{uuid.uuid4().hex[:10]}", f"zq{uuid.uuid4().hex[:10]}"
+    model_server.hold_seconds = 1.0  # the extractor's reply is in flight for a second
+    thread = _when_in_flight(model_server, lambda: facts.add_session(
+        make_session(app_name, "gone", "s-gone", [f"I'm {gone} now."])))
+    facts.forget_user(app_name, "gone")
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert cached_with(gone) == [], "the reply that arrived after the erasure was not stored"
+    assert not list((model_cache_dir() / "flights").glob("*.json")), "no registration outlives its call"
+    model_server.hold_seconds = 0.0
+    facts.add_session(make_session(app_name, "kept", "s-kept", [f"I'm {kept} now."]))
+    assert cached_with(kept), "a call no erasure met is cached as before"
+
+
+@pytest.mark.parametrize("erase", ["forget_user", "forget_session"])
+def test_a_reader_reply_in_flight_during_an_event_memory_erasure_is_not_cached(event_memory, clients, model_server,
+                                                                              app_name, erase):  # fmt: skip
+    chat, _ = clients
+    word = f"zq{uuid.uuid4().hex[:10]}"
+    event_memory.add_session(make_session(app_name, "gone", "s-gone", [f"I'm {word} now."]))
+    texts = [h.text for h in event_memory.search(app_name, "gone", f"what is {word}?", memlab.SearchSettings(top_k=3))]
+    model_server.hold_seconds = 1.0
+    thread = _when_in_flight(model_server, lambda: chat.complete(ChatRequest(
+        [{"role": "user", "content": "Memories:\n" + "\n".join(texts)}], refs=text_refs(texts))))
+    ERASURES[erase](event_memory, app_name, "gone")
+    thread.join(timeout=30)
+    assert not thread.is_alive() and model_server.requests, "the reply came back after the erasure"
+    assert cached_with(word) == [] and not indexed(texts)

@@ -57,10 +57,12 @@ def test_openai_rerank_reads_results_in_any_order_and_caches(model_server, tmp_p
     assert reply.scores == pytest.approx([0.2, 0.0, 0.4]) and reply.tokens == 19 and not reply.cached
     path, body = model_server.requests[0]
     assert path == "/v1/rerank" and body == {"model": "tiny-rerank", "query": QUERY, "documents": DOCS}
+    assert reranker.rerank(QUERY, DOCS) == RerankReply(reply.scores, 0.0, True, 19) and reranker.requests_sent == 1
     again = open_reranker(rerank_spec(model_server.base_url), cache_dir=tmp_path)
-    assert again.rerank(QUERY, DOCS) == RerankReply(reply.scores, 0.0, True, 19) and again.requests_sent == 0
+    assert not again.rerank(QUERY, DOCS).cached, "a new client's first call learns which model answers"
+    assert again.rerank(QUERY, DOCS) == RerankReply(reply.scores, 0.0, True, 19) and again.requests_sent == 1
     assert open_reranker(rerank_spec(model_server.base_url), tmp_path).rerank(QUERY, []).scores == []
-    assert len(model_server.requests) == 1
+    assert len(model_server.requests) == 2
 
 
 @pytest.mark.parametrize(("setup", "message"), [

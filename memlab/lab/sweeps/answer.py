@@ -11,8 +11,9 @@ breed is not mentioned") goes to the judge, whose rule for a no-answer question 
 answer wrong. An empty reply (or one the token limit cut before any text) is a reader error, not an abstention. An
 answerable question without a gold answer text is skipped (counted in the report). A model that fails (unreachable,
 timeout, HTTP error, malformed reply) fails that question only: its error is recorded in the `answers` table and
-counted, never ending the run. The models' disk cache makes a second run of the same config send no request at all
-(but for empty replies, kept out of the cache: a rerun asks again)."""
+counted, never ending the run. The models' disk cache serves a second run of the same config, but for each model's
+first request (it learns which model answers now); an empty reply and a verdict that does not parse are not
+cached (a rerun asks again)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,15 @@ def _complete_unique(client: ChatClient, requests: Sequence[ChatRequest], *,
     return [replies[key] for key in keys]
 
 
+def usable_verdict(text: str) -> bool:
+    """Whether the judge's reply parses as a verdict: one that does not is never cached (a rerun asks again)."""
+    try:
+        parse_verdict(text)
+    except VerdictError:
+        return False
+    return True
+
+
 def _has_gold(question: Question) -> bool:
     """Whether the question has a gold answer text (labels read back from parquet hold NaN for none)."""
     return isinstance(question.answer, str) and bool(question.answer.strip())
@@ -184,7 +194,8 @@ def answer_questions(env: Env, dataset: Dataset, runs: dict[str, Run], systems: 
         rows.append(row)
     verdicts = _complete_unique(judge, [
         ChatRequest(judge_messages(cases[i][1], rows[i]["answer"]), json_schema=VERDICT_SCHEMA, schema_name="verdict",
-                    max_tokens=JUDGE_TOKENS, refs=requests[i].refs) for i in to_judge])  # the answer quotes the hits
+                    max_tokens=JUDGE_TOKENS, refs=requests[i].refs) for i in to_judge],  # the answer quotes the hits
+        cache_if=usable_verdict)  # a rerun asks again for a verdict that does not parse
     for i, reply in zip(to_judge, verdicts, strict=True):
         row = rows[i]
         if not isinstance(reply, ChatReply):

@@ -1,0 +1,66 @@
+"""Which model answered: a server can swap the weights behind the same name and URL, and a cache keyed by the
+request alone then serves the old model's replies to every rerun. Each reply records what the server says answered
+(its `model`, and `system_fingerprint` where given) and the cache key holds it, so a client serves a cached reply
+only once a live reply in this process told it which model answers now: its first lookup goes to the server (one
+request per client; threads of the same client wait for it instead of asking too), later lookups use what the
+latest live reply said."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from memlab.models.cache import cache_key
+
+LOCAL = "local"  # a model run in this process (a cross-encoder folder): its content is in the request key
+
+
+def served_identity(reply: Any) -> str:
+    """The canonical text of what a reply says answered: {"model", "system_fingerprint"}, None where absent."""
+    reply = reply if isinstance(reply, dict) else {}
+    said = {k: reply.get(k) if isinstance(reply.get(k), str) else None for k in ("model", "system_fingerprint")}
+    return json.dumps(said, sort_keys=True, separators=(",", ":"))
+
+
+class ServedModel:
+    """What the server behind one client says answers, learned from live replies (`fixed`: known up front)."""
+
+    def __init__(self, fixed: str | None = None) -> None:
+        self._identity = fixed
+        self._asking = False
+        self._cond = threading.Condition()
+
+    @property
+    def identity(self) -> str | None:
+        with self._cond:
+            return self._identity
+
+    def begin(self) -> tuple[str | None, bool]:
+        """(the identity to look the cache up under, whether this caller must ask the server first). A caller
+        that gets (None, True) asks live and calls `end()` afterwards, whatever happened; meanwhile the others wait."""
+        with self._cond:
+            while self._identity is None and self._asking:
+                self._cond.wait()
+            if self._identity is not None:
+                return self._identity, False
+            self._asking = True
+            return None, True
+
+    def learn(self, identity: str) -> None:
+        """A live reply said `identity` answered: lookups from now on use it."""
+        with self._cond:
+            self._identity = identity
+            self._cond.notify_all()
+
+    def end(self, asking: bool) -> None:
+        """The asking caller is done (a failed call lets the next waiter ask)."""
+        if asking:
+            with self._cond:
+                self._asking = False
+                self._cond.notify_all()
+
+
+def entry_key(request_key: str, identity: str) -> str:
+    """The cache key of a reply: the request's key and what answered it."""
+    return cache_key([request_key, json.loads(identity)])
