@@ -194,8 +194,12 @@ class EventMemory:
         builds its index (`timings["index_build"]`). Either way the memory is searchable on return.
 
         One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
-        whole and listed in `report.failed` with the reason; every other session is written."""
+        whole and listed in `report.failed` with the reason; every other session is written.
+
+        The call is planned once, when it starts: a `forget_user` or `forget_session` that commits while it runs
+        wins over every batch of it, planned before or after the erasure (`skipped["erased_during_ingest"]`)."""
         total = IngestReport()
+        generation = self._ingest.call_generation(sessions)  # erasures committed from here on win (write_guard)
         items: list[Session] = []
         for session in sessions:
             try:
@@ -204,7 +208,7 @@ class EventMemory:
                 record_failure(total, session, exc)
             else:
                 items.append(session)
-        self._ingest.add_checked(items, total, batch_units=batch_units, progress=progress)
+        self._ingest.add_checked(items, total, batch_units=batch_units, progress=progress, generation=generation)
         return total
 
     def bulk_load(self, rows: Iterable[tuple[str, str, Unit, np.ndarray]], *, batch_rows: int = 5_000) -> int:

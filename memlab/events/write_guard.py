@@ -4,7 +4,9 @@ again inside its transaction, so a memory erased while an add of it was embeddin
 Contract (README, "Erasure"): once `delete_memory`, `forget_session` or `forget_user` returns, no unit it
 erased, and no unit of an add planned before it, is stored or found afterwards; the add reports the units it
 left out under `skipped["deleted"]` (a tombstone) or `skipped["erased_during_ingest"]` (a forgotten session
-or user). An add planned after the erasure stores the session again (only `delete_memory` is a tombstone).
+or user). An add planned after the erasure stores the session again (only `delete_memory` is a tombstone). An
+`add_sessions` call is planned once, when it starts: none of its batches stores what an erasure committed while
+the call ran took away, whenever the batch was filtered. `bulk_load` is held to the same rules.
 """
 
 from __future__ import annotations
@@ -35,9 +37,15 @@ def erasing(conn: psycopg.Connection, app_name: str, user_id: str, names: Iterab
         erasures.record(conn, names)
 
 
-def plan_generation(conn: psycopg.Connection, sessions: Iterable[Session]) -> int:
-    """The generation an add's plan of these sessions starts at (see `erasures.plan_generation`)."""
-    return erasures.plan_generation(conn, {(s.app_name, s.user_id) for s in sessions})
+def plan_generation(conn: psycopg.Connection, sessions: Iterable[Session] | None) -> int:
+    """The generation an add's plan of these sessions starts at (see `erasures.plan_generation`); None: sessions
+    not read yet (an iterator), ordered against every erasure instead. Malformed ids (refused later) name no
+    user to guard."""
+    if sessions is None:
+        return erasures.plan_generation(conn, None)
+    users = {(s.app_name, s.user_id) for s in sessions
+             if isinstance(getattr(s, "app_name", None), str) and isinstance(getattr(s, "user_id", None), str)}
+    return erasures.plan_generation(conn, users)
 
 
 def recheck(
