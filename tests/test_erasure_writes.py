@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import numpy as np
 import pytest
 
 import memlab
+from memlab.events.units import Unit
 from memlab.lab.probes import GatedEmbedder, race
 from tests.conftest import T0, make_session
 
@@ -51,3 +51,75 @@ def test_forget_user_during_a_multi_batch_add_sessions_wins_over_every_batch(sto
     assert _units(store, app_name, "v") == 8, "another user's units of the same call are written"
     # an add that starts after the erasure stores the user again
     assert mem.add_sessions(_sessions(app_name, "u", 2), batch_units=BATCH).added == 8
+
+
+CREDENTIAL = "use this key AKIAIOSFODNN7EXAMPLE for the bucket"
+QUESTION = "What is the wifi password at the cabin?"
+REPLY = "Tr0ub4dor&3Cabin"  # alone no credential; the reply to QUESTION is one (ingest refuses it)
+
+
+def _unit(sid: str, eid: str, text: str, minute: int) -> Unit:
+    return Unit(sid, eid, (eid,), "user", T0 + timedelta(minutes=minute), text)
+
+
+def _rows(embedder, app: str, user: str, units: list[Unit]) -> list[tuple]:
+    vectors = embedder.embed_documents([u.embed_text for u in units])
+    return [(app, user, u, v) for u, v in zip(units, vectors, strict=True)]
+
+
+def _bodies(store: memlab.Store, app: str, user: str) -> list[str]:
+    with store.connection() as conn:
+        return [r[0] for r in conn.execute("SELECT body FROM memory_unit WHERE app_name = %s AND user_id = %s "
+                                           "ORDER BY occurred_at", [app, user]).fetchall()]  # fmt: skip
+
+
+def test_bulk_load_refuses_the_credentials_ingest_refuses(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    texts = ["I moved the piano lessons to Thursday evenings.", CREDENTIAL, QUESTION, REPLY,
+             "The garden shed needs a new roof this spring."]  # fmt: skip
+    ingested = mem.add_session(make_session(app_name, "ingest", "s1", texts))
+    assert ingested.skipped["secret"] == 2  # what ingest refuses, bulk_load must refuse too
+    units = [_unit("s1", f"s1-e{i}", text, i) for i, text in enumerate(texts)]
+    added = mem.bulk_load(_rows(embedder, app_name, "bulk", units))
+    assert _bodies(store, app_name, "bulk") == _bodies(store, app_name, "ingest") == [texts[0], texts[2], texts[4]]
+    assert added == 3
+
+
+def test_bulk_load_brings_no_deleted_memory_back(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    texts = ["I adopted a grey cat called Pixel last spring.", "My sister Ines lives in Lisbon."]
+    mem.add_session(make_session(app_name, "u", "s1", texts))
+    assert mem.delete_memory(app_name, "u", "s1-e0") == 1
+    units = [_unit("s1", "s1-e0", texts[0], 0), _unit("s1", "s1-e1", texts[1], 1),
+             # a unit under another id that holds the deleted event (an imported chunk)
+             Unit("s1", "chunk-0", ("s1-e0", "s1-e1"), "user", T0, f"{texts[0]}\n{texts[1]}")]  # fmt: skip
+    assert mem.bulk_load(_rows(embedder, app_name, "u", units)) == 0
+    assert _bodies(store, app_name, "u") == [texts[1]]
+
+
+class _GatedRows:
+    """Rows given to `bulk_load` that stop at a gate after `before` rows: the load is between two batches."""
+
+    def __init__(self, rows: list[tuple], before: int) -> None:
+        import threading
+
+        self.rows, self.before = rows, before
+        self.entered, self.gate = threading.Event(), threading.Event()
+
+    def __iter__(self):
+        for at, row in enumerate(self.rows):
+            if at == self.before:
+                self.entered.set()
+                self.gate.wait(120)
+            yield row
+
+
+def test_forget_user_during_bulk_load_wins_over_the_rest_of_the_load(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder)
+    units = [_unit(f"s{i // 4}", f"s{i // 4}-e{i % 4}", f"Imported note {i} about the {TOPICS[i % len(TOPICS)]}", i)
+             for i in range(16)]  # fmt: skip
+    rows = _GatedRows(_rows(embedder, app_name, "u", units), before=4)
+    forgotten, added = race(rows, lambda: mem.bulk_load(rows, batch_rows=2), lambda: mem.forget_user(app_name, "u"))
+    assert forgotten == 4 and added == 4, "the batches before the erasure were written, then erased"
+    assert _units(store, app_name, "u") == 0, "rows of the forgotten user loaded after forget_user returned"
+    assert mem.bulk_load(_rows(embedder, app_name, "u", units[:2])) == 2, "a load after the erasure stores again"

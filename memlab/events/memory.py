@@ -216,7 +216,11 @@ class EventMemory:
 
         HNSW maintenance dominates row-by-row loading, so the model's index is dropped, rows are written
         with binary COPY in batches, and the index is rebuilt once and statistics refreshed at the end.
-        Searches of this model fall back to exact scans while it runs. Returns rows added."""
+        Searches of this model fall back to exact scans while it runs. Returns rows added.
+
+        The rows pass ingest's guards (memlab.events.bulk): a unit holding a credential (with `scan_secrets`), or
+        an event deleted with `delete_memory` (a tombstone), is left out, and so is every row of a user or session
+        forgotten while the load runs; the counts left out are logged."""
         return bulk.bulk_load(self._core, rows, batch_rows=batch_rows)
 
     # -- search -----------------------------------------------------------------------------------------
