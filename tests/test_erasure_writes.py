@@ -123,3 +123,14 @@ def test_forget_user_during_bulk_load_wins_over_the_rest_of_the_load(store, embe
     assert forgotten == 4 and added == 4, "the batches before the erasure were written, then erased"
     assert _units(store, app_name, "u") == 0, "rows of the forgotten user loaded after forget_user returned"
     assert mem.bulk_load(_rows(embedder, app_name, "u", units[:2])) == 2, "a load after the erasure stores again"
+
+
+def test_a_direct_fact_write_refuses_a_credential(store, embedder, app_name):
+    facts = memlab.FactMemory(store, embedder)
+    report = facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "Argo CD", quote=CREDENTIAL, at=T0)
+    assert report.skipped["secret"] == 1 and report.inserted == 0
+    report = facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "ghp_1234567890abcdefghijABCDEFGHIJ123456",
+                                   at=T0)  # fmt: skip
+    assert report.skipped["secret"] == 1 and report.inserted == 0
+    assert facts.rows(app_name, memlab.DOMAIN_USER) == []
+    assert facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "Argo CD", at=T0).inserted == 1

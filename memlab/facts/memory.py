@@ -235,7 +235,8 @@ class FactMemory:
         """Write one app-wide fact (`team:payments deploy_tool = Argo CD`) under the reserved user `_domain`,
         consolidated like any stated fact (a later value supersedes, `negated=True` retracts). `subject` must be
         `<kind>:<id>` and `predicate` registered (ConfigError otherwise); `at` defaults to now and must be inside
-        the memory's `TimestampWindow`; texts are checked as any input (InputError)."""
+        the memory's `TimestampWindow`; texts are checked as any input (InputError). A value or quote holding a
+        credential is not written, as ingest leaves such an event out (`report.skipped["secret"]`)."""
         check_ids(app_name, DOMAIN_USER)
         where = {"app_name": app_name, "user_id": DOMAIN_USER}
         check_text(subject, "the subject", max_bytes=MAX_ID_BYTES, **where)
@@ -259,6 +260,11 @@ class FactMemory:
             raise ConfigError(f"value {value!r} of {predicate} is empty after normalising")
         when = at or datetime.now(UTC)
         text = quote or f"{subject} {predicate} = {value}"
+        if any(holds_secret(t) for t in {text, f"{subject} {predicate} = {value}"}):  # as ingest filters events
+            report = FactIngestReport(events=1)
+            report.skipped["secret"] = 1
+            report.notes.append("the fact (its value or quote) holds a credential: nothing was written")
+            return report
         made = plain_digest("\x1f".join((subject, predicate, normalized, str(negated), when.isoformat(), text)),
                             prefix="direct-")  # fmt: skip
         cand = Candidate(subject, predicate, normalized, text, basis="stated", negated=negated,
