@@ -134,3 +134,51 @@ def test_a_direct_fact_write_refuses_a_credential(store, embedder, app_name):
     assert report.skipped["secret"] == 1 and report.inserted == 0
     assert facts.rows(app_name, memlab.DOMAIN_USER) == []
     assert facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "Argo CD", at=T0).inserted == 1
+
+
+@pytest.mark.parametrize("kind", ["events", "facts"])
+def test_the_query_log_refuses_a_password_typed_as_the_reply_to_a_question(store, embedder, app_name, kind):
+    log = memlab.QueryLog(enabled=True)
+    mem = memlab.EventMemory(store, embedder, query_log=log) if kind == "events" else \
+        memlab.FactMemory(store, embedder, query_log=log)  # fmt: skip
+    # the reply follows the question in the log (the user's previous query is the turn before it)
+    mem.search(app_name, "u", QUESTION)
+    mem.search(app_name, "u", REPLY)
+    assert [q.text for q in memlab.logged_queries(store, app_name, "u")] == [QUESTION]
+    # or follows the agent's question, given as the search's context
+    mem.search(app_name, "v", REPLY, context=["Sure, I can check the router.", QUESTION])
+    assert memlab.logged_queries(store, app_name, "v") == []
+    assert mem.query_log.counts["secret"] == 2
+    # one word after another question is an ordinary query, and is recorded
+    mem.search(app_name, "w", "Which city does my sister live in?")
+    mem.search(app_name, "w", "Lisbon")
+    mem.search(app_name, "x", "Lisbon", context=[QUESTION])  # too plain to be a password
+    assert [q.text for q in memlab.logged_queries(store, app_name, "w")] == ["Which city does my sister live in?",
+                                                                             "Lisbon"]  # fmt: skip
+    assert [q.text for q in memlab.logged_queries(store, app_name, "x")] == ["Lisbon"]
+    with pytest.raises(memlab.InputError, match="context"):
+        mem.search(app_name, "u", "Where do I live?", context=QUESTION)
+
+
+def test_the_adk_facts_callback_judges_a_reply_with_the_agents_question(store, embedder):
+    import asyncio
+
+    from google.genai import types
+
+    from memlab.adk import FactMemoryService, preload_facts_callback
+    from tests.adapters.test_adk import build
+
+    facts = memlab.FactMemory(store, embedder, query_log=memlab.QueryLog(enabled=True))
+    runner, sessions, _, app = build(FactMemoryService(facts), callback=preload_facts_callback(facts),
+                                     script=[QUESTION, "Thanks, you are connected."])  # fmt: skip
+    asked = "Can you connect my laptop to the cabin network?"
+
+    async def scenario():
+        session = await sessions.create_session(app_name=app, user_id="alice")
+        for text in (asked, REPLY):
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            async for _ in runner.run_async(user_id="alice", session_id=session.id, new_message=message):
+                pass
+
+    asyncio.run(scenario())
+    assert [q.text for q in memlab.logged_queries(store, app, "alice")] == [asked]

@@ -30,7 +30,7 @@ from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
 from memlab.events.filters import forget_scans, holds_secret
-from memlab.events.query_log import QueryLog, QueryRecorder, fact_hits
+from memlab.events.query_log import QueryLog, QueryRecorder, check_context, fact_hits
 from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
@@ -429,6 +429,7 @@ class FactMemory:
         limit: int = DEFAULT_LIMIT,
         now: datetime | None = None,
         include_domain: bool = True,
+        context: Sequence[str] = (),
     ) -> list[FactHit]:
         """Current facts worth serving, as of `now` (the question's time; default now): decayed confidence >=
         `threshold`, or a high-impact fact (registry `impact: high`) whatever its decay, with `FactHit.stale` set
@@ -437,13 +438,17 @@ class FactMemory:
         in `allow` ('personal', 'health'), ranked by relevance to `query` then by recency, at most `limit`.
         Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
         `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
-        served. Recorded when recording is on (`query_log=`), unless the query holds a credential."""
+        served. Recorded when recording is on (`query_log=`), unless the query holds a credential (alone, or
+        read with `context`, the turns said just before it, or the user's previous logged query: as
+        `EventMemory.search`)."""
+        context = check_context(context, app_name, user_id)
         generation = self.query_log.begin(app_name, user_id)
         hits = self._search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
         if generation is not None:  # recording on: nothing to build per search otherwise
             self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
                                   "limit": limit, "include_domain": include_domain}, fact_hits(hits),
-                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation)  # fmt: skip
+                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation,
+                                  context)  # fmt: skip
         return hits
 
     def _search(self, app_name: str, user_id: str, query: str, allow: Sequence[str], threshold: float, limit: int,
