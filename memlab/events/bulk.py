@@ -49,8 +49,8 @@ def bulk_load(core: MemoryCore, rows: Iterable[tuple[str, str, Unit, np.ndarray]
     finally:
         core.store.ensure_vector_index(core.model.model_id, core.layer)
         core.store.analyze()
-        if skipped:
-            log.warning("bulk_load left out units: %s", ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())))
+        if +skipped:
+            log.warning("bulk_load left out units: %s", ", ".join(f"{n} {why}" for why, n in sorted((+skipped).items())))
     core.changed()
     return added
 
