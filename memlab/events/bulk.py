@@ -49,8 +49,9 @@ def bulk_load(core: MemoryCore, rows: Iterable[tuple[str, str, Unit, np.ndarray]
     finally:
         core.store.ensure_vector_index(core.model.model_id, core.layer)
         core.store.analyze()
-        if +skipped:
-            log.warning("bulk_load left out units: %s", ", ".join(f"{n} {why}" for why, n in sorted((+skipped).items())))
+        left_out = +skipped
+        if left_out:
+            log.warning("bulk_load left out units: %s", ", ".join(f"{n} {why}" for why, n in sorted(left_out.items())))
     core.changed()
     return added
 
