@@ -261,10 +261,8 @@ class FactMemory:
         when = at or datetime.now(UTC)
         text = quote or f"{subject} {predicate} = {value}"
         if any(holds_secret(t) for t in {text, f"{subject} {predicate} = {value}"}):  # as ingest filters events
-            report = FactIngestReport(events=1)
-            report.skipped["secret"] = 1
-            report.notes.append("the fact (its value or quote) holds a credential: nothing was written")
-            return report
+            return FactIngestReport(events=1, skipped=Counter(secret=1),
+                                    notes=["the value or quote holds a credential: nothing was written"])
         made = plain_digest("\x1f".join((subject, predicate, normalized, str(negated), when.isoformat(), text)),
                             prefix="direct-")  # fmt: skip
         cand = Candidate(subject, predicate, normalized, text, basis="stated", negated=negated,
@@ -438,17 +436,15 @@ class FactMemory:
         in `allow` ('personal', 'health'), ranked by relevance to `query` then by recency, at most `limit`.
         Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
         `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
-        served. Recorded when recording is on (`query_log=`), unless the query holds a credential (alone, or
-        read with `context`, the turns said just before it, or the user's previous logged query: as
-        `EventMemory.search`)."""
+        served. Recorded when recording is on (`query_log=`), unless the query holds a credential, alone or read
+        with `context` (the turns said just before it) or the user's previous query, as `EventMemory.search`."""
         context = check_context(context, app_name, user_id)
         generation = self.query_log.begin(app_name, user_id)
         hits = self._search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
         if generation is not None:  # recording on: nothing to build per search otherwise
             self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
                                   "limit": limit, "include_domain": include_domain}, fact_hits(hits),
-                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation,
-                                  context)  # fmt: skip
+                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation, context)
         return hits
 
     def _search(self, app_name: str, user_id: str, query: str, allow: Sequence[str], threshold: float, limit: int,
