@@ -12,6 +12,7 @@ import pytest
 import memlab
 from memlab.events.units import Unit
 from memlab.lab.probes import GatedEmbedder, race
+from memlab.lab.probes.erasure_writes import GatedRows
 from tests.conftest import T0, make_session
 
 ERASED_DURING_INGEST = "erased_during_ingest"
@@ -97,28 +98,11 @@ def test_bulk_load_brings_no_deleted_memory_back(store, embedder, app_name):
     assert _bodies(store, app_name, "u") == [texts[1]]
 
 
-class _GatedRows:
-    """Rows given to `bulk_load` that stop at a gate after `before` rows: the load is between two batches."""
-
-    def __init__(self, rows: list[tuple], before: int) -> None:
-        import threading
-
-        self.rows, self.before = rows, before
-        self.entered, self.gate = threading.Event(), threading.Event()
-
-    def __iter__(self):
-        for at, row in enumerate(self.rows):
-            if at == self.before:
-                self.entered.set()
-                self.gate.wait(120)
-            yield row
-
-
 def test_forget_user_during_bulk_load_wins_over_the_rest_of_the_load(store, embedder, app_name):
     mem = memlab.EventMemory(store, embedder)
     units = [_unit(f"s{i // 4}", f"s{i // 4}-e{i % 4}", f"Imported note {i} about the {TOPICS[i % len(TOPICS)]}", i)
              for i in range(16)]  # fmt: skip
-    rows = _GatedRows(_rows(embedder, app_name, "u", units), before=4)
+    rows = GatedRows(_rows(embedder, app_name, "u", units), before=4)
     forgotten, added = race(rows, lambda: mem.bulk_load(rows, batch_rows=2), lambda: mem.forget_user(app_name, "u"))
     assert forgotten == 4 and added == 4, "the batches before the erasure were written, then erased"
     assert _units(store, app_name, "u") == 0, "rows of the forgotten user loaded after forget_user returned"

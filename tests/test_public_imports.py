@@ -90,6 +90,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_units_sql.py", "memlab.storage.schema"): "checks UNITS_TABLE SQL lives only in storage/units",
     ("tests/storage/test_units_sql.py", "memlab.events.units"): "builds internal Unit rows for the SQL helpers",
     ("tests/test_erasure_writes.py", "memlab.events.units"): "bulk_load's rows hold Unit, which has no public name",
+    ("tests/test_erasure_writes.py", "memlab.lab.probes.erasure_writes"): "the gate that holds a bulk_load between "
+    "batches (GatedRows), from the family not yet registered in memlab.lab.probes",
     ("tests/storage/test_scratch_owner.py", "memlab.storage.scratch"): "names scratch databases of made-up owners "
     "(dead, rebooted, another host) to check which a start drops",
     ("tests/lab/test_erasure_writes_family.py", "memlab.lab.probes.erasure_writes"): "the family, not yet "
