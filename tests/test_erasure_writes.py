@@ -26,7 +26,7 @@ def _sessions(app: str, user: str, n: int = 10, turns: int = 4, first: int = 0) 
             for s in range(first, first + n)]  # fmt: skip
 
 
-def _units(store: memlab.Store, app: str, user: str) -> int:
+def _unit_count(store: memlab.Store, app: str, user: str) -> int:
     with store.connection() as conn:
         return conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s AND user_id = %s",
                             [app, user]).fetchone()[0]  # fmt: skip
@@ -47,9 +47,9 @@ def test_forget_user_during_a_multi_batch_add_sessions_wins_over_every_batch(sto
                                                      batch_units=BATCH),
                      lambda: mem.forget_user(app_name, "u"))  # fmt: skip
     assert (report.path == "pipelined") == (path == "normal"), report.path_reason
-    assert _units(store, app_name, "u") == 0, "units of the forgotten user stored after forget_user returned"
+    assert _unit_count(store, app_name, "u") == 0, "units of the forgotten user stored after forget_user returned"
     assert report.skipped[ERASED_DURING_INGEST] == 40, report
-    assert _units(store, app_name, "v") == 8, "another user's units of the same call are written"
+    assert _unit_count(store, app_name, "v") == 8, "another user's units of the same call are written"
     # an add that starts after the erasure stores the user again
     assert mem.add_sessions(_sessions(app_name, "u", 2), batch_units=BATCH).added == 8
 
@@ -105,7 +105,7 @@ def test_forget_user_during_bulk_load_wins_over_the_rest_of_the_load(store, embe
     rows = GatedRows(_rows(embedder, app_name, "u", units), before=4)
     forgotten, added = race(rows, lambda: mem.bulk_load(rows, batch_rows=2), lambda: mem.forget_user(app_name, "u"))
     assert forgotten == 4 and added == 4, "the batches before the erasure were written, then erased"
-    assert _units(store, app_name, "u") == 0, "rows of the forgotten user loaded after forget_user returned"
+    assert _unit_count(store, app_name, "u") == 0, "rows of the forgotten user loaded after forget_user returned"
     assert mem.bulk_load(_rows(embedder, app_name, "u", units[:2])) == 2, "a load after the erasure stores again"
 
 
