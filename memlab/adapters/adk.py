@@ -246,6 +246,20 @@ def _fact_entry(h: FactHit) -> MemoryEntry:
                              "stale": h.stale})  # fmt: skip
 
 
+def _turns_before(session, query: str, turns: int = 2) -> list[str]:
+    """The texts of the session's last turns before the user's message `query` (the agent's question it may
+    answer): the query log judges the query with them, as ingest judges a turn (never stored)."""
+    texts = []
+    for event in getattr(session, "events", None) or []:
+        content = getattr(event, "content", None)
+        text = " ".join(p.text for p in (getattr(content, "parts", None) or []) if getattr(p, "text", None))
+        if text and not getattr(event, "partial", False):
+            texts.append(text)
+    if texts and texts[-1] == query:  # the user's message itself, already appended to the session
+        texts.pop()
+    return texts[-turns:]
+
+
 def preload_facts_callback(facts: FactMemory, *, allow: Sequence[str] = (), limit: int = 12):
     """A `before_model_callback` that appends the fact block (capped, dated, data-not-instructions heading) to
     the model request. Works beside ADK's LoadMemoryTool and PreloadMemoryTool."""
@@ -254,8 +268,9 @@ def preload_facts_callback(facts: FactMemory, *, allow: Sequence[str] = (), limi
         content = callback_context.user_content
         query = " ".join(p.text for p in (content.parts or []) if p.text) if content is not None else ""
         session = callback_context.session
+        before = _turns_before(session, query)
         block = await asyncio.to_thread(facts.preload_block, session.app_name, session.user_id, query,
-                                        allow=tuple(allow), limit=limit)  # fmt: skip
+                                        allow=tuple(allow), limit=limit, context=before)  # fmt: skip
         if block:
             llm_request.append_instructions([block])
         return None  # continue to the model

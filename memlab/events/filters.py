@@ -5,9 +5,11 @@ streaming fragments, tool plumbing, chatter too short to mean anything, and cred
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from memlab.embedding.cache import text_key
 from memlab.events.secrets import find_secrets
+from memlab.events.split_secrets import split_secret_events
 from memlab.types import Event
 
 PARTIAL = "partial"
@@ -46,6 +48,14 @@ def holds_secret(text: str) -> bool:
             _CLEAN.clear()
         _CLEAN.add(key)
     return False
+
+
+def holds_secret_after(text: str, before: Sequence[str]) -> bool:
+    """Whether `text`, said right after the turns `before` (oldest first), holds a credential: alone, or read
+    together with them (a password typed as the reply to "what's the wifi password?"). The judgment ingest makes
+    of a session's turn (`holds_secret`, then `split_secret_events` over the turns in order), for a text that
+    arrives on its own: a query."""
+    return holds_secret(text) or (bool(before) and len(before) in split_secret_events([*before, text]))
 
 
 def skip_reason(event: Event, *, min_chars: int = DEFAULT_MIN_CHARS, scan_secrets: bool = True) -> str | None:

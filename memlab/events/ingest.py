@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -161,14 +162,25 @@ class Ingest:
                 raise InputError(problem, app_name=session.app_name, user_id=session.user_id, session_id=session.id,
                                  event_id=unit.event_ids[0] if unit.event_ids else None)  # fmt: skip
 
-    def add_checked(self, items: list[Session], total: IngestReport, *, batch_units: int, progress: bool) -> None:
+    def call_generation(self, sessions: Iterable[Session]) -> int:
+        """The erasure generation an `add_sessions` call starts at, drawn before it reads its sessions: every batch
+        of the call is checked against it, so an erasure that commits while the call runs wins over all of it
+        (a list's users are guarded one by one; an iterator's are not known yet: see `erasures.plan_generation`)."""
+        with self.core.store.connection() as conn:
+            return plan_generation(conn, sessions if isinstance(sessions, (list, tuple)) else None)
+
+    def add_checked(self, items: list[Session], total: IngestReport, *, batch_units: int, progress: bool,
+                    generation: int | None = None) -> None:  # fmt: skip
         """Write sessions that passed `check` into `total`, pipelined (see `EventMemory.add_sessions`): while
-        one batch is embedded the next is filtered and the one before it written.
+        one batch is embedded the next is filtered and the one before it written. Every batch is planned at
+        `generation` (the call's, `call_generation`; drawn here when not given).
 
         The model runs on the calling thread, as a direct call of the model does: torch's CPU threads (an OpenMP
         team per calling thread) then stay one team, where a model called from a worker thread ran 6-8% slower
         in the same process (a second team whose idle threads spin beside the first's)."""
         core = self.core
+        if generation is None:
+            generation = self.call_generation(items)
         total.path, total.path_reason, drop = self._write_path(items, batch_units)
         first_load = total.path != PATH_PIPELINED
         # With the model on every core there is no idle core for the filter and the write: beside the model they
@@ -199,7 +211,7 @@ class Ingest:
         if drop:
             core.store.drop_vector_index(core.model.model_id, core.layer)
             core.index_dropped()
-        prepare = partial(self._prepare_window, stop=stop, first_load=first_load)
+        prepare = partial(self._prepare_window, stop=stop, first_load=first_load, generation=generation)
         try:
             with ThreadPoolExecutor(1, "memlab-filter") as filtering, ThreadPoolExecutor(1, "memlab-write") as writing:
                 in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
@@ -403,9 +415,11 @@ class Ingest:
                   for scope, session, units in planned}  # fmt: skip
         return sqlu.existing_units_of(conn, self.core.layer, self.core.model.model_id, wanted)
 
-    def _prepare_window(self, window: list[list[Session]], *, stop: threading.Event, first_load: bool) -> list[_Plan]:
-        """`_prepare` of each batch of a window, in order."""
-        return [self._prepare(batch, stop, first_load=first_load) for batch in window]
+    def _prepare_window(
+        self, window: list[list[Session]], *, stop: threading.Event, first_load: bool, generation: int
+    ) -> list[_Plan]:
+        """`_prepare` of each batch of a window, in order, all at the call's erasure generation."""
+        return [self._prepare(batch, stop, first_load=first_load, generation=generation) for batch in window]
 
     def _embed_window(
         self, plans: list[_Plan], stop: threading.Event | None = None, bar: IngestProgress | None = None

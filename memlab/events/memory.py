@@ -23,7 +23,7 @@ inside its transaction, so nothing erased is stored afterwards.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from datetime import datetime
 
@@ -39,7 +39,7 @@ from memlab.events.core import MemoryCore
 from memlab.events.forgetting import Forgetting
 from memlab.events.ingest import DUPLICATE_ID, SKIP_REASONS, Ingest, record_failure
 from memlab.events.migration import MigrationReport, migrate_embeddings
-from memlab.events.query_log import QueryLog, QueryRecorder, event_hits
+from memlab.events.query_log import QueryLog, QueryRecorder, check_context, event_hits
 from memlab.events.renderings import check_rendering, rendered_layer
 from memlab.events.search import GATE_COUNT_LIMIT, Explain, Search
 from memlab.events.units import Unit, layer_name
@@ -194,8 +194,12 @@ class EventMemory:
         builds its index (`timings["index_build"]`). Either way the memory is searchable on return.
 
         One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
-        whole and listed in `report.failed` with the reason; every other session is written."""
+        whole and listed in `report.failed` with the reason; every other session is written.
+
+        The call is planned once, when it starts: a `forget_user` or `forget_session` that commits while it runs
+        wins over every batch of it, planned before or after the erasure (`skipped["erased_during_ingest"]`)."""
         total = IngestReport()
+        generation = self._ingest.call_generation(sessions)  # erasures committed from here on win (write_guard)
         items: list[Session] = []
         for session in sessions:
             try:
@@ -204,7 +208,7 @@ class EventMemory:
                 record_failure(total, session, exc)
             else:
                 items.append(session)
-        self._ingest.add_checked(items, total, batch_units=batch_units, progress=progress)
+        self._ingest.add_checked(items, total, batch_units=batch_units, progress=progress, generation=generation)
         return total
 
     def bulk_load(self, rows: Iterable[tuple[str, str, Unit, np.ndarray]], *, batch_rows: int = 5_000) -> int:
@@ -212,7 +216,11 @@ class EventMemory:
 
         HNSW maintenance dominates row-by-row loading, so the model's index is dropped, rows are written
         with binary COPY in batches, and the index is rebuilt once and statistics refreshed at the end.
-        Searches of this model fall back to exact scans while it runs. Returns rows added."""
+        Searches of this model fall back to exact scans while it runs. Returns rows added.
+
+        The rows pass ingest's guards (memlab.events.bulk): a unit holding a credential (with `scan_secrets`), or
+        an event deleted with `delete_memory` (a tombstone), is left out, and so is every row of a user or session
+        forgotten while the load runs; the counts left out are logged."""
         return bulk.bulk_load(self._core, rows, batch_rows=batch_rows)
 
     # -- search -----------------------------------------------------------------------------------------
@@ -225,6 +233,7 @@ class EventMemory:
         *,
         asked_at: datetime | None = None,
         gate: AnswerabilityGate | None = None,
+        context: Sequence[str] = (),
     ) -> Hits:
         """The user's best units for `query`, best first, cut off at `settings.max_distance` (see
         `SearchSettings` for the vector, lexical and hybrid modes and time handling; `asked_at`, the moment
@@ -232,10 +241,14 @@ class EventMemory:
         workbench's retrieval sweep, `AnswerabilityGate.load("answerability.json")`) a question the gate
         judges unanswerable gets no hits (`dropped_by_cutoff` counts them). The query is embedded without
         being written to the embedding cache (it is the user's data too). With recording on (`query_log=`) the
-        query is recorded after it was served, unless it holds a credential."""
+        query is recorded after it was served, unless it holds a credential, alone or read with `context` (the
+        turns said just before it, oldest first: the agent's question it may answer) or with the user's previous
+        logged query, as ingest reads a turn with the turns before it; the context is never stored."""
+        context = check_context(context, app_name, user_id)
         generation = self._queries.begin(app_name, user_id)
         hits = self._search.search(app_name, user_id, query, settings, asked_at=asked_at, gate=gate)
-        self._record(app_name, user_id, query, asked_at, settings, hits, generation, gate=gate is not None)
+        self._record(app_name, user_id, query, asked_at, settings, hits, generation, gate=gate is not None,
+                     context=context)  # fmt: skip
         return hits
 
     def search_fused(
@@ -247,20 +260,22 @@ class EventMemory:
         settings: SearchSettings,
         *,
         asked_at: datetime | None = None,
+        context: Sequence[str] = (),
     ) -> Hits:
         """Lexical, hybrid, time-aware, author-preferring or per-session-capped search with the query's text and
         its vector already embedded: each list `settings.candidates` deep (the vector list ordered with the
         preferred author's margin), fused by reciprocal rank, re-ranked by the
         question's time window, spread by the per-session cap, then cut to `top_k` and `max_distance`. The
         query text is used as given (`search` renders it first). Recorded like `search` when recording is on."""
+        context = check_context(context, app_name, user_id)
         generation = self._queries.begin(app_name, user_id)
         hits = self._search.search_fused(app_name, user_id, query, vector, settings, asked_at=asked_at)
-        self._record(app_name, user_id, query, asked_at, settings, hits, generation)
+        self._record(app_name, user_id, query, asked_at, settings, hits, generation, context=context)
         return hits
 
     def _record(self, app_name: str, user_id: str, query: str, asked_at: datetime | None,
                 settings: SearchSettings | None, hits: Hits, generation: int | None, *,
-                gate: bool = False) -> None:  # fmt: skip
+                gate: bool = False, context: Sequence[str] = ()) -> None:  # fmt: skip
         """Record a served query (a no-op unless recording is on; never raises). A vector-only search
         (`search_vector`, `explain*`) has no text to record and is never recorded."""
         if not self._queries.enabled:
@@ -268,7 +283,7 @@ class EventMemory:
         scope = self._core.scope(app_name, user_id)
         self._queries.record(app_name, user_id, query, asked_at, {**asdict(settings or SearchSettings()), "gate": gate},
                              event_hits(hits), lambda conn: self._core.scope_facts(conn, scope).units,
-                             generation)  # fmt: skip
+                             generation, context)  # fmt: skip
 
     def search_vector(
         self, app_name: str, user_id: str, vector: np.ndarray, settings: SearchSettings | None = None

@@ -2,9 +2,12 @@
 
 Off unless a memory is given `QueryLog(enabled=True)`. A recorded row holds app, user, the memory kind and layer,
 the query text, when it was asked, the search settings, and the unit ids, distances and sessions returned
-(memlab.storage.query_log). The query text goes through the same secret filter as events on ingest
-(`filters.holds_secret`): a query holding a credential is not recorded, and the skip is counted
-(`QueryRecorder.counts["secret"]`).
+(memlab.storage.query_log). The query text goes through the same secret filter as events on ingest, with the
+same context: ingest reads a turn together with the turns before it, so a query is read together with the turns
+before it in the conversation (the search's `context`, e.g. the agent's question it answers) and with the user's
+previous logged query (`filters.holds_secret_after`). A password typed as the reply to "what's the wifi
+password?" is refused as ingest refuses it; a query holding a credential is not recorded, and the skip is counted
+(`QueryRecorder.counts["secret"]`). The context itself is never stored.
 
 An erasure wins against a search in flight, as against an add (memlab.storage.erasures): `begin` draws a
 generation before the search runs; the row is written under the user's shared guard only if no `forget_user` of
@@ -26,13 +29,14 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from memlab.errors import ConfigError
-from memlab.events.filters import holds_secret
-from memlab.inputs import check_ids
+from memlab.events.filters import holds_secret_after
+from memlab.inputs import check_ids, check_text
 from memlab.redact import get_logger
 from memlab.storage import erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage.query_log import LoggedQuery
 from memlab.storage.store import Store
+from memlab.types import InputError
 
 log = get_logger("memlab.events.query_log")
 DEFAULT_RETENTION = timedelta(days=90)
@@ -62,6 +66,18 @@ def check_query_log(value: object) -> QueryLog | None:
         raise ConfigError(f"query_log must be a memlab.QueryLog (e.g. QueryLog(enabled=True)), got "
                           f"{type(value).__name__}.")  # fmt: skip
     return value
+
+
+def check_context(context: object, app_name: object, user_id: object) -> tuple[str, ...]:
+    """A search's `context=` (the turns just before the query, oldest first) as a tuple of strings, or an
+    InputError saying what is wrong."""
+    if isinstance(context, str) or not isinstance(context, Sequence):
+        raise InputError(f"context must be a list of the turns (strings) said just before the query, oldest first, "
+                         f"got {type(context).__name__}; pass context=[previous_turn]", app_name=app_name,
+                         user_id=user_id)  # fmt: skip
+    for at, turn in enumerate(context):
+        check_text(turn, f"context[{at}]", empty_ok=True, app_name=app_name, user_id=user_id)
+    return tuple(context)
 
 
 def event_hits(hits: Iterable) -> list[Served]:
@@ -129,15 +145,17 @@ class QueryRecorder:
     def record(
         self, app_name: str, user_id: str, text: str, asked_at: datetime | None, settings: object,
         hits: Sequence[Served], size: Callable[[psycopg.Connection], int | None], generation: int | None,
+        context: Sequence[str] = (),
     ) -> bool:  # fmt: skip
         """Record one served query when recording is on; `generation` is what `begin` drew before the search,
-        `size` reads the user's memory size in the write's transaction. Returns whether a row was written.
-        Never raises."""
+        `size` reads the user's memory size in the write's transaction, `context` holds the turns said just before
+        the query (judged with it, never stored). Returns whether a row was written. Never raises."""
         if not self.enabled or generation is None:
             return False
-        if holds_secret(text):
+        if holds_secret_after(text, context):
             self._count("secret")
             return False
+        secret = False
         try:
             row = LoggedQuery(app_name, user_id, self.kind, self.layer, text, asked_at or datetime.now(UTC),
                               datetime.now(UTC), settings_json(settings), tuple(h[0] for h in hits),
@@ -148,13 +166,15 @@ class QueryRecorder:
             with self.store.transaction() as conn:
                 erasures.guard(conn, [(app_name, user_id)], exclusive=False)  # an erasure waits, or is seen
                 erased = bool(erasures.erased_after(conn, names, generation))
-                if not erased:
+                previous = None if erased else sql_log.previous_query(conn, app_name, user_id, row.asked_at)
+                secret = previous is not None and holds_secret_after(text, [previous])
+                if not (erased or secret):
                     sql_log.insert(conn, dataclasses.replace(row, memory_size=size(conn)))
         except Exception as exc:  # a failed recording must never fail the search it describes
             self._failed(app_name, user_id, exc)
             return False
-        self._count("erased_during_search" if erased else "recorded")
-        return not erased
+        self._count("erased_during_search" if erased else "secret" if secret else "recorded")
+        return not (erased or secret)
 
     def purge(self, *, now: datetime | None = None, app_name: str | None = None) -> int:
         """Delete logged queries older than this memory's retention (nothing without a QueryLog)."""

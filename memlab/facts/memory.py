@@ -30,7 +30,7 @@ from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
 from memlab.events.filters import forget_scans, holds_secret
-from memlab.events.query_log import QueryLog, QueryRecorder, fact_hits
+from memlab.events.query_log import QueryLog, QueryRecorder, check_context, fact_hits
 from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
@@ -235,7 +235,8 @@ class FactMemory:
         """Write one app-wide fact (`team:payments deploy_tool = Argo CD`) under the reserved user `_domain`,
         consolidated like any stated fact (a later value supersedes, `negated=True` retracts). `subject` must be
         `<kind>:<id>` and `predicate` registered (ConfigError otherwise); `at` defaults to now and must be inside
-        the memory's `TimestampWindow`; texts are checked as any input (InputError)."""
+        the memory's `TimestampWindow`; texts are checked as any input (InputError). A value or quote holding a
+        credential is not written, as ingest leaves such an event out (`report.skipped["secret"]`)."""
         check_ids(app_name, DOMAIN_USER)
         where = {"app_name": app_name, "user_id": DOMAIN_USER}
         check_text(subject, "the subject", max_bytes=MAX_ID_BYTES, **where)
@@ -259,6 +260,9 @@ class FactMemory:
             raise ConfigError(f"value {value!r} of {predicate} is empty after normalising")
         when = at or datetime.now(UTC)
         text = quote or f"{subject} {predicate} = {value}"
+        if any(holds_secret(t) for t in {text, f"{subject} {predicate} = {value}"}):  # as ingest filters events
+            return FactIngestReport(events=1, skipped=Counter(secret=1),
+                                    notes=["the value or quote holds a credential: nothing was written"])
         made = plain_digest("\x1f".join((subject, predicate, normalized, str(negated), when.isoformat(), text)),
                             prefix="direct-")  # fmt: skip
         cand = Candidate(subject, predicate, normalized, text, basis="stated", negated=negated,
@@ -423,6 +427,7 @@ class FactMemory:
         limit: int = DEFAULT_LIMIT,
         now: datetime | None = None,
         include_domain: bool = True,
+        context: Sequence[str] = (),
     ) -> list[FactHit]:
         """Current facts worth serving, as of `now` (the question's time; default now): decayed confidence >=
         `threshold`, or a high-impact fact (registry `impact: high`) whatever its decay, with `FactHit.stale` set
@@ -431,13 +436,15 @@ class FactMemory:
         in `allow` ('personal', 'health'), ranked by relevance to `query` then by recency, at most `limit`.
         Facts of the reserved user `_domain` (app-wide) are searched alongside (`FactHit.is_domain`); a
         `_domain` row about the user (`user...` subject, written before such ingests were refused) is never
-        served. Recorded when recording is on (`query_log=`), unless the query holds a credential."""
+        served. Recorded when recording is on (`query_log=`), unless the query holds a credential, alone or read
+        with `context` (the turns said just before it) or the user's previous query, as `EventMemory.search`."""
+        context = check_context(context, app_name, user_id)
         generation = self.query_log.begin(app_name, user_id)
         hits = self._search(app_name, user_id, query, allow, threshold, limit, now, include_domain)
         if generation is not None:  # recording on: nothing to build per search otherwise
             self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
                                   "limit": limit, "include_domain": include_domain}, fact_hits(hits),
-                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation)  # fmt: skip
+                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation, context)
         return hits
 
     def _search(self, app_name: str, user_id: str, query: str, allow: Sequence[str], threshold: float, limit: int,

@@ -111,6 +111,17 @@ def insert(conn: psycopg.Connection, row: LoggedQuery) -> None:
     )  # fmt: skip
 
 
+def previous_query(conn: psycopg.Connection, app_name: str, user_id: str, asked_at: datetime) -> str | None:
+    """The text of the user's query asked last up to `asked_at` (any memory), or None: the turn a new query may be
+    the reply to. Read backwards along the scope index, one row."""
+    row = conn.execute(
+        f"SELECT query_text FROM {QUERY_LOG_TABLE} WHERE app_name = %s AND user_id = %s AND asked_at <= %s "
+        "ORDER BY asked_at DESC, id DESC LIMIT 1",
+        [app_name, user_id, asked_at],
+    ).fetchone()
+    return None if row is None else row[0]
+
+
 def user_queries(conn: psycopg.Connection, app_name: str, user_id: str, kind: str | None = None) -> list[LoggedQuery]:
     """The user's logged queries, oldest first (optionally of one memory kind)."""
     rows = conn.execute(

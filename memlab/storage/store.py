@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 import memlab.storage.policy as policy
 import memlab.storage.query_log as query_log
+import memlab.storage.scratch as scratch
 import memlab.storage.unit_housekeeping as housekeeping
 import memlab.storage.unit_table as unit_table
 import memlab.storage.units as sqlu
@@ -617,31 +617,37 @@ class Store:
 @contextmanager
 def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store]:
     """A Store on a brand-new database of the same server, dropped afterwards: runs start from nothing, so
-    what one run left behind (rows, HNSW graphs) cannot change the next run's numbers."""
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    try:
-        with psycopg.connect(store.dsn, autocommit=True, connect_timeout=_connect_timeout(store.timeout)) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    except psycopg.Error as exc:
-        raise DatabaseUnavailableError(store._safe(
-            f"Cannot create a scratch database for this run on {_redact(store.dsn)}: {str(exc).strip()}. "
-            "Fix: grant CREATEDB to this role, or use the embedded PostgreSQL (unset MEMLAB_DSN)."
-        )) from exc
-    scratch = None
-    try:
-        scratch = Store(
-            psycopg.conninfo.make_conninfo(store.dsn, dbname=name),
-            embedded=store.embedded,
-            pool_size=store.pool_size,
-            timeout=store.timeout,
-            home=store.home,
-        )
-        yield scratch
-    finally:
-        if scratch is not None:
-            scratch.close()
-        with psycopg.connect(store.dsn, autocommit=True, connect_timeout=_connect_timeout(store.timeout)) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    what one run left behind (rows, HNSW graphs) cannot change the next run's numbers. Its name records this
+    process (memlab.storage.scratch): scratch databases of runs that died without dropping theirs (SIGKILL) are
+    dropped first, and SIGTERM or SIGHUP meanwhile drop this one on the way out."""
+    timeout = _connect_timeout(store.timeout)
+    scratch.drop_dead_scratch(store.dsn, connect_timeout=timeout)
+    name = scratch.scratch_name(prefix)
+    with scratch.dropped_on_signal():
+        try:
+            with psycopg.connect(store.dsn, autocommit=True, connect_timeout=timeout) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        except psycopg.Error as exc:
+            raise DatabaseUnavailableError(store._safe(
+                f"Cannot create a scratch database for this run on {_redact(store.dsn)}: {str(exc).strip()}. "
+                "Fix: grant CREATEDB to this role, or use the embedded PostgreSQL (unset MEMLAB_DSN)."
+            )) from exc
+        fresh = None
+        try:
+            fresh = Store(
+                psycopg.conninfo.make_conninfo(store.dsn, dbname=name),
+                embedded=store.embedded,
+                pool_size=store.pool_size,
+                timeout=store.timeout,
+                home=store.home,
+            )
+            yield fresh
+        finally:
+            with scratch.signals_held():
+                if fresh is not None:
+                    fresh.close()
+                with psycopg.connect(store.dsn, autocommit=True, connect_timeout=timeout) as conn:
+                    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def open_store(
@@ -651,14 +657,19 @@ def open_store(
     """Open memlab's database: `dsn` (or MEMLAB_DSN) if given, else the embedded PostgreSQL under MEMLAB_HOME
     (started, or restarted if it stopped). `timeout` bounds each call's wait for the server (default
     MEMLAB_DB_TIMEOUT, else 10 s). `read_only=True` opens an existing store without writing anything to it
-    (SELECT privilege is enough to search; see the module docstring)."""
+    (SELECT privilege is enough to search; see the module docstring). A writable open drops the scratch databases
+    of runs that died without dropping them (memlab.storage.scratch)."""
     seconds = db_timeout(timeout)
     resolved = configured_dsn(dsn)
     if resolved is not None:
-        return Store(resolved, pool_size=pool_size, timeout=seconds, read_only=read_only)
-    path = memlab_home(home)
-    return Store(start_embedded(path, timeout=seconds), embedded=True, pool_size=pool_size, timeout=seconds, home=path,
-                 read_only=read_only)  # fmt: skip
+        store = Store(resolved, pool_size=pool_size, timeout=seconds, read_only=read_only)
+    else:
+        path = memlab_home(home)
+        store = Store(start_embedded(path, timeout=seconds), embedded=True, pool_size=pool_size, timeout=seconds,
+                      home=path, read_only=read_only)  # fmt: skip
+    if not read_only:  # a run killed before dropping its scratch database leaves it no longer than this
+        scratch.drop_dead_scratch(store.dsn, connect_timeout=_connect_timeout(seconds))
+    return store
 
 
 def _register_layer(conn: psycopg.Connection, model_id: str, layer: str, name: str) -> None:
