@@ -45,6 +45,7 @@ from memlab.lab.probes.bad_inputs import bad_inputs_family
 from memlab.lab.probes.concurrency import concurrency_family
 from memlab.lab.probes.erasure_disk import erasure_disk_family
 from memlab.lab.probes.erasure_traces import erasure_family
+from memlab.lab.probes.erasure_writes import erasure_writes_family
 from memlab.lab.probes.family import Family
 from memlab.lab.probes.faults import faults_family
 from memlab.lab.probes.folders import folders_family
@@ -57,6 +58,7 @@ from memlab.lab.probes.model_safety import model_safety_family
 from memlab.lab.probes.prompt_fences import prompt_fences_family
 from memlab.lab.probes.races import races_family
 from memlab.lab.probes.run_folders import run_folders_family
+from memlab.lab.probes.scratch_leftovers import scratch_leftovers_family
 from memlab.lab.probes.secret_rates import secrets_family
 from memlab.lab.probes.sizes import SIZES, memory_cached_embedder
 from memlab.lab.probes.split_secrets import split_secrets_family
@@ -68,6 +70,7 @@ SECOND_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]]
 THIRD_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]] = {
     "gate_direction": gate_direction_family, "prompt_fences": prompt_fences_family,
     "run_folders": run_folders_family, "model_safety": model_safety_family,
+    "erasure_writes": erasure_writes_family, "scratch_leftovers": scratch_leftovers_family,
 }  # fmt: skip  (wrong verdicts, erasures that did not hold, leaks into folders and prompts, unbounded input)
 LATER_PROBES = {**SECOND_PROBE, **THIRD_PROBE}
 
