@@ -23,6 +23,7 @@ from typing import Any
 
 from memlab.errors import ConfigError, FixtureError
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.json_bounds import loads
 from memlab.types import Event, Session
 
 AUTHOR = "document"
@@ -96,7 +97,7 @@ def _records(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict[
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = loads(raw, f"{path}:{line}")
             except json.JSONDecodeError as e:
                 raise FixtureError(f"{path}:{line}: not valid JSON ({e.msg}); write one JSON object per line") from e
             if not isinstance(record, dict):

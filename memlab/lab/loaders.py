@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import ConfigError
+from memlab.errors import ConfigError, FixtureError
 from memlab.lab.beir import load_beir
 from memlab.lab.dataset import Dataset
 from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
@@ -85,6 +85,14 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
     """Load one configured data set; every error names the data set and the fix."""
     if not isinstance(spec, dict) or not spec.get("name"):
         raise ConfigError(f"every data set needs a `name` and a `format`; got {spec!r}")
+    try:
+        return _load(spec, base_dirs)
+    except RecursionError:  # the readers bound nesting where they parse; this names any depth they missed
+        raise FixtureError(f"data set {spec['name']!r}: refused: {spec.get('path') or 'a file of it'} is nested too "
+                           "deeply to read; write the values out flat") from None  # fmt: skip
+
+
+def _load(spec: dict[str, Any], base_dirs: list[Path] | None) -> Dataset:
     name = str(spec["name"])
     fmt = check_spec(spec, f"data set {name!r}")
     base_dirs = base_dirs or []

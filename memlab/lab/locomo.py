@@ -38,6 +38,7 @@ from typing import Any
 
 from memlab.errors import ConfigError, FixtureError
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.json_bounds import load
 from memlab.types import Event, Session
 
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -145,7 +146,7 @@ def _read(path: Path) -> list[Any]:
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
+            data = load(f, path)
     except json.JSONDecodeError as e:
         raise FixtureError(f"{path}:{e.lineno}:{e.colno}: not valid JSON ({e.msg}); LoCoMo's file is one JSON "
                            "list of samples") from e  # fmt: skip
