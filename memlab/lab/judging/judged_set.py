@@ -99,8 +99,8 @@ def load_judged(name: str, queries: Path, sessions: Path | StoredSessions, judgm
     else:
         users = {(u.app_name, u.user_id): u for u in load_jsonl(sessions, name).users}
     questions = []
-    for qid, verdicts in judged.items():
-        q = asked[qid]
+    for qid in (qid for qid in asked if qid in judged):  # query-file order, whatever the judgments' order
+        q, verdicts = asked[qid], judged[qid]
         if (q.app, q.user) not in users:
             raise FixtureError(f"data set {name!r}: {sessions} has no sessions of {q.app}/{q.user}, who asked "
                                f"query {qid!r}; give the sessions file the pool was made from")  # fmt: skip
