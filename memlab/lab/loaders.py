@@ -26,6 +26,7 @@ from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.judged_set import OPTIONS as JUDGED_OPTIONS
 from memlab.lab.judging.judged_set import load_judged
 from memlab.lab.judging.judged_set import sessions_source as judged_sessions_source
+from memlab.lab.label_loss import refuse_lost_labels
 from memlab.lab.locomo import load_locomo
 from memlab.lab.longmemeval import load_longmemeval
 from memlab.lab.suggest import did_you_mean, unknown_keys
@@ -123,6 +124,7 @@ def _load(spec: dict[str, Any], base_dirs: list[Path] | None) -> Dataset:
         options = {k: int(spec[k]) for k in ("users", "max_events", "min_events", "near_miss") if k in spec}
         data = generate(int(spec.get("seed", 0)), **options)
     data.name = name
+    refuse_lost_labels(data)  # most labels pointing outside the data: its scores would measure the loader
     if not data.questions and not any(u.expected_facts is not None for u in data.users):
         raise ConfigError(f"data set {name!r}: no questions after loading (check `limit` and the file)")
     return data
@@ -165,4 +167,5 @@ def _longmemeval(path: Path, spec: dict[str, Any]) -> Dataset:
     if spec.get("limit") is not None:
         questions = questions[: int(spec["limit"])]
     users = {(q.app_name, q.user_id) for q in questions}
-    return Dataset(data.name, [u for u in data.users if (u.app_name, u.user_id) in users], questions)
+    return Dataset(data.name, [u for u in data.users if (u.app_name, u.user_id) in users], questions,
+                   dropped=data.dropped, label_kinds=data.label_kinds, labels_given=data.labels_given)  # fmt: skip

@@ -12,7 +12,8 @@ is a JSON list of samples: `sample_id`, `conversation` (`speaker_a`, `speaker_b`
 - Evidence is parsed as written in the wild: one list item may hold several ids (`"D1:3; D2:8"`, `"D1:3,D2:8"`,
   `"D1:3 D2:8"`), with stray spaces (`"D1: 3"`), brackets or leading zeros (`"D30:05"`). An id the conversation
   does not hold, or a piece that is no id at all, is left out and listed in `Dataset.dropped`; a question left
-  with no evidence is dropped and counted (never scored as a miss).
+  with no evidence is dropped and counted (never scored as a miss). An id the conversation lacks is a label lost:
+  its share of all evidence ids is reported with every run, and a file that lost most of them is refused.
 - Categories follow the numbering of LoCoMo's own evaluation code (snap-research/locomo, task_eval/):
   evaluation.py scores 1 with the multi-answer F1 (answers split at commas: multi-hop), 2, 3 and 4 with plain F1
   (3's answer cut at ';': open-domain / commonsense), 5 by "no information available" / "not mentioned"
@@ -64,6 +65,7 @@ class _Conversation:
     history: UserHistory
     questions: list[Question]
     dropped: dict[str, list[str]] = field(default_factory=dict)
+    labels: int = 0  # evidence ids its questions give, found or not
 
 
 def parse_evidence(value: Any) -> tuple[list[str], list[str]]:
@@ -121,6 +123,7 @@ def load_locomo(path: str | Path, *, conversations: int | None = None, per_categ
         built.append(conv)
     built = built[:conversations] if conversations is not None else built
     users, questions, dropped = [], [], {}
+    given = sum(conv.labels for conv in built)
     for conv in built:
         kept = conv.questions
         if per_category is not None:
@@ -136,7 +139,8 @@ def load_locomo(path: str | Path, *, conversations: int | None = None, per_categ
         for kind, items in conv.dropped.items():
             dropped.setdefault(kind, []).extend(items)
     name = path.name.removesuffix(".gz").removesuffix(".json")
-    return Dataset(name=name, users=users, questions=questions, dropped=dropped)
+    return Dataset(name=name, users=users, questions=questions, dropped=dropped, label_kinds=(MISSING,),
+                   labels_given=given)  # fmt: skip
 
 
 # -- parsing -------------------------------------------------------------------------------------------------
@@ -243,6 +247,7 @@ def _build(path: Path, index: int, sample: Any, app_name: str) -> _Conversation:
             out.questions.append(Question(qid, app_name, user, text, (), asked_at=asked_at, qtype=qtype))
             continue
         ids, unread = parse_evidence(item.get("evidence") or [])
+        out.labels += len(ids)
         out.dropped.setdefault(UNREAD, []).extend(f"{qid}: {piece!r}" for piece in unread)
         found = [e for e in ids if e in session_of]
         out.dropped.setdefault(MISSING, []).extend(f"{qid}: {e}" for e in ids if e not in session_of)
