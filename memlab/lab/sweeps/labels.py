@@ -170,6 +170,12 @@ class LabelsSweep(Sweep):
         if not isinstance(options.get("generated", True), bool):
             raise ConfigError(f"{source}: options.labels.generated must be true or false")
 
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        """The default systems it adds, plus each pooled system asked again (and on generated questions)."""
+        names = pooled_names(options)
+        again = len(names) * (2 if options.get("generated", True) else 1)
+        return sum(s.name in names for s in DEFAULT_SYSTEMS) + again
+
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
         """The default systems it pools (those `systems` names, when given; other names are the run's own)."""
         names = set(pooled_names(options))
