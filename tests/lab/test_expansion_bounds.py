@@ -107,3 +107,10 @@ def test_a_long_list_of_chunk_sizes_over_many_data_sets_is_refused():
               "options": {"granularity": {"chunks": [[i, 0] for i in range(1, 1001)]}}}  # fmt: skip
     with pytest.raises(ConfigError, match=r"granularity sweep 120,360.*options.granularity.chunks \(1,000 items\)"):
         lab.parse_config(config, source="ci.yaml")
+
+
+@pytest.mark.parametrize("depth", [0, 10**8, True])
+def test_the_pool_depth_is_bounded_before_anything_runs(depth):
+    config = lab.parse_config({"name": "p", "datasets": [SYNTH]})
+    with pytest.raises(ConfigError, match=r"--depth must be a whole number in 1..1000"):
+        lab.pool_queries(config, "queries.jsonl", depth, None)  # no store needed: refused first

@@ -29,6 +29,7 @@ from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.expansion import MAX_RUNS, planned_runs
 from memlab.lab.gate import load_metrics, load_rules
 from memlab.lab.jsonl import write_jsonl
+from memlab.lab.judging.pool import pool_queries
 from memlab.lab.judging.pool_file import POOL_KIND
 from memlab.lab.judging.query_file import read_queries
 from memlab.lab.label_loss import dropped_warning
@@ -312,6 +313,11 @@ def _configs(family: Family, work: Path) -> None:
             family.problem("unbounded_expansions", f"{case}: accepted ({planned:,} runs planned)")
         elif time.perf_counter() - started > 5:
             family.problem("unbounded_expansions", f"{case}: took {time.perf_counter() - started:.0f} s to refuse")
+    family.add("bound_cases")
+    small = parse_config({"name": "p", "datasets": [SYNTH]})
+    ended, _ = _attempt(family, "pool depth", lambda: pool_queries(small, work / "none.jsonl", 10**8, None))
+    if ended == "ok":
+        family.problem("unbounded_expansions", "pool depth: 100,000,000 events per system per query accepted")
     for name in suite_names():  # positive controls: every shipped suite is within every bound
         family.add("ordinary_configs")
         ended, value = _attempt(family, f"suite {name}", lambda name=name: load_suite(name))
