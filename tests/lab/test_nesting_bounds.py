@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memlab import FixtureError, lab
+from memlab import ConfigError, FixtureError, lab
 from memlab.cli import app
 from tests.conftest import ROOT
 from tests.lab.test_judged_set import APP, JUDGED, judgment, write_judgments, write_pool
@@ -57,7 +57,7 @@ def test_a_deep_json_file_of_longmemeval_and_locomo(tmp_path, fmt, deep):
 
 
 @pytest.mark.parametrize(("name", "text"), [
-    ("deep.yaml", "app: a\nuser: u\nsessions:\n" + "".join("  " * i + "-\n" for i in range(1, 3000))),
+    ("deep.yaml", "app: a\nuser: u\nsessions:\n" + "".join("  " * i + "-\n" for i in range(1, 700))),
     ("flow.yaml", "app: a\nuser: u\nsessions: " + DEEP + "\n"),
     ("deep.json", '{"app": "a", "user": "u", "sessions": ' + DEEP + "}"),
 ])  # fmt: skip
@@ -104,6 +104,18 @@ def test_a_deep_baseline_or_metrics_file(tmp_path, deep):
     bad = tmp_path / "baseline.json"
     bad.write_text('{"metrics": ' + deep + "}")
     one_line_exit_2(["report", "--run", str(good), "--baseline", str(bad)], "baseline.json")
+
+
+BLOCK = "".join("  " * i + "-\n" for i in range(1, 700))  # indentation nesting, under a config's 1 MB
+
+
+@pytest.mark.parametrize("text", ["templates: " + DEEP, "templates:\n" + BLOCK])
+def test_a_deep_question_templates_file(tmp_path, text):
+    path = tmp_path / "templates.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"templates.yaml: refused: nested"):
+        lab.load_templates(path)
+    assert lab.load_templates().templates  # memlab's own still read
 
 
 def test_nesting_within_the_bound_still_reads(tmp_path):

@@ -32,6 +32,7 @@ from memlab.lab.jsonl import write_jsonl
 from memlab.lab.judging.pool import pool_queries
 from memlab.lab.judging.pool_file import POOL_KIND
 from memlab.lab.judging.query_file import read_queries
+from memlab.lab.judging.template_questions import load_templates
 from memlab.lab.label_loss import dropped_warning
 from memlab.lab.loaders import load_dataset
 from memlab.lab.probes.family import Family
@@ -338,7 +339,7 @@ def _nested_cases(work: Path, deep: str) -> list[tuple[str, Callable[[], Any]]]:
     with (beir / "corpus.jsonl").open("a") as f:
         f.write('{"_id": "dx", "text": ' + deep + "}\n")
     (work / "list.json").write_text(f"[{deep}]")
-    (work / "block.yaml").write_text("app: a\nuser: u\nsessions:\n" + "".join("  " * i + "-\n" for i in range(1, 3000)))
+    (work / "block.yaml").write_text("app: a\nuser: u\nsessions:\n" + "".join("  " * i + "-\n" for i in range(1, 700)))
     (work / "flow.json").write_text('{"app": "a", "user": "u", "sessions": ' + deep + "}")
     files = _judged_files(work / "judged")
     judgments = _write_lines(work / "judged" / "j.jsonl", [_judgment("u1-s0-e0", 1)])
@@ -349,6 +350,7 @@ def _nested_cases(work: Path, deep: str) -> list[tuple[str, Callable[[], Any]]]:
     (work / "baseline.json").write_text('{"metrics": ' + deep + "}")
     (work / "config.yaml").write_text("name: deep\ndescription: " + deep + "\n")
     (work / "tolerances.yaml").write_text("rules: " + deep + "\n")
+    (work / "templates.yaml").write_text("templates:\n" + "".join("  " * i + "-\n" for i in range(1, 700)))
 
     def judged(**swap: Path) -> Dataset:
         return _judged({**files, **{k: v for k, v in swap.items() if k != "judgments"}},
@@ -370,6 +372,7 @@ def _nested_cases(work: Path, deep: str) -> list[tuple[str, Callable[[], Any]]]:
         ("baseline", lambda: load_metrics(work / "baseline.json", what="baseline")),
         ("config", lambda: load_config(work / "config.yaml")),
         ("tolerances", lambda: load_rules(work / "tolerances.yaml")),
+        ("question templates", lambda: load_templates(work / "templates.yaml")),
     ]  # fmt: skip
 
 
