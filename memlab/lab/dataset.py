@@ -159,9 +159,11 @@ class Dataset:
                        labels_given=self.labels_given)  # fmt: skip
 
     def label_loss(self) -> tuple[int, int]:
-        """(labels dropped because they name an event the data does not hold, labels the source gave in all)."""
+        """(labels dropped because they name an event the data does not hold, labels the source gave in all); a
+        format that refuses such labels instead of dropping them gave the labels its questions hold."""
         lost = sum(len(self.dropped.get(kind, ())) for kind in self.label_kinds)
-        return lost, max(self.labels_given, lost)
+        given = self.labels_given or sum(len(q.evidence) for q in self.questions)
+        return lost, max(given, lost)
 
     def checksum(self) -> str:
         """sha256 over the content (sessions, events, questions): two runs on the same data show the same value."""
