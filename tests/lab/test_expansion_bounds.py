@@ -102,6 +102,14 @@ def test_every_number_that_sizes_work_is_bounded(override, message):
     lab.parse_config(CI, source="ci.yaml")  # the suite itself passes
 
 
+def test_the_labels_sweeps_pool_subsets_count_too():
+    """Capture is averaged over every subset of each pool size: 60 systems in pools of 30 is 10^17 pools."""
+    config = {"name": "l", "datasets": [SYNTH], "sweeps": ["labels"],
+              "options": {"labels": {"systems": [f"s{i}" for i in range(60)], "pool_sizes": [30]}}}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"labels sweep 354,793,744,694,584,392.*options.labels.systems \(60 items\)"):
+        lab.parse_config(config)
+
+
 def test_a_long_list_of_chunk_sizes_over_many_data_sets_is_refused():
     config = {**CI, "datasets": [{**SYNTH, "name": f"s{i}"} for i in range(120)], "sweeps": ["granularity"],
               "options": {"granularity": {"chunks": [[i, 0] for i in range(1, 1001)]}}}  # fmt: skip

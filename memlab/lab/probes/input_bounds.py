@@ -295,6 +295,8 @@ def _over_bounds() -> list[tuple[str, dict[str, Any]]]:
         ("filtered shares", with_(options={"filtered": {"shares": [0.9, 0.9]}})),
         ("filtered rows", with_(options={"filtered": {"total_rows": 10**12}})),
         ("labels depth", with_(options={"labels": {"depths": [10**6]}})),
+        ("labels pool subsets", with_(sweeps=["labels"], options={"labels": {"systems": [f"s{i}" for i in range(60)],
+                                                                           "pool_sizes": [30]}})),
         ("ingest repeat", with_(options={"ingest": {"repeat": 10**6}})),
         ("k", with_(k=10**7)),
         ("synth users x events", with_(datasets=[{**SYNTH, "users": 10_000, "max_events": 100_000}])),
