@@ -23,7 +23,7 @@ NAME_LIMIT = 100  # characters of an experiment's name (it becomes a folder name
 TEXT_LIMIT = 20_000  # characters of a description
 MAX_CANDIDATES = 10_000  # each candidate list of a fused search is this deep, per question
 MAX_SCAN_TUPLES = 1_000_000  # tuples an iterative HNSW scan may visit per search (pgvector's default: 20,000)
-MAX_SYNTH_EVENTS = 2_000_000  # users x max_events of a memlab-synth data set (the full suite: 128,000)
+MAX_SYNTH_EVENTS = 2_000_000  # users x max_events of a memlab-synth data set (the full suite asks for a few percent)
 
 
 def _shown(value: Any) -> str:
