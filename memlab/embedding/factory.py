@@ -82,6 +82,8 @@ def normalize_spec(spec: Mapping[str, Any] | str | None) -> dict[str, Any]:
                 spec = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"embedder spec is not valid JSON ({exc.msg}): {text[:200]!r}") from None
+            except RecursionError:
+                raise ConfigError(f"embedder spec is nested too deeply to read: {text[:200]!r}") from None
         elif text.lower() in DEFAULT_NAMES:
             return {"kind": "packaged"}
         elif text:

@@ -194,7 +194,7 @@ def parse_verdict(text: str) -> Verdict:
     shown = " ".join(text.split())[:120]
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise VerdictError(f'judge reply is not JSON {{"correct": bool, "reason": str}}: {shown!r}') from None
     if not isinstance(data, dict) or not isinstance(data.get("correct"), bool):
         raise VerdictError(f'judge reply lacks a true/false "correct": {shown!r}')

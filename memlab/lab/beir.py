@@ -8,7 +8,10 @@ event whose id is the document's `_id` and whose text is its title and text join
 `document`; times are made up, one second apart in corpus order, since BEIR has none). Each query with a qrels
 row is a question; graded qrels count as relevant when the score is > 0. Queries with no qrels row, or none
 above 0, are skipped and counted, as are qrels rows that name a query or document the folder does not hold
-(`Dataset.dropped`): BEIR's own scoring leaves such queries out too.
+(`Dataset.dropped`): BEIR's own scoring leaves such queries out too. A relevant row naming a document the corpus
+lacks is a label lost: recall counts only the labels kept, where trec_eval on the same qrels counts every one, so
+the share lost is reported with every run and a folder that lost most of its labels is refused
+(memlab.lab.loaders).
 
 Malformed input raises FixtureError naming the file, the line and the fix.
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from memlab.errors import ConfigError, FixtureError
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.json_bounds import loads
 from memlab.types import Event, Session
 
 AUTHOR = "document"
@@ -31,7 +35,8 @@ STEP = timedelta(seconds=1)
 NO_QRELS = "queries without a qrels row"
 NONE_RELEVANT = "queries without a relevant document (score > 0) in the corpus"
 UNKNOWN_QUERY = "qrels rows naming a query not in queries.jsonl"
-UNKNOWN_DOC = "qrels rows naming a document not in corpus.jsonl"
+UNKNOWN_DOC = "qrels rows naming a document not in corpus.jsonl"  # relevant ones (score > 0): labels lost
+UNKNOWN_DOC_NOT_RELEVANT = "qrels rows scored 0 naming a document not in corpus.jsonl"
 EMPTY_DOC = "documents without title or text"
 
 
@@ -70,7 +75,7 @@ def load_beir(folder: str | Path, *, split: str = "test", limit: int | None = No
         queries[qid] = _field(record, "text", files["queries"], line).strip()
         if not queries[qid]:
             raise FixtureError(f"{files['queries']}:{line}: query {qid!r} has an empty `text`; give it one")
-    relevant = _qrels(files["qrels"], queries, docs, dropped)
+    relevant, given = _qrels(files["qrels"], queries, docs, dropped)
     asked_at = START + len(sessions) * STEP + timedelta(minutes=1)
     questions = []
     for qid, text in queries.items():
@@ -85,7 +90,8 @@ def load_beir(folder: str | Path, *, split: str = "test", limit: int | None = No
     history = UserHistory(app_name=app_name, user_id=user, sessions=sessions, source=str(folder),
                           description=f"BEIR corpus {user} ({len(sessions)} documents)",
                           replay=[s.id for s in sessions])  # fmt: skip
-    return Dataset(name=user, users=[history], questions=questions, dropped=dropped)
+    return Dataset(name=user, users=[history], questions=questions, dropped=dropped, label_kinds=(UNKNOWN_DOC,),
+                   labels_given=given)  # fmt: skip
 
 
 def _records(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict[str, Any], int]]:
@@ -96,7 +102,7 @@ def _records(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict[
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = loads(raw, f"{path}:{line}")
             except json.JSONDecodeError as e:
                 raise FixtureError(f"{path}:{line}: not valid JSON ({e.msg}); write one JSON object per line") from e
             if not isinstance(record, dict):
@@ -124,10 +130,11 @@ def _field(record: dict[str, Any], key: str, path: Path, line: int) -> str:
 
 
 def _qrels(path: Path, queries: dict[str, str], docs: set[str],
-           dropped: dict[str, list[str]]) -> dict[str, list[str]]:  # fmt: skip
-    """query id -> its documents scored > 0 (an empty list: judged, none relevant); rows naming an unknown
-    query or document are counted in `dropped`."""
+           dropped: dict[str, list[str]]) -> tuple[dict[str, list[str]], int]:  # fmt: skip
+    """(query id -> its documents scored > 0 (an empty list: judged, none relevant), the relevant labels the qrels
+    give the queries, kept or not); rows naming an unknown query or document are counted in `dropped`."""
     out: dict[str, list[str]] = {}
+    given = 0
     with path.open(encoding="utf-8") as f:
         for line, raw in enumerate(f, 1):
             if not raw.strip():
@@ -149,8 +156,11 @@ def _qrels(path: Path, queries: dict[str, str], docs: set[str],
                 continue
             judged = out.setdefault(qid, [])
             if doc not in docs:
-                dropped.setdefault(UNKNOWN_DOC, []).append(f"line {line}: {qid} -> {doc}")
+                kind = UNKNOWN_DOC if score > 0 else UNKNOWN_DOC_NOT_RELEVANT
+                dropped.setdefault(kind, []).append(f"line {line}: {qid} -> {doc}")
+                given += score > 0
                 continue
             if score > 0 and doc not in judged:
                 judged.append(doc)
-    return out
+                given += 1
+    return out, given

@@ -23,11 +23,13 @@ from memlab.lab.config_checks import (
     check_dataset_values,
     check_distinct_files,
     check_distinct_runs,
+    check_embedder_values,
     check_llm_model,
     check_option_values,
     check_system_values,
     check_top_values,
 )
+from memlab.lab.expansion import check_expansion
 from memlab.lab.loaders import resolve_path
 from memlab.lab.rerank import check_rerank_model
 from memlab.lab.suggest import did_you_mean, unknown_keys
@@ -207,7 +209,10 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
                           f"{sorted(options) if isinstance(options, dict) else options!r}"
                           f"{did_you_mean(wrong, SWEEPS) if wrong is not None else ''}")  # fmt: skip
     check_option_values(options, source)
-    check_distinct_files("embedders", [e["name"] for e in embedders], source)  # a models sweep names systems so
+    options = {sweep: settings or {} for sweep, settings in options.items()}  # `retrieval:` alone: its defaults
+    check_distinct_files("embedders", [e["name"] for e in embedders], source)
+    for i, entry in enumerate(embedders):
+        check_embedder_values(entry, i, source)  # a models sweep names systems so
     models = parse_models(_model_paths(data.get("models"), base_dirs or []), source)
     check_llm_model(data.get("llm"), models, source)
     for sweep, settings in options.items():  # a sweep that checks its settings does so now, before any work
@@ -240,6 +245,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
         check_rerank_model(system.rerank, system.name, models, source)
+    check_expansion(resolved, source)  # counted from the lists' lengths, before any sweep builds a system
     return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped, models)
 
 

@@ -14,11 +14,16 @@ from memlab.errors import ConfigError
 from memlab.lab.loaders import check_spec
 from memlab.lab.runs import slug
 from memlab.lab.suggest import unknown_keys
+from memlab.lab.sweeps.filtered import FilteredGrid
 from memlab.models import ModelSpec
-from memlab.types import SearchSettings
+from memlab.types import ITERATIVE_SCANS, SearchSettings
 
+FILTERED = FilteredGrid()  # the filtered sweep's defaults
 NAME_LIMIT = 100  # characters of an experiment's name (it becomes a folder name)
 TEXT_LIMIT = 20_000  # characters of a description
+MAX_CANDIDATES = 10_000  # each candidate list of a fused search is this deep, per question
+MAX_SCAN_TUPLES = 1_000_000  # tuples an iterative HNSW scan may visit per search (pgvector's default: 20,000)
+MAX_SYNTH_EVENTS = 2_000_000  # users x max_events of a memlab-synth data set (the full suite asks for a few percent)
 
 
 def _shown(value: Any) -> str:
@@ -145,6 +150,9 @@ _BUILD = {
     "rendering": lambda w, v: check_text(w, v),
     "extractor": lambda w, v: check_text(w, v),
     "fact_keys": lambda w, v: check_text(w, v, optional=True),
+    # what sizes each search's work, bounded tighter than the store's own ranges (a run asks every question)
+    "candidates": lambda w, v: check_whole(w, v, 1, MAX_CANDIDATES),
+    "max_scan_tuples": lambda w, v: check_whole(w, v, 1, MAX_SCAN_TUPLES),
 }
 
 
@@ -190,6 +198,22 @@ _DATASET = {
 }
 
 
+_EMBEDDER = {  # the numbers of an `embedders:` entry that size its work (memlab.embedding checks the rest)
+    "batch_size": lambda w, v: check_whole(w, v, 1, 4096),
+    "retries": lambda w, v: check_whole(w, v, 0, 10),
+    "timeout": lambda w, v: check_number(w, v, 0.001, 3600.0),
+    "truncate_dim": lambda w, v: check_whole(w, v, 1, 65_536),
+    "dimension": lambda w, v: check_whole(w, v, 1, 65_536),
+}
+
+
+def check_embedder_values(entry: dict[str, Any], index: int, source: str) -> None:
+    """An `embedders:` entry's sizes (batch, retries, timeout, dimensions) within their bounds."""
+    for key, value in entry.items():
+        if key in _EMBEDDER:
+            _EMBEDDER[key](f"{source}: embedders[{index}] ({entry.get('name')!r}).{key}", value)
+
+
 def _boolean(where: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise ConfigError(f"{where} must be true or false, got {_shown(value)}")
@@ -203,7 +227,13 @@ def check_dataset_values(entry: Any, index: int, source: str) -> None:
         if key in _DATASET:
             _DATASET[key](f"{source}: datasets[{index}].{key}", value)
     name = entry.get("name")
-    check_spec(entry, f"{source}: datasets[{index}]" + (f" ({name!r})" if isinstance(name, str) else ""))
+    where = f"{source}: datasets[{index}]" + (f" ({name!r})" if isinstance(name, str) else "")
+    check_spec(entry, where)
+    if entry.get("format") == "synth":
+        users, events = entry.get("users", 16), entry.get("max_events", 300)
+        if _whole(users) and _whole(events) and users * events > MAX_SYNTH_EVENTS:
+            raise ConfigError(f"{where}: users x max_events = {users:,} x {events:,} = {users * events:,} events, over "
+                              f"the limit of {MAX_SYNTH_EVENTS:,}; generate fewer users or shorter histories")
 
 
 def _texts(where: str, value: Any) -> None:
@@ -225,7 +255,14 @@ _OPTIONS: dict[str, dict[str, typing.Callable[[str, Any], None]]] = {
                "grid": lambda w, v: check_list(w, v, lambda w2, v2: check_number(w2, v2, 0.0, 2.0))},
     "filtered": {"total_rows": lambda w, v: check_whole(w, v, 1, 10_000_000), "ef_search": _wholes(1, 1000),
                  "queries": lambda w, v: check_whole(w, v, 1, 100_000),
-                 "texts": lambda w, v: check_whole(w, v, 1, 1_000_000)},
+                 "texts": lambda w, v: check_whole(w, v, 1, 1_000_000),
+                 "max_scan_tuples": _wholes(1, MAX_SCAN_TUPLES), "k": lambda w, v: check_whole(w, v, 1, 1000),
+                 "background_tenants": lambda w, v: check_whole(w, v, 1, 100_000),
+                 "shares": lambda w, v: check_list(w, v, lambda w2, v2: check_number(w2, v2, 1e-9, 1.0)),
+                 "relations": lambda w, v: check_list(w, v, lambda w2, v2: _one_of(w2, v2, FILTERED.relations)),
+                 "iterative": lambda w, v: check_list(w, v, lambda w2, v2: _one_of(w2, v2, ITERATIVE_SCANS)),
+                 "remedy_min_share": lambda w, v: check_number(w, v, 0.0, 1.0),
+                 "seed": lambda w, v: check_whole(w, v, 0, 2**32 - 1)},
     "facts": {"extractors": _texts},
     "models": {"embedders": _texts, "granularity": check_text},
 }  # fmt: skip
@@ -233,8 +270,6 @@ _OPTIONS: dict[str, dict[str, typing.Callable[[str, Any], None]]] = {
 
 # the settings each sweep reads besides the typed ones above (a key no sweep reads is a typo, not a no-op)
 _UNTYPED = {
-    "filtered": {"shares", "relations", "iterative", "max_scan_tuples", "k", "background_tenants",
-                 "remedy_min_share", "seed"},
     "ingest": {"repeat"},
     "labels": {"systems", "depths", "pool_sizes", "loo_depth", "generated"},  # typed by LabelsSweep.check_options
     "retrieval": {"answerability"},
@@ -243,6 +278,19 @@ OPTION_KEYS: dict[str, set[str]] = {
     sweep: {"datasets"} | set(_OPTIONS.get(sweep, {})) | _UNTYPED.get(sweep, set())
     for sweep in ("cutoff", "facts", "filtered", "granularity", "ingest", "labels", "models", "retrieval")
 }
+
+
+def _one_of(where: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed or not isinstance(value, str):
+        raise ConfigError(f"{where} must be one of {list(allowed)}, got {_shown(value)}")
+
+
+def _filtered_rows(settings: dict[str, Any], where: str) -> None:
+    """The filtered sweep's tenants under test (each share of the table, once per relation) fit in the table."""
+    shares, relations = settings.get("shares", FILTERED.shares), settings.get("relations", FILTERED.relations)
+    if sum(shares) * len(relations) > 1:
+        raise ConfigError(f"{where}: the tenants under test would hold sum(shares) x relations = {sum(shares):g} x "
+                          f"{len(relations)} of the table, more than all of it; give smaller shares")  # fmt: skip
 
 
 def check_option_values(options: dict[str, Any], source: str) -> None:
@@ -263,6 +311,8 @@ def check_option_values(options: dict[str, Any], source: str) -> None:
                 _texts(where, value)
             elif key in _OPTIONS.get(sweep, {}):
                 _OPTIONS[sweep][key](where, value)
+        if sweep == "filtered":
+            _filtered_rows(settings, f"{source}: options.filtered")
 
 
 def check_top_values(data: dict[str, Any], source: str) -> None:

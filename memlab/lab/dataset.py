@@ -99,6 +99,11 @@ class Dataset:
     # what loading left out, by kind ("evidence ids not in the conversation": ["conv-1/q3: D9:99", ...]): counted
     # and shown by `memlab check-dataset`, so a reference that points nowhere is never silently scored as a miss
     dropped: dict[str, list[str]] = field(default_factory=dict)
+    # the kinds of `dropped` that are labels naming an event the data does not hold, and how many labels the source
+    # gave its questions in all (kept and dropped): scores count only the labels kept, so the share lost is said
+    # wherever the data set is used, and a data set that lost most of its labels is refused (`label_loss`)
+    label_kinds: tuple[str, ...] = ()
+    labels_given: int = 0
 
     def __post_init__(self) -> None:
         """Every label gets its session (refused where an id is ambiguous): scoring compares (session, event).
@@ -150,7 +155,15 @@ class Dataset:
             for u in self.users
         ]
         questions = [replace(q, app_name=app(q.app_name)) for q in self.questions]
-        return Dataset(self.name, users, questions, pool=self.pool, dropped=self.dropped)
+        return Dataset(self.name, users, questions, pool=self.pool, dropped=self.dropped, label_kinds=self.label_kinds,
+                       labels_given=self.labels_given)  # fmt: skip
+
+    def label_loss(self) -> tuple[int, int]:
+        """(labels dropped because they name an event the data does not hold, labels the source gave in all); a
+        format that refuses such labels instead of dropping them gave the labels its questions hold."""
+        lost = sum(len(self.dropped.get(kind, ())) for kind in self.label_kinds)
+        given = self.labels_given or sum(len(q.evidence) for q in self.questions)
+        return lost, max(given, lost)
 
     def checksum(self) -> str:
         """sha256 over the content (sessions, events, questions): two runs on the same data show the same value."""

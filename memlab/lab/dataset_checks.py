@@ -7,7 +7,8 @@ rewrites "the user" as "I" to match that author's own words, and `prefer_author`
 conversation between two people converted as one user per conversation with each speaker as the author (Alice,
 Bob) has no author `user`: those features then find nothing, and the run reports 0 facts or recall 0.000. Each
 such pairing becomes a warning that names the data set, the feature and the fix; the run log prints it,
-manifest.json keeps it (`warnings`) and report.md shows it."""
+manifest.json keeps it (`warnings`) and report.md shows it. What loading dropped (labels pointing outside the data
+above all: memlab.lab.label_loss) is warned of the same way, first."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from memlab.lab.dataset import Dataset
+from memlab.lab.label_loss import dropped_warning, label_line
 
 USER = "user"  # the author the rule extractor and first-person queries read as the memory's owner
 _FIX = ("Fix: if the agent serves one of the speakers, write that speaker's events with author 'user' (the other "
@@ -121,8 +123,11 @@ def author_note(dataset: Dataset) -> str | None:
 
 def dataset_warnings(datasets: Iterable[Dataset], config: dict[str, Any],
                      log: Callable[[str], object] | None = None) -> list[str]:  # fmt: skip
-    """Every data set's warnings, each also passed to `log` (the run log) as `warning: ...`."""
-    out = [w for d in datasets for w in author_warnings(d, config)]
+    """Every data set's warnings, each also passed to `log` (the run log) as `warning: ...`: what loading dropped
+    (labels pointing outside the data first), then features the data cannot serve."""
+    datasets = list(datasets)
+    out = [w for d in datasets if (w := dropped_warning(d)) is not None]
+    out += [w for d in datasets for w in author_warnings(d, config)]
     for warning in out:
         if log is not None:
             log(f"warning: {warning}")
@@ -145,6 +150,9 @@ def load_summary(dataset: Dataset, examples: int = 5) -> list[str]:
     no_answer = Counter(q.qtype for q in dataset.questions if not q.answerable)
     for qtype, n in sorted(by_type.items()):
         lines.append(f"  {qtype}: {n}" + (f" ({no_answer[qtype]} no-answer)" if no_answer[qtype] else ""))
+    lost = label_line(dataset)
+    if lost is not None:
+        lines.append(lost)
     if not dataset.dropped:
         lines.append("dropped references: none")
     for kind, items in dataset.dropped.items():

@@ -31,6 +31,7 @@ from memlab.lab.dataset import Dataset
 from memlab.lab.dataset_checks import dataset_warnings
 from memlab.lab.folder import RunFolder, save_labels
 from memlab.lab.identity import unique_sessions
+from memlab.lab.label_loss import dropped_fields
 from memlab.lab.loaders import load_dataset
 from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
@@ -176,6 +177,7 @@ def run_experiment(
         "config": {"source": config.source, "given": config.raw, "overrides": config.overrides, "resolved": cfg},
         "datasets": [{"name": d.name, "checksum": d.checksum(), **d.summary(),
                       "path": str(spec.get("path", "")), "format": spec.get("format"),
+                      **dropped_fields(d),  # references loading dropped, labels pointing outside the data apart
                       **({"pool": d.pool} if d.pool else {})}  # a judged set's pool (the report names it)
                      for d, spec in zip(datasets, cfg["datasets"], strict=True)],
         "warnings": dataset_warnings(datasets, cfg, log),  # features the data cannot serve (run log, report.md)

@@ -27,6 +27,7 @@ import pandas as pd
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Question
 from memlab.lab.folder import RunFolder
+from memlab.lab.json_bounds import loads
 from memlab.lab.metrics import events_in_rank_order
 from memlab.lab.outputs import RUN, folder_kind, is_empty_folder
 from memlab.lab.runs import Run, slug
@@ -160,8 +161,8 @@ def _claim(out: Path) -> Path:
     if is_empty_folder(out):
         return out
     try:
-        earlier = json.loads((out / INDEX).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        earlier = loads((out / INDEX).read_text(encoding="utf-8"), str(out / INDEX), ConfigError)
+    except (OSError, ValueError, ConfigError):
         earlier = None
     if not isinstance(earlier, dict) or earlier.get("folder") != "export":
         raise ConfigError(f"--out {out}: the folder is not empty and holds no memlab export ({INDEX}); memlab only "

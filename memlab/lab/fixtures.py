@@ -18,6 +18,7 @@ from memlab.facts.types import Candidate
 from memlab.lab.dataset import SERVED, Dataset, Question, ServingCheck, UserHistory
 from memlab.lab.problems import listed
 from memlab.lab.suggest import did_you_mean
+from memlab.lab.yaml_bounds import MAX_DEPTH, BoundedLoader
 from memlab.types import Event, FunctionCall, FunctionResponse, Session
 
 _TOP_KEYS = {"app", "user", "description", "sessions", "queries", "replay", "expected", "serving"}
@@ -36,8 +37,8 @@ class _Map(dict):
     key_lines: dict[str, int]
 
 
-class _LineLoader(yaml.SafeLoader):
-    pass
+class _LineLoader(BoundedLoader):
+    """A config's bounds (aliases, nesting), plus each mapping's line for error messages."""
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Map:
@@ -306,6 +307,11 @@ def load_fixture_file(path: str | Path) -> tuple[UserHistory, list[Question]]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
         raise FixtureError(f"{path}:{line}: not valid YAML/JSON: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:  # refused by the bounds: aliases that expand too far, nesting too deep
+        raise FixtureError(f"{path}: refused: {exc}; write the values out flat") from None
+    except RecursionError:  # block nesting is composed recursively before the bounds can measure it
+        raise FixtureError(f"{path}: refused: nested deeper than {MAX_DEPTH} levels; write the values out "
+                           "flat") from None  # fmt: skip
     except OSError as exc:
         raise FixtureError(f"{path}: cannot read fixture: {exc}") from None
     return parse_fixture(path, data)

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -25,6 +24,7 @@ from memlab.errors import ConfigError, FixtureError
 from memlab.events.filters import holds_secret  # memoised: ingest scanned most of these texts already
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.identity import resolve, session_index
+from memlab.lab.json_bounds import loads
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.redact)
 from memlab.lab.runs import Run, load_runs, slug
 from memlab.lab.uncertainty import QuestionTable
@@ -110,7 +110,7 @@ class RunFolder:
 
     def _read_manifest(self) -> dict:
         file = self.path / "manifest.json"
-        return json.loads(file.read_text()) if file.exists() else {}
+        return loads(file.read_text(), str(file), ConfigError) if file.exists() else {}
 
     @property
     def k(self) -> int:

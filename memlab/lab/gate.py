@@ -15,6 +15,7 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.config import suite_names
+from memlab.lab.json_bounds import loads
 from memlab.lab.metric_definitions import HIGHER, MetricDefinition, current_key, definition_of, ungated_system
 from memlab.lab.outputs import claim_file, is_baseline_file
 from memlab.lab.tables import markdown_table
@@ -93,7 +94,7 @@ def load_metrics(path: str | Path, *, what: str = "run") -> dict[str, float]:
         raise ConfigError(f"{path}: no metrics file; give the folder of a finished `memlab eval` run (it writes "
                           "metrics.json), or run one.")  # fmt: skip
     try:
-        data = json.loads(path.read_text())
+        data = loads(path.read_text(), str(path), ConfigError)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc})") from None
     if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
@@ -113,13 +114,13 @@ def metrics_experiment(path: str | Path) -> str | None:
     manifest = (path if path.is_dir() else path.parent) / "manifest.json"
     if manifest.exists():
         try:
-            return json.loads(manifest.read_text())["config"]["resolved"].get("name")
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            return loads(manifest.read_text(), str(manifest), ConfigError)["config"]["resolved"].get("name")
+        except (json.JSONDecodeError, ConfigError, KeyError, TypeError, AttributeError):
             return None
     file = _metrics_file(path)
     try:
-        data = json.loads(file.read_text()) if file.exists() else None
-    except json.JSONDecodeError:
+        data = loads(file.read_text(), str(file), ConfigError) if file.exists() else None
+    except (json.JSONDecodeError, ConfigError):
         return None
     return data.get("experiment") if isinstance(data, dict) and isinstance(data.get("metrics"), dict) else None
 

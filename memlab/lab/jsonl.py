@@ -34,6 +34,7 @@ from memlab.facts.registry import default_registry
 from memlab.facts.types import Candidate
 from memlab.lab.dataset import Dataset, Question, UserHistory
 from memlab.lab.identity import EventKey, resolve, session_index
+from memlab.lab.json_bounds import loads
 from memlab.lab.problems import listed
 from memlab.lab.suggest import unknown_keys
 from memlab.types import Event, Session
@@ -237,7 +238,7 @@ def _records(path: Path, lines: list[str]) -> Iterator[tuple[int, dict[str, Any]
         if not text.strip():
             continue
         try:
-            raw = json.loads(text)
+            raw = loads(text, f"{path}:{number}")
         except json.JSONDecodeError as exc:
             raise _json_document(path, lines) or _fail(path, number, f"not valid JSON ({exc.msg} at column "
                                                                      f"{exc.colno})") from None  # fmt: skip

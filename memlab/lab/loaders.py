@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import ConfigError
+from memlab.errors import ConfigError, FixtureError
 from memlab.lab.beir import load_beir
 from memlab.lab.dataset import Dataset
 from memlab.lab.fixtures import load_event_fixtures, load_fixture_file
@@ -26,6 +26,7 @@ from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.judged_set import OPTIONS as JUDGED_OPTIONS
 from memlab.lab.judging.judged_set import load_judged
 from memlab.lab.judging.judged_set import sessions_source as judged_sessions_source
+from memlab.lab.label_loss import refuse_lost_labels
 from memlab.lab.locomo import load_locomo
 from memlab.lab.longmemeval import load_longmemeval
 from memlab.lab.suggest import did_you_mean, unknown_keys
@@ -85,6 +86,14 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
     """Load one configured data set; every error names the data set and the fix."""
     if not isinstance(spec, dict) or not spec.get("name"):
         raise ConfigError(f"every data set needs a `name` and a `format`; got {spec!r}")
+    try:
+        return _load(spec, base_dirs)
+    except RecursionError:  # the readers bound nesting where they parse; this names any depth they missed
+        raise FixtureError(f"data set {spec['name']!r}: refused: {spec.get('path') or 'a file of it'} is nested too "
+                           "deeply to read; write the values out flat") from None  # fmt: skip
+
+
+def _load(spec: dict[str, Any], base_dirs: list[Path] | None) -> Dataset:
     name = str(spec["name"])
     fmt = check_spec(spec, f"data set {name!r}")
     base_dirs = base_dirs or []
@@ -115,6 +124,7 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
         options = {k: int(spec[k]) for k in ("users", "max_events", "min_events", "near_miss") if k in spec}
         data = generate(int(spec.get("seed", 0)), **options)
     data.name = name
+    refuse_lost_labels(data)  # most labels pointing outside the data: its scores would measure the loader
     if not data.questions and not any(u.expected_facts is not None for u in data.users):
         raise ConfigError(f"data set {name!r}: no questions after loading (check `limit` and the file)")
     return data
@@ -157,4 +167,5 @@ def _longmemeval(path: Path, spec: dict[str, Any]) -> Dataset:
     if spec.get("limit") is not None:
         questions = questions[: int(spec["limit"])]
     users = {(q.app_name, q.user_id) for q in questions}
-    return Dataset(data.name, [u for u in data.users if (u.app_name, u.user_id) in users], questions)
+    return Dataset(data.name, [u for u in data.users if (u.app_name, u.user_id) in users], questions,
+                   dropped=data.dropped, label_kinds=data.label_kinds, labels_given=data.labels_given)  # fmt: skip

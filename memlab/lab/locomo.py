@@ -12,7 +12,8 @@ is a JSON list of samples: `sample_id`, `conversation` (`speaker_a`, `speaker_b`
 - Evidence is parsed as written in the wild: one list item may hold several ids (`"D1:3; D2:8"`, `"D1:3,D2:8"`,
   `"D1:3 D2:8"`), with stray spaces (`"D1: 3"`), brackets or leading zeros (`"D30:05"`). An id the conversation
   does not hold, or a piece that is no id at all, is left out and listed in `Dataset.dropped`; a question left
-  with no evidence is dropped and counted (never scored as a miss).
+  with no evidence is dropped and counted (never scored as a miss). An id the conversation lacks is a label lost:
+  its share of all evidence ids is reported with every run, and a file that lost most of them is refused.
 - Categories follow the numbering of LoCoMo's own evaluation code (snap-research/locomo, task_eval/):
   evaluation.py scores 1 with the multi-answer F1 (answers split at commas: multi-hop), 2, 3 and 4 with plain F1
   (3's answer cut at ';': open-domain / commonsense), 5 by "no information available" / "not mentioned"
@@ -38,6 +39,7 @@ from typing import Any
 
 from memlab.errors import ConfigError, FixtureError
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.json_bounds import load
 from memlab.types import Event, Session
 
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -63,6 +65,7 @@ class _Conversation:
     history: UserHistory
     questions: list[Question]
     dropped: dict[str, list[str]] = field(default_factory=dict)
+    labels: int = 0  # evidence ids its questions give, found or not
 
 
 def parse_evidence(value: Any) -> tuple[list[str], list[str]]:
@@ -120,6 +123,7 @@ def load_locomo(path: str | Path, *, conversations: int | None = None, per_categ
         built.append(conv)
     built = built[:conversations] if conversations is not None else built
     users, questions, dropped = [], [], {}
+    given = sum(conv.labels for conv in built)
     for conv in built:
         kept = conv.questions
         if per_category is not None:
@@ -135,7 +139,8 @@ def load_locomo(path: str | Path, *, conversations: int | None = None, per_categ
         for kind, items in conv.dropped.items():
             dropped.setdefault(kind, []).extend(items)
     name = path.name.removesuffix(".gz").removesuffix(".json")
-    return Dataset(name=name, users=users, questions=questions, dropped=dropped)
+    return Dataset(name=name, users=users, questions=questions, dropped=dropped, label_kinds=(MISSING,),
+                   labels_given=given)  # fmt: skip
 
 
 # -- parsing -------------------------------------------------------------------------------------------------
@@ -145,7 +150,7 @@ def _read(path: Path) -> list[Any]:
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
+            data = load(f, path)
     except json.JSONDecodeError as e:
         raise FixtureError(f"{path}:{e.lineno}:{e.colno}: not valid JSON ({e.msg}); LoCoMo's file is one JSON "
                            "list of samples") from e  # fmt: skip
@@ -242,6 +247,7 @@ def _build(path: Path, index: int, sample: Any, app_name: str) -> _Conversation:
             out.questions.append(Question(qid, app_name, user, text, (), asked_at=asked_at, qtype=qtype))
             continue
         ids, unread = parse_evidence(item.get("evidence") or [])
+        out.labels += len(ids)
         out.dropped.setdefault(UNREAD, []).extend(f"{qid}: {piece!r}" for piece in unread)
         found = [e for e in ids if e in session_of]
         out.dropped.setdefault(MISSING, []).extend(f"{qid}: {e}" for e in ids if e not in session_of)

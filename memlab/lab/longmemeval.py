@@ -45,6 +45,7 @@ import pandas as pd
 
 from memlab.errors import ConfigError, FixtureError
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.json_bounds import load
 from memlab.types import Event, Session
 
 QUESTION_TYPES: tuple[str, ...] = (
@@ -189,10 +190,10 @@ def _read(path: Path) -> list[Any]:
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rt", encoding="utf-8") as f:
-                data = json.load(f)
+                data = load(f, path)
         else:
             with path.open(encoding="utf-8") as f:
-                data = json.load(f)
+                data = load(f, path)
     except json.JSONDecodeError as e:
         raise FixtureError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
     except (OSError, EOFError, UnicodeDecodeError) as e:

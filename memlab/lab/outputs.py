@@ -8,13 +8,13 @@ or complete, and `config.resolved`). Anything else that is not empty belongs to 
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memlab.errors import ConfigError
+from memlab.lab.json_bounds import loads
 
 MADE_BY = "memlab"
 RUN = "run"
@@ -30,8 +30,8 @@ def mark(kind: str) -> dict[str, str]:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        return loads(path.read_text(encoding="utf-8"), str(path), ConfigError)
+    except (OSError, UnicodeDecodeError, ValueError, ConfigError):
         return None
 
 

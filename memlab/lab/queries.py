@@ -25,6 +25,7 @@ from typing import Any
 
 import memlab
 from memlab.errors import ConfigError, FixtureError
+from memlab.lab.json_bounds import loads
 from memlab.lab.jsonl import DEFAULT_APP
 from memlab.lab.scoring import size_bucket
 from memlab.lab.suggest import unknown_keys
@@ -63,8 +64,8 @@ def write_query_file(path: str | Path, queries: list[dict[str, Any]]) -> Path:
 def is_query_file(path: Path) -> bool:
     """A query file memlab wrote (every line an object with a query id and an origin): safe to overwrite."""
     try:
-        lines = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        lines = [loads(t, str(path)) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, FixtureError):
         return False
     return all(isinstance(r, dict) and "query_id" in r and "origin" in r for r in lines)
 
@@ -118,7 +119,7 @@ def read_plain_queries(path: str | Path) -> list[dict[str, Any]]:
                 continue
             where = f"{path}:{number}"
             try:
-                raw = json.loads(line)
+                raw = loads(line, where)
             except json.JSONDecodeError as exc:
                 raise FixtureError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); write one JSON object a "
                                    "line, with double-quoted keys and strings") from None  # fmt: skip

@@ -50,6 +50,7 @@ from memlab.lab.probes.family import Family
 from memlab.lab.probes.faults import faults_family
 from memlab.lab.probes.folders import folders_family
 from memlab.lab.probes.gate_direction import gate_direction_family
+from memlab.lab.probes.input_bounds import input_bounds_family
 from memlab.lab.probes.inputs import inputs_family
 from memlab.lab.probes.isolation import isolation_family
 from memlab.lab.probes.leaks import leaks_family
@@ -71,6 +72,7 @@ THIRD_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]] 
     "gate_direction": gate_direction_family, "prompt_fences": prompt_fences_family,
     "run_folders": run_folders_family, "model_safety": model_safety_family,
     "erasure_writes": erasure_writes_family, "scratch_leftovers": scratch_leftovers_family,
+    "input_bounds": input_bounds_family,
 }  # fmt: skip  (wrong verdicts, erasures that did not hold, leaks into folders and prompts, unbounded input)
 LATER_PROBES = {**SECOND_PROBE, **THIRD_PROBE}
 

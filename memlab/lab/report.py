@@ -210,7 +210,7 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
         ds = pd.DataFrame(manifest["datasets"])
         ds["checksum"] = ds.checksum.str[:12]
         cols = [c for c in ["name", "format", "users", "sessions", "events", "questions", "answerable", "no_answer",
-                            "checksum"] if c in ds.columns]  # fmt: skip
+                            "labels_given", "labels_dropped", "checksum"] if c in ds.columns]  # fmt: skip
         parts += ["## Data sets", "", markdown_table(ds[cols]), ""]
     mains = [s for s in dict.fromkeys(scores.system) if _is_main(s)]
     across = scores[scores.system.isin(mains) & (scores.metric == f"recall@{k}")]

@@ -15,6 +15,9 @@ from memlab.bounded_http import DEFAULT_MAX_REPLY_BYTES, default_deadline
 from memlab.errors import ConfigError
 
 MODEL_KINDS = ("openai-chat", "openai-rerank", "cross-encoder")
+# the settings that size the work a model does or waits for, bounded: a retry count or a timeout of a billion is a
+# run that never ends, a concurrency of a million a thread per request
+LIMITS = {"timeout": 3600.0, "backoff": 60.0, "retries": 10, "concurrency": 64, "max_tokens": 100_000}
 OPENAI_KINDS = ("openai-chat", "openai-rerank")
 
 
@@ -109,6 +112,11 @@ def _parse_entry(entry: Any, where: str, root: str | Path | None) -> ModelSpec:
     values["max_reply_bytes"] = _integer(entry, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, where, minimum=1024)
     max_tokens = entry.get("max_tokens")
     values["max_tokens"] = None if max_tokens is None else _integer(entry, "max_tokens", 0, where, minimum=1)
+    for key, limit in LIMITS.items():
+        if values[key] is not None and values[key] > limit:
+            unit = " seconds" if isinstance(limit, float) else ""
+            raise ConfigError(f"{where}: {key} must be at most {limit:,g}{unit}, not {values[key]!r}; it sizes the "
+                              "work (or the wait) of every request.")  # fmt: skip
     cache = entry.get("cache", True)
     if not isinstance(cache, bool):
         raise ConfigError(f"{where}: cache must be true or false, not {cache!r}.")

@@ -78,6 +78,10 @@ THIRD_PROBE_ZERO = [  # the third hostile probe's classes, each with its own tes
     "scratch_leftovers.dead_scratch_kept",
     "scratch_leftovers.live_scratch_dropped",
     "scratch_leftovers.sigterm_scratch_left",
+    "input_bounds.silently_dropped_labels",
+    "input_bounds.order_dependent_verdicts",
+    "input_bounds.unbounded_expansions",
+    "input_bounds.tracebacks",
 ]
 
 

@@ -223,7 +223,10 @@ def reply_json(content: object) -> tuple[Any, str]:
     text = content.strip() if isinstance(content, str) else ""
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
-    return json.loads(text), text
+    try:
+        return json.loads(text), text
+    except RecursionError:  # a reply nested past the decoder's stack is not the schema either
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
 
 
 def parse_facts(content: str, events: Sequence[Event], session_id: str, *, source: str = "model") -> list[Candidate]:

@@ -3,6 +3,8 @@ judgments made on it become the usual Dataset. A query's gold evidence is the ev
 judged event (relevant or not) is kept on the question (`Question.judged`), so scoring adds judged@k and bpref,
 which count unjudged hits as unknown rather than wrong. A query nobody judged is left out; a query whose pooled
 hits were all judged not relevant is a no-answer question (by the pooling assumption nothing else answers it).
+A judged event the sessions do not hold (erased since, or another sessions file than the pool's) is dropped and
+counted in `Dataset.dropped`, never scored as a miss; a query left without its relevant events is dropped too.
 
     {name: mine, format: judged, queries: queries.jsonl, sessions: logs.jsonl, pool: pool.json,
      judgments: judgments.jsonl}       (optional `assessor: ana`: only that assessor's judgments count)
@@ -17,7 +19,7 @@ reaches an error line (memlab's redactor) or a run folder (which passes the same
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from memlab.errors import ConfigError, FixtureError
 from memlab.events.stored_sessions import read_stored_sessions, stored_layers
 from memlab.events.units import EVENT_LAYER
 from memlab.lab.dataset import Dataset, Question, UserHistory
+from memlab.lab.identity import EventKey
 from memlab.lab.jsonl import load_jsonl
 from memlab.lab.judging.judgments import read_judgments
 from memlab.lab.judging.model_assessor import agreement
@@ -35,6 +38,10 @@ from memlab.lab.judging.pool_file import read_pool
 from memlab.lab.judging.query_file import Query, read_queries
 
 OPTIONS = {"queries", "sessions", "judgments", "pool", "assessor", "dsn", "dsn_env", "app", "layer"}
+MISSING = "relevant judgments of events not in the sessions"  # labels lost: the pool's events are gone (erased,
+# or another sessions file than the pool was made from)
+MISSING_NOT_RELEVANT = "not-relevant judgments of events not in the sessions"
+ALL_MISSING = "queries whose relevant judged events are all missing from the sessions"
 PATHS = ("queries", "sessions", "judgments", "pool")  # the files a judged set may name (`sessions` or a DSN)
 DEFAULT_DSN = "default"  # `dsn: default`: what memlab.open_store() opens (MEMLAB_DSN, else the embedded server)
 
@@ -99,14 +106,30 @@ def load_judged(name: str, queries: Path, sessions: Path | StoredSessions, judgm
     else:
         users = {(u.app_name, u.user_id): u for u in load_jsonl(sessions, name).users}
     questions = []
-    for qid, verdicts in judged.items():
-        q = asked[qid]
+    dropped: dict[str, list[str]] = {}
+    given = 0
+    holds: dict[tuple[str, str], Callable[[EventKey], bool]] = {}
+    for qid in (qid for qid in asked if qid in judged):  # query-file order, whatever the judgments' order
+        q, verdicts = asked[qid], judged[qid]
         if (q.app, q.user) not in users:
             raise FixtureError(f"data set {name!r}: {sessions} has no sessions of {q.app}/{q.user}, who asked "
                                f"query {qid!r}; give the sessions file the pool was made from")  # fmt: skip
+        if (q.app, q.user) not in holds:
+            holds[(q.app, q.user)] = _held(users[(q.app, q.user)])
+        held = holds[(q.app, q.user)]
         relevant = tuple(key for key, j in verdicts.items() if j.relevance == 1)
-        questions.append(Question(qid, q.app, q.user, q.text, tuple(e for _, e in relevant), asked_at=q.asked_at,
-                                  qtype=q.origin, evidence=relevant, judged=tuple(verdicts)))  # fmt: skip
+        given += len(relevant)
+        for key, j in verdicts.items():
+            if not held(key):
+                dropped.setdefault(MISSING if j.relevance else MISSING_NOT_RELEVANT, []).append(
+                    f"{qid}: {key[0]}/{key[1]}")  # fmt: skip
+        found = tuple(key for key in relevant if held(key))
+        if relevant and not found:  # never a no-answer question: its answers were judged, then lost
+            dropped.setdefault(ALL_MISSING, []).append(qid)
+            continue
+        questions.append(Question(qid, q.app, q.user, q.text, tuple(e for _, e in found), asked_at=q.asked_at,
+                                  qtype=q.origin, evidence=found,
+                                  judged=tuple(key for key in verdicts if held(key))))  # fmt: skip
     kept = list(dict.fromkeys((q.app_name, q.user_id) for q in questions))
     pool_info = made.describe()
     pool_info |= origin_info([asked[q.id].origin for q in questions], [asked[q.id].generator for q in questions])
@@ -114,7 +137,15 @@ def load_judged(name: str, queries: Path, sessions: Path | StoredSessions, judgm
     pairs = agreement(*files)  # a person and the model (or two people) on the same events: Cohen's kappa
     if pairs:
         pool_info["agreement"] = pairs
-    return Dataset(name, [UserHistory(a, u, users[(a, u)].sessions) for a, u in kept], questions, pool=pool_info)
+    return Dataset(name, [UserHistory(a, u, users[(a, u)].sessions) for a, u in kept], questions, pool=pool_info,
+                   dropped=dropped, label_kinds=(MISSING,), labels_given=given)  # fmt: skip
+
+
+def _held(user: UserHistory) -> Callable[[EventKey], bool]:
+    """Whether the user's sessions hold a judged event (a pooled hit without its session matches on the id)."""
+    keys = {(s.id, e.id) for s in user.sessions for e in s.events}
+    ids = {e for _, e in keys}
+    return lambda key: key in keys or (key[0] is None and key[1] in ids)
 
 
 def _stored_users(name: str, source: StoredSessions, queries: list[Query]) -> dict[tuple[str, str], UserHistory]:

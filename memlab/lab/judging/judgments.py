@@ -5,7 +5,9 @@
 
 A skipped hit writes no line. An optional `session` names the event's session where the same event id is pooled
 from two sessions of the query's user. Every judgment must be of a query in the query file and an event its pool
-holds: a judgment of anything else is a mistake (another pool, a typo), and each error names the line and fix."""
+holds: a judgment of anything else is a mistake (another pool, a typo), and each error names the line and fix.
+What counts is decided on the set of judgments, never on their order: an assessor's latest verdict by `time`,
+and a disagreement between assessors is one whichever line comes first."""
 
 from __future__ import annotations
 
@@ -86,33 +88,67 @@ def _judgment(path: Path, number: int, raw: Any, pooled: dict[str, dict[str, lis
 def read_judgments(path: str | Path | Sequence[str | Path], pooled: dict[str, dict[str, list[str | None]]], *,
                    assessor: str | None = None) -> dict[str, dict[EventKey, Judgment]]:  # fmt: skip
     """query id -> event -> the judgment that counts. `path` is one judgments file or several (a person's and the
-    model's), read in order as one. `pooled` is query id -> event id -> the sessions the pool holds it from
-    (queries missing from the query file are left out of it by the caller). With `assessor`, only that
-    assessor's lines count. One assessor judging an event again replaces the earlier verdict (the page exports
-    the latest); two assessors disagreeing on an event is refused unless `assessor` chooses one."""
+    model's), read as one. `pooled` is query id -> event id -> the sessions the pool holds it from (queries
+    missing from the query file are left out of it by the caller). With `assessor`, only that assessor's lines
+    count. What counts is decided on the set of lines, whatever their order or file: each assessor's verdict on
+    an event is their latest by `time` (judging again replaces a verdict); two assessors whose verdicts differ
+    are refused unless `assessor` chooses one. Queries and events come in a fixed order (query id, then event)."""
     paths = [Path(p) for p in ([path] if isinstance(path, str | Path) else path)]
-    out: dict[str, dict[EventKey, Judgment]] = {}
+    lines: dict[str, dict[EventKey, list[Judgment]]] = {}
     for path, number, raw in ((p, n, r) for p in paths for n, r in json_lines(p)):
         judgment = _judgment(path, number, raw, pooled)
-        if assessor is not None and judgment.assessor != assessor:
-            continue
-        before = out.setdefault(judgment.query, {}).get(judgment.event)
-        if before is not None and before.assessor != judgment.assessor and before.relevance != judgment.relevance:
-            raise FixtureError(f"{path}:{number}: {judgment.assessor!r} judged event {judgment.event[1]!r} of query "
-                               f"{judgment.query!r} {judgment.relevance}, {before.assessor!r} judged it "
-                               f"{before.relevance} on {_where(before, path)}; set `assessor:` in the data set "
-                               "entry to choose whose judgments count")  # fmt: skip
-        out[judgment.query][judgment.event] = judgment
-    if not out:
+        if assessor is None or judgment.assessor == assessor:
+            lines.setdefault(judgment.query, {}).setdefault(judgment.event, []).append(judgment)
+    if not lines:
         who = f" by assessor {assessor!r}" if assessor is not None else ""
         files = ", ".join(map(str, paths))
         raise FixtureError(f"{files}: no judgments{who}; judge the pool in judge.html and export the file")
-    return out
+    place = {str(p): i for i, p in enumerate(paths)}
+    return {query: {event: _counted(lines[query][event], place) for event in sorted(lines[query], key=_event_order)}
+            for query in sorted(lines)}  # fmt: skip
 
 
-def _where(judgment: Judgment, reading: Path) -> str:
-    """Where an earlier judgment stands, as seen from the file being read: its line, or file and line."""
-    return f"line {judgment.line}" if judgment.file == str(reading) else f"{judgment.file}:{judgment.line}"
+def _event_order(key: EventKey) -> tuple[str, str]:
+    return key[0] or "", key[1]
+
+
+def _counted(lines: list[Judgment], place: dict[str, int]) -> Judgment:
+    """The judgment that counts for one event: every assessor's latest verdict, which must all agree."""
+    mine: dict[str, list[Judgment]] = {}
+    for judgment in lines:
+        mine.setdefault(judgment.assessor, []).append(judgment)
+    latest = {who: _latest(own, place) for who, own in sorted(mine.items())}
+    said = {relevance: next(j for j in latest.values() if j.relevance == relevance)
+            for relevance in sorted({j.relevance for j in latest.values()})}  # the first assessor giving each
+    if len(said) > 1:
+        first, later = sorted(said.values(), key=lambda j: _position(j, place))
+        raise FixtureError(f"{later.file}:{later.line}: {later.assessor!r} judged event {later.event[1]!r} of query "
+                           f"{later.query!r} {later.relevance}, {first.assessor!r} judged it {first.relevance} on "
+                           f"{_where(first, later)}; set `assessor:` in the data set entry to choose whose judgments "
+                           "count")  # fmt: skip
+    return max(latest.values(), key=lambda j: (j.time, j.assessor))
+
+
+def _latest(own: list[Judgment], place: dict[str, int]) -> Judgment:
+    """One assessor's verdict on one event: their line with the latest `time`; lines at that same time that
+    disagree are refused (nothing says which was meant last)."""
+    last = max(j.time for j in own)
+    final = sorted((j for j in own if j.time == last), key=lambda j: _position(j, place))
+    if len({j.relevance for j in final}) > 1:
+        one, other = final[0], next(j for j in final if j.relevance != final[0].relevance)
+        raise FixtureError(f"{other.file}:{other.line}: {other.assessor!r} judged event {other.event[1]!r} of query "
+                           f"{other.query!r} {other.relevance}, and {one.relevance} on {_where(one, other)}, both at "
+                           f"{last.isoformat()}; the later `time` counts, so remove the line that is wrong")
+    return final[0]
+
+
+def _position(judgment: Judgment, place: dict[str, int]) -> tuple[int, int]:
+    return place.get(judgment.file, 0), judgment.line
+
+
+def _where(judgment: Judgment, reading: Judgment) -> str:
+    """Where a judgment stands, as seen from another's line: its line, or file and line."""
+    return f"line {judgment.line}" if judgment.file == reading.file else f"{judgment.file}:{judgment.line}"
 
 
 def write_judgments(lines: list[dict[str, Any]], path: str | Path) -> Path:

@@ -88,16 +88,31 @@ def model_judgments(pool: Pool, client: ChatClient | LlmExtractor) -> list[dict[
     return out
 
 
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
+def _when(value: Any) -> datetime:
+    """A judgment's `time` (read_judgments has checked it; anything unreadable sorts first)."""
+    try:
+        at = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        at = None
+    return at if at is not None and at.tzinfo is not None else _EARLIEST
+
+
 def agreement(*paths: str | Path) -> list[dict[str, Any]]:
     """Cohen's kappa for every pair of assessors in the judgments files, over the events both judged (each
-    assessor's latest verdict per event). Kappa is NaN where both gave one same label throughout (no variation to
-    agree beyond chance on); `agreement` is then the plain share of equal verdicts."""
-    verdicts: dict[str, dict[tuple, int]] = {}
+    assessor's latest verdict per event by `time`, whatever the order of the lines). Kappa is NaN where both gave
+    one same label throughout (no variation to agree beyond chance on); `agreement` is then the plain share of
+    equal verdicts."""
+    latest: dict[str, dict[tuple, tuple[datetime, int]]] = {}
     for path in paths:
         for _, raw in json_lines(Path(path)):
             if isinstance(raw, dict) and {"assessor", "query", "event_id", "relevance"} <= set(raw):
                 key = (raw["query"], raw.get("session"), raw["event_id"])
-                verdicts.setdefault(str(raw["assessor"]), {})[key] = int(raw["relevance"])
+                mine = latest.setdefault(str(raw["assessor"]), {})
+                mine[key] = max(mine.get(key, (_EARLIEST, 0)), (_when(raw.get("time")), int(raw["relevance"])))
+    verdicts = {who: {key: relevance for key, (_, relevance) in mine.items()} for who, mine in latest.items()}
     out = []
     names = sorted(verdicts)
     for i, a in enumerate(names):

@@ -33,6 +33,8 @@ from memlab.lab.systems import system_from_config
 from memlab.storage.store import Store, scratch_store
 from memlab.types import Event
 
+MAX_POOL_DEPTH = 1000  # events per system per query: each is to be judged, and pgvector's HNSW walk stops there
+
 
 def session_source(config: ExperimentConfig, dataset: str | None) -> tuple[str, Dataset]:
     """The experiment's data set whose sessions the queries' users have: the one named, or the only one. A memlab
@@ -86,8 +88,9 @@ def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int,
                  home: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run every configured system of `config` on the queries (on a fresh scratch database of `store`'s server)
     and return the pool: per query the union of each system's first `depth` events, with who found each."""
-    if not isinstance(depth, int) or depth < 1:
-        raise ConfigError(f"--depth must be a whole number of at least 1, got {depth!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_POOL_DEPTH:
+        raise ConfigError(f"--depth must be a whole number in 1..{MAX_POOL_DEPTH} (events each system contributes "
+                          f"per query, every one to be judged), got {depth!r}")  # fmt: skip
     queries = read_queries(queries_path)
     cfg = config.resolved
     name, source = session_source(config, dataset)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import FixtureError
+from memlab.lab.json_bounds import loads
 from memlab.lab.redacted import write_json
 
 POOL_KIND = "pool"
@@ -48,7 +49,7 @@ def read_pool(path: str | Path) -> Pool:
     """A pool file written by `write_pool`; anything else is refused with the command that makes one."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise FixtureError(f"{path}: no such pool file; make one with `memlab judge pool`") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

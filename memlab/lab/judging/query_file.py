@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import FixtureError
+from memlab.lab.json_bounds import loads
 from memlab.lab.queries import QUERY_KEYS
 from memlab.lab.suggest import unknown_keys
 
@@ -77,7 +78,7 @@ def json_lines(path: Path) -> list[tuple[int, Any]]:
             if not text.strip():
                 continue
             try:
-                out.append((number, json.loads(text)))
+                out.append((number, loads(text, f"{path}:{number}")))
             except json.JSONDecodeError as exc:
                 raise FixtureError(f"{path}:{number}: not JSON ({exc.msg}); write one JSON object per line") from None
     return out

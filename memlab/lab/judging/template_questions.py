@@ -16,14 +16,13 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from memlab.errors import ConfigError
 from memlab.facts.extractors.rules import RuleExtractor
 from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.lab.dataset import Dataset
 from memlab.lab.judging.generated import Generation, add_question, ask_times
 from memlab.lab.suggest import did_you_mean
+from memlab.lab.yaml_bounds import load_yaml_file
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("question_templates.yaml")
 NO_TEMPLATE = "no template: "
@@ -43,13 +42,10 @@ def load_templates(path: str | Path = DEFAULT_TEMPLATES,
     """Templates from YAML (`templates: {predicate: "What is {whose} diet?"}`); every predicate must be one the
     registry knows, and every template a question whose only field is `{whose}`."""
     path, registry = Path(path), registry or default_registry()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.is_file():
         raise ConfigError(f"{path}: no such templates file; give a YAML file of `templates: {{predicate: "
-                          "question}`") from None  # fmt: skip
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not YAML ({exc}); write `templates: {{predicate: question}}`") from None
+                          "question}`")  # fmt: skip
+    data = load_yaml_file(path)  # bounded as a config is (size, aliases, nesting): the templates file is the user's
     raw = data.get("templates") if isinstance(data, dict) else None
     if not isinstance(raw, dict) or not raw:
         raise ConfigError(f"{path}: expected a `templates` mapping of predicate -> question, e.g. `diet: What is "

@@ -43,7 +43,7 @@ from memlab.lab.folder import RunFolder, save_table
 from memlab.lab.identity import run_events
 from memlab.lab.runs import Run
 from memlab.lab.scoring import SCORE_COLUMNS
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import Env
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import bootstrap_ci
@@ -268,6 +268,10 @@ class AnswerSweep(Sweep):
                                     or not all(isinstance(s, str) and s for s in systems)):  # fmt: skip
             raise ConfigError(f"{source}: options.answer.systems must be a non-empty list of system names, got "
                               f"{systems!r}")  # fmt: skip
+
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        """A reader and a judge pass over the questions per system read."""
+        return 2 * distinct(options.get("systems") or [s.get("name") for s in config.get("systems") or []] or [""])
 
     def check_models(self, options: dict[str, Any], models: dict[str, ModelSpec], source: str) -> None:
         chat = sorted(n for n, spec in models.items() if spec.kind == "openai-chat")

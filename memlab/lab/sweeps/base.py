@@ -2,7 +2,8 @@
 
 A sweep yields systems to run on a data set (`systems`), may measure what is not a ranked list and save it as
 tables (`measure`, with `measures = True` so the progress line counts it), adds long-form scores read from the
-saved runs and tables (`scores`), and writes its part of report.md (`section`). Every hook has a do-nothing
+saved runs and tables (`scores`), and writes its part of report.md (`section`); `planned` counts what it will
+add from the options alone, before anything is built (the config's size bound). Every hook has a do-nothing
 default, so a sweep declares only what it adds. The run (memlab.lab.experiment) and the report (memlab.lab.report)
 call the hooks of the sweeps a config names, in the config's order."""
 
@@ -52,6 +53,12 @@ class Sweep:
         """Systems to run on `dataset` besides the configured ones (names already taken are skipped)."""
         return []
 
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        """At most how many runs it adds on one data set (its systems, plus the grid points `measure` works
+        through), counted from the options alone: the config's size bound (memlab.lab.expansion) adds these up
+        before anything is expanded. `options` are checked already."""
+        return 0
+
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
         """Measurements that are not ranked lists, saved as tables in the run folder `out`."""
@@ -64,6 +71,13 @@ class Sweep:
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         """Its part of report.md (may draw PNGs into the folder); None adds nothing."""
         return None
+
+
+def distinct(values: Any) -> int:
+    """How many different values an option's list holds (a single value counts one): what a grid multiplies."""
+    if not isinstance(values, list | tuple):
+        return 1
+    return len({repr(v) for v in values})
 
 
 def sweep_options(config: dict[str, Any], name: str) -> dict[str, Any]:
@@ -81,4 +95,4 @@ def applies(config: dict[str, Any], dataset: str) -> list[str]:
     return out
 
 
-__all__ = ["Sweep", "SweepContext", "applies", "sweep_options"]
+__all__ = ["Sweep", "SweepContext", "applies", "distinct", "sweep_options"]

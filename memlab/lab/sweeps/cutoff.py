@@ -19,7 +19,7 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.plots import cutoff_curves, distance_histograms
 from memlab.lab.runs import slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, long_scores, score
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import CutoffSystem, EventSystem
 from memlab.lab.tables import markdown_table
 
@@ -83,6 +83,12 @@ class CutoffSweep(Sweep):
     """Distance cut-offs of the event-like systems: the grid, the recommendation, transfer and drift."""
 
     name = "cutoff"
+
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        """Parents (those named, else the configured systems and the defaults) x distinct grid distances."""
+        grid = {round(float(x), 3) for x in options.get("grid", DEFAULT_GRID)}
+        named = options.get("systems")
+        return (distinct(named) if named else len(config.get("systems") or []) + len(DEFAULT_PARENTS)) * len(grid)
 
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[CutoffSystem]:
         grid = sorted({round(float(x), 3) for x in options.get("grid", DEFAULT_GRID)})

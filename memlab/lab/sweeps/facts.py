@@ -27,7 +27,7 @@ from memlab.lab.dataset import Dataset
 from memlab.lab.fact_run import StaleCounts, ask_keys, run_fact_eval, summarize_facts
 from memlab.lab.folder import RunFolder, save_table
 from memlab.lab.scoring import SCORE_COLUMNS
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import Env, make_extractor
 from memlab.lab.tables import markdown_table
 
@@ -82,6 +82,9 @@ class FactsSweep(Sweep):
 
     name = "facts"
     measures = True
+
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        return distinct(options.get("extractors", ["labelled", "rules"]))
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip

@@ -33,7 +33,7 @@ from memlab.lab.folder import RunFolder, save_table
 from memlab.lab.plots import recall_latency
 from memlab.lab.redacted import write_csv
 from memlab.lab.runs import slug
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.synth.vectors import background_rows, jitter
 from memlab.lab.systems import Env
 from memlab.lab.tables import markdown_table
@@ -270,6 +270,16 @@ class FilteredSweep(Sweep):
 
     name = "filtered"
     measures = True
+
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        """Searches timed: tenants under test x configurations (with exact, planner, partial index) x queries."""
+        grid = FilteredGrid()
+
+        def n(key: str) -> int:
+            return distinct(options[key]) if key in options else len(getattr(grid, key))
+
+        configs = n("ef_search") * n("iterative") * n("max_scan_tuples") + 3
+        return n("shares") * n("relations") * configs * int(options.get("queries", grid.queries))
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip

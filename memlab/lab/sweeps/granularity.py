@@ -12,7 +12,7 @@ from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
 from memlab.lab.plots import granularity_bars
 from memlab.lab.runs import slug
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import EventSystem, FactSystem, System
 from memlab.lab.tables import breakdown, markdown_table, pivot_scores
 from memlab.types import SearchSettings
@@ -30,6 +30,10 @@ class GranularitySweep(Sweep):
     """Events, chunks, sessions and facts as the unit of memory, side by side."""
 
     name = "granularity"
+
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        return (1 + distinct(list(options.get("chunks", DEFAULT_CHUNKS))) + bool(options.get("session", True))
+                + distinct(options.get("extractors", ["rules"])))  # fmt: skip
 
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
         settings = SearchSettings(strategy=options.get("strategy", "auto"))

@@ -31,6 +31,9 @@ class IngestSweep(Sweep):
             raise ConfigError(f"{source}: options.ingest.repeat must be a whole number in 1..100 (copies of the "
                               f"sessions ingested), got {repeat!r}.")  # fmt: skip
 
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        return int(options.get("repeat", 1))  # copies of the sessions ingested
+
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
         self.check_options(options)

@@ -14,6 +14,7 @@ template questions from the data set's own sessions)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from memlab.lab.folder import RunFolder, save_table
 from memlab.lab.judging.template_questions import template_questions
 from memlab.lab.label_validation import Validation, generated_vs_own, largest_swap, ranking_tau, validate
 from memlab.lab.scoring import SCORE_COLUMNS
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import Env, EventSystem, System
 from memlab.lab.tables import markdown_table
 from memlab.types import SearchSettings
@@ -169,6 +170,15 @@ class LabelsSweep(Sweep):
                               f"{names!r}")  # fmt: skip
         if not isinstance(options.get("generated", True), bool):
             raise ConfigError(f"{source}: options.labels.generated must be true or false")
+
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        """The default systems it adds, each pooled system asked again (and on generated questions), and the pools
+        its analysis scores: every subset of each pool size at each depth (capture is averaged over them all)."""
+        names = pooled_names(options)
+        again = len(names) * (2 if options.get("generated", True) else 1)
+        n = len(set(names))
+        pools = sum(math.comb(n, size) for size in set(options.get("pool_sizes", POOL_SIZES)) if size <= n)
+        return sum(s.name in names for s in DEFAULT_SYSTEMS) + again + pools * distinct(options.get("depths", DEPTHS))
 
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
         """The default systems it pools (those `systems` names, when given; other names are the run's own)."""

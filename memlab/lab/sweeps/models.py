@@ -8,7 +8,7 @@ from typing import Any
 
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import EventSystem, System
 from memlab.lab.tables import markdown_table, pivot_scores
 
@@ -21,6 +21,9 @@ class ModelsSweep(Sweep):
     """The event system once per configured embedder."""
 
     name = "models"
+
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        return distinct(options.get("embedders") or [e.get("name") for e in config.get("embedders") or [{}]])
 
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
         names = options.get("embedders") or context.embedder_names

@@ -31,7 +31,7 @@ from memlab.lab.plots import answerability_curves
 from memlab.lab.redacted import write_csv
 from memlab.lab.runs import slug
 from memlab.lab.scoring import SCORE_COLUMNS
-from memlab.lab.sweeps.base import Sweep, SweepContext
+from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import EventSystem
 from memlab.lab.tables import breakdown, markdown_table, pivot_scores
 from memlab.types import SEARCH_MODES, SearchSettings
@@ -109,6 +109,19 @@ def _grid(dataset: Dataset, options: dict[str, Any]) -> list[Cell]:
         grid += [Cell(r, m, per_session=cap, author=author) for cap in [None, *caps] for r in renderings
                  for m in ranked]  # fmt: skip
     return list(dict.fromkeys(grid))
+
+
+def grid_size(options: dict[str, Any]) -> int:
+    """At most how many cells `_grid` makes, from the lengths of the option lists alone (no cell is built: a
+    grid of authors x caps x renderings x modes multiplies to millions from a few kilobytes of config)."""
+    modes = list(options.get("modes", SEARCH_MODES))
+    renderings, ranked = distinct(list(options.get("renderings", RENDERINGS))), distinct([m for m in modes if m in
+                                                                                         ("vector", "hybrid")])
+    caps = distinct(options.get("per_session", []))
+    return (renderings * distinct(modes) + distinct(options.get("fact_keys", ["rules", "labelled"])) * ranked
+            + 2 * distinct(options.get("time", ["boost", "filter"]))
+            + distinct(options.get("query_renderings", ["first_person"])) * 2 * ranked
+            + caps * renderings * ranked + distinct(options.get("authors", [])) * (caps + 1) * renderings * ranked)
 
 
 def names(dataset: Dataset, options: dict[str, Any]) -> list[str]:
@@ -209,6 +222,9 @@ class RetrievalSweep(Sweep):
 
     name = "retrieval"
 
+    def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        return grid_size(options)
+
     def systems(self, dataset: Dataset, options: dict[str, Any],
                 context: SweepContext) -> list[EventSystem]:  # fmt: skip
         granularity = options.get("granularity", "event")
@@ -295,4 +311,4 @@ class RetrievalSweep(Sweep):
         return "\n".join(parts)
 
 
-__all__ = ["BASELINE", "Cell", "RetrievalSweep", "gains", "gate_system", "names"]
+__all__ = ["BASELINE", "Cell", "RetrievalSweep", "gains", "gate_system", "grid_size", "names"]
