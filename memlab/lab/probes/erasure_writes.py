@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 import memlab
 from memlab.events.units import Unit
 from memlab.lab.probes.family import Family
@@ -58,10 +60,17 @@ def _session(app: str, user: str, sid: str, texts: list[str], start: datetime = 
     return memlab.Session(app, user, sid, events)
 
 
-def _units(store: memlab.Store, app: str, user: str) -> int:
-    with store.connection() as conn:
-        return conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s AND user_id = %s",
-                            [app, user]).fetchone()[0]  # fmt: skip
+def _held(store: memlab.Store, embedder: memlab.Embedder, app: str, user: str) -> list[memlab.Hit]:
+    """Every unit the user holds in the event layer, read through the public search (an exact scan scores every
+    row of the user)."""
+    mem = memlab.EventMemory(store, embedder)
+    probe = np.zeros(mem.model.dimension, dtype=np.float32)
+    probe[0] = 1.0
+    return mem.search_vector(app, user, probe, memlab.SearchSettings(top_k=1_000_000, strategy="exact"))
+
+
+def _units(store: memlab.Store, embedder: memlab.Embedder, app: str, user: str) -> int:
+    return len(_held(store, embedder, app, user))
 
 
 def _rows(embedder: memlab.Embedder, app: str, user: str, units: list[Unit]) -> list[tuple]:
@@ -83,7 +92,7 @@ def _add_sessions_races(family: Family, db: memlab.Store, embedder: memlab.Embed
         _, report = race(gated, lambda m=mem, s=sessions: m.add_sessions(s, batch_units=BATCH),
                          lambda m=mem, u=user: m.forget_user(app, u))  # fmt: skip
         family.add("erasure_races")
-        left = _units(db, app, user)
+        left = _units(db, embedder, app, user)
         if left:
             family.problem("units_after_erasure", f"add_sessions ({report.path}): {left} unit(s) stored after "
                                                   "forget_user returned")  # fmt: skip
@@ -98,7 +107,7 @@ def _bulk_load_race(family: Family, db: memlab.Store, embedder: memlab.Embedder,
     rows = GatedRows(_rows(embedder, app, user, units), before=TURNS)
     race(rows, lambda: mem.bulk_load(rows, batch_rows=2), lambda: mem.forget_user(app, user))
     family.add("erasure_races")
-    left = _units(db, app, user)
+    left = _units(db, embedder, app, user)
     if left:
         family.problem("units_after_erasure", f"bulk_load: {left} unit(s) stored after forget_user returned")
 
@@ -109,9 +118,7 @@ def _bulk_load_guards(family: Family, db: memlab.Store, embedder: memlab.Embedde
     units = [Unit("s1", f"s1-e{i}", (f"s1-e{i}",), "user", T0 + timedelta(minutes=i), t) for i, t in enumerate(texts)]
     mem.bulk_load(_rows(embedder, app, "bulk-secrets", units))
     family.add("bulk_cases", 2)
-    with db.connection() as conn:
-        bodies = {r[0] for r in conn.execute("SELECT body FROM memory_unit WHERE app_name = %s AND user_id = %s",
-                                             [app, "bulk-secrets"]).fetchall()}  # fmt: skip
+    bodies = {hit.text for hit in _held(db, embedder, app, "bulk-secrets")}
     for what, text in (("a credential", CREDENTIAL), ("a password given as a reply", REPLY)):
         if text in bodies:
             family.problem("bulk_guard_bypasses", f"bulk_load stored {what} ingest refuses")
@@ -122,9 +129,7 @@ def _bulk_load_guards(family: Family, db: memlab.Store, embedder: memlab.Embedde
              Unit("s1", "import-0", ("s1-e0", "s1-e1"), "user", T0, f"{texts[0]}\n{_texts(0)[0]}")]  # fmt: skip
     mem.bulk_load(_rows(embedder, app, user, again))
     family.add("bulk_cases")
-    with db.connection() as conn:
-        back = conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s AND user_id = %s "
-                            "AND 's1-e0' = ANY(event_ids)", [app, user]).fetchone()[0]  # fmt: skip
+    back = sum("s1-e0" in hit.event_ids for hit in _held(db, embedder, app, user))
     if back:
         family.problem("bulk_guard_bypasses", f"bulk_load brought back {back} unit(s) of a deleted memory")
 
