@@ -42,6 +42,7 @@ browser:
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 test: $(STAMP) browser
 	$(BIN)/ruff check memlab tests
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
 
 reliability: $(STAMP)
@@ -71,6 +72,7 @@ smoke-llama: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests
+	$(BIN)/lint-imports
 
 # JupyterLab refuses to start as root without --allow-root, and root is the usual user in a container: pass it
 # then only. LAB_ARGS adds server options, e.g. `make lab LAB_ARGS="--no-browser --ServerApp.port=8890"`.

@@ -75,16 +75,6 @@ def test_the_cli_imports_only_public_names():
     check_public(_memlab_imports(ast.parse((ROOT / "memlab" / "cli.py").read_text())), "memlab/cli.py")
 
 
-def test_the_memory_library_never_imports_the_workbench():
-    for path in (ROOT / "memlab").rglob("*.py"):
-        rel = path.relative_to(ROOT / "memlab")
-        if rel.parts[0] == "lab" or rel.name == "cli.py":
-            continue
-        for module, name in _memlab_imports(ast.parse(path.read_text())):
-            assert not module.startswith("memlab.lab") and not (module == "memlab" and name == "lab"), \
-                f"memlab/{rel} imports the workbench ({module})"  # fmt: skip
-
-
 def _one_line_error(result) -> str:
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2, result.output

@@ -1,25 +1,25 @@
-"""memlab's import graph, the workbench and the CLI included: no circle, no module over 700 lines, and no import
-inside a function except those listed in DEFERRED with their reason (an optional dependency, or a cost the
-caller should not pay). Read from the source (ast), so imports inside functions and under TYPE_CHECKING count
-as edges too, `from pkg import name` is an edge to pkg, and importing pkg.mod from outside pkg is an edge to
-pkg as well (Python runs pkg/__init__.py first): a circle hidden behind a package's re-exports is found."""
+"""What the import contracts (pyproject.toml's [tool.importlinter], checked by `lint-imports`) cannot say: they
+hold, and they fail on a forbidden import; no module is imported back by what it imports (a package's __init__
+included, which the acyclic contracts do not see: a package is not one of its own children); no module is over
+700 lines; and no import inside a function but those listed in DEFERRED with their reason (an optional
+dependency, or a cost the caller should not pay), commented where they stand in the library."""
 
 from __future__ import annotations
 
 import ast
-import graphlib
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import grimp
 
 from tests.conftest import ROOT
 
 MEMLAB = ROOT / "memlab"
 MAX_LINES = 700
-
-# (importer, imported) -> why this edge of a circle is tolerated for now. One line each; an entry no circle needs
-# fails the test. The workbench flows config -> experiment -> systems -> runs -> scores -> report, with the bench
-# and the probes on top (they run experiments), so a sweep importing the bench points back up.
-CIRCLE_EDGES: dict[tuple[str, str], str] = {
-}
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 # (file, imported module) -> why it is imported inside a function. One line each; remove an entry once unused.
 DEFERRED: dict[tuple[str, str], str] = {
@@ -49,72 +49,57 @@ DEFERRED: dict[tuple[str, str], str] = {
 }
 
 
-def module_files() -> dict[str, Path]:
-    """module name -> file, for every module of memlab (a package is its __init__.py)."""
-    out = {}
-    for path in MEMLAB.rglob("*.py"):
-        parts = ["memlab", *path.relative_to(MEMLAB).with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
-    return out
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` on the memlab package and pyproject.toml under `root`."""
+    assert LINT_IMPORTS.exists(), f"no {LINT_IMPORTS}: install the dev extra (pip install -e '.[dev]')"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
 
 
-def imported_names(module: str, path: Path, tree: ast.AST) -> list[tuple[ast.stmt, list[str]]]:
-    """Each import statement with the module names it reaches: `import a.b` names a.b, `from a import b` names a
-    and a.b (relative imports resolved)."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.append((node, [a.name for a in node.names]))
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parts, base] if base else parts)
-            out.append((node, [base, *(f"{base}.{a.name}" for a in node.names)]))
-    return out
+def test_the_import_contracts_hold():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
 
 
-def edges(module: str, target: str, modules: dict[str, Path]) -> set[str]:
-    """What importing `target` from `module` runs: the target and each enclosing package `module` is not in."""
-    out = {target} if target in modules else set()
-    parts = target.split(".")
-    for i in range(1, len(parts)):
-        package = ".".join(parts[:i])
-        if package in modules and not (module == package or module.startswith(package + ".")):
-            out.add(package)
-    return out - {module}
+def test_the_import_contracts_fail_on_a_forbidden_import(tmp_path):
+    shutil.copytree(MEMLAB, tmp_path / "memlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with (tmp_path / "memlab" / "errors.py").open("a") as errors:
+        errors.write("\nimport memlab.lab.report\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "The memory library never imports the workbench or the CLI BROKEN" in " ".join(result.stdout.split())
+    assert "memlab.errors -> memlab.lab.report" in result.stdout
 
 
-def import_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], int]]:
-    """module -> the memlab modules it imports, and the line of each edge's first import."""
-    modules = module_files()
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    lines: dict[tuple[str, str], int] = {}
-    for module, path in modules.items():
-        for node, targets in imported_names(module, path, ast.parse(path.read_text(), str(path))):
-            for target in targets:
-                for reached in edges(module, target, modules):
-                    graph[module].add(reached)
-                    lines.setdefault((module, reached), node.lineno)
-    return graph, lines
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The circles graphlib finds, one at a time (each broken at its last edge to find the next)."""
-    graph = {m: set(t) for m, t in graph.items()}
+def circles(graph: grimp.ImportGraph) -> list[str]:
+    """Each import whose module is imported back, with the way back."""
     found = []
-    while len(found) < 50:
-        try:
-            graphlib.TopologicalSorter(graph).prepare()
-            return found
-        except graphlib.CycleError as error:
-            cycle = error.args[1]  # [a, b, ..., a]: each imports the one before it in graphlib's order
-            found.append(cycle)
-            graph[cycle[1]].discard(cycle[0])
+    for module in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if back := graph.find_shortest_chain(importer=imported, imported=module):
+                found.append(" -> ".join((module, *back)))
     return found
+
+
+def test_the_circle_check_sees_a_package_imported_by_its_own_module():
+    graph = grimp.ImportGraph()
+    for importer, imported in (("p", "p.a"), ("p.a", "p"), ("p.b", "p.a")):
+        graph.add_import(importer=importer, imported=imported)
+    assert circles(graph) == ["p -> p.a -> p", "p.a -> p -> p.a"]
+
+
+def test_no_module_is_imported_back_by_what_it_imports():
+    found = circles(grimp.build_graph("memlab", cache_dir=None))
+    assert not found, "import circles (break each where it points up):\n" + "\n".join(found)
+
+
+def test_no_module_is_over_700_lines():
+    long = {p.relative_to(ROOT).as_posix(): n for p in MEMLAB.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}  # fmt: skip
+    assert not long, f"modules over {MAX_LINES} lines (split them by what they do): {long}"
 
 
 def functions_imports() -> dict[tuple[str, str], list[int]]:
@@ -135,40 +120,6 @@ def functions_imports() -> dict[tuple[str, str], list[int]]:
     return {key: sorted(set(lines)) for key, lines in out.items()}
 
 
-def test_the_checks_see_what_python_runs():
-    modules = {m: Path() for m in ("memlab", "memlab.lab", "memlab.lab.report", "memlab.lab.sweeps",
-                                   "memlab.lab.sweeps.cutoff", "memlab.lab.tables")}  # fmt: skip
-    assert edges("memlab.lab.report", "memlab.lab.sweeps.cutoff", modules) == {
-        "memlab.lab.sweeps.cutoff", "memlab.lab.sweeps"}, "the package's __init__ runs first"
-    assert edges("memlab.lab.sweeps.cutoff", "memlab.lab.tables", modules) == {"memlab.lab.tables"}, (
-        "a module inside memlab.lab is imported after memlab/lab/__init__.py started: no edge to it")
-    assert edges("memlab.lab.sweeps.cutoff", "memlab.lab", modules) == {"memlab.lab"}, "from memlab.lab import x"
-    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from memlab.lab import x\n"
-                     "def f():\n    from . import y\n")  # fmt: skip
-    named = [t for _, targets in imported_names("memlab.lab.sweeps.z", Path("z.py"), tree) for t in targets]
-    assert named == ["typing", "typing.TYPE_CHECKING", "memlab.lab", "memlab.lab.x", "memlab.lab.sweeps",
-                     "memlab.lab.sweeps.y"]  # fmt: skip
-    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d2"}, "d2": {"d"}, "e": set()}) and len(
-        circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d2"}, "d2": {"d"}, "e": set()})) == 2
-
-
-def test_memlab_has_no_import_circle():
-    graph, lines = import_graph()
-    in_circles = {(c[i + 1], c[i]) for c in circles(graph) for i in range(len(c) - 1)}  # (importer, imported)
-    stale = sorted(set(CIRCLE_EDGES) - in_circles)
-    assert not stale, f"CIRCLE_EDGES entries no circle needs any more (remove them): {stale}"
-    found = circles({m: targets - {t for i, t in CIRCLE_EDGES if i == m} for m, targets in graph.items()})
-    shown = [" <- ".join(f"{m} (line {lines.get((m, prev), '?')})" if prev else m
-                         for prev, m in zip([None, *c[:-1]], c, strict=True)) for c in found]  # fmt: skip
-    assert not found, "import circles (each module imported by the next):\n" + "\n".join(shown)
-
-
-def test_no_module_is_over_700_lines():
-    long = {p.relative_to(ROOT).as_posix(): n for p in MEMLAB.rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > MAX_LINES}  # fmt: skip
-    assert not long, f"modules over {MAX_LINES} lines (split them by what they do): {long}"
-
-
 def test_imports_inside_functions_are_listed_with_their_reason():
     found = functions_imports()
     unlisted = {f"{rel}:{lines} imports {module}" for (rel, module), lines in found.items()
@@ -178,3 +129,15 @@ def test_imports_inside_functions_are_listed_with_their_reason():
     stale = sorted(set(DEFERRED) - set(found))
     assert not stale, f"DEFERRED entries no function needs any more (remove them): {stale}"
     assert all(reason.strip() and "\n" not in reason for reason in DEFERRED.values())
+    uncommented = [f"{rel}:{line} imports {module}" for (rel, module), lines in found.items() for line in lines
+                   if in_library(rel) and not commented(rel, line)]  # fmt: skip
+    assert not uncommented, f"deferred imports of the library without a comment where they stand: {uncommented}"
+
+
+def in_library(rel: str) -> bool:
+    return not rel.startswith("memlab/lab/") and rel != "memlab/cli.py"
+
+
+def commented(rel: str, line: int) -> bool:
+    """A comment on the import's line or the one above."""
+    return any("#" in text for text in (ROOT / rel).read_text().splitlines()[line - 2 : line])

@@ -230,27 +230,3 @@ def test_the_allowlist_has_no_stale_entries():
     stale = sorted(set(ALLOWED) - needed)
     assert not stale, f"ALLOWED entries no test needs any more (remove them): {stale}"
     assert all(reason.strip() and "\n" not in reason for reason in ALLOWED.values()), "one line of reason each"
-
-
-# memlab/lab module -> why it may use the unit table's SQL module itself; everything else goes through EventMemory.
-UNIT_SQL_ALLOWED = {
-    "bench/bulk.py": "measures the table's own writers (COPY vs executemany) and HNSW build settings",
-    "bench/streaming.py": "seeds the partial-index user with corpus rows in the live table (bulk_load would drop "
-    "and rebuild the shared HNSW index under the 1M rows)",
-    "live/index_health.py": "EXPLAINs (no ANALYZE) the search on a read-only connection of a live store, where "
-    "EventMemory would write (registering its model, folding counts)",
-    "plan_rows.py": "EXPLAINs the lexical statement itself to count the rows its plan reads",
-    "probes/lexical.py": "writes its rows with the index in place, as ingest does (no ANALYZE)",
-}
-
-
-def test_the_workbench_searches_through_event_memory():
-    """The bench and the sweeps search, explain and drop indexes through EventMemory and Store, never by composing
-    unit SQL (memlab.storage.units) themselves; the exceptions are listed with their reason."""
-    found = set()
-    for path in sorted((ROOT / "memlab" / "lab").rglob("*.py")):
-        rel = path.relative_to(ROOT / "memlab" / "lab").as_posix()
-        for module, name in _memlab_imports(ast.parse(path.read_text())):
-            if module == "memlab.storage.units" or (module == "memlab.storage" and name == "units"):
-                found.add(rel)
-    assert found == set(UNIT_SQL_ALLOWED), f"memlab/lab modules using memlab.storage.units: {sorted(found)}"
