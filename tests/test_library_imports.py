@@ -22,7 +22,7 @@ BASE_LEAVES = {"memlab.events.secrets", "memlab.events.secret_shapes", "memlab.e
 # (file, imported module) -> why it is imported inside a function. One line each.
 DEFERRED: dict[tuple[str, str], str] = {
     ("memlab/embedding/sentence_transformer.py", "sentence_transformers"): "torch and sentence-transformers take "
-    "seconds to import (15-17 s measured on this 2-core machine); a user who never embeds locally never pays it",
+    "seconds to import; a user who never embeds locally never pays it",
     ("memlab/embedding/sentence_transformer.py", "transformers.utils"): "the same: part of the model's lazy load",
     ("memlab/embedding/sentence_transformer.py", "torch"): "the same: read after the model's lazy load (cpu_threads)",
     ("memlab/models/rerank.py", "sentence_transformers"): "the same cost, paid only when a cross-encoder re-ranker "
