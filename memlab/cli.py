@@ -38,8 +38,8 @@ DEFAULT_SUITE = "quick"  # `memlab eval` with neither --config nor --suite: a fi
 
 def workbench() -> ModuleType:
     """memlab.lab, imported on first use. The CLI's only deferred import: the workbench (pandas, scikit-learn,
-    scipy, matplotlib, FAISS) costs about 2.7 s of CPU to import, measured, on top of the 1.4 s `memlab --help`
-    takes, so --help, --version, `memlab models` and a mistyped command do not pay it."""
+    scipy, matplotlib, FAISS) costs seconds of CPU to import, more than `memlab --help` itself takes, so --help,
+    --version, `memlab models` and a mistyped command do not pay it."""
     from memlab import lab
 
     return lab

@@ -2,8 +2,8 @@
 (through `memlab.lab`) every file of a run folder.
 
 Errors echo what they were given: a malformed DSN's parser quotes the password token, a server that refuses a key
-may echo the Authorization header, a URL may carry user:password@. Each of those places used to hide its own
-secret its own way and missed the others; here one function hides them all:
+may echo the Authorization header, a URL may carry user:password@. Each place hiding its own secret its own way
+misses the others' secrets; here one function hides them all:
 
 - secrets the caller knows (the DSN's password, the API key sent), in their raw, percent- and JSON-encoded forms;
 - passwords in URLs (scheme://user:PASSWORD@host), in key=value and "key": "value" forms (password, pwd,

@@ -23,10 +23,9 @@ EVENT_FIXTURES = ROOT / "fixtures" / "events"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # One OpenMP thread per test process (torch's model, FAISS), read when torch loads, so set before any test imports
-# it: `make test` runs two workers (plus their servers) on two cores, and a worker's two spinning OpenMP threads
-# then wait on each other's core. Measured on this machine with the other core busy: embedding 100 pairs of short
-# texts took 23-44 s on two threads, 1.8-2.4 s on one; the isolation look-alike matrix 135 s -> 41 s. Children
-# (notebook kernels, spawned writer processes, the CLI runs) inherit it.
+# it: `make test` runs more workers (plus their servers) than there are cores, and a worker's two spinning OpenMP
+# threads then wait on each other's core: with the other core busy, two threads embed an order of magnitude slower
+# than one. Children (notebook kernels, spawned writer processes, the CLI runs) inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # Hypothesis example counts come from a profile, chosen by MEMLAB_HYPOTHESIS_PROFILE: `ci` (the default, what
@@ -61,13 +60,13 @@ def examples(ci: int) -> int:
     return ci * EXAMPLE_SCALE[HYPOTHESIS_PROFILE]
 
 
-# `make test` runs two pytest-xdist workers (`-n 2 --dist loadgroup --no-loadscope-reorder`): each worker has its
+# `make test` runs pytest-xdist workers (`--dist loadgroup --no-loadscope-reorder`, see the Makefile): each has its
 # own MEMLAB_HOME, embedded server and model (the session fixtures below). A module's tests stay on one worker, so a
 # module fixture is built once; the modules reading `fixtures_run` share a group, so that run is made once. The
-# groups that take longest (pytest --durations) are handed out first, so the two workers finish close together.
+# groups that take longest (pytest --durations) are handed out first, so the workers finish close together.
 # The grouping is this file's scheduler (`pytest_xdist_make_scheduler`), not xdist's own: xdist 3.8 tags a test's
-# group by rewriting `item._nodeid`, which pytest 9 no longer reads, so every test became its own unit and module
-# fixtures were built on both workers (the sweeps run twice, 2 x 69 s).
+# group by rewriting `item._nodeid`, which pytest 9 does not read, so every test would be its own unit and module
+# fixtures would be built on every worker (the long sweeps run once per worker).
 FIXTURES_RUN_MODULES = ("tests/test_cli.py", "tests/lab/test_report_html.py")  # the modules reading fixtures_run
 LONGEST_FIRST = ["tests/test_notebooks.py", "tests/lab/test_sweeps.py", "tests/lab/test_reliability.py",
                  "tests/test_isolation.py", "fixtures_run", "tests/facts/test_rule_gates.py",

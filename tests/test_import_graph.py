@@ -23,7 +23,7 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 # (file, imported module) -> why it is imported inside a function. One line each; remove an entry once unused.
 DEFERRED: dict[tuple[str, str], str] = {
-    ("memlab/cli.py", "memlab"): "memlab.lab (the workbench) costs 2.7 s of CPU to import; --help, --version and "
+    ("memlab/cli.py", "memlab"): "memlab.lab (the workbench) costs seconds of CPU to import; --help, --version and "
     "`memlab models` never pay it (the CLI's `workbench()`)",
     ("memlab/cli.py", "pandas.api.types"): "loaded with the workbench, deferred with it",
     ("memlab/embedding/sentence_transformer.py", "sentence_transformers"): "torch and sentence-transformers take "

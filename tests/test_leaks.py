@@ -1,4 +1,4 @@
-"""Secrets never reach an error message, a log line or the CLI's error line (issue 22, items 13 and 14).
+"""Secrets never reach an error message, a log line or the CLI's error line.
 
 Every path that echoes what it was given is tried with a marker secret: a DSN the parser refuses (it quotes the
 password token), a DSN whose server is unreachable, an endpoint that answers 401 (or 200) and echoes the

@@ -58,7 +58,7 @@ def out_dir():
 @pytest.fixture(scope="module")
 def execute(kernel):
     """Runs a notebook on the module's one kernel (`one_kernel`: its names cleared between notebooks, its imports
-    and loaded model kept: each kernel of its own cost ~12 s of CPU to import memlab and load the model)."""
+    and loaded model kept: a kernel of its own costs seconds of CPU to import memlab and load the model)."""
     with one_kernel(kernel, timeout=CELL_TIMEOUT_S, cwd=NOTEBOOKS) as run:
         yield run
 

@@ -1,8 +1,8 @@
-"""`make test`'s two xdist workers keep a module's tests on one worker, so a module fixture is built once.
+"""`make test`'s xdist workers keep a module's tests on one worker, so a module fixture is built once.
 
-xdist 3.8 marks a test's group by rewriting `item._nodeid`, which pytest 9 no longer reads: every test became its
-own unit and module fixtures (the sweeps run, the isolation database, ...) were built on both workers. The grouping
-is tests/conftest.py's scheduler; this runs it on a tiny suite in a child pytest."""
+xdist 3.8 marks a test's group by rewriting `item._nodeid`, which pytest 9 does not read: every test would be its
+own unit and module fixtures (the sweeps run, the isolation database, ...) would be built on every worker. The
+grouping is tests/conftest.py's scheduler; this runs it on a tiny suite in a child pytest."""
 
 from __future__ import annotations
 

@@ -44,11 +44,11 @@ from memlab.inputs import check_ids, check_text
 from memlab.redact import plain_digest
 from memlab.types import Event, FunctionCall, FunctionResponse, InputError, SearchSettings, Session
 
-# A recall-leaning cut-off for preloading with all-MiniLM-L6-v2, read off the cut-off sweep on memlab-synth
-# (ci suite, 2026-11-29): at 0.75 recall@10 is 0.54 of the 0.77 reachable, 11% of answerable questions get
-# nothing and 41% of no-answer questions still get a hit; the strict rule (false memory <= 20%) picks 0.65,
-# where recall falls to 0.38 and the design article's own example (distance 0.70) is dropped. The cap keeps
-# the prompt small; tune both on your own data with `memlab eval`.
+# A recall-leaning cut-off for preloading with all-MiniLM-L6-v2, read off the cut-off sweep on memlab-synth (the
+# ci suite; its figures are in docs/results.md): it keeps most of the reachable recall@10 and leaves few answerable
+# questions with nothing, at the price of a hit on many no-answer questions. The strict rule (false memory <= 20%)
+# picks a tighter cut-off that loses far more recall and drops the design article's own example (distance 0.70).
+# The cap keeps the prompt small; tune both on your own data with `memlab eval`.
 DEFAULT_MAX_DISTANCE = 0.75
 DEFAULT_PRELOAD_CAP = 5
 DIRECT_SESSION = "__direct__"

@@ -48,8 +48,8 @@ PATH_FIRST_LOAD = "copy-first-load"
 # A first load bringing at least as many units as the layer's HNSW index holds (a new layer, an import into a
 # young one), into a layer that then needs its index (more units than `auto` scans exactly: core.index_due): the
 # index is dropped for the load and built once after it, before the call returns. pgvector builds a graph several
-# times faster than it inserts into one (6,473 rows/s built vs 848 inserted by COPY in `memlab bench`), and the
-# model no longer shares its cores with the inserts. The build holds other writers of the unit table off while it
+# times faster than it inserts into one (`memlab bench` reports both rates), and the model does not share its
+# cores with the inserts. The build holds other writers of the unit table off while it
 # runs, and searches of this layer meanwhile scan exactly; both are why a layer already holding more than the load
 # keeps its index and takes PATH_FIRST_LOAD. A layer that stays small enough for exact scans gets no index at all
 # (PATH_FIRST_LOAD, its index dropped if it had one): it is built when the layer grows past that, or when a search
@@ -176,31 +176,29 @@ class Ingest:
         `generation` (the call's, `call_generation`; drawn here when not given).
 
         The model runs on the calling thread, as a direct call of the model does: torch's CPU threads (an OpenMP
-        team per calling thread) then stay one team, where a model called from a worker thread ran 6-8% slower
-        in the same process (a second team whose idle threads spin beside the first's)."""
+        team per calling thread) then stay one team, where a model called from a worker thread runs slower in the
+        same process (a second team whose idle threads spin beside the first's)."""
         core = self.core
         if generation is None:
             generation = self.call_generation(items)
         total.path, total.path_reason, drop = self._write_path(items, batch_units)
         first_load = total.path != PATH_PIPELINED
         # With the model on every core there is no idle core for the filter and the write: beside the model they
-        # took a little more of its time than on their own (synth-short, batches pipelined against one batch run
-        # stage after stage: ratio medians 0.956 vs 0.965 and 0.914 vs 0.937 over 8 and 12 interleaved rounds;
-        # the full bench's pipelined ratio under its serial one on both sets). A first load then runs each batch's
-        # stages one after another; with a core to spare, or a model elsewhere, it overlaps them.
+        # take a little more of its time than on their own (`memlab bench`'s ingest ratio, pipelined against
+        # serial). A first load then runs each batch's stages one after another; with a core to spare, or a model
+        # elsewhere, it overlaps them.
         serial = first_load and (cpu_threads(core.embedder) or 0) >= sqlu.usable_cores()
         if serial:
             total.path_reason += ("; stages one after another: the model computes on every core, so work beside it "
                                   "would only slow it")  # fmt: skip
-        # A first load's batches are all full: small ones at its ends (ramp) gave the model calls of a hundred
-        # texts spread over every length, whose padding cost long turns 9% more model time (36.1 and 35.5 s
-        # against 32.6 and 32.1 s full, the raw encode 32.0-33.0 s; over nine rounds the ratio's median went
-        # from 0.899 to 0.910); the model then waits for the first full batch's filter instead (1.7 s of ~34).
+        # A first load's batches are all full: small ones at its ends (ramp) give the model calls of a hundred
+        # texts spread over every length, whose padding costs long turns more model time than the ramp saves; the
+        # model waits for the first full batch's filter instead, a small share of the load.
         batches = batch_sessions(items, batch_units, partial(
             planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap),
             ramp=not first_load)  # fmt: skip
         # Run one after another, a window's batches are filtered together, their texts sent to the model in one
-        # pass sorted by length (as the raw encode's one call sorts them: per batch, long turns carried 1.3% more
+        # pass sorted by length (as the raw encode's one call sorts them: sorted per batch, long turns carry more
         # padded tokens) and written after it; the next window is filtered while they are written (neither stage
         # beside the model). Pipelined, a window is one batch.
         width = SERIAL_WINDOW if serial else 1

@@ -171,7 +171,7 @@ class EventMemory:
     ) -> IngestReport:
         """Add many sessions; one merged report. Sessions are written in batches of about `batch_units`
         units, so the model embeds full, length-sorted batches instead of one small batch per session
-        (`memlab bench` measures the sizes: on long turns 1,024 ran 1.4x faster than 64 and 1.1x faster than 256).
+        (`memlab bench` measures the sizes: on long turns 1,024 runs faster than 64 or 256).
         In a job of several batches the first and last are small (`batch_sessions`): the model starts sooner
         and the last write is short. A first load (below) keeps every batch full instead: small model calls pad
         long turns more than the earlier start saves.

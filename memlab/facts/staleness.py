@@ -1,6 +1,6 @@
 """Whether a current fact is served, and under which heading, as of the question's time.
 
-Decay alone used to hide old facts silently, which is the wrong failure for the facts that matter most: an
+Decay alone would hide old facts silently, which is the wrong failure for the facts that matter most: an
 allergy that drops out of the prompt because nobody mentioned it for two years. The registry marks such
 predicates `impact: high` and gives them a clock (`confirm_after_days`). The rule, pure so it is tested alone:
 

@@ -1,7 +1,7 @@
 """How big a config is once expanded, counted before anything is: per data set, its configured systems plus what
 each sweep that runs on it adds (systems, and the grid points it measures). A few kilobytes of config can name
 millions of systems (the retrieval sweep multiplies authors x caps x renderings x modes): building them, or only
-listing them, took gigabytes before the first question was asked. So the count comes from the lengths of the
+listing them, takes gigabytes before the first question is asked. So the count comes from the lengths of the
 lists alone (`Sweep.planned`), and a config past MAX_RUNS is refused with the count, the limit, what makes it big
 and how to split it."""
 

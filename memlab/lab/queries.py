@@ -1,6 +1,6 @@
 """Queries to label, from real traffic: a sample of the query log, or a plain JSON Lines file of your own.
 
-Both become a *query file* (issue 25's shared format, read by pooling: memlab.lab.judging), one JSON object a line:
+Both become a *query file* (the format pooling reads: memlab.lab.judging), one JSON object a line:
 
     {"query_id": "3f2a9c0d1e4b5a67", "app": "my-agent", "user": "u1", "text": "Where do I live?",
      "asked_at": "2026-06-01T12:00:00+00:00", "origin": "logged", "stratum": "51-500/hits", "empty": false,

@@ -158,7 +158,7 @@ def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataF
     )
     grouped = scores.groupby(list(by), sort=False)
     overall = grouped.agg(context_chars=("context_chars", "mean"), latency_ms_p50=("latency_ms", "median"))
-    # np.percentile's linear 95th, vectorised (the per-group lambda was ~20 of 65 ms a call on a 77-system run),
+    # np.percentile's linear 95th, vectorised (a per-group lambda is much of the call on a run of many systems),
     # and NaN where a group holds a NaN latency, as np.percentile gives (pandas' quantile would skip it)
     p95 = grouped["latency_ms"].quantile(0.95)
     overall["latency_ms_p95"] = p95.mask(scores["latency_ms"].isna().groupby([scores[b] for b in by], sort=False).any())

@@ -104,8 +104,8 @@ def tombstoned_of(
 ) -> set[tuple[str, str, str, str]]:
     """(app, user, session, event id) of the events deleted on purpose, in their session or in every session of
     the user, for many sessions (of any users); each matched on its own app and user. Users with no tombstone at
-    all (most, and every user of a first import) are found first and their ids never sent: a first load's 9,000
-    ids per batch cost more to send than the answer that none is deleted."""
+    all (most, and every user of a first import) are found first and their ids never sent: a first load's
+    thousands of ids per batch cost more to send than the answer that none is deleted."""
     users = sorted({(app, user) for app, user, _ in wanted})
     marked = set(map(tuple, conn.execute(
         "SELECT k.app_name, k.user_id FROM unnest(%s::text[], %s::text[]) AS k(app_name, user_id) "

@@ -188,11 +188,11 @@ def vacuum_postings(conn: psycopg.Connection) -> None:
 # Cost: one index tuple per (hit, query word it holds), nothing unpacked, and no pass over the user's units:
 # - N and the mean document length come from the kept counts (COUNTS_TABLE, O(1));
 # - `idf`: each word's document frequency, an index-only count of its postings under (scope key, word): no row
-#   leaves the index (about 0.13 us a posting), and other users' postings are never read;
+#   leaves the index, and other users' postings are never read;
 # - `bm25`: word by word, one index-only range scan of the same postings, tf and dl from the index, each row scored
 #   with its word's weight and summed per unit in one hash aggregate. (Reading the side rows through the GIN index
-#   cost about 2.8 us of CPU a posting, 8.7x vector search's p95 at 50k units; the postings gathered first and
-#   grouped twice, for df and then for scores, about 1 us; counted first and scored once, about half that);
+#   costs many times more CPU a posting than the index-only scans, and gathering the postings once to group them
+#   twice, for df and then for scores, costs about twice counting first and scoring once);
 # - `kth` and `top`: the k-th best (every word first, then score) from a bounded top-k sort, and the hits at or
 #   above it, which are the first k with their ties, without sorting every hit;
 # - `every`: units holding every word, found by the side table's GIN index (the query AND the scope lexeme);
@@ -201,9 +201,9 @@ def vacuum_postings(conn: psycopg.Connection) -> None:
 # No join pairs two row sets that grow with the user, and nothing is computed per unit beyond its postings' rows.
 # The side table's scope filters compare under COLLATE "C" (the same equality for text) so no b-tree can serve
 # them: its rows are found through the GIN index only, even when stale statistics would have the planner walk
-# every row of the user through its primary key, once per word.
-# (The first form joined the hits back to their scores: a nested loop, hits x hits, on a user with stale
-# statistics, 14 s at 8,000 units; the second read every hit's wide unit row and unpacked its lexemes.)
+# every row of the user through its primary key, once per word. Joining the hits back to their scores instead
+# lets the planner pick a nested loop, hits x hits, on a user with stale statistics; reading every hit's wide unit
+# row to unpack its lexemes costs a pass over the user's hits.
 _SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
 _C_SCOPE = (
     'c.app_name = %(app)s COLLATE "C" AND c.user_id = %(user)s COLLATE "C" AND c.embed_model = %(model)s COLLATE "C" '

@@ -361,7 +361,7 @@ def vacuum_analyze(conn: psycopg.Connection) -> None:
     """VACUUM (ANALYZE) the table after a bulk load (autocommit connection): statistics as `analyze`, and the
     fresh rows marked all-visible now, unthrottled. Otherwise autovacuum does it later, throttled, and after a
     load whose HNSW build held off autovacuum (the build's lock conflicts with it) that is right when the first
-    searches run: 3.7 s for a 1M-row table here, against minutes of throttled background work."""
+    searches run: seconds for a 1M-row table here, against minutes of throttled background work."""
     if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE or not conn.autocommit:
         raise ValueError("VACUUM must run on an autocommit connection outside a transaction")
     conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(UNITS_TABLE)))

@@ -179,7 +179,7 @@ def existing_units_of(
     """Stored units of many sessions (of any users) in one round trip: session key -> unit_id -> stored event
     ids. Every row is matched on its own app, user and session, so no user sees another's units. Each key is one
     primary-key probe (the LIMIT keeps the planner from turning the probes into a join, which with stale
-    statistics it ran as a nested loop over the whole layer: 0.3 s instead of 5 ms for 1,800 keys)."""
+    statistics it may run as a nested loop over the whole layer, many times slower than the probes)."""
     columns = _unnest_keys(wanted)
     if not columns[0]:
         return {}
@@ -369,8 +369,8 @@ def search_sql(
 # - hnsw: with sorting priced out, the only way to produce rows in distance order is the HNSW index, even for a
 #   tiny user where the planner would rather read the scope index and sort.
 # - exact: the user's rows are read through the scope index. Left alone, the planner reads the whole table once a
-#   user holds a tenth of it: in a 10,000-row table the 1,000-row user's exact search cost 8.3 ms at p95 against
-#   3.4 ms for the same user in a 100,000-row table (memlab bench).
+#   user holds a tenth of it, so the same user's exact search costs more in a smaller table than in one ten times
+#   its size (memlab bench shows it).
 STRATEGY_PLANNER_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
     "hnsw": (("enable_sort", "off"),),
     "exact": (("enable_seqscan", "off"),),

@@ -49,8 +49,7 @@ def test_credentials_are_found(text):
     assert find_secrets(text)
 
 
-# Credentials that were once stored (the secret filter's misses in the reliability issue), one per kind. The values
-# are made up.
+# Credential kinds a filter of simple patterns lets through, one per kind. The values are made up.
 PEM_BODY = (
     "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7pU3KGCUwux1tEyze1iN7LtkeP3IfyxlxF0SU1kk8nVw0\n"
     "YL4xIB5p/tqg7ui5mX9cfCmZ/a/lkyU81lSvTfrXFCegrrP+6SMvivIhH57kkcWxC+y1Vjv8Hm+TQn7LyP4pVeXNjkbcj\n"

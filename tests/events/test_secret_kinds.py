@@ -1,5 +1,5 @@
-"""The credential kinds the second probe got through (issue 22 #16), by kind and language, and their ordinary
-look-alikes. The examples here are written apart from fixtures/secrets (whose held-out split scores the filter)."""
+"""Credential kinds easy to miss, by kind and language, and their ordinary look-alikes. The examples here are
+written apart from fixtures/secrets (whose held-out split scores the filter)."""
 
 from __future__ import annotations
 

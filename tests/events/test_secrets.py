@@ -212,8 +212,8 @@ def test_a_detector_gate_is_never_narrower_than_its_pattern(detector, phases: tu
     holds()
 
 
-# The narrow-gate checks only need the check to fail: hypothesis then shrinks the text it failed on, which took 9 of
-# the 9.4 s of CPU the PIN check took (2 s of Stripe's); that text is never read, so they run without shrinking.
+# The narrow-gate checks only need the check to fail: hypothesis then shrinks the text it failed on, which is most
+# of the CPU such a check takes; that text is never read, so they run without shrinking.
 FIND_ONLY = ("explicit", "reuse", "generate")
 
 

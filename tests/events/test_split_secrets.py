@@ -1,5 +1,5 @@
-"""A private key (or a password) split across consecutive events of one session is not stored by either memory
-(issue 22 #17): the events forming it are skipped as `secret` and counted, the chat around them is kept."""
+"""A private key (or a password) split across consecutive events of one session is not stored by either memory:
+the events forming it are skipped as `secret` and counted, the chat around them is kept."""
 
 from __future__ import annotations
 

@@ -299,7 +299,7 @@ def test_why_returns_the_trail_and_forget_user_deletes_everything(store, embedde
 
 
 # RuleExtractor key accuracy over the fact fixtures, measured through FactMemory (consolidated state vs the
-# expected one). Measured 0.933 on 2026-11-29; the patterns were written with these fixtures in view, so
+# expected one): the accuracy it reaches on them. The patterns were written with these fixtures in view, so
 # this guards against regressions rather than estimating accuracy on unseen text.
 RULES_KEY_ACCURACY = 0.933
 

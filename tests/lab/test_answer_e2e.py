@@ -1,4 +1,4 @@
-"""The done-when of issue 30: `memlab eval --config` with a cross-encoder re-ranker (the packaged MiniLM as an
+"""The answer path end to end: `memlab eval --config` with a cross-encoder re-ranker (the packaged MiniLM as an
 untrained CrossEncoder: it tests the path, not quality) and an openai-chat reader and judge on the fake server;
 the answers, verdicts and F1 reach the scores, report.md and the viewer's page data; a second run sends one
 request per model client (the models' disk cache serves the rest); a malformed, slow or unreachable server leaves

@@ -74,7 +74,7 @@ def test_a_pool_of_one_makes_two_clients_wait(frame):
     assert frame.server_cpu_s.notna().all(), "the local server's CPU is read"
     if Path("/proc/self/schedstat").is_file():
         # The scheduler's nanosecond clock: every window of the thread paths (whose backends outlive the window)
-        # sees the server work. User + system time ticks in 10 ms and read 0 for all ten of these short windows.
+        # sees the server work. User + system time ticks in 10 ms and reads 0 for windows this short.
         threads = frame[frame.path != "processes"]
         assert (threads.server_cpu_s > 0).all(), threads[["path", "clients", "window_s", "server_cpu_s"]]
     assert frame.client_cpu_s.sum() > 0

@@ -1,6 +1,6 @@
 """An event is (app, user, session, event id): public benchmarks number turns per conversation (`D1:2` in every
 conversation), so the same event id in another session or another user is another event. Labels, runs, scores
-and the viewer must all tell them apart (issue 23 #1)."""
+and the viewer must all tell them apart."""
 
 from __future__ import annotations
 

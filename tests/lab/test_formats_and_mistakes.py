@@ -1,4 +1,4 @@
-"""The formats a user can name and the mistakes a user makes, as the command line shows them (issue 23 #7):
+"""The formats a user can name and the mistakes a user makes, as the command line shows them:
 `format: jsonl`, a JSON file given as JSON Lines, many bad references in one file, a bad `--set` value and a
 misspelt config key."""
 

@@ -1,4 +1,4 @@
-"""Generated questions (issue 25 #2), for users with no query log: from the facts the rule extractor finds in the
+"""Generated questions, for users with no query log: from the facts the rule extractor finds in the
 event fixtures' sessions, one template question per predicate with the fact's event as evidence; the written files
 load as a judged set at once; a predicate without a template and a question holding its answer are counted, not
 silently dropped; and a judged set mixing generated and real questions says so in its report."""

@@ -1,4 +1,4 @@
-"""Model-written generated questions (issue 25 #2) against a tiny chat endpoint on 127.0.0.1 (no model runs here;
+"""Model-written generated questions against a tiny chat endpoint on 127.0.0.1 (no model runs here;
 the HTTP exchange, the checks and the files are real): one chosen turn per session (the same for the same seed),
 the reply checked as {question, evidence}, an evidence id that is not an event of the session, a reply that is not
 JSON or not the schema, and a question holding a credential are each refused and counted, and what is kept loads

@@ -1,4 +1,4 @@
-"""Index health of a live store (issue 26 #4): which strategy `auto` picks per user-size bucket and what the plan
+"""Index health of a live store: which strategy `auto` picks per user-size bucket and what the plan
 really uses, HNSW index size against the table, and rows under another model id than the configured one (a
 half-done migration). Read-only: the checks run as a role that may only SELECT."""
 

@@ -1,4 +1,4 @@
-"""Checking a judged set before a run (issue 25 #5 follow-ups): `memlab check-dataset --format judged` makes the
+"""Checking a judged set before a run: `memlab check-dataset --format judged` makes the
 loader's checks and reports like the other formats; a missing file names the key to fix; `judgments` may list
 several files (a person's and the model's), with the disagreement rule across them."""
 

@@ -1,4 +1,4 @@
-"""A judged set is a data set (issue 25 #5): `format: judged` loads queries, sessions, a pool and judgments into a
+"""A judged set is a data set: `format: judged` loads queries, sessions, a pool and judgments into a
 Dataset whose gold evidence is the events judged relevant; bad judgments fail naming the line and the fix;
 judged@k and bpref come from ir-measures beside recall@k; a run on a judged set (with the cut-off sweep) names the
 pool in its report and flags a system that was not in it."""

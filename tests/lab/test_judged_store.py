@@ -1,5 +1,5 @@
-"""A judged set reads its sessions from the agent's own event memory by DSN (issue 25 #5: "sessions or a DSN to read
-them from"): sessions ingested through EventMemory come back with the event ids the judgments name, the same
+"""A judged set reads its sessions from the agent's own event memory by DSN (instead of a sessions file): sessions
+ingested through EventMemory come back with the event ids the judgments name, the same
 questions and sessions as the JSONL route; only the users of the judged queries are read, read-only; a wrong DSN,
 app or layer is one line naming the fix, without the DSN's password."""
 

@@ -1,4 +1,4 @@
-"""Issue 25 end to end: unlabelled sessions, queries recorded by `EventMemory.search` with the query log on, a
+"""Labelling end to end: unlabelled sessions, queries recorded by `EventMemory.search` with the query log on, a
 stratified sample of them, a pool of two systems, a simulated assessor's judgments, and an experiment on the
 judged set that reports judged@k and bpref; erasing the user removes their logged queries."""
 

@@ -1,4 +1,4 @@
-"""The optional model assessor (issue 25 #4) against a tiny chat endpoint on 127.0.0.1 (no model runs here; the
+"""The optional model assessor against a tiny chat endpoint on 127.0.0.1 (no model runs here; the
 HTTP exchange and the parsing are real): it judges every pooled hit under its own assessor id, its file loads as a
 judged set, a bad reply names the query and event, and a person's and the model's judgments of the same events
 get Cohen's kappa in the judged set's report line."""

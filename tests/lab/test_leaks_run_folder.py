@@ -1,4 +1,4 @@
-"""A run folder holds no credential and its report.html survives hostile text (issue 22, items 10 and 11).
+"""A run folder holds no credential and its report.html survives hostile text.
 
 One tiny run of `memlab.lab.probes.leaks.hostile_dataset` (credentials in a question, an answer, the config's
 description and LLM key; `<!--<script>` and friends in events, a question and an answer) through the public lab

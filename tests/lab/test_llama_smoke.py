@@ -1,4 +1,4 @@
-"""The opt-in llama.cpp smoke run's pure parts (`make smoke-llama` itself needs a real server and a ~15 min build on
+"""The opt-in llama.cpp smoke run's pure parts (`make smoke-llama` itself needs a real server and a long build on
 a fresh machine, so it is never run here, nor skipped here): the server's command line, reading its log and
 /metrics, the cache-served check, the eval config it writes, its report, and that neither `make test` nor CI
 installs or starts llama.cpp."""

@@ -1,4 +1,4 @@
-"""The done-when of issue 28: a hand-written LoCoMo-layout file and a BEIR-layout folder run together through
+"""Public formats end to end: a hand-written LoCoMo-layout file and a BEIR-layout folder run together through
 `memlab eval --config` with the granularity, retrieval and cut-off sweeps (tiny data: one run, a few seconds)."""
 
 from __future__ import annotations

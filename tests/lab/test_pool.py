@@ -1,4 +1,4 @@
-"""Pooling (issue 25 #3): `memlab judge pool` runs every system of a tiny experiment (two systems over fixture
+"""Pooling: `memlab judge pool` runs every system of a tiny experiment (two systems over fixture
 sessions) on a query file and writes the union of their first d events per query, recording systems and depth."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`memlab probe` (issue 26): a labelled set asked of a live store through a SELECT-only role, with alerts, the
+"""`memlab probe`: a labelled set asked of a live store through a SELECT-only role, with alerts, the
 Prometheus textfile, stale labels, drift against the previous probe, and clear errors on bad input."""
 
 from __future__ import annotations

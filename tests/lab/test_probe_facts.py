@@ -1,4 +1,4 @@
-"""`memlab probe` of fact memory (issue 26): a config's fact system asks the live store's fact tables read-only (a
+"""`memlab probe` of fact memory: a config's fact system asks the live store's fact tables read-only (a
 SELECT-only role), hits are scored on the events their facts cite, and a label no event layer row nor fact
 observation of the user cites any more is stale, not a miss."""
 

@@ -1,4 +1,4 @@
-"""A probe's report is rendered from its run folder alone (issue 26): `memlab report --run` brings report.md's
+"""A probe's report is rendered from its run folder alone: `memlab report --run` brings report.md's
 probe section (stale labels, alerts, drift, index health) back after report.md was deleted, and report.html shows
 it too."""
 

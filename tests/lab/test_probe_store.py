@@ -1,4 +1,4 @@
-"""A read-only store (issue 26's probe): opened as a role with SELECT only, it searches and writes nothing."""
+"""A read-only store (what `memlab probe` opens): a role with SELECT only, it searches and writes nothing."""
 
 from __future__ import annotations
 

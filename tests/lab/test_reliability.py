@@ -1,6 +1,6 @@
 """`memlab check reliability` end to end through the CLI (every must-be-zero figure is 0, the secret filter meets its
 goals), and the verdict: a failing figure makes the command exit 1. The CLI run is the smoke size of the families
-that have no test file of their own (`--family`); the second probe's families (folders, input_checks, races,
+that have no test file of their own (`--family`); the families with a test file (folders, input_checks, races,
 lexical, leaks, split_secrets, erasure_disk) each run in their own test file through the same probe code, and the
 ci-size work of the big families by tests/test_isolation.py, test_concurrency.py, test_faults.py and
 test_erasure*.py, so make test does not do any of it twice; `make reliability` runs every family at ci size."""

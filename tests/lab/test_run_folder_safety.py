@@ -1,4 +1,4 @@
-"""Issue 22 #1, #2, #9: memlab writes only where it may. A folder it did not make is never emptied or overwritten,
+"""Memlab writes only where it may. A folder it did not make is never emptied or overwritten,
 two names never share one result file, and an experiment's name never steers the output out of reports/."""
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def test_other_writing_commands_refuse_user_files(tmp_path):
     assert (tmp_path / "a-file").read_text() == "keep"
 
 
-# -- #2: two names, one file ---------------------------------------------------------------------------------
+# -- two names, one file -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("a", "b"), [("d/1", "d_1"), ("sys one", "sys_one"), ("A", "a"), ("x?", "x!"),
@@ -170,7 +170,7 @@ def test_a_run_never_overwrites_another_runs_file(tmp_path):
     assert [r.dataset for r in lab.load_runs(tmp_path)] == ["d/1"]
 
 
-# -- #9: the name of an experiment is not a path ------------------------------------------------------------
+# -- the name of an experiment is not a path ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["../../escaped", "/tmp/abs", "a/../../b", "..", "a\\..\\b", "x\x00y", "~/x"])

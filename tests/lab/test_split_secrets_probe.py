@@ -1,4 +1,4 @@
-"""The reliability family `split_secrets` (issue 22 #17): its must-be-zero figures are zero on memlab, and it sees
+"""The reliability family `split_secrets`: its must-be-zero figures are zero on memlab, and it sees
 the hole when the session-wide scan is switched off."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def test_the_split_secrets_family_finds_nothing_stored(scratch_store, embedder, 
 
 
 def test_the_family_sees_a_split_key_when_the_session_scan_is_off(scratch_store, embedder, tmp_path, monkeypatch):
-    """Without the session-wide scan (as before issue 22 #17) the family reports stored fragments."""
+    """Without the session-wide scan the family reports stored fragments."""
     import memlab.events.ingest as event_memory
     import memlab.facts.memory as fact_memory
 

@@ -1,4 +1,4 @@
-"""A conversation between two people (issue 23 #4): one memlab user per conversation, each speaker as the
+"""A conversation between two people: one memlab user per conversation, each speaker as the
 event's author. Features that read author 'user' (the rule fact extractor, first-person queries, prefer_author)
 find nothing in such data; the run says so instead of reporting 0 facts and recall 0.000 without a word."""
 

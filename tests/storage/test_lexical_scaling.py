@@ -1,5 +1,5 @@
-"""Lexical search (and hybrid, which runs it) must cost rows linear in the user's units (issue 22 #4): it was
-quadratic, a nested loop joining every hit to every score once the planner underestimated a user's hits.
+"""Lexical search (and hybrid, which runs it) must cost rows linear in the user's units, not quadratic: a plan that
+joins every hit to every score runs as a nested loop once the planner underestimates a user's hits.
 Counted from EXPLAIN ANALYZE, never timed: a user of 4x the units may make the plan handle at most 6x the rows."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_selective_query_reads_fewer_rows_than_the_user_has(grown):
     """BM25's unit count and mean length come from the kept counts, the hits from the side table's full-text index
     (which no b-tree scan can replace), and the k rows returned are one index probe each: with fresh or stale
     statistics, a query of rare words reads its few hits, far fewer rows than the user's 4N units (with stale
-    statistics the planner used to find them through the user's scope index: a pass over the user's units)."""
+    statistics the planner would rather find them through the user's scope index: a pass over the user's units)."""
     memory, state = grown
     rows = probe.lexical_plan_rows(memory, "app", "big", RARE)
     assert rows.rows < N, (state, rows)

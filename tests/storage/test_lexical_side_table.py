@@ -1,7 +1,7 @@
 """Lexical search reads a narrow side table (memlab.storage.unit_lexical.TERMS_TABLE) kept by triggers on the unit
-table (issue 22 #4): its ranking must be exactly BM25 over every hit, as the statement that read the unit table
-computed it; the side table must follow every write and every forget path; a database from before it must get it
-filled on open; another user's units must cost a search nothing."""
+table: its ranking must be exactly BM25 over every hit, as a statement reading the unit table computes it; the side
+table must follow every write and every forget path; a database from before it must get it filled on open; another
+user's units must cost a search nothing."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from memlab.storage import unit_lexical as lex
 from memlab.storage import units as sqlu
 from tests.conftest import T0
 
-# The statement lexical search ran before the side table (commit 6822eb4): every hit read from the unit table,
-# every hit scored. The reference the side table's search must match, hit for hit and in the same order.
+# Lexical search straight off the unit table, without the side table: every hit read from the unit table, every
+# hit scored. The reference the side table's search must match, hit for hit and in the same order.
 _SCOPE = "app_name = %(app)s AND user_id = %(user)s AND embed_model = %(model)s AND layer = %(layer)s"
 _M_SCOPE = "m.app_name = %(app)s AND m.user_id = %(user)s AND m.embed_model = %(model)s AND m.layer = %(layer)s"
 REFERENCE = (

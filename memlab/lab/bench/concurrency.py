@@ -19,7 +19,7 @@ connection of its own). The saturation level of a path is the first whose QPS ga
 previous level's; its reason is read from those measurements (`saturation`).
 
 Process clients start from a forkserver that has imported this module once: a spawned interpreter pays
-`import memlab.lab` (5 CPU-seconds on this 2-core machine) per client, which would dwarf the searches measured.
+`import memlab.lab` (seconds of CPU) per client, which would dwarf the searches measured.
 """
 
 from __future__ import annotations

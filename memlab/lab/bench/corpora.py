@@ -10,7 +10,7 @@ numbers say more about the corpus than about the index. Here:
 - `matched_vectors`: synthetic rows that grow the real rows into a bigger corpus whose nearest-neighbour
   distances look like real text's at that size (see its docstring for the method; `real_nn_curve` and
   `expected_median` give the real curve it follows).
-- `near_duplicate_vectors`: the old stress corpus, kept to show the difference.
+- `near_duplicate_vectors`: a stress corpus of jittered copies, kept to show how unlike real text it is.
 - `corpus(kind, n, real)` builds either, `nn_distances` / `distribution_table` show how alike they are.
 """
 
@@ -43,7 +43,7 @@ EVENT_FIXTURES = Path("fixtures/events")
 SYNTH = {"name": "synth", "format": "synth", "users": 64, "max_events": 2000, "seed": 0}  # the full suite's
 MIN_WORDS = 3
 KINDS = ("real", "near_duplicate")
-NEAR_DUPLICATE_BASE = 3_000  # distinct real vectors the near-duplicate corpus is copied from (as the old sweep)
+NEAR_DUPLICATE_BASE = 3_000  # distinct real vectors the near-duplicate corpus is copied from
 PROGRESS_MIN = 5_000  # texts from which `embedded` shows a progress bar on a terminal
 _EMBED_CHUNK = 1_024
 _SEARCH_CHUNK = 100_000  # corpus rows per FAISS flat index (1M x 384 float32 is never copied at once)
@@ -297,10 +297,9 @@ def matched_vectors(real: np.ndarray, n: int, *, seed: int = 0) -> np.ndarray:
     Each row is a random convex mix of 2 to 5 random real rows plus Gaussian noise (its scale varies from row to
     row), re-normalised. Mixing random rather than neighbouring rows keeps synthetic rows from clustering around
     their parents, as jittered copies (`near_duplicate_vectors`) do; the noise scale is set by `calibrate`.
-    Checked on the checkout's first 10,000 turns: 5,000 of them grown back to 10,000 rows give NN-distance
-    p5/p25/p50/p75/p95 0.12/0.22/0.31/0.41/0.54 against the real 10,000's 0.11/0.23/0.31/0.41/0.54 (KS 0.03);
-    the 10,000 grown to 200,000 rows have a median of 0.15 (real text gets denser with size), and a 10,000-row
-    subsample of them is again like the real 10,000 (KS 0.06), where near-duplicates sit at 0.035 (KS 0.94).
+    Checked on the checkout's real turns (figures in docs/results.md): half of them grown back to the whole give
+    the real NN-distance quantiles; grown much larger the rows get denser, as real text does with size, and a
+    subsample of the same size as the real set is again like it, where near-duplicates sit far closer.
     Memory stays O(n x dim): no n x n matrix, FAISS searches samples only."""
     real = np.ascontiguousarray(real, dtype=np.float32)
     if n < 0:

@@ -128,8 +128,8 @@ def faiss_scan(
 
     single_s = _best_of(repeat, one_at_a_time) / len(singles)
     # The batch goes to sgemm (one pass over the vectors for all its queries): below FAISS's threshold its own
-    # choice is the SIMD scan, one pass per query, which the sweep's `simd` rows measure; at 1M rows 100 queries
-    # that way took 49 s a call, minutes of the full bench for no new figure.
+    # choice is the SIMD scan, one pass per query, which the sweep's `simd` rows measure; at 1M rows a batch of 100
+    # that way takes tens of seconds a call, minutes of the full bench for no new figure.
     threshold = int(faiss.cvar.distance_compute_blas_threshold)
     faiss.cvar.distance_compute_blas_threshold = min(threshold, len(batch))
     try:

@@ -113,7 +113,7 @@ def model_threads(threads: int | None) -> Iterator[int]:
     """Run the model on `threads` CPU threads for the duration (torch's intra-op pool; None leaves it as it is)
     and yield the number in effect. With one core fewer than the machine has, the model leaves PostgreSQL and
     the filters a core of their own: the ingest ratio then shows the pipeline's own cost, not the contention."""
-    # Deferred, as the embedder defers it: torch takes seconds to import (4 s measured here), which every
+    # Deferred, as the embedder defers it: torch takes seconds to import, which every
     # `memlab` command and `import memlab.lab` would pay at start-up, not only a bench that runs the model.
     import torch
 
@@ -146,8 +146,8 @@ def _forget(mem: EventMemory, sessions: list) -> None:
 
 def _cleared(mem: EventMemory, sessions: list) -> None:
     """`_forget`, then VACUUM the tables, before a timed ingest: the previous round's deleted rows would
-    otherwise be vacuumed by autovacuum while the next round runs, in CPU taken from it (seen as rounds 10-20%
-    slower than their neighbours); an import does not clear up after a bulk delete of its own."""
+    otherwise be vacuumed by autovacuum while the next round runs, in CPU taken from it (such a round runs slower
+    than its neighbours); an import does not clear up after a bulk delete of its own."""
     _forget(mem, sessions)
     after_erasure(mem.store, True)
 
@@ -201,7 +201,7 @@ def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: in
     again, reingest_seconds = _timed(lambda: EventMemory(store, counting, layer=probe.layer).add_sessions(sessions))
     reingest_embedded = again.embedded + counting.computed
     # The median round's first load again, its cache holding every vector: all the ingest costs but the model;
-    # the median of MODEL_FREE_ROUNDS (one such load read 0.54 s where its neighbours read 0.2).
+    # the median of MODEL_FREE_ROUNDS (one such load alone can read several times its neighbours).
     calls, frees = cached.computed, []
     for _ in range(MODEL_FREE_ROUNDS):
         _cleared(probe, sessions)

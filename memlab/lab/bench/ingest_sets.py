@@ -24,11 +24,9 @@ class IngestSet:
 
 
 # Rounds: a job of a second five times, the headline set of long turns nine times, the short turns in bulk fifteen
-# times (about 8 s a round). On this 2-core host one round of the headline set read anywhere from 0.79 to 1.11 on
-# the same code (the raw encodes around it moved as much); medians of three read 0.81 and 0.96 within a day,
-# medians of nine settle. One round of the short turns read 0.82 to 1.03 on the same code (3.7-4.4 s of raw encode
-# around each), and medians of seven 0.90 to 0.99: at 0.95 a verdict of seven rounds was a coin toss. One round
-# with a core spare read 0.92, 0.94 and 1.04 in three runs.
+# times (a few seconds a round). On a shared 2-core host one round's ratio moves widely on the same code (the raw
+# encodes around it move as much), and the median of a few rounds still straddles a goal such as 0.95; these
+# counts are where the median settles (docs/results.md). bench.md shows each run's spread (`ratio q1..q3`).
 INGEST_SETS: dict[str, IngestSet] = {
     "longmemeval-s": IngestSet(
         "3 LongMemEval-S haystacks: real long turns (about 1,200 distinct texts)", 9,

@@ -68,7 +68,7 @@ SIZES = {
                     ingest_sets=("fixtures",), spare_core_sets=(),
                     bandwidth_mb=256, bulk_rows=2_000, build_rows=10_000,
                     background_tenants=40, lexical_units=(1_000, 4_000),
-                    ingest_rounds=3),  # a smoke of the ingest section: 3 rounds of the 162 texts, not 5 (18 s less)
+                    ingest_rounds=3),  # a smoke of the ingest section: 3 rounds of the fixtures, not 5
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=100, real_texts=None,
                       near_duplicate_rows=100_000, ingest_sets=("longmemeval-s", "synth-short", "fixtures"),
                       spare_core_sets=("synth-short", "fixtures"), bandwidth_mb=1024, bulk_rows=20_000,
@@ -146,7 +146,7 @@ def calibrate(summary: pd.DataFrame, current: AutoPolicy | None = None) -> AutoP
         return current
     crossover = int(np.clip((index_ms - intercept) / slope, 1_000, 200_000))
     # auto's own tenant-index searches set its ef_search: where one fell short of the recall goal, twice as many
-    # candidates (the 1M-row bench measured 0.975 at 100 on a 100,000-row tenant, 0.995 in another build).
+    # candidates (a tenant index's recall at the same ef_search differs from one build to the next).
     tenant = real[(real.strategy == "auto") & (real.plan == "tenant-index")]
     short = len(tenant) and bool((tenant.recall < RECALL_GOAL).any())
     tenant_ef = min(1000, current.tenant_ef_search * 2) if short else current.tenant_ef_search
@@ -367,7 +367,7 @@ def run_bench(
 
     # 5. FAISS exact against the bandwidth bound, over the largest real table.
     # Per OpenMP thread count and queries per call: which kernel runs, and what share of the bandwidth it reaches.
-    big = real_corpus.nbytes > 256 * 2**20  # a pass over 1M rows takes ~0.5 s: fewer single questions, 2 repeats
+    big = real_corpus.nbytes > 256 * 2**20  # a pass over this many rows is slow: fewer single questions, 2 repeats
     scan = hardware.faiss_scan(real_corpus, questions, bandwidth=bandwidth, batches=FAISS_BATCHES,
                                single_queries=8 if big else 32, repeat=2 if big else 3,
                                threads=tuple(range(1, min(2, os.cpu_count() or 1) + 1)))  # fmt: skip

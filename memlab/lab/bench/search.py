@@ -12,23 +12,21 @@ a relaxed iterative scan, HNSW without one, `planner`, `partial` (a per-tenant p
 at PARTIAL_MIN_SHARE or more, built after the strategies that must not see it ran) and `auto` through the
 public `EventMemory.search_vector` (the plan it took is recorded), with the tenant's own index present exactly
 when `EventMemory.maintain` would have built one under the store's AutoPolicy. Tenant by tenant, strategies
-take turns query by query, so drift in the machine's load hits them alike (on a shared 2-core machine it moved
-a whole cell's p50 by 1.5x between cells measured minutes apart); for a tenant `auto` scans exactly, the HNSW
-walks of the shared graph take their turns in a block after the rest (`SHARED_WALKS`: between a small user's
-searches they measured their own eviction of the CPU caches, not the user's cost). The frame's `block` column names each
-row's block (`turns`, `walks`, `own-index`). Latency is one whole search as a client pays
+take turns query by query, so drift in the machine's load hits them alike (on a shared machine a whole cell's p50
+moves between cells run minutes apart); for a tenant `auto` scans exactly, the HNSW walks of the shared graph take
+their turns in a block after the rest (`SHARED_WALKS`: between a small user's searches they would time their own
+eviction of the CPU caches, not the user's cost). The frame's `block` column names each row's block (`turns`,
+`walks`, `own-index`). Latency is one whole search as a client pays
 it (pooled connection, transaction, settings, query; `auto` adds its own decision), after one unrecorded
 warm-up per strategy and tenant; recall@k is against FAISS exact over the tenant's own vectors (ties at the
 k-th distance count as found).
 
 Sizes: the orchestrator calls `search_bench` once per size (10k, 100k, 1M) and concatenates the frames;
 `scaling_curve` reads the fixed user's rows out of them. Each call reloads the table from scratch rather than
-growing the previous one, because growing saves nothing that matters. Measured at 100,000 rows of the real
-corpus (2 busy cores, 384-d): a reload took 115 s (COPY 8 s, HNSW build 107 s); growing a 10,000-row table by
-90,000 rows with `bulk_load` took 92 s, the same HNSW build over all 100,000 rows (it drops and rebuilds the
-index), so it saves only the COPY of the rows already there (under 1 s; the rest of the gap is the build's
-noise); growing with the index in place (rows inserted into the live graph) took 479 s. A reload also gives
-every size a fresh graph and exact tenant shares.
+growing the previous one, because growing saves nothing that matters: the HNSW build is most of a reload, and
+growing with `bulk_load` drops and rebuilds the index over all the rows, so it saves only the COPY of the rows
+already there; growing with the index in place (rows inserted into the live graph) is several times slower than
+a reload (docs/results.md). A reload also gives every size a fresh graph and exact tenant shares.
 """
 
 from __future__ import annotations
@@ -229,11 +227,11 @@ def _plan(memory: EventMemory, tenant: str, vector: np.ndarray, strategy: str, k
 
 
 FIXED: tuple[str, ...] = ("exact", "hnsw-relaxed", "hnsw-off", "planner")  # need no per-tenant index
-# Strategies whose search walks the shared graph, through pages of every other user: for a small tenant at 1M rows
-# the relaxed walk reads ~200 ms until it finds k of its rows, the plain one ~10 ms. Interleaved with a small
-# user's searches, each of those then starts with cold CPU caches (the 50-row user's exact and auto p95 read
-# ~1.9 ms right after a relaxed walk, 0.95-1.08 ms measured alone): it measured the walk's eviction, not the
-# user's search. For tenants `auto` scans exactly they take their turns in a block of their own after the others.
+# Strategies whose search walks the shared graph, through pages of every other user: for a small tenant of a large
+# table the relaxed walk reads a long way until it finds k of its rows. Interleaved with a small user's searches,
+# each of those then starts with cold CPU caches (a small user's exact and auto p95 about double right after a
+# relaxed walk): that times the walk's eviction, not the user's search. For tenants `auto` scans exactly they
+# take their turns in a block of their own after the others.
 SHARED_WALKS: tuple[str, ...] = ("hnsw-relaxed", "hnsw-off")
 _TIMES = re.compile(r"^(Planning|Execution) Time: ([0-9.]+) ms", re.MULTILINE)
 _BUFFERS = re.compile(r"Buffers: shared ((?:[a-z]+=\d+ ?)+)")
@@ -312,7 +310,7 @@ def search_bench(
         # A tenant's own index changes what its other searches may use (the planner takes it): the strategies
         # that need none run first; `auto` sees the index only where EventMemory.maintain would have built one.
         # auto takes turns with the fixed strategies it is judged against, so a machine slowing down mid-run
-        # slows them alike (measured apart, a drift between the two turned into a ratio).
+        # slows them alike (run apart, a drift between the two would turn into a ratio).
         auto = "auto" in strategies
         # For a tenant auto scans exactly, the shared-graph walks run after the rest (see SHARED_WALKS).
         first = [s for s in FIXED if s in strategies] + (["auto"] if auto and t.size < above else [])

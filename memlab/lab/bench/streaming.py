@@ -1,5 +1,5 @@
 """Search while writing: the multi-tenant table `search_bench` left loaded, searched by client threads while a
-writer adds sessions at a fixed rate (issue 29, the streaming case of VectorDBBench).
+writer adds sessions at a fixed rate (the streaming case of VectorDBBench).
 
 What one run measures, on the table of `search.layout(...)` (layer `bench:search:<corpus>`, app APP):
 
@@ -77,7 +77,7 @@ class StreamingSize:
     max_poll_seconds: float = 5.0  # ... and in seconds
     max_write_seconds: float | None = None  # no session starts later (None: twice the planned time); one per strategy
     # The writer's model threads. One: with clients, the checker and PostgreSQL busy, torch's threads wait on each
-    # other for a core (4 short texts took 2.5-4.3 s on two threads on a loaded 2-core machine).
+    # other for a core (on a loaded 2-core machine two threads embed a few short texts far slower than one).
     model_threads: int | None = 1
 
     @property

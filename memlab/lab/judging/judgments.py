@@ -1,4 +1,5 @@
-"""The judgments file (issue 25's shared format) read strictly against its queries and pool: one JSON object a line,
+"""The judgments file (what every assessor writes and a judged data set reads) read strictly against its queries
+and pool: one JSON object a line,
 
     {"query": "3f2a9c0d1e4b5a67", "event_id": "s1-e0", "relevance": 1, "assessor": "ana",
      "time": "2026-12-01T10:00:00+00:00"}

@@ -1,4 +1,4 @@
-"""The query file (issue 25's shared format) read strictly: one JSON object a line,
+"""The query file (the format sampling, pooling and the judged data set share) read strictly: one JSON object a line,
 
     {"query_id": "3f2a9c0d1e4b5a67", "app": "my-agent", "user": "u1", "text": "Where do I live?",
      "asked_at": "2026-06-01T12:00:00+00:00", "origin": "logged"}

@@ -116,7 +116,7 @@ def writer_vectors(mems: dict, todo: list[memlab.Session], embedder: memlab.Embe
     """The texts a writer of `todo` embeds (the event and chunk units of every session, whole and its first four
     events) and their vectors, embedded once here by the model behind `embedder` (its cache left as it was, so the
     threads embed as before). A writer process gets them with its sessions instead of importing and running the
-    model itself, which cost about 10 s of CPU per process for vectors this process computes anyway; a text
+    model itself, which costs seconds of CPU per process for vectors this process computes anyway; a text
     missing here is embedded by the writer's own model (noted in the family's notes)."""
     texts: list[str] = []
     for session in todo:

@@ -1,4 +1,4 @@
-"""Folder and config safety (issue 22 #1, #2, #7-#9): memlab writes only into folders and files it made, two names
+"""Folder and config safety: memlab writes only into folders and files it made, two names
 never share one result file, an experiment's name never leads the output out of reports/, and a config file cannot
 grow without bound or crash the run with a traceback.
 

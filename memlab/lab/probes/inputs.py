@@ -1,4 +1,4 @@
-"""Input checks on both memories and the ADK services (issue 22, items 5-7): a table of hostile inputs (times
+"""Input checks on both memories and the ADK services: a table of hostile inputs (times
 Python cannot read back, years 2999 and 9999, NUL characters, lone surrogates, over-long ids, texts, values and
 queries, nonsense search settings) sent through every write and read entry point of EventMemory, FactMemory and,
 when Google ADK is installed, EventMemoryService and FactMemoryService.

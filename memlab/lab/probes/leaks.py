@@ -1,4 +1,4 @@
-"""Leaks through run folders and error messages (issue 22, items 10-14): a marker credential is planted where a
+"""Leaks through run folders and error messages: a marker credential is planted where a
 careless user puts one (a question, an answer, the config's description and LLM key, a DSN password, an endpoint
 that echoes the Authorization header back, a base_url with user:password@), and hostile text where an HTML page
 breaks (`<!--<script>`, `</script>`, ...). Then every write path runs: a tiny run folder through the public lab
@@ -153,7 +153,7 @@ def echo_endpoints() -> Iterator[list[EchoEndpoint]]:
 
 
 def error_cases(endpoints: list[EchoEndpoint]) -> list[tuple[str, Callable[[], object]]]:
-    """(name, call that must raise) for every error path that used to echo a secret."""
+    """(name, call that must raise) for every error path whose message could echo a secret."""
     key = CREDENTIALS["llm_key"]
     event = memlab.Event(id="e1", author="user", text="I live in Lisbon.", timestamp=datetime(2026, 3, 1, tzinfo=UTC))
     cases: list[tuple[str, Callable[[], object]]] = [

@@ -1,6 +1,6 @@
 """Reliability family `lexical`: the cost of lexical search (and so of hybrid, the recommended mode) must grow
-linearly with the user's units. The second probe found it quadratic: a user who had grown since the last ANALYZE
-got a nested loop joining every hit to every score (14 s at 8,000 units, cancelled after 700 s at 50,000).
+linearly with the user's units. The planner can make it quadratic: for a user who grew since the last ANALYZE it
+may choose a nested loop joining every hit to every score, which runs for minutes at tens of thousands of units.
 
 Seconds on two shared cores say little, so this counts rows: every node of the statement's EXPLAIN ANALYZE adds
 the rows it produced and the rows its filters removed, times its loops. Two users of N and 4N units of the same

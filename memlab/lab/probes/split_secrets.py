@@ -1,7 +1,7 @@
-"""Reliability family `split_secrets`: a secret split across consecutive events of one session (issue 22 #17).
+"""Reliability family `split_secrets`: a secret split across consecutive events of one session.
 
-The second probe pasted a private key as its BEGIN line, its body on one line, and its END line, in three
-events: each looked harmless alone and the body was stored. Here every key type (RSA PKCS#1 and PKCS#8, EC SEC1
+A private key pasted as its BEGIN line, its body on one line, and its END line, in three events, looks harmless
+event by event: only a scan of the session sees the key. Here every key type (RSA PKCS#1 and PKCS#8, EC SEC1
 and PKCS#8, Ed25519 PKCS#8 and OpenSSH, encrypted PKCS#8, PGP) is split in every shape a user pastes one in
 (the body on one line, a line per event, the armor glued to chat, a chat turn in the middle, no END, no armor at
 all), plus passwords given as the answer to a question, with chat before and after. Each session goes into event

@@ -1,4 +1,4 @@
-"""The labels sweep (issue 25 item 6): how far to trust pooled and generated labels, measured on a data set whose
+"""The labels sweep: how far to trust pooled and generated labels, measured on a data set whose
 labels are complete. The assessor is simulated from the gold labels (a pooled event is relevant iff it is gold
 evidence); the analysis is memlab.lab.label_validation.
 
@@ -52,7 +52,7 @@ GENERATED = "labels-generated"  # the tables of the generated questions' runs an
 
 
 def template_source(dataset: Dataset) -> list[Question]:
-    """The offline fact-template questions of the data set's own sessions (issue 25 item 2), each labelled with
+    """The offline fact-template questions of the data set's own sessions (generated questions), each labelled with
     the event its fact was quoted from."""
     return template_questions(dataset).questions()
 
