@@ -22,6 +22,12 @@ configured server (and, for faults, a private embedded server of its own), so no
   (folders), input checks on both memories and the ADK services (input_checks), erasure racing a write (races),
   the lexical plan's row count as a user grows (lexical), secrets in run folders and error messages (leaks),
   secrets split across events (split_secrets), and a byte search of the data folder after erasure (erasure_disk).
+- the third hostile probe's classes, one module each too: the gate's direction for every defined metric and the
+  one cut-off rule (gate_direction), untrusted text fenced in every model prompt and whole-reply abstentions
+  (prompt_fences), what a probe's run folder may hold, plans labelled as they ran and lost labels (run_folders),
+  model calls' deadlines, body bounds, origins and caches (model_safety), erasure during multi-batch and bulk
+  writes and secrets in the query log (erasure_writes), scratch databases of dead runs (scratch_leftovers), and
+  labels pointing outside the data, judgment order, config expansion and nesting bounds (input_bounds).
 
 Each run writes `<out>/<run-id>/reliability.json` and `reliability.md`; `ok` is false when a must-be-zero figure is
 not zero or a goal is missed."""
