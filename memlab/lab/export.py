@@ -88,18 +88,18 @@ def export_run(folder: str | Path, out: str | Path) -> list[dict[str, str]]:
     if folder_kind(source.path) != RUN:
         raise ConfigError(f"--run {folder}: not a memlab run folder (no memlab manifest.json); give the folder of "
                           "a finished `memlab eval`.")  # fmt: skip
-    target = _claim(Path(out))
+    read = [(dataset, source.questions(dataset), source.runs(dataset)) for dataset in source.datasets]
+    target = _claim(Path(out))  # only once the run folder was read: one it refuses leaves nothing written
     target.mkdir(parents=True, exist_ok=True)
     files = []
-    for dataset in source.datasets:
-        questions = source.questions(dataset)
+    for dataset, questions, runs in read:
         qrels = target / f"{slug(dataset)}.qrels"
         with qrels.open("w", encoding="utf-8") as f:
             for q in questions:
                 for session, event in labels(q):
                     f.write(f"{part(q.id)} 0 {docid(q.app_name, q.user_id, session, event)} 1\n")
         by_id = {q.id: q for q in questions}
-        for system, run in source.runs(dataset).items():
+        for system, run in runs.items():
             path = target / f"{slug(dataset)}__{slug(system)}.run"
             tag = slug(system)
             with path.open("w", encoding="utf-8") as f:
