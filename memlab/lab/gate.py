@@ -15,10 +15,11 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.config import suite_names
+from memlab.lab.folder import RunFolder
 from memlab.lab.json_bounds import loads
 from memlab.lab.metric_definitions import HIGHER, MetricDefinition, definition_of, ungated_system
 from memlab.lab.outputs import claim_file, is_baseline_file
-from memlab.lab.run_format import FORMAT_VERSION, VERSION_KEY, current_metrics, folder_version, read_baseline
+from memlab.lab.run_format import FORMAT_VERSION, VERSION_KEY, current_metrics, read_baseline
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences, split_key
 from memlab.lab.yaml_bounds import load_yaml_file
@@ -114,20 +115,13 @@ def load_metrics(path: str | Path, *, what: str = "run") -> dict[str, float]:
     if (isinstance(data, dict) and isinstance(data.get("metrics"), dict)) or (what == "baseline" and not ran):
         data = read_baseline(data, path)["metrics"]
     elif isinstance(data, dict):
-        data = current_metrics(data, _folder_version(path.parent))
+        data = current_metrics(data, RunFolder(path.parent).version)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a metrics file (expected a JSON object of metric -> number).")
     try:
         return {str(k): float(v) for k, v in data.items()}
     except (TypeError, ValueError):
         raise ConfigError(f"{path}: not a metrics file (every value must be a number).") from None
-
-
-def _folder_version(folder: Path) -> int:
-    """The format version of the run folder holding a metrics.json (without a manifest: version 1)."""
-    manifest = folder / "manifest.json"
-    data = loads(manifest.read_text(), str(manifest), ConfigError) if manifest.exists() else {}
-    return folder_version(data if isinstance(data, dict) else {}, folder)
 
 
 def metrics_experiment(path: str | Path) -> str | None:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import memlab
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Question
 from memlab.lab.identity import session_index
@@ -70,10 +71,9 @@ def _version(raw: object, what: str, redo: str) -> int:
         raise ConfigError(f"{what}: {VERSION_KEY} {raw!r} is not a format version (a whole number from 1); the file "
                           f"was not written by memlab as it is: {redo}")  # fmt: skip
     if raw > FORMAT_VERSION:
-        from memlab import __version__
-
-        raise ConfigError(f"{what} is in format version {raw}, written by a newer memlab; this memlab ({__version__})"
-                          f" reads format versions up to {FORMAT_VERSION}: upgrade memlab to read it, or {redo}")
+        raise ConfigError(f"{what} is in format version {raw}, written by a newer memlab; this memlab "
+                          f"({memlab.__version__}) reads format versions up to {FORMAT_VERSION}: upgrade memlab to "
+                          f"read it, or {redo}")  # fmt: skip
     return raw
 
 
