@@ -89,6 +89,7 @@ def export_run(folder: str | Path, out: str | Path) -> list[dict[str, str]]:
         raise ConfigError(f"--run {folder}: not a memlab run folder (no memlab manifest.json); give the folder of "
                           "a finished `memlab eval`.")  # fmt: skip
     read = [(dataset, source.questions(dataset), source.runs(dataset)) for dataset in source.datasets]
+    gold = {(dataset, q.id): labels(q) for dataset, questions, _ in read for q in questions}
     target = _claim(Path(out))  # only once the run folder was read: one it refuses leaves nothing written
     target.mkdir(parents=True, exist_ok=True)
     files = []
@@ -96,7 +97,7 @@ def export_run(folder: str | Path, out: str | Path) -> list[dict[str, str]]:
         qrels = target / f"{slug(dataset)}.qrels"
         with qrels.open("w", encoding="utf-8") as f:
             for q in questions:
-                for session, event in labels(q):
+                for session, event in gold[(dataset, q.id)]:
                     f.write(f"{part(q.id)} 0 {docid(q.app_name, q.user_id, session, event)} 1\n")
         by_id = {q.id: q for q in questions}
         for system, run in runs.items():
