@@ -37,7 +37,7 @@ from memlab.lab.fact_run import run_fact_eval, summarize_facts
 from memlab.lab.faiss_exact import FaissExact
 from memlab.lab.fixtures import load_event_fixtures as load_fixtures
 from memlab.lab.fixtures import load_fixture_file
-from memlab.lab.folder import RunFolder
+from memlab.lab.folder import RunFolder, load_runs
 from memlab.lab.gate import (
     check_same_experiment,
     compare,
@@ -50,6 +50,7 @@ from memlab.lab.gate import (
     load_questions,
     load_rules,
     metrics_experiment,
+    read_baseline_file,
     regressions,
     ungated,
     write_baseline,
@@ -109,7 +110,8 @@ from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import write_report
 from memlab.lab.rerank import RerankSpec
-from memlab.lab.runs import RUN_COLUMNS, Run, collect, load_runs
+from memlab.lab.run_format import FORMAT_VERSION
+from memlab.lab.runs import RUN_COLUMNS, Run, collect
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, session_recall, size_bucket, summarize
 from memlab.lab.sweeps import SWEEPS, Sweep
 from memlab.lab.synth import generate as generate_synth
@@ -128,6 +130,7 @@ from memlab.lab.viewer import question_hits, viewer_systems, write_html
 
 __all__ = [
     "FORMATS",
+    "FORMAT_VERSION",
     "LOCOMO_CATEGORIES",
     "METRIC_DEFINITIONS",
     "RELIABILITY_FAMILIES",
@@ -251,6 +254,7 @@ __all__ = [
     "query_record",
     "question_hits",
     "question_scores",
+    "read_baseline_file",
     "read_judgments",
     "read_plain_queries",
     "read_pool",

@@ -30,13 +30,13 @@ from memlab.lab.config import ExperimentConfig
 from memlab.lab.dataset import Dataset
 from memlab.lab.dataset_checks import dataset_warnings
 from memlab.lab.folder import RunFolder, save_labels
-from memlab.lab.identity import unique_sessions
 from memlab.lab.label_loss import dropped_fields
 from memlab.lab.loaders import load_dataset
-from memlab.lab.outputs import RUN, claim_folder, mark, replace_folder
+from memlab.lab.outputs import claim_folder, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.report import write_report
+from memlab.lab.run_format import run_mark
 from memlab.lab.runs import Run, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
@@ -169,7 +169,7 @@ def run_experiment(
                                                           "question_scores.parquet", "report.md")]):
         stale.unlink(missing_ok=True)
     manifest: dict[str, Any] = {
-        **mark(RUN),
+        **run_mark(),  # memlab's mark and the folder's format version
         "status": "running",
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
@@ -224,9 +224,8 @@ def question_scores(folder: RunFolder, dataset: str) -> pd.DataFrame:
     for run in runs.values():
         ref = runs.get(run.reference) if run.reference else None
         scored = score(run.frame, questions, k=k, exact=ref.frame if ref is not None else None, memory_sizes=sizes)
-        if labels:  # hits carry their sessions; a run saved without them falls back on ids only one session holds
-            fallback = None if "event_sessions" in run.frame.columns else unique_sessions(events)
-            scored["session_recall"] = scored.question_id.map(session_recall(run.frame, questions, k, fallback))
+        if labels:
+            scored["session_recall"] = scored.question_id.map(session_recall(run.frame, questions, k))
         frames.append(scored.assign(dataset=dataset))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

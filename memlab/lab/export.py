@@ -12,8 +12,9 @@ id, percent-encoded the same way (question ids are unique within a data set; one
 score is rank-derived (events returned minus position, higher is better): hybrid and time-aware systems do not
 rank by distance, and the events of one unit share a distance, so a distance score would let tools reorder ties.
 A question that got no hit has no line in the run file: tools then leave it out of their means, where memlab
-counts it as 0 (`trec_eval -c` counts it too). A run saved before memlab recorded each hit's sessions gives an
-event id several sessions of the user hold, and no label names, the session `*` (what such a run was scored as)."""
+counts it as 0 (`trec_eval -c` counts it too). An event whose session the run could not record (a run folder of
+an older format, memlab.lab.run_format) is named as scoring names it: the label it matches on the id, else with
+the session `*`."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import pandas as pd
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Question
 from memlab.lab.folder import RunFolder
+from memlab.lab.identity import as_labelled
 from memlab.lab.json_bounds import loads
 from memlab.lab.metrics import events_in_rank_order
 from memlab.lab.outputs import RUN, folder_kind, is_empty_folder
@@ -34,7 +36,7 @@ from memlab.lab.runs import Run, slug
 
 INDEX = "export.json"
 Key = tuple[str, str]  # (session id, event id) within one question's app and user
-UNKNOWN = "*"  # the session part of an event a run saved without its session (never an encoded part: * is %2A)
+UNKNOWN = "*"  # the session part of an event whose session is not known (never an encoded part: * is %2A)
 
 
 def part(text: str) -> str:
@@ -47,71 +49,35 @@ def docid(app: str, user: str, session: str, event: str) -> str:
     return "/".join([part(app), part(user), session if session == UNKNOWN else part(session), part(event)])
 
 
-class _Sessions:
-    """Which sessions of a user hold an event id (labels/<dataset>.events.parquet)."""
-
-    def __init__(self, events: pd.DataFrame) -> None:
-        self._held: dict[tuple[str, str, str], list[str]] = {}
-        for app, user, session, event in zip(events.app_name, events.user_id, events.session_id, events.event_id,
-                                             strict=True):  # fmt: skip
-            held = self._held.setdefault((app, user, str(event)), [])
-            if session not in held:
-                held.append(session)
-
-    def holding(self, q: Question, event: str) -> list[str]:
-        return self._held.get((q.app_name, q.user_id, str(event)), [])
-
-
-def labels(q: Question, sessions: _Sessions) -> list[Key]:
-    """A question's relevant events as (session, event): the sessions its labels name, else the one session of
-    the user holding that id (or the one among `relevant_sessions`), as memlab resolves a label."""
-    given = list(getattr(q, "evidence", ()) or ()) or [(None, e) for e in q.relevant]
+def labels(q: Question) -> list[Key]:
+    """A question's relevant events as (session, event); a label whose session is not known cannot be a TREC
+    document and is refused."""
     out = []
-    for session, event in given:
+    for session, event in q.evidence:
         if session is None:
-            holders = sessions.holding(q, event)
-            narrowed = [s for s in holders if s in q.relevant_sessions] if len(holders) > 1 else holders
-            if len(narrowed) != 1:
-                raise ConfigError(f"question {q.id!r}: relevant event {event!r} is in sessions {holders} of user "
-                                  f"{q.user_id!r} and its label does not say which; name the session in the data "
-                                  "set and run it again")  # fmt: skip
-            session = narrowed[0]
+            raise ConfigError(f"question {q.id!r}: relevant event {event!r} is in several sessions of user "
+                              f"{q.user_id!r} (or in none) and its label does not say which; name the session in "
+                              "the data set and run it again")  # fmt: skip
         out.append((str(session), str(event)))
     return list(dict.fromkeys(out))
 
 
-def _hit_keys(q: Question, row: pd.Series, gold: Sequence[Key], sessions: _Sessions) -> list[Key]:
-    """The (session, event) of each event of one hit: as the run saved them; for a run saved without them, the
-    one session of the user holding the id, else the labelled event it matches, else the unit's session, else
-    UNKNOWN (such a run was scored on the event id alone, and so is its export)."""
-    ids = [str(e) for e in (row["event_ids"] if row["event_ids"] is not None else [])]
-    saved = row.get("event_sessions")
-    saved = list(saved) if saved is not None and not isinstance(saved, float) else []
-    if len(saved) == len(ids) and all(s is not None for s in saved):
-        return [(str(s), e) for s, e in zip(saved, ids, strict=True)]
-    unit_session = row.get("session_id")
-    keys = []
-    for e in ids:
-        holders = sessions.holding(q, e)
-        matched = [s for s, g in gold if g == e]
-        if len(holders) == 1:
-            keys.append((holders[0], e))
-        elif matched:
-            keys.append((matched[0], e))
-        else:
-            keys.append((unit_session if isinstance(unit_session, str) else UNKNOWN, e))
-    return keys
+def _hit_keys(row: pd.Series, gold: Sequence[Key]) -> list[Key]:
+    """The (session, event) of each event of one hit, as scoring names it: an event whose session is not known
+    is the label it matches on the id (memlab.lab.identity), else UNKNOWN."""
+    keys = zip(row["event_sessions"], (str(e) for e in row["event_ids"]), strict=True)
+    named = [as_labelled(gold, (s, e)) for s, e in keys]
+    return [(UNKNOWN if s is None else str(s), e) for s, e in named]
 
 
-def ranked_events(run: Run, questions: Iterable[Question], sessions: _Sessions) -> dict[str, list[Key]]:
+def ranked_events(run: Run, questions: Iterable[Question]) -> dict[str, list[Key]]:
     """Question id -> its hits' events in rank order (each event once, at its first unit's rank)."""
     by_id = {q.id: q for q in questions}
     rows = run.frame[(run.frame["rank"] > 0) & run.frame.question_id.isin(by_id)].sort_values("rank", kind="stable")
     units: dict[str, list[list[Key]]] = {}
-    gold = {qid: labels(q, sessions) for qid, q in by_id.items()}
+    gold = {qid: labels(q) for qid, q in by_id.items()}
     for _, row in rows.iterrows():
-        q = by_id[row.question_id]
-        units.setdefault(q.id, []).append(_hit_keys(q, row, gold[q.id], sessions))
+        units.setdefault(row.question_id, []).append(_hit_keys(row, gold[row.question_id]))
     return {qid: events_in_rank_order(found) for qid, found in units.items()}
 
 
@@ -122,23 +88,23 @@ def export_run(folder: str | Path, out: str | Path) -> list[dict[str, str]]:
     if folder_kind(source.path) != RUN:
         raise ConfigError(f"--run {folder}: not a memlab run folder (no memlab manifest.json); give the folder of "
                           "a finished `memlab eval`.")  # fmt: skip
-    target = _claim(Path(out))
+    read = [(dataset, source.questions(dataset), source.runs(dataset)) for dataset in source.datasets]
+    gold = {(dataset, q.id): labels(q) for dataset, questions, _ in read for q in questions}
+    target = _claim(Path(out))  # only once the run folder was read: one it refuses leaves nothing written
     target.mkdir(parents=True, exist_ok=True)
     files = []
-    for dataset in source.datasets:
-        questions = source.questions(dataset)
-        sessions = _Sessions(source.events(dataset))
+    for dataset, questions, runs in read:
         qrels = target / f"{slug(dataset)}.qrels"
         with qrels.open("w", encoding="utf-8") as f:
             for q in questions:
-                for session, event in labels(q, sessions):
+                for session, event in gold[(dataset, q.id)]:
                     f.write(f"{part(q.id)} 0 {docid(q.app_name, q.user_id, session, event)} 1\n")
         by_id = {q.id: q for q in questions}
-        for system, run in source.runs(dataset).items():
+        for system, run in runs.items():
             path = target / f"{slug(dataset)}__{slug(system)}.run"
             tag = slug(system)
             with path.open("w", encoding="utf-8") as f:
-                for qid, events in ranked_events(run, questions, sessions).items():
+                for qid, events in ranked_events(run, questions).items():
                     q = by_id[qid]
                     for i, (session, event) in enumerate(events):
                         f.write(f"{part(qid)} Q0 {docid(q.app_name, q.user_id, session, event)} {i + 1} "

@@ -195,17 +195,19 @@ def run_fact_eval(
     return pd.DataFrame(rows)
 
 
+def _measured_sum(values: pd.Series) -> float:
+    """A count's sum over fixtures: NaN, not 0, where none measured it."""
+    return values.sum(min_count=1)
+
+
 def summarize_facts(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per extractor: means of the per-fixture figures, sums of the counts, and `stale_recall` over all
-    questions whose key had a replaced value (a run saved before the stale figures has none of them)."""
+    questions whose key had a replaced value (NaN where the stale figures were not measured)."""
     aggs = {"fixtures": ("fixture", "count"), "key_accuracy": ("key_accuracy", "mean"),
             "state_exact": ("state_exact", "mean"), "candidate_recall": ("candidate_recall", "mean"),
             "candidate_precision": ("candidate_precision", "mean"), "dropped": ("dropped", "sum"),
-            "seconds_per_session": ("seconds_per_session", "mean")}  # fmt: skip
-    stale = "key_questions" in frame
-    if stale:
-        aggs |= {c: (c, "sum") for c in ("key_questions", "stale_served", "replaced_questions", "stale_answers")}
-    out = frame.groupby("extractor", sort=False).agg(**aggs).reset_index()
-    if stale:
-        out["stale_recall"] = out.stale_answers / out.replaced_questions.where(out.replaced_questions > 0)
+            "seconds_per_session": ("seconds_per_session", "mean"),
+            **{c: (c, _measured_sum) for c in ("key_questions", "stale_served", "replaced_questions", "stale_answers")}}
+    out = frame.groupby("extractor", sort=False).agg(**aggs).reset_index()  # fmt: skip
+    out["stale_recall"] = out.stale_answers / out.replaced_questions.where(out.replaced_questions > 0)
     return out

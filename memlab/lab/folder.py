@@ -8,25 +8,36 @@
     scores.csv / scores.parquet        long form: dataset, system, metric, value, questions
     metrics.json                       flat keys dataset/system/metric
     manifest.json, report.md, *.png
+
+A folder is read in the current shape whatever memlab version wrote it: each file of an older format passes
+memlab.lab.run_format's upgrade step once, as it is read; a folder of a newer format is refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
 
-from memlab.errors import ConfigError, FixtureError
+from memlab.errors import ConfigError
 from memlab.events.filters import holds_secret  # memoised: ingest scanned most of these texts already
 from memlab.lab.dataset import Dataset, Question
-from memlab.lab.identity import resolve, session_index
 from memlab.lab.json_bounds import loads
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.redact)
-from memlab.lab.runs import Run, load_runs, slug
+from memlab.lab.run_format import (
+    FORMAT_VERSION,
+    folder_version,
+    upgrade_events,
+    upgrade_labels,
+    upgrade_run,
+    upgrade_scores,
+    upgrade_table,
+)
+from memlab.lab.runs import Run, read_runs, slug
 from memlab.lab.uncertainty import QuestionTable
 
 TEXT_KEPT = 600  # characters of each event kept in the run folder, for the per-question viewer
@@ -75,19 +86,8 @@ def save_table(folder: Path, sweep: str, dataset: str, frame: pd.DataFrame) -> P
 
 
 def _pairs(sessions, events) -> tuple:
-    """(session, event) pairs from the two saved lists (arrays once read back; None in labels saved before)."""
-    if sessions is None or events is None:
-        return ()
+    """(session, event) pairs from the two saved lists (arrays once read back)."""
     return tuple(zip(list(sessions), list(events), strict=True))
-
-
-def _old_labels(q: Question, index: dict) -> tuple:
-    """The sessions of labels saved as bare ids: where an id is ambiguous the session stays None (matched on the
-    id, as the run was scored when it was made)."""
-    try:
-        return resolve(q.id, q.user_id, q.relevant, q.evidence, q.relevant_sessions, index.get((q.app_name, q.user_id)))
-    except FixtureError:
-        return q.evidence
 
 
 T = TypeVar("T")
@@ -109,8 +109,23 @@ class RunFolder:
         return self.memo("manifest", None, self._read_manifest)
 
     def _read_manifest(self) -> dict:
+        """The manifest (none: {}), refused when its format is newer than this memlab reads."""
         file = self.path / "manifest.json"
-        return loads(file.read_text(), str(file), ConfigError) if file.exists() else {}
+        manifest = loads(file.read_text(), str(file), ConfigError) if file.exists() else {}
+        if not isinstance(manifest, dict):
+            raise ConfigError(f"{file}: not a run folder's manifest (a JSON object); run `memlab eval` again to "
+                              "make the folder anew")  # fmt: skip
+        folder_version(manifest, self.path)
+        return manifest
+
+    @property
+    def version(self) -> int:
+        """The format version the folder was written in (memlab.lab.run_format)."""
+        return folder_version(self.manifest, self.path)
+
+    def current(self, read: T, upgrade: Callable[[], T]) -> T:
+        """What was `read`, or `upgrade()` of it in a folder of an older format (run_format's one step)."""
+        return read if self.version >= FORMAT_VERSION else upgrade()
 
     @property
     def k(self) -> int:
@@ -142,7 +157,17 @@ class RunFolder:
 
     @property
     def all_runs(self) -> list[Run]:
-        return self.memo("all_runs", None, lambda: load_runs(self.path))
+        return self.memo("all_runs", None, self._read_runs)
+
+    def _read_runs(self) -> list[Run]:
+        return [self.current(run, lambda r=run: self._upgrade_run(r)) for run in read_runs(self.path)]
+
+    def _upgrade_run(self, run: Run) -> Run:
+        return upgrade_run(run, lambda: self.questions(run.dataset), lambda: self.events(run.dataset),
+                           self._where(run.path_in(self.path)))  # fmt: skip
+
+    def _where(self, path: Path) -> str:
+        return f"run folder {self.path}: {path.relative_to(self.path)}"
 
     def runs(self, dataset: str) -> dict[str, Run]:
         return {r.system: r for r in self.all_runs if r.dataset == dataset}
@@ -163,33 +188,42 @@ class RunFolder:
         return self.memo("questions", dataset, lambda: self._read_questions(dataset))
 
     def _read_questions(self, dataset: str) -> list[Question]:
-        """The labels as saved; labels saved before they named sessions get them from the events file (each id
-        the one session holding it, as `Dataset` resolves them)."""
-        frame = pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.questions.parquet")
-        questions = [
+        """The labels as saved, each a (session, event) pair."""
+        path = self.path / "labels" / f"{slug(dataset)}.questions.parquet"
+        frame = pd.read_parquet(path)
+        frame = self.current(frame, lambda: upgrade_labels(frame, self.events(dataset), self._where(path)))
+        return [
             Question(id=r.id, app_name=r.app_name, user_id=r.user_id, text=r.text, relevant=tuple(r.relevant),
                      asked_at=datetime.fromisoformat(r.asked_at) if r.asked_at else None, qtype=r.qtype,
                      fact_key=r.fact_key, relevant_sessions=tuple(r.relevant_sessions), answer=r.answer,
-                     evidence=_pairs(getattr(r, "evidence_sessions", None), getattr(r, "evidence_events", None)),
-                     judged=_pairs(getattr(r, "judged_sessions", None), getattr(r, "judged_events", None)))
+                     evidence=_pairs(r.evidence_sessions, r.evidence_events),
+                     judged=_pairs(r.judged_sessions, r.judged_events))
             for r in frame.itertuples(index=False)
         ]  # fmt: skip
-        if all(session is not None for q in questions for session, _ in q.evidence):
-            return questions
-        events = self.events(dataset)
-        index = session_index(zip(events.app_name, events.user_id, events.session_id, events.event_id, strict=True))
-        return [replace(q, evidence=_old_labels(q, index)) for q in questions]
 
     def events(self, dataset: str) -> pd.DataFrame:
-        return pd.read_parquet(self.path / "labels" / f"{slug(dataset)}.events.parquet")
+        """App, user, session, event id, author and saved text of every event of the data set."""
+        return self.memo("events", dataset, lambda: self._read_events(dataset))
+
+    def _read_events(self, dataset: str) -> pd.DataFrame:
+        path = self.path / "labels" / f"{slug(dataset)}.events.parquet"
+        frame = pd.read_parquet(path)
+        return self.current(frame, lambda: upgrade_events(frame, self._where(path)))
 
     def table(self, sweep: str, dataset: str) -> pd.DataFrame | None:
         path = self.path / "tables" / f"{sweep}__{slug(dataset)}.parquet"
-        return pd.read_parquet(path) if path.exists() else None
+        if not path.exists():
+            return None
+        frame = pd.read_parquet(path)
+        return self.current(frame, lambda: upgrade_table(sweep, frame))
 
     @property
     def scores(self) -> pd.DataFrame:
-        return self.memo("scores", None, lambda: pd.read_parquet(self.path / "scores.parquet"))
+        return self.memo("scores", None, self._read_scores)
+
+    def _read_scores(self) -> pd.DataFrame:
+        frame = pd.read_parquet(self.path / "scores.parquet")
+        return self.current(frame, lambda: upgrade_scores(frame))
 
     @property
     def question_scores(self) -> pd.DataFrame:
@@ -203,3 +237,8 @@ class RunFolder:
     def _split_question_scores(self):
         """The per-question scores split by (data set, system) once, for every interval and paired test."""
         return QuestionTable(self.question_scores)
+
+
+def load_runs(folder: str | Path) -> list[Run]:
+    """Every run saved in a run folder, in file order and in the current shape (memlab.lab.run_format)."""
+    return RunFolder(Path(folder)).all_runs

@@ -15,9 +15,11 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.config import suite_names
+from memlab.lab.folder import RunFolder
 from memlab.lab.json_bounds import loads
-from memlab.lab.metric_definitions import HIGHER, MetricDefinition, current_key, definition_of, ungated_system
+from memlab.lab.metric_definitions import HIGHER, MetricDefinition, definition_of, ungated_system
 from memlab.lab.outputs import claim_file, is_baseline_file
+from memlab.lab.run_format import FORMAT_VERSION, VERSION_KEY, current_metrics, read_baseline
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences, split_key
 from memlab.lab.yaml_bounds import load_yaml_file
@@ -83,10 +85,7 @@ def _metrics_file(path: str | Path) -> Path:
     return path / "metrics.json" if path.is_dir() else path
 
 
-def load_metrics(path: str | Path, *, what: str = "run") -> dict[str, float]:
-    """The metrics of a run folder (its metrics.json), a metrics.json, or a baseline file. `what` ("run" or
-    "baseline") picks the advice given when the file is missing."""
-    path = _metrics_file(path)
+def _read_json(path: Path, what: str) -> object:
     if not path.exists():
         if what == "baseline":
             raise ConfigError(f"no baseline at {path}: make one from a finished run with "
@@ -94,11 +93,29 @@ def load_metrics(path: str | Path, *, what: str = "run") -> dict[str, float]:
         raise ConfigError(f"{path}: no metrics file; give the folder of a finished `memlab eval` run (it writes "
                           "metrics.json), or run one.")  # fmt: skip
     try:
-        data = loads(path.read_text(), str(path), ConfigError)
+        return loads(path.read_text(), str(path), ConfigError)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-    if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
-        data = data["metrics"]  # a baseline file: {"experiment": ..., "metrics": {...}}
+
+
+def read_baseline_file(path: str | Path) -> dict:
+    """A baseline file in the current shape, {"format_version", "experiment", "metrics"}, whatever memlab
+    version wrote it (memlab.lab.run_format); one of a newer format is refused."""
+    path = Path(path)
+    return read_baseline(_read_json(path, "baseline"), path)
+
+
+def load_metrics(path: str | Path, *, what: str = "run") -> dict[str, float]:
+    """The metrics of a run folder (its metrics.json), a metrics.json, or a baseline file, in the current shape
+    (memlab.lab.run_format). `what` ("run" or "baseline") picks the advice given when the file is missing; a
+    file is read as a baseline when it has a baseline's shape or `what` says so."""
+    path = _metrics_file(path)
+    data = _read_json(path, what)
+    ran = (path.parent / "manifest.json").exists()  # a run folder's metrics.json: in the folder's format
+    if (isinstance(data, dict) and isinstance(data.get("metrics"), dict)) or (what == "baseline" and not ran):
+        data = read_baseline(data, path)["metrics"]
+    elif isinstance(data, dict):
+        data = current_metrics(data, RunFolder(path.parent).version)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a metrics file (expected a JSON object of metric -> number).")
     try:
@@ -183,7 +200,8 @@ def write_baseline(run: str | Path, out: str | Path) -> dict[str, float]:
     if not Path(out).exists():  # a new baseline: its question scores beside it must be new too
         claim_file(questions_path(out, baseline=True), lambda _: False, flag="--out", what="baseline's scores")
     metrics = load_metrics(run)
-    payload = {"experiment": metrics_experiment(run), "metrics": dict(sorted(metrics.items()))}
+    payload = {VERSION_KEY: FORMAT_VERSION, "experiment": metrics_experiment(run),
+               "metrics": dict(sorted(metrics.items()))}  # fmt: skip
     Path(out).write_text(json.dumps(payload, indent=2) + "\n")
     questions = load_questions(run)
     if questions is not None:
@@ -239,8 +257,6 @@ def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule]
     row per key no metric definition covers, verdict `ungated` (listed, never compared). Keys whose definition
     says they are not gated (settings, timings, counts) are left out."""
     rules = load_rules() if rules is None else rules
-    baseline = {current_key(k): v for k, v in baseline.items()}
-    run = {current_key(k): v for k, v in run.items()}
     rows = []
     for key in sorted(set(baseline) | set(run)):
         how = gating(key, rules)

@@ -7,8 +7,9 @@ Labels and hits are compared per question, and every hit of a question comes fro
 app and user are the question's. Anything that pools events of several users (an event -> session map, the text
 shown for an event, facts cited in a data set) keys them by all four parts.
 
-A run saved before hits carried their sessions has no `event_sessions` column: its events have session None,
-which matches a label on the event id alone (how such runs were scored when they were made)."""
+A session None means it is not known (a run folder of an older format whose hits did not record it and whose
+event id several sessions of the user hold: memlab.lab.run_format; a label a data set could not place): such an
+event matches a label on the event id alone, which is how such runs were scored when they were made."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def hit_events(event_ids: Sequence[str], sessions: Sequence[str | None] | None) 
 
 
 def run_events(run: pd.DataFrame) -> list[list[EventKey]]:
-    """The event keys of every row of a run frame, in row order."""
+    """The event keys of every row of a run frame, in row order (a frame built by hand without the session
+    columns: sessions not known)."""
     sessions = run["event_sessions"] if "event_sessions" in run.columns else [None] * len(run)
     return [hit_events(ids, s) for ids, s in zip(run["event_ids"], sessions, strict=True)]
 
@@ -49,10 +51,16 @@ def unit_keys(run: pd.DataFrame) -> list[tuple[str | None, str]]:
 
 
 def labelled(evidence: Iterable[EventKey], key: EventKey) -> bool:
-    """Whether `key` (a hit's event) is one of the labelled events; a hit without its session (an old run) is
-    matched on the event id."""
+    """Whether `key` (a hit's event) is one of the labelled events; where either session is not known (None) they
+    are matched on the event id."""
     session, event = key
     return any(e == event and (session is None or s is None or s == session) for s, e in evidence)
+
+
+def as_labelled(gold: Sequence[EventKey], key: EventKey) -> EventKey:
+    """A hit's event key as the labels name it: the first label it matches (`labelled`), else itself. Scoring and
+    the TREC export both name a hit's events this way."""
+    return next((g for g in gold if labelled([g], key)), key)
 
 
 def holds_labelled(evidence: Iterable[EventKey], keys: Iterable[EventKey]) -> bool:
@@ -113,13 +121,3 @@ def resolve(question_id: str, user: str, relevant: Sequence[str], evidence: Sequ
                                 f"user {user!r}")  # fmt: skip
         out.append((narrowed[0], event))
     return tuple(out)
-
-
-def unique_sessions(events: pd.DataFrame) -> dict[tuple[str, str, str], str]:
-    """(app, user, event id) -> session for the ids one session of the user holds, from a labels/*.events frame
-    (what a run saved without sessions can still be told)."""
-    held: dict[tuple[str, str, str], set[str]] = {}
-    for app, user, session, event in zip(events.app_name, events.user_id, events.session_id, events.event_id,
-                                         strict=True):  # fmt: skip
-        held.setdefault((app, user, event), set()).add(session)
-    return {key: next(iter(s)) for key, s in held.items() if len(s) == 1}

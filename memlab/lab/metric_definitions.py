@@ -125,7 +125,8 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
        "telling answerable from no-answer questions (0.5 is chance)"),
     _q("hit_distance_roc_auc", HIGHER, 0.02, "per-hit ROC AUC: a hit's distance as a score telling hits holding "
        "a labelled event from the rest (0.5 is chance)"),
-    _off("best_f1_distance", None, SETTING, "best-F1 distance of the per-hit precision-recall curve (older runs)"),
+    _off("best_f1_distance", None, SETTING, "best-F1 distance of the per-hit precision-recall curve (folders and "
+         "baselines of format 1 only)"),
     _off("max_distance", None, SETTING, "the max_distance a system was cut at"),
     # the answerability gate (memlab.lab.answerability, the retrieval sweep)
     _q("roc_auc", HIGHER, 0.02, "per-hit ROC AUC of the hit model's score (or the distance) for hits holding a "
@@ -145,7 +146,8 @@ UNGATED_SYSTEMS: tuple[tuple[str, str], ...] = (
                "through its advice, each point is in scores.csv"),
 )  # fmt: skip
 
-# Metric names an older run or baseline used, read as their current name.
+# Metric names memlab has renamed (former -> current): a run folder or baseline of an older format is read with
+# its metrics under the current name (memlab.lab.run_format's upgrade step), so nothing else knows former names.
 FORMER_NAMES = {"distance_roc_auc": "hit_distance_roc_auc"}
 
 _METRIC = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<at>@\d+)?(?P<group>\[.*\])?$")
@@ -176,22 +178,12 @@ def parse_key(key: str) -> MetricKey | None:
     return MetricKey(dataset, system, metric, match["name"])
 
 
-def current_key(key: str) -> str:
-    """`key` with a former metric name replaced by its current one (FORMER_NAMES); other keys unchanged."""
-    parts = parse_key(key)
-    if parts is None or parts.name not in FORMER_NAMES:
-        return key
-    metric = FORMER_NAMES[parts.name] + parts.metric[len(parts.name):]
-    return f"{parts.dataset}/{parts.system}/{metric}"
-
-
 def definition_of(key: str) -> MetricDefinition | None:
     """The definition covering a metrics key, or None when none does (the gate then reports it ungated)."""
     parts = parse_key(key)
     if parts is None:
         return None
-    name = FORMER_NAMES.get(parts.name, parts.name)
-    return next((d for d in DEFINITIONS if d.name == name and fnmatch.fnmatchcase(parts.system, d.systems)), None)
+    return next((d for d in DEFINITIONS if d.name == parts.name and fnmatch.fnmatchcase(parts.system, d.systems)), None)
 
 
 def ungated_system(key: str) -> str | None:
@@ -216,4 +208,4 @@ def reading_note(names: list[str]) -> str:
 
 
 __all__ = ["DEFINITIONS", "FORMER_NAMES", "HIGHER", "LOWER", "UNGATED_SYSTEMS", "MetricDefinition", "MetricKey",
-           "current_key", "definition_of", "parse_key", "reading_note", "ungated_system"]
+           "definition_of", "parse_key", "reading_note", "ungated_system"]

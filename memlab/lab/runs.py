@@ -27,7 +27,8 @@ RUN_COLUMNS = [
     "system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan", "lexical",
     "coverage", "score",
 ]  # fmt: skip
-SESSION_COLUMNS = ["session_id", "event_sessions"]  # the hit's session and each event's (older runs lack them)
+SESSION_COLUMNS = ["session_id", "event_sessions"]  # the hit's session and each event's (None: not known)
+LIST_COLUMNS = {"event_ids", "event_sessions"}  # a list per row
 # a re-ranked system's runs only (memlab.lab.rerank): the hit's re-ranker score beside its embedding distance, and
 # per question (repeated on its rows) the model call's seconds, tokens, cache hit and the error it fell back on
 RERANK_COLUMNS = ["rerank", "rerank_seconds", "rerank_tokens", "rerank_cached", "rerank_error"]
@@ -113,15 +114,17 @@ class Run:
 
     @classmethod
     def load(cls, path: str | Path) -> Run:
+        """One saved run file as it is (a run folder's reader, memlab.lab.RunFolder, brings an older one to the
+        current shape)."""
         frame = pd.read_parquet(path)
-        frame["event_ids"] = frame["event_ids"].map(lambda ids: list(ids) if ids is not None else [])
-        if "event_sessions" in frame:
-            frame["event_sessions"] = frame["event_sessions"].map(lambda s: list(s) if s is not None else [])
+        for column in LIST_COLUMNS.intersection(frame.columns):  # parquet gives arrays back
+            frame[column] = frame[column].map(lambda values: list(values) if values is not None else [])
         dataset, system = str(frame.dataset.iloc[0]), str(frame.system.iloc[0])
         reference = str(frame.reference.iloc[0]) or None if "reference" in frame else None
         return cls(dataset, system, frame.drop(columns=["dataset", "reference"], errors="ignore"), reference)
 
 
-def load_runs(folder: str | Path) -> list[Run]:
-    """Every run saved in a run folder, in file order."""
+def read_runs(folder: str | Path) -> list[Run]:
+    """Every run file of a run folder as saved, in file order (memlab.lab.load_runs reads them in the current
+    shape)."""
     return [Run.load(p) for p in sorted((Path(folder) / "runs").glob("*.parquet"))]

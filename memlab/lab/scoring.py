@@ -8,7 +8,7 @@ and user (memlab.lab.identity): the same event id in another session is another 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import ir_measures
 import numpy as np
@@ -16,7 +16,7 @@ import pandas as pd
 from ir_measures import RR, Bpref, Judged, P, R, Success, nDCG
 
 from memlab.lab.dataset import Question
-from memlab.lab.identity import doc_id, labelled, run_events, unit_keys
+from memlab.lab.identity import as_labelled, doc_id, run_events, unit_keys
 from memlab.lab.metrics import events_in_rank_order, recall_vs_exact
 
 SIZE_BINS = [0, 50, 500, 2000, np.inf]
@@ -93,7 +93,7 @@ def score(
             hits = [r for r, _ in rows_of_q if r.rank > 0]
             gold = by_id[qid].evidence
             known = (*gold, *by_id[qid].judged)
-            events = events_in_rank_order([[_as_labelled(known, key) for key in keys] for r, keys in rows_of_q
+            events = events_in_rank_order([[as_labelled(known, key) for key in keys] for r, keys in rows_of_q
                                            if r.rank > 0])  # fmt: skip
             docs.extend(ir_measures.ScoredDoc(qid, doc_id(e), float(len(events) - i)) for i, e in enumerate(events))
             rows_of_q = [r for r, _ in rows_of_q]
@@ -192,31 +192,16 @@ def metric_name(column: str, k: int) -> str:
     return f"{_AT_K[column]}@{k}" if column in _AT_K else column
 
 
-def session_recall(
-    run: pd.DataFrame, questions: Sequence[Question], k: int,
-    event_session: Mapping[tuple[str, str, str], str] | None = None,
-) -> pd.Series:  # fmt: skip
-    """Per question with session labels: share of its answer sessions that a hit within k comes from. A hit's
-    events carry their sessions; for a run saved without them, `event_session` maps (app, user, event id) to the
-    one session holding that id (an id several sessions of the user hold gives no session)."""
+def session_recall(run: pd.DataFrame, questions: Sequence[Question], k: int) -> pd.Series:
+    """Per question with session labels: share of its answer sessions that a hit within k comes from (the
+    sessions its events carry; an event whose session is not known counts for none)."""
     by_id = {q.id: q for q in questions if q.relevant_sessions and q.answerable}
     hits = run[(run["rank"] > 0) & (run["rank"] <= k) & run.question_id.isin(by_id)]
     found: dict[str, set[str]] = {}
     for qid, keys in zip(hits.question_id, run_events(hits), strict=True):
-        q = by_id[qid]
-        for session, event in keys:
-            if session is None and event_session is not None:
-                session = event_session.get((q.app_name, q.user_id, event))
-            if session is not None:
-                found.setdefault(qid, set()).add(session)
+        found.setdefault(qid, set()).update(session for session, _ in keys if session is not None)
     return pd.Series({qid: len(set(q.relevant_sessions) & found.get(qid, set())) / len(set(q.relevant_sessions))
                       for qid, q in by_id.items()}, dtype=float)  # fmt: skip
-
-
-def _as_labelled(gold: Sequence, key: tuple) -> tuple:
-    """A hit's event key as the qrels name it: the label it matches (a hit saved without its session, in an old
-    run, matches on the event id), else itself."""
-    return next((g for g in gold if labelled([g], key)), key)
 
 
 def _counts(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:

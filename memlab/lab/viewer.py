@@ -15,7 +15,7 @@ import pandas as pd
 
 from memlab.lab.dataset import Question
 from memlab.lab.folder import RunFolder
-from memlab.lab.identity import relevant_hits, run_events, unique_sessions
+from memlab.lab.identity import relevant_hits, run_events
 from memlab.lab.redacted import clean, clean_deep
 from memlab.lab.scoring import SIZE_LABELS
 from memlab.lab.tables import format_cell
@@ -45,27 +45,18 @@ def _cutoffs(folder: RunFolder, dataset: str) -> dict[str, float]:
 def _texts(folder: RunFolder, dataset: str) -> dict[tuple[str, str, str, str], str]:
     """(app, user, session, event id) -> the event's saved text: ids repeat across sessions and users."""
     events = folder.events(dataset)
-    if "text" not in events.columns:
-        return {}
-    author = events.author if "author" in events.columns else pd.Series("", index=events.index)
     keys = zip(events.app_name, events.user_id, events.session_id, events.event_id, strict=True)
-    return {k: (f"{a}: {t}" if a else str(t)) for k, a, t in zip(keys, author, events.text, strict=True)
+    return {k: (f"{a}: {t}" if a else str(t)) for k, a, t in zip(keys, events.author, events.text, strict=True)
             if isinstance(t, str)}  # fmt: skip
 
 
-def _hit_text(texts: dict, q: Question | None, keys: list, sessions: dict) -> str:
-    """A hit's text from its events' keys within the question's user; an event saved without its session (an
-    old run) is shown where one session of the user holds that id."""
+def _hit_text(texts: dict, q: Question | None, keys: list) -> str:
+    """A hit's text from its events' keys within the question's user (an event whose session is not known has
+    none to show)."""
     if q is None:
         return ""
-    out = []
-    for session, event in keys:
-        if session is None:
-            session = sessions.get((q.app_name, q.user_id, event))
-        text = texts.get((q.app_name, q.user_id, session, event))
-        if text:
-            out.append(text)
-    return " / ".join(out)
+    found = (texts.get((q.app_name, q.user_id, session, event)) for session, event in keys)
+    return " / ".join(text for text in found if text)
 
 
 def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str | None = None,
@@ -76,7 +67,6 @@ def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str
     folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
     questions = {q.id: q for q in folder.questions(dataset)}
     cutoffs, texts, k = _cutoffs(folder, dataset), _texts(folder, dataset), folder.k
-    sessions = unique_sessions(folder.events(dataset))
     frames = []
     for system, run in folder.runs(dataset).items():
         if system not in (systems or viewer_systems(folder, dataset)):
@@ -93,12 +83,11 @@ def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str
             "dataset": dataset, "system": system, "rendering": rendering_of(system),
             "question_id": hits.question_id.to_numpy(), "rank": hits["rank"].to_numpy(),
             "unit_id": hits.unit_id.to_numpy(),
-            "session_id": hits.session_id.to_numpy() if "session_id" in hits.columns else None,
+            "session_id": hits.session_id.to_numpy(),
             "event_ids": [list(e) for e in hits.event_ids],
             "distance": hits.distance.to_numpy(), "relevant": relevant,
             "dropped_by_cutoff": (hits.distance > cut).to_numpy() if cut is not None else False,
-            "text": [_hit_text(texts, questions.get(q), k_, sessions) for q, k_ in zip(hits.question_id, keys,
-                                                                                        strict=True)],
+            "text": [_hit_text(texts, questions.get(q), k_) for q, k_ in zip(hits.question_id, keys, strict=True)],
         }))  # fmt: skip
     columns = ["dataset", "system", "rendering", "question_id", "rank", "unit_id", "session_id", "event_ids",
                "distance", "relevant", "dropped_by_cutoff", "text"]  # fmt: skip
@@ -117,7 +106,7 @@ def answers_shown(folder: RunFolder, dataset: str) -> dict[str, dict[str, dict]]
         out.setdefault(r.system, {})[r.question_id] = {
             "answer": r.answer, "abstained": bool(r.abstained), "verdict": verdict, "reason": r.judge_reason or "",
             "f1": None if pd.isna(r.f1) else round(float(r.f1), 3), "error": r.error or "",
-            "read": int(getattr(r, "hits_read", 0))}  # fmt: skip
+            "read": None if pd.isna(r.hits_read) else int(r.hits_read)}  # fmt: skip
     return out
 
 

@@ -71,7 +71,7 @@ def test_cli_gate_on_missing_files_is_a_clear_error(tmp_path):
 
 # -- directions come from metric definitions, on the committed baseline --------------------------------------------
 
-BASELINE = json.loads((ROOT / "reports" / "baseline.json").read_text())
+BASELINE = lab.read_baseline_file(ROOT / "reports" / "baseline.json")  # as the gate reads it: the current format
 LOWER_IS_BETTER = {  # keys of the committed baseline whose rise is a loss, each moved well past its tolerance
     "synth/answerability:gate/false_memory_rate": 0.90,
     "synth/answerability:gate/brier": 0.35,
@@ -167,10 +167,52 @@ def test_recommended_settings_are_not_gated_as_quality(tmp_path):
         assert not how.gated and how.definition is not None and how.why, key
 
 
-def test_a_former_metric_name_is_compared_under_its_current_name():
-    table = compare({"synth/event/distance_roc_auc": 0.80}, {"synth/event/hit_distance_roc_auc": 0.50}, load_rules())
-    assert table.metric.tolist() == ["synth/event/hit_distance_roc_auc"]
-    assert table.verdict.tolist() == ["regression"]
+def test_a_former_metric_name_of_an_unversioned_baseline_is_gated_under_its_current_name(tmp_path):
+    """A baseline written before the format version (flat or not) is read in the current format: the metric it
+    names by its former name is compared with the run's current one."""
+    for old in ({"synth/event/distance_roc_auc": 0.80}, {"experiment": None,
+                                                         "metrics": {"synth/event/distance_roc_auc": 0.80}}):
+        result, gate_md = _gate(tmp_path, {"synth/event/hit_distance_roc_auc": 0.50}, baseline=old)
+        assert result.exit_code == 1, result.output
+        assert "| synth/event/hit_distance_roc_auc | higher | 0.800 | 0.500 | -0.300 | 0.020 | regression |" in gate_md
+        assert "| synth/event/distance_roc_auc |" not in gate_md, gate_md
+    assert lab.metric_definition("synth/event/distance_roc_auc") is None, "only the upgrade step knows old names"
+
+
+def test_the_committed_baseline_is_read_in_the_current_format():
+    raw = json.loads((ROOT / "reports" / "baseline.json").read_text())
+    assert BASELINE["format_version"] == lab.FORMAT_VERSION and BASELINE["experiment"] == raw["experiment"]
+    renamed = [k for k in raw["metrics"] if k.endswith("/distance_roc_auc")]
+    assert renamed, "the committed baseline names some metrics by a former name"
+    for key in renamed:
+        now = key.replace("/distance_roc_auc", "/hit_distance_roc_auc")
+        assert BASELINE["metrics"][now] == raw["metrics"][key] and key not in BASELINE["metrics"]
+    assert len(BASELINE["metrics"]) == len(raw["metrics"])
+
+
+def test_a_baseline_of_a_newer_format_is_refused_with_one_line(tmp_path):
+    result, _ = _gate(tmp_path, BASE, baseline={"format_version": lab.FORMAT_VERSION + 1, "experiment": None,
+                                                "metrics": BASE})  # fmt: skip
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.output.split())
+    assert f"format version {lab.FORMAT_VERSION + 1}" in line and "newer memlab" in line and "upgrade memlab" in line
+    assert "memlab baseline --run" in line
+    for bad in ("2", 0, 1.5, True):
+        result, _ = _gate(tmp_path, BASE, baseline={"format_version": bad, "metrics": BASE})
+        assert result.exit_code == 2 and "format_version" in result.output, (bad, result.output)
+
+
+def test_a_new_baseline_records_its_format(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"synth/event/distance_roc_auc": 0.7, **BASE}))
+    out = tmp_path / "baseline.json"
+    result = CliRunner().invoke(app, ["baseline", "--run", str(run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    written = json.loads(out.read_text())
+    assert written["format_version"] == lab.FORMAT_VERSION
+    assert "synth/event/hit_distance_roc_auc" in written["metrics"], "a run folder without a version is format 1"
+    assert lab.read_baseline_file(out)["metrics"] == written["metrics"]
 
 
 def test_a_tolerances_file_that_sets_a_direction_is_refused(tmp_path):

@@ -45,10 +45,11 @@ from memlab.lab.live.probe_plans import ef_search_given, plan_notes, plans_ran
 from memlab.lab.live.probe_report import ProbeResult, textfile_rows
 from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, shown_events, stored_dataset, stored_events
 from memlab.lab.live.textfile import check_textfile, write_failed_textfile, write_textfile
-from memlab.lab.outputs import RUN, claim_folder, mark
+from memlab.lab.outputs import claim_folder
 from memlab.lab.probe_section import is_probe, save_probe_tables
 from memlab.lab.redacted import write_json
 from memlab.lab.report import write_report
+from memlab.lab.run_format import run_mark
 from memlab.lab.runs import Run, collect
 from memlab.lab.systems import EventSystem, FactSystem, system_from_config
 from memlab.redact import redact, redact_error
@@ -202,9 +203,9 @@ def _mark_failed(out: Path, exc: BaseException, started: float) -> None:
     finished run)."""
     file = out / "manifest.json"
     try:
-        manifest = json.loads(file.read_text()) if file.exists() else {**mark(RUN)}
+        manifest = json.loads(file.read_text()) if file.exists() else run_mark()
     except ValueError:
-        manifest = {**mark(RUN)}
+        manifest = run_mark()
     manifest.update(status="failed", error=f"{type(exc).__name__}: {redact_error(exc)}",
                     finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     seconds=round(time.perf_counter() - started, 2))  # fmt: skip
@@ -320,7 +321,7 @@ def _manifest(probe: ProbeSet, data: Any, system: EventSystem | FactSystem, k: i
               stale: pd.DataFrame, previous: RunFolder | None, vector_version: str) -> dict[str, Any]:  # fmt: skip
     """The run folder's manifest: what `memlab eval` writes (so the report and gate read it), plus `probe`."""
     return {
-        **mark(RUN), "status": "running", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **run_mark(), "status": "running", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(), "previous": str(previous.path) if previous is not None else None,
         "config": {"source": probe.source, "given": {}, "overrides": [],
                    "resolved": {"name": f"probe {data.name}", "k": k, "sweeps": [], "systems": [system.describe()],

@@ -10,7 +10,6 @@ headline's sentence must agree with each other and with the rule's guards (`cont
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable
@@ -22,8 +21,8 @@ import memlab
 from memlab.lab.cutoff_advice import MIN_AUC, CutoffAdvice, advice_metrics, advise, recommend, sentence
 from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.dataset import Question
-from memlab.lab.gate import UNGATED, compare, gating, load_rules
-from memlab.lab.metric_definitions import DEFINITIONS, current_key, definition_of, ungated_system
+from memlab.lab.gate import UNGATED, compare, gating, load_metrics, load_rules
+from memlab.lab.metric_definitions import DEFINITIONS, definition_of, ungated_system
 from memlab.lab.probes.family import Family
 
 BASELINE = Path(__file__).resolve().parents[3] / "reports" / "baseline.json"
@@ -41,9 +40,8 @@ def definition_keys() -> list[str]:
 
 
 def _baseline_keys() -> dict[str, float]:
-    if not BASELINE.exists():
-        return {}
-    return {str(k): float(v) for k, v in json.loads(BASELINE.read_text())["metrics"].items()}
+    """The committed baseline's metrics as the gate reads them (in the current format: memlab.lab.run_format)."""
+    return load_metrics(BASELINE, what="baseline") if BASELINE.exists() else {}
 
 
 def check_directions(family: Family, values: dict[str, float]) -> None:
@@ -71,9 +69,9 @@ def check_directions(family: Family, values: dict[str, float]) -> None:
     for moved, want in moves:
         got = dict(zip(*(compare(values, moved, rules)[c] for c in ("metric", "verdict")), strict=True))
         for key, expected in want.items():
-            if got.get(current_key(key)) != expected:  # the gate reads a former metric name as the current one
-                family.problem("wrong_verdicts", f"{key}: {values[key]} -> {moved[key]} gave "
-                                                 f"{got.get(current_key(key))}, expected {expected}")  # fmt: skip
+            if got.get(key) != expected:
+                family.problem("wrong_verdicts", f"{key}: {values[key]} -> {moved[key]} gave {got.get(key)}, "
+                                                 f"expected {expected}")  # fmt: skip
         for key, verdict in got.items():
             if verdict != UNGATED and definition_of(key) is None:
                 family.problem("guessed_directions", f"{key} compared ({verdict}) without a metric definition")

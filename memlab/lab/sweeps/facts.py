@@ -67,6 +67,16 @@ def _yield(env: Env, dataset: Dataset, extractor: Extractor) -> dict:
             "replaced_questions": counts.replaced_questions, "stale_recall": counts.stale_recall}  # fmt: skip
 
 
+STALE_METRICS = ("stale_served", "stale_recall")
+
+
+def _measured(metrics: tuple[str, ...], row) -> list[str]:
+    """The metrics a summary row has figures for: the stale ones only where the questions about keys were asked
+    (`key_questions` is NaN in a folder of an older format, which did not ask them)."""
+    asked = not pd.isna(row.key_questions)
+    return [m for m in metrics if asked or m not in STALE_METRICS]
+
+
 STALE_NOTE = ("`stale_served`: facts served under the confirm heading (\"possibly out of date\") to the questions "
               "about keys, at their time. `stale_recall`: share of those questions whose key had a newer value by "
               "then (`replaced_questions`) that were served the replaced one; lower is better.")
@@ -112,11 +122,11 @@ class FactsSweep(Sweep):
         if yields is not None:
             for r in yields.itertuples(index=False):
                 rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.sessions))
-                         for m in YIELD_METRICS if hasattr(r, m)]  # fmt: skip
+                         for m in _measured(YIELD_METRICS, r)]  # fmt: skip
         if frame is not None:
             for r in summarize_facts(frame).itertuples(index=False):
                 rows += [(dataset, f"extractor:{r.extractor}", m, float(getattr(r, m)), int(r.fixtures))
-                         for m in METRICS if hasattr(r, m)]  # fmt: skip
+                         for m in _measured(METRICS, r)]  # fmt: skip
         return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
@@ -128,8 +138,7 @@ class FactsSweep(Sweep):
             return (markdown_table(yields) + "\n\nNo expected facts in this data set: `evidence_coverage` is the "
                     "share of the questions' relevant events that some accepted fact cites. " + STALE_NOTE)
         missed = frame[(frame.extractor != "labelled") & (frame.missed != "")][["extractor", "fixture", "missed"]]
-        failed = (frame[frame.serving_failed != ""][["extractor", "fixture", "serving_failed"]]
-                  if "serving_failed" in frame else frame.iloc[:0])  # a run saved before the serving checks
+        failed = frame[frame.serving_failed != ""][["extractor", "fixture", "serving_failed"]]
         return (markdown_table(summarize_facts(frame)) + "\n\n`key_accuracy`: share of keys whose current values "
                 "equal the expected ones. `candidate_recall`/`precision`: against the gold candidates after the quote "
                 "and registry checks. " + STALE_NOTE + "\n\n"
