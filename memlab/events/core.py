@@ -141,6 +141,12 @@ class MemoryCore:
             return 0
         return sum(cache.forget_keys(keys) for cache in self.caches())
 
+    def forget_erased(self, keys: set[tuple[str, str]], refs: Iterable[str]) -> int:
+        """An erasure's part in every cache: the erased texts' vectors (under every model) go, and a computation
+        in flight deriving from them or from the erased `refs` (user, session, events) stores nothing."""
+        refs = list(refs)
+        return sum(cache.forget_erased(keys, refs) for cache in self.caches())
+
     def changed(self, users: Iterable[tuple[str, str]] | None = None) -> None:
         """Every path that writes, erases or (re)indexes this memory's rows calls this: the counts and tenant
         indexes kept for `auto` and the gate (see scope_facts) may be stale. `users` ((app, user) pairs): only
