@@ -28,13 +28,14 @@ from collections import OrderedDict
 import numpy as np
 
 from memlab.embedding.base import Embedder
-from memlab.embedding.vector_cache import UNREPORTED, EmbeddingCache, shared_cache, shared_caches
+from memlab.embedding.vector_cache import UNREPORTED, EmbeddingCache, opened_caches, shared_cache, shared_caches
 from memlab.errors import EmbeddingEndpointError
 from memlab.models.refs import text_key, with_ambient
 from memlab.models.served import ServedModel
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "caches_of", "embed_query_transient", "embed_transient",
-           "forget_transient", "shared_cache", "shared_caches", "text_key", "warm_transient"]  # fmt: skip
+           "erasure_caches", "forget_transient", "shared_cache", "shared_caches", "text_key",
+           "warm_transient"]  # fmt: skip
 
 
 class CachedEmbedder:
@@ -236,6 +237,12 @@ def caches_of(embedder: object) -> list[EmbeddingCache]:
         inner = getattr(inner, "inner", None)
     found.extend(shared_caches())
     return list({id(c): c for c in found}.values())
+
+
+def erasure_caches(embedder: object) -> list[EmbeddingCache]:
+    """The caches an erasure reaches: the embedder's (`caches_of`) and every other cache alive in this process,
+    since an add or a caller in flight may embed the erased user's texts through any of them."""
+    return list({id(c): c for c in [*caches_of(embedder), *opened_caches()]}.values())
 
 
 def embed_transient(embedder: Embedder, texts: list[str]) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,6 +59,7 @@ class EmbeddingCache:
         self._live: dict[int, frozenset[str]] = {}
         self._tokens = itertools.count()
         self._live_lock = threading.Lock()
+        _OPENED.add(self)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
@@ -129,8 +131,9 @@ class EmbeddingCache:
 
     @contextmanager
     def _flights_locked(self, *, exclusive: bool) -> Iterator[None]:
-        """The registrations' lock: exclusive for an erasure, shared for a store."""
-        if self.flights_folder is not None:
+        """The registrations' lock: exclusive for an erasure, shared for a store (none for a file whose folder was
+        deleted: nothing can be in flight there, and the folder is not made again)."""
+        if self.flights_folder is not None and self.flights_folder.parent.is_dir():
             with folder_lock(self.flights_folder, exclusive=exclusive):
                 yield
         else:
@@ -192,7 +195,8 @@ class EmbeddingCache:
         with self._flights_locked(exclusive=True):
             wanted = hashes | set(refs)
             if self.flights_folder is not None:
-                cancel(self.flights_folder, wanted)
+                if self.flights_folder.is_dir():
+                    cancel(self.flights_folder, wanted)
             else:
                 for token, named in list(self._live.items()):
                     if named & wanted:
@@ -226,6 +230,14 @@ class EmbeddingCache:
             if self._db is not None:
                 return int(self._db.execute("SELECT count(*) FROM embedding").fetchone()[0])
             return len(self._memory)
+
+
+_OPENED: weakref.WeakSet[EmbeddingCache] = weakref.WeakSet()
+
+
+def opened_caches() -> list[EmbeddingCache]:
+    """Every cache alive in this process (an erasure reaches each: an add in flight may embed through any)."""
+    return list(_OPENED)
 
 
 _SHARED: dict[Path, EmbeddingCache] = {}

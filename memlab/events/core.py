@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient
+from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient, erasure_caches
 from memlab.errors import DimensionError
 from memlab.inputs import InputLimits, check_ids, check_text
 from memlab.storage import units as sqlu
@@ -142,10 +142,11 @@ class MemoryCore:
         return sum(cache.forget_keys(keys) for cache in self.caches())
 
     def forget_erased(self, keys: set[tuple[str, str]], refs: Iterable[str]) -> int:
-        """An erasure's part in every cache: the erased texts' vectors (under every model) go, and a computation
-        in flight deriving from them or from the erased `refs` (user, session, events) stores nothing."""
+        """An erasure's part in every cache of this process (`erasure_caches`): the erased texts' vectors (under
+        every model) go, and a computation in flight deriving from them or from the erased `refs` (user, session,
+        events) stores nothing."""
         refs = list(refs)
-        return sum(cache.forget_erased(keys, refs) for cache in self.caches())
+        return sum(cache.forget_erased(keys, refs) for cache in erasure_caches(self.embedder))
 
     def changed(self, users: Iterable[tuple[str, str]] | None = None) -> None:
         """Every path that writes, erases or (re)indexes this memory's rows calls this: the counts and tenant
