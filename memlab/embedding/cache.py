@@ -40,7 +40,9 @@ __all__ = ["CachedEmbedder", "EmbeddingCache", "caches_of", "embed_query_transie
 
 class CachedEmbedder:
     """An `Embedder` that asks its cache first and embeds only the texts it has never seen (under the model
-    answering now)."""
+    answering now). A wrapped model says which model computes its vectors with `served` (a
+    memlab.models.served.ServedModel) and `embed_served(texts) -> (vectors, identity)`, an endpoint also with
+    `learn_served()` (one probe request); a model without them is keyed by its model id alone."""
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
         self.inner = inner

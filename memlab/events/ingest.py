@@ -533,7 +533,8 @@ class Ingest:
 
 
 def _plan_refs(plans: Iterable[_Plan]) -> list[str]:
-    """The refs (memlab.models.refs) of the users and sessions whose texts the plans embed: an erasure of any of
-    them while the model runs cancels the caching of the vectors (memlab.embedding.vector_cache)."""
-    return list(dict.fromkeys(ref for plan in plans for scope, session, _ in plan.sessions
-                              for ref in scope_refs(scope.app_name, scope.user_id, session.id)))  # fmt: skip
+    """The refs (memlab.models.refs) of the users, sessions and events whose texts the plans embed: an erasure of
+    any of them while the model runs cancels the caching of the vectors (memlab.embedding.vector_cache)."""
+    return list(dict.fromkeys(ref for plan in plans for scope, session, units in plan.sessions
+                              for ref in scope_refs(scope.app_name, scope.user_id, session.id,
+                                                    [e for u in units for e in u.event_ids])))  # fmt: skip
