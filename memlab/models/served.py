@@ -3,7 +3,9 @@ request alone then serves the old model's replies to every rerun. Each reply rec
 (its `model`, and `system_fingerprint` where given) and the cache key holds it, so a client serves a cached reply
 only once a live reply in this process told it which model answers now: its first lookup goes to the server (one
 request per client; threads of the same client wait for it instead of asking too), later lookups use what the
-latest live reply said."""
+latest live reply said. The embedding cache keys vectors the same way (memlab.embedding.cache). A model run in this
+process (a cross-encoder or sentence-transformers folder) is known by its files' content (`folder_fingerprint`)
+and asks no server."""
 
 from __future__ import annotations
 
