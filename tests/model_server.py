@@ -8,7 +8,9 @@ Hostile modes: "trickle" (the reply one byte every `trickle_seconds`, for at mos
 with or without Content-Length: `declare_length`), "huge_error" (a 500 of that size), "redirect" (`redirect_status`
 to `redirect_to` + the path, for paths under /v1/; a GET, as a client that turned the POST into one sends, is
 recorded and answered 404). `reported_model` / `fingerprint` are what a reply says answered
-(default: the requested model, no fingerprint). /v1/embeddings answers `embedding_dim` numbers per input."""
+(default: the requested model, no fingerprint). /v1/embeddings answers `embedding_dim` numbers per input, a
+function of the text and, once `reported_model` or `fingerprint` is set, of what the reply says answered (other
+weights, other vectors)."""
 
 from __future__ import annotations
 
@@ -187,7 +189,9 @@ class ModelServer:
             message = {"role": "assistant", "content": content}
             return 200, json.dumps({**said, "choices": [{"index": 0, "message": message}], "usage": usage})
         if path == "/v1/embeddings":
-            data = [{"index": i, "embedding": vector(text, self.embedding_dim)} for i, text in enumerate(body["input"])]
+            weights = "" if self.reported_model is None and self.fingerprint is None else json.dumps(said) + "\n"
+            data = [{"index": i, "embedding": vector(weights + text, self.embedding_dim)}
+                    for i, text in enumerate(body["input"])]  # fmt: skip
             return 200, json.dumps({**said, "data": data})
         if path == "/v1/rerank":
             if self.rerank_reply is not None:

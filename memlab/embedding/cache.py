@@ -1,158 +1,48 @@
-"""One embedding cache keyed by (model id, text), so sweeps and re-ingests never embed the same text twice.
+"""One embedding cache keyed by (model id, text) and the model that computed each vector, so sweeps and re-ingests
+never embed the same text twice, and a swapped model never meets the vectors of the one before.
 
-Vectors live in memory and in a SQLite file under `$MEMLAB_HOME/cache/` so they survive across runs.
-`CachedEmbedder` wraps any `Embedder` and is itself an `Embedder`.
+Vectors live in memory and in a SQLite file under `$MEMLAB_HOME/cache/` so they survive across runs
+(memlab.embedding.vector_cache). `CachedEmbedder` wraps any `Embedder` and is itself an `Embedder`.
+
+Which model answers: a local model folder is identified by its content's digest (computed once per process, on the
+first lookup); an endpoint by what its replies say answered (the reply's `model`, memlab.models.served), learned
+from a live reply in this process before anything is served from the cache: the first call of a client whose
+texts were all embedded before sends one small probe request, a call with a new text learns it from that text's
+reply. A live reply that names another model than the cached vectors' makes those vectors misses, embedded again.
 
 The cache holds a hash of every text embedded, so it is a copy of user data too: erasure
-(`EventMemory.forget_user`, `delete_memory`, `forget_session`, `purge_before`) removes the entries of the texts
-it deletes (`EmbeddingCache.forget_keys`), the SQLite file overwrites deleted rows (`secure_delete`), and
-`CachedEmbedder.embed_query(text, remember=False)` (what searches use) embeds a query without writing it: such
-vectors (queries, served fact lines) live in a small in-process map that every erasure empties.
+(`EventMemory.forget_user`, `delete_memory`, `forget_session`, `purge_before`, `FactMemory.forget_user`) removes
+the entries of the texts it deletes and cancels the computations in flight deriving from them or from the erased
+user or session (`EmbeddingCache.forget_erased`: a vector that arrives afterwards is not stored), the SQLite file
+overwrites deleted rows (`secure_delete`), and `CachedEmbedder.embed_query(text, remember=False)` (what searches
+use) embeds a query without writing it: such vectors (queries, served fact lines) live in a small in-process map
+that every erasure empties, and one computed while an erasure ran is not kept.
 """
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 
-from memlab.config import memlab_home
 from memlab.embedding.base import Embedder
+from memlab.embedding.vector_cache import UNREPORTED, EmbeddingCache, opened_caches, shared_cache, shared_caches
+from memlab.errors import EmbeddingEndpointError
+from memlab.models.refs import text_key, with_ambient
+from memlab.models.served import ServedModel
 
-
-def text_key(text: str) -> str:
-    """The one key of a text, for the embedding cache and the memo of texts scanned clean (a lone surrogate is
-    hashed as its code unit, so every str has a key; other texts hash exactly as plain UTF-8)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class EmbeddingCache:
-    """A persistent map (model id, text) -> float32 vector. `path=None` keeps it in memory only."""
-
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else None
-        self._memory: dict[tuple[str, str], np.ndarray] = {}
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten, not left in free pages
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS embedding (model_id TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
-                "vector BLOB NOT NULL, PRIMARY KEY (model_id, text_sha256))"
-            )
-            self._db.commit()
-
-    def get_many(self, model_id: str, texts: list[str]) -> dict[int, np.ndarray]:
-        """Cached vectors by position in `texts`; positions missing from the result need embedding."""
-        found: dict[int, np.ndarray] = {}
-        missing: dict[str, list[int]] = {}
-        with self._lock:
-            for i, text in enumerate(texts):
-                key = text_key(text)
-                vec = self._memory.get((model_id, key))
-                if vec is not None:
-                    found[i] = vec
-                else:
-                    missing.setdefault(key, []).append(i)
-            if self._db is not None and missing:
-                keys = list(missing)
-                for start in range(0, len(keys), 500):
-                    batch = keys[start : start + 500]
-                    marks = ",".join("?" * len(batch))
-                    rows = self._db.execute(
-                        f"SELECT text_sha256, vector FROM embedding WHERE model_id = ? AND text_sha256 IN ({marks})",
-                        [model_id, *batch],
-                    ).fetchall()
-                    for key, blob in rows:
-                        vec = np.frombuffer(blob, dtype=np.float32)
-                        self._memory[(model_id, key)] = vec
-                        for i in missing[key]:
-                            found[i] = vec
-        return found
-
-    def put_many(self, model_id: str, texts: list[str], vectors: np.ndarray) -> None:
-        rows = []
-        with self._lock:
-            for text, vec in zip(texts, vectors, strict=True):
-                key = text_key(text)
-                vec32 = np.ascontiguousarray(vec, dtype=np.float32)
-                self._memory[(model_id, key)] = vec32
-                rows.append((model_id, key, vec32.tobytes()))
-            if self._db is not None and rows:
-                self._db.executemany("INSERT OR IGNORE INTO embedding VALUES (?, ?, ?)", rows)
-                self._db.commit()
-
-    def forget_keys(self, keys: Iterable[tuple[str, str]]) -> int:
-        """Remove the entries of these (model id, text hash) keys (`text_key(text)`); returns entries removed
-        from the file (or from memory, for a memory-only cache)."""
-        keys = list(dict.fromkeys(keys))
-        removed = 0
-        with self._lock:
-            for key in keys:
-                if self._memory.pop(key, None) is not None and self._db is None:
-                    removed += 1
-            if self._db is not None and keys:
-                for start in range(0, len(keys), 500):
-                    batch = keys[start : start + 500]
-                    marks = ",".join("(?, ?)" for _ in batch)
-                    removed += self._db.execute(
-                        f"DELETE FROM embedding WHERE (model_id, text_sha256) IN (VALUES {marks})",
-                        [part for key in batch for part in key],
-                    ).rowcount
-                self._db.commit()
-        return removed
-
-    def forget(self, model_id: str, texts: Iterable[str]) -> int:
-        """Remove the entries of these texts under one model; returns entries removed."""
-        return self.forget_keys((model_id, text_key(t)) for t in texts)
-
-    def vacuum(self) -> None:
-        """Fold the write-ahead log into the file and rebuild it, so no deleted entry lingers in either."""
-        if self._db is None:
-            return
-        with self._lock:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._db.execute("VACUUM")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def __len__(self) -> int:
-        with self._lock:
-            if self._db is not None:
-                return int(self._db.execute("SELECT count(*) FROM embedding").fetchone()[0])
-            return len(self._memory)
-
-
-_SHARED: dict[Path, EmbeddingCache] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_caches() -> list[EmbeddingCache]:
-    """Every shared cache this process has opened (erasure clears the deleted texts from each)."""
-    with _SHARED_LOCK:
-        return list(_SHARED.values())
-
-
-def shared_cache(home: str | Path | None = None) -> EmbeddingCache:
-    """The one `$MEMLAB_HOME/cache/embeddings.sqlite` cache per home, shared by every embedder of this process
-    (one in-memory map and one SQLite connection, whatever the model)."""
-    path = memlab_home(home) / "cache" / "embeddings.sqlite"
-    with _SHARED_LOCK:
-        if path not in _SHARED:
-            _SHARED[path] = EmbeddingCache(path)
-        return _SHARED[path]
+__all__ = ["CachedEmbedder", "EmbeddingCache", "caches_of", "embed_query_transient", "embed_transient",
+           "erasure_caches", "forget_transient", "shared_cache", "shared_caches", "text_key",
+           "warm_transient"]  # fmt: skip
 
 
 class CachedEmbedder:
-    """An `Embedder` that asks its cache first and embeds only the texts it has never seen."""
+    """An `Embedder` that asks its cache first and embeds only the texts it has never seen (under the model
+    answering now). A wrapped model says which model computes its vectors with `served` (a
+    memlab.models.served.ServedModel) and `embed_served(texts) -> (vectors, identity)`, an endpoint also with
+    `learn_served()` (one probe request); a model without them is keyed by its model id alone."""
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
         self.inner = inner
@@ -160,8 +50,10 @@ class CachedEmbedder:
         self.computed = 0  # texts actually sent to the model (for reports and tests)
         # Vectors of texts embedded with remember=False (queries, fact lines): this process only, a few
         # thousand at most, never written to disk, and dropped by every erasure (`forget_transient`).
-        self._transient: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._transient: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._transient_lock = threading.Lock()
+        self._served: ServedModel | None = None
+        self._served_known = False
         _TRANSIENT_HOLDERS.add(self)
 
     @property
@@ -172,38 +64,126 @@ class CachedEmbedder:
     def dimension(self) -> int:
         return self.inner.dimension
 
+    def served_model(self) -> ServedModel | None:
+        """What says which model answers: the `served` of the wrapped model (or of what it wraps); None for a
+        model that does not say (its vectors are keyed by its model id alone). Read on first use: a local
+        model's digest is computed then, not when the embedder is built."""
+        if not self._served_known:
+            inner: object = self.inner
+            while inner is not None and not isinstance(getattr(inner, "served", None), ServedModel):
+                inner = getattr(inner, "inner", None)
+            self._served = getattr(inner, "served", None) if inner is not None else None
+            self._served_known = True
+        return self._served
+
     def embed_documents(self, texts: list[str], *, remember: bool = True) -> np.ndarray:
-        """Vectors of `texts`, cached ones from the cache. With `remember=False` the texts not cached are
-        embedded without being written (derived personal data no erasure could find again)."""
+        """Vectors of `texts`, cached ones from the cache when the model answering now computed them. With
+        `remember=False` the texts not cached are embedded without being written (derived personal data no
+        erasure could find again)."""
         texts = list(texts)
-        found = self.cache.get_many(self.model_id, texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        served = self.served_model()
+        identity, asking = served.begin() if served is not None else (UNREPORTED, False)
+        try:
+            known: dict[str, np.ndarray] = {}
+            if asking:  # nothing is served before a live reply in this process said which model answers
+                identity, known = self._learn(texts, remember)
+            return self._serve(texts, identity, remember, known)
+        finally:
+            if served is not None:
+                served.end(asking)
+
+    def _learn(self, texts: list[str], remember: bool) -> tuple[str, dict[str, np.ndarray]]:
+        """Which model answers, from a live reply: the texts never embedded by any model are sent (they had to be
+        anyway); when there are none, the model's own probe (a fixed text, no user's) or the first text."""
+        present = self.cache.get_many(self.model_id, texts)
+        new = list(dict.fromkeys(t for i, t in enumerate(texts) if i not in present))
+        probe = getattr(self._owner(), "learn_served", None)
+        if not new and callable(probe):
+            return probe(), {}
+        new = new or texts[:1]
+        fresh, said = self._compute(new, remember)
+        return said, dict(zip(new, fresh, strict=True))
+
+    def _owner(self) -> object:
+        """The wrapped object whose `served` this embedder reads."""
+        inner: object = self.inner
+        while inner is not None and getattr(inner, "served", None) is not self._served:
+            inner = getattr(inner, "inner", None)
+        return inner
+
+    def _serve(self, texts: list[str], identity: str, remember: bool, known: dict[str, np.ndarray]) -> np.ndarray:
+        """The vectors under `identity`, the missing ones embedded. A live reply naming another model makes every
+        vector found under `identity` a vector of another model: the lookup runs again under the new one."""
+        for attempt in range(2):
+            found = self._lookup(texts, identity, remember, known)
+            todo = [i for i in range(len(texts)) if i not in found]
+            if todo:
+                unique = list(dict.fromkeys(texts[i] for i in todo))  # each distinct text once, even if repeated
+                fresh, said = self._compute(unique, remember)
+                if said != identity and attempt == 0 and found:
+                    identity, known = said, dict(zip(unique, fresh, strict=True))
+                    continue
+                if said != identity and attempt == 1:
+                    raise EmbeddingEndpointError(
+                        f"{self.model_id}: the endpoint answered with another model twice within one call ({said}); "
+                        "vectors of different models cannot be mixed. Retry once the server settles on one model."
+                    )
+                by_text = dict(zip(unique, fresh, strict=True))
+                for i in todo:
+                    found[i] = by_text[texts[i]]
+            return np.vstack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lookup(self, texts: list[str], identity: str, remember: bool, known: dict[str, np.ndarray]
+                ) -> dict[int, np.ndarray]:  # fmt: skip
+        found = self.cache.get_many(self.model_id, texts, served=identity)
+        for i, text in enumerate(texts):
+            if i not in found and text in known:
+                found[i] = known[text]
         if not remember:
             with self._transient_lock:
                 for i, text in enumerate(texts):
-                    vec = self._transient.get((self.model_id, text)) if i not in found else None
+                    vec = self._transient.get((self.model_id, identity, text)) if i not in found else None
                     if vec is not None:
                         found[i] = vec
-        todo = [i for i in range(len(texts)) if i not in found]
-        if todo:
-            # Embed each distinct missing text once, even if it repeats within this call.
-            unique = list(dict.fromkeys(texts[i] for i in todo))
-            fresh = np.asarray(self.inner.embed_documents(unique), dtype=np.float32)
-            self.computed += len(unique)
-            if remember:
-                self.cache.put_many(self.model_id, unique, fresh)
-            else:
-                self._remember_transient(unique, fresh)
-            by_text = dict(zip(unique, fresh, strict=True))
-            for i in todo:
-                found[i] = by_text[texts[i]]
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.vstack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+        return found
 
-    def _remember_transient(self, texts: list[str], vectors: np.ndarray) -> None:
+    def _compute(self, texts: list[str], remember: bool) -> tuple[np.ndarray, str]:
+        """Embed `texts` live and keep them (in the cache, or with `remember=False` in the transient store) under
+        the identity the reply said, unless an erasure ran meanwhile: the computation is registered against the
+        texts' refs and the enclosing `deriving_from` refs (memlab.models.refs) while it runs."""
+        epoch = _transient_epoch()
+        if not remember:
+            fresh, said = self._embed_live(texts)
+            self._remember_transient(texts, fresh, said, epoch)
+            return fresh, said
+        with self.cache.flight([*(text_key(t) for t in texts), *with_ambient()]) as registered:
+            fresh, said = self._embed_live(texts)
+            self.cache.put_many(self.model_id, texts, fresh, said, registered)
+        return fresh, said
+
+    def _embed_live(self, texts: list[str]) -> tuple[np.ndarray, str]:
+        """The model's vectors and the identity of the model that computed them."""
+        embed_served = getattr(self.inner, "embed_served", None)
+        if callable(embed_served):
+            vectors, said = embed_served(texts)
+        else:
+            vectors = self.inner.embed_documents(texts)
+            served = self.served_model()
+            said = (served.identity if served is not None else None) or UNREPORTED
+        self.computed += len(texts)
+        return np.asarray(vectors, dtype=np.float32), said
+
+    def _remember_transient(self, texts: list[str], vectors: np.ndarray, said: str, epoch: int) -> None:
+        """Keep vectors computed since `epoch` in the transient store, unless an erasure emptied it meanwhile
+        (`forget_transient`): a query in flight during an erasure is not kept after it."""
         with self._transient_lock:
+            if epoch != _transient_epoch():
+                return
             for text, vec in zip(texts, vectors, strict=True):
-                self._transient[(self.model_id, text)] = vec
+                self._transient[(self.model_id, said, text)] = vec
             while len(self._transient) > TRANSIENT_KEPT:
                 self._transient.popitem(last=False)
 
@@ -230,8 +210,20 @@ TRANSIENT_KEPT = 4096
 _TRANSIENT_HOLDERS: weakref.WeakSet[CachedEmbedder] = weakref.WeakSet()
 
 
+_EPOCH = [0]  # how many times the transient stores were emptied: a vector computed across one is not kept
+_EPOCH_LOCK = threading.Lock()
+
+
+def _transient_epoch() -> int:
+    with _EPOCH_LOCK:
+        return _EPOCH[0]
+
+
 def forget_transient() -> None:
-    """Drop every in-process vector of a query or fact line (erasure calls this: it cannot tell whose they are)."""
+    """Drop every in-process vector of a query or fact line (erasure calls this: it cannot tell whose they are),
+    and every one being computed now once it arrives."""
+    with _EPOCH_LOCK:
+        _EPOCH[0] += 1
     for holder in list(_TRANSIENT_HOLDERS):
         holder.forget_transient()
 
@@ -247,6 +239,12 @@ def caches_of(embedder: object) -> list[EmbeddingCache]:
         inner = getattr(inner, "inner", None)
     found.extend(shared_caches())
     return list({id(c): c for c in found}.values())
+
+
+def erasure_caches(embedder: object) -> list[EmbeddingCache]:
+    """The caches an erasure reaches: the embedder's (`caches_of`) and every other cache alive in this process,
+    since an add or a caller in flight may embed the erased user's texts through any of them."""
+    return list({id(c): c for c in [*caches_of(embedder), *opened_caches()]}.values())
 
 
 def embed_transient(embedder: Embedder, texts: list[str]) -> np.ndarray:

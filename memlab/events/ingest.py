@@ -25,6 +25,7 @@ from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import Unit, chunk_units, event_units
 from memlab.events.write_guard import ERASED_DURING_INGEST, plan_generation, recheck
 from memlab.inputs import check_session, text_problem
+from memlab.models import deriving_from, scope_refs
 from memlab.redact import get_logger
 from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
@@ -348,7 +349,9 @@ class Ingest:
     def write_sessions(self, sessions: list[Session], generation: int | None = None) -> IngestReport:
         """Filter, unit, embed and write sessions: the three stages of `add_sessions`, one after the other."""
         plan = self._prepare(sessions, generation=generation)
-        report = self._write(plan, self._embed_texts(plan.texts))
+        with deriving_from(_plan_refs([plan])):
+            vectors = self._embed_texts(plan.texts)
+        report = self._write(plan, vectors)
         if not report.path:
             report.path, report.path_reason = PATH_SINGLE, "sessions written one call at a time"
         return report
@@ -423,12 +426,15 @@ class Ingest:
         self, plans: list[_Plan], stop: threading.Event | None = None, bar: IngestProgress | None = None
     ) -> list[_Vectors]:
         """Embed the texts of a window's plans in one pass over their texts; each plan gets the vectors of its own
-        texts (its write forgets the cached vectors of its texts it does not store), the first one the time."""
+        texts (its write forgets the cached vectors of its texts it does not store), the first one the time. An
+        erasure of one of their users or sessions meanwhile cancels the caching of the vectors (`_plan_refs`)."""
         if len(plans) == 1:
-            return [self._embed_texts(plans[0].texts, stop, bar)]
+            with deriving_from(_plan_refs(plans)):
+                return [self._embed_texts(plans[0].texts, stop, bar)]
         if stop is not None and stop.is_set():
             raise IngestAborted("an earlier batch failed")
-        every = self._embed_texts(set().union(*(plan.texts for plan in plans)), stop, bar)
+        with deriving_from(_plan_refs(plans)):
+            every = self._embed_texts(set().union(*(plan.texts for plan in plans)), stop, bar)
         return [_Vectors({t: every.by_text[t] for t in plan.texts}, every.seconds if at == 0 else 0.0)
                 for at, plan in enumerate(plans)]  # fmt: skip
 
@@ -499,7 +505,8 @@ class Ingest:
                     return report
                 missing = sorted({u.embed_text for _, u in todo} - vectors.by_text.keys())
                 if missing:  # stored when we looked, deleted by another writer since: embed them now (rare)
-                    late = self.core.embedder.embed_documents(missing)
+                    with deriving_from(_plan_refs([plan])):
+                        late = self.core.embedder.embed_documents(missing)
                     check_vectors(late, len(missing), self.core.model.dimension, self.core.model.model_id)
                     vectors.by_text.update(zip(missing, late, strict=True))
                     embedded += missing
@@ -521,3 +528,11 @@ class Ingest:
         self.core.forget_cached(unused | (replaced.text_keys - written))
         self.core.changed({(scope.app_name, scope.user_id) for scope, _ in todo})
         return report
+
+
+def _plan_refs(plans: Iterable[_Plan]) -> list[str]:
+    """The refs (memlab.models.refs) of the users, sessions and events whose texts the plans embed: an erasure of
+    any of them while the model runs cancels the caching of the vectors (memlab.embedding.vector_cache)."""
+    return list(dict.fromkeys(ref for plan in plans for scope, session, units in plan.sessions
+                              for ref in scope_refs(scope.app_name, scope.user_id, session.id,
+                                                    [e for u in units for e in u.event_ids])))  # fmt: skip

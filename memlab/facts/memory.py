@@ -27,7 +27,7 @@ import memlab.facts.confirmation as confirmation
 import memlab.facts.tables as tables
 import memlab.facts.write_guard as fact_guard
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
+from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, erasure_caches, forget_transient
 from memlab.errors import ConfigError
 from memlab.events.filters import forget_scans, holds_secret
 from memlab.events.query_log import QueryLog, QueryRecorder, check_context, fact_hits
@@ -684,8 +684,9 @@ class FactMemory:
             counts[sql_log.QUERY_LOG_TABLE] = sql_log.delete_user(conn, app_name, user_id)  # every memory's
             deleted = erase_units_of_user(conn, app_name, user_id)
         counts["memory_unit"] = deleted.units
-        counts["cache_entries"] = sum(c.forget_keys(deleted.text_keys) for c in caches_of(self.embedder))
-        counts["model_replies"] = forget_model_replies([*deleted.model_refs(), user_ref(app_name, user_id)])
+        refs = [*deleted.model_refs(), user_ref(app_name, user_id)]  # an embedding in flight of them stores nothing
+        counts["cache_entries"] = sum(c.forget_erased(deleted.text_keys, refs) for c in erasure_caches(self.embedder))
+        counts["model_replies"] = forget_model_replies(refs)
         forget_transient()
         forget_scans()  # the digests of texts scanned clean, the erased ones among them
         if vacuum:

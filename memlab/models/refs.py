@@ -8,18 +8,26 @@ it is. Erasure hands the refs of what it deleted to `memlab.models.cache.forget_
 
 Callers pass refs explicitly (`ChatRequest.refs`, `complete(refs=)`, `rerank(refs=)`); a caller that hands the
 work to code it does not own (FactMemory calling any extractor) wraps the call in `deriving_from(refs)` and every
-model call made inside it, in this thread, adds them."""
+model call made inside it, in this thread, adds them. An embedding computed inside it registers them too (with
+its texts' `text_key`s), so an erasure of any of them while it runs cancels the caching of its vectors
+(memlab.embedding.vector_cache)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from memlab.embedding.cache import text_key
-
 _AMBIENT: ContextVar[tuple[str, ...]] = ContextVar("memlab_model_refs", default=())
+
+
+def text_key(text: str) -> str:
+    """The one key of a text, for the embedding cache, the model cache's refs and the memo of texts scanned clean
+    (a lone surrogate is hashed as its code unit, so every str has a key; other texts hash exactly as plain
+    UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _scope_key(*parts: str) -> str:
@@ -64,7 +72,8 @@ def scope_refs(app_name: str, user_id: str, session_id: str | None = None,
 
 @contextmanager
 def deriving_from(refs: Iterable[str]) -> Iterator[None]:
-    """Every model reply cached inside this block (this thread) also records `refs`."""
+    """Every model reply cached inside this block (this thread) also records `refs`, and every embedding computed
+    inside it is registered against them while it runs."""
     token = _AMBIENT.set(tuple(dict.fromkeys([*_AMBIENT.get(), *refs])))
     try:
         yield

@@ -7,7 +7,6 @@ never meet old scores."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import threading
@@ -22,7 +21,7 @@ from memlab.models.cache import ReplyCache, cache_key, model_cache_dir
 from memlab.models.errors import ModelError
 from memlab.models.http import error, post_json
 from memlab.models.refs import with_ambient
-from memlab.models.served import LOCAL, ServedModel, entry_key, served_identity
+from memlab.models.served import LOCAL, ServedModel, entry_key, folder_fingerprint, served_identity
 from memlab.models.spec import ModelSpec
 
 
@@ -177,33 +176,6 @@ def _loaded(spec: ModelSpec, fingerprint: str) -> tuple[Any, threading.Lock]:
                                   ) from None  # fmt: skip
             _MODELS[(spec.path, fingerprint)] = (model, threading.Lock())
         return _MODELS[(spec.path, fingerprint)]
-
-
-_DIGESTS: dict[tuple, str] = {}
-_DIGESTS_LOCK = threading.Lock()
-
-
-def folder_fingerprint(folder: Path) -> str:
-    """sha256 over the folder's files: each relative name and the sha256 of its content, so two folders share a
-    fingerprint only when they hold the same bytes. A file's digest is remembered in this process by its path and
-    stat (size, modification and change times, inode): changed bytes change the change time, which no tool sets."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{_file_digest(path)}\0".encode())
-    return digest.hexdigest()
-
-
-def _file_digest(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
-    with _DIGESTS_LOCK:
-        known = _DIGESTS.get(key)
-    if known is None:
-        with open(path, "rb") as f:
-            known = hashlib.file_digest(f, "sha256").hexdigest()
-        with _DIGESTS_LOCK:
-            _DIGESTS[key] = known
-    return known
 
 
 def _finite(value: Any) -> bool:

@@ -194,10 +194,11 @@ def test_cached_embedder_sends_each_text_once_and_persists(endpoint, tmp_path):
     np.testing.assert_array_equal(emb.embed_query(TEXTS[3]), first[3])
     assert len(endpoint.requests) == 3, "cached texts make no request"
     assert make_embedder(spec, home=tmp_path).embed_documents(TEXTS[:5]).shape == (5, DIM)
-    assert len(endpoint.requests) == 3, "another embedder of the same endpoint shares the cache"
+    assert endpoint.inputs[3:] == [["memlab dimension probe"]], "another embedder of the same endpoint shares the " \
+        "cache, once one probe (no user's text) told it which model answers"
     disk = CachedEmbedder(client(endpoint), EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite"))
     np.testing.assert_array_equal(disk.embed_documents(TEXTS), first[:10])  # as a new process would
-    assert len(endpoint.requests) == 3 and disk.computed == 0
+    assert len(endpoint.requests) == 5 and disk.computed == 0, "its probe, then every text from the cache"
 
 
 def test_an_uncached_embedder_asks_every_time(endpoint, tmp_path):

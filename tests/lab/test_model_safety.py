@@ -1,6 +1,6 @@
 """The model_safety reliability family, run directly: its own loopback servers trickle, flood, redirect, swap
-models, give unusable replies and hold replies across an erasure, and every must-be-zero figure is 0 (with the
-checks really run: a zero means something)."""
+models (chat, re-rank and embeddings), give unusable replies and hold replies and embeddings across an erasure, and
+every must-be-zero figure is 0 (with the checks really run: a zero means something)."""
 
 from __future__ import annotations
 
@@ -20,4 +20,5 @@ def test_model_safety_family_finds_every_must_be_zero_figure_at_zero(scratch_sto
     assert family.figures["deadline_calls"] == 12 and family.figures["body_calls"] == 12
     assert family.figures["redirect_calls"] >= 15 and family.figures["served_checks"] == 8
     assert family.figures["unusable_replies"] == 4 and family.figures["erasure_races"] == 2
+    assert family.figures["vector_checks"] == 5 and family.figures["vector_erasure_races"] == 3
     assert time.monotonic() - started < 20, "each check is fast"

@@ -8,7 +8,10 @@ same URL, give an unusable reply, or hold a reply while its user is erased, and 
 - `credentials_to_other_origins`: a request carrying the key that reached another origin;
 - `unusable_replies_cached`: a reply the caller cannot use found in the model cache;
 - `replies_of_another_model_served`: a cached reply of another model than the one answering now;
-- `replies_cached_after_erasure`: a reply in flight during an erasure of its user stored afterwards."""
+- `replies_cached_after_erasure`: a reply in flight during an erasure of its user stored afterwards;
+- `vectors_of_another_model_served`: a cached embedding of another model than the one answering now;
+- `vectors_cached_after_erasure`: an embedding of a user's text (an add's, a caller's, a search's query) computed
+  while an erasure of that user ran, found in a cache after it returned."""
 
 from __future__ import annotations
 
@@ -27,11 +30,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import memlab
 from memlab.lab.answering import VERDICT_SCHEMA
 from memlab.lab.probes.family import Family
 from memlab.lab.sweeps.answer import usable_verdict
-from memlab.models import ChatClient, ChatRequest, ModelSpec, open_reranker, user_ref
+from memlab.models import ChatClient, ChatRequest, ModelSpec, deriving_from, open_reranker, scope_refs, user_ref
 
 DEADLINE = 1.0  # seconds: each bounded call's total deadline
 SLACK = 0.5  # seconds a call may run past it (a thread's start, the shutdown reaching the socket)
@@ -40,7 +45,8 @@ ERROR_BODY = 32 << 20  # an error body this large cannot sit in socket buffers: 
 LIFETIME = 60.0  # seconds after which a probe server stops whatever happens
 TRICKLE = 0.05  # seconds between two bytes of a trickled reply
 FIGURES = ("deadline_overruns", "unbounded_bodies", "credentials_to_other_origins", "unusable_replies_cached",
-           "replies_of_another_model_served", "replies_cached_after_erasure")  # fmt: skip
+           "replies_of_another_model_served", "replies_cached_after_erasure", "vectors_of_another_model_served",
+           "vectors_cached_after_erasure")  # fmt: skip
 
 
 class ProbeServer:
@@ -95,7 +101,8 @@ class ProbeServer:
         if path.endswith("/rerank"):
             return json.dumps({**said, "results": [{"index": i, "relevance_score": s}
                                                    for i, s in enumerate(self.scores(body))]}).encode()  # fmt: skip
-        return json.dumps({**said, "data": [{"index": i, "embedding": [1.0, float(len(t)), 2.0]}
+        weights = float(ord(self.model[-1]) % 5 + 1)  # another model, other vectors
+        return json.dumps({**said, "data": [{"index": i, "embedding": [1.0, float(len(t)), weights]}
                                             for i, t in enumerate(body.get("input", []))]}).encode()  # fmt: skip
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
@@ -341,6 +348,95 @@ def check_erasure(family: Family, db: memlab.Store, embedder: memlab.Embedder, w
                 family.problem("replies_cached_after_erasure", f"{type(memory).__name__}.forget_user: {found}")
 
 
+def _remote_embedder(server: ProbeServer, cache: memlab.EmbeddingCache) -> memlab.CachedEmbedder:
+    """A cached client of the server's embeddings (3-d vectors, so no probe for the dimension)."""
+    return memlab.CachedEmbedder(memlab.OpenAICompatibleEmbedder(
+        server.base_url, "m", api_key_env=None, retries=0, dimension=3, model_id="probe-remote-embedder"), cache)
+
+
+def _answering(server: ProbeServer, texts: list[str]) -> np.ndarray:
+    """The vectors of the model answering now, asked live (no cache)."""
+    return memlab.OpenAICompatibleEmbedder(server.base_url, "m", api_key_env=None, retries=0).embed_documents(texts)
+
+
+def check_served_vectors(family: Family, work: Path) -> None:
+    """The embedding model behind the URL changes: a rerun (a new client on the same cache file) never gets the old
+    model's vectors, nor does a client that learns of the swap from a live reply mid-run."""
+    path = work / f"vectors-{uuid.uuid4().hex[:8]}" / "embeddings.sqlite"
+    texts = ["my cat is called Miso", "the boiler is serviced every May"]
+    with probe_servers("127.0.0.1") as (server,):
+        for model in ("probe-model-a", "probe-model-b"):
+            server.model = model
+            rerun = _remote_embedder(server, memlab.EmbeddingCache(path))
+            for _ in range(2):
+                family.add("vector_checks")
+                if not np.allclose(rerun.embed_documents(texts), _answering(server, texts), atol=1e-6):
+                    family.problem("vectors_of_another_model_served", f"{model} answers; a rerun got other vectors")
+        server.model = "probe-model-a"  # swapped back under the client that learned probe-model-b
+        mixed = [*texts, f"a text no model embedded yet {uuid.uuid4().hex[:8]}"]
+        family.add("vector_checks")
+        if not np.allclose(rerun.embed_documents(mixed), _answering(server, mixed), atol=1e-6):
+            family.problem("vectors_of_another_model_served", "a live reply named probe-model-a, yet probe-model-b's "
+                           "cached vectors were served beside it")  # fmt: skip
+
+
+class _WatchedCache(memlab.EmbeddingCache):
+    """An embedding cache noting, for every store once `erased` is set, the texts it then holds."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.erased = False
+        self.held_after: list[str] = []
+
+    def put_many(self, model_id: str, texts: list[str], vectors: Any, *args: Any, **kwargs: Any) -> bool:
+        stored = super().put_many(model_id, texts, vectors, *args, **kwargs)
+        if self.erased:
+            self.held_after += [texts[i] for i in sorted(self.get_many(model_id, list(texts)))]
+        return stored
+
+
+def check_vectors_erasure(family: Family, db: memlab.Store, work: Path) -> None:
+    """forget_user while the user's texts are being embedded (by an add, by a caller naming whose texts they are)
+    or a search's query is: once the erasure returned, none of those vectors is kept by any cache."""
+    app = f"probe-vectors-{uuid.uuid4().hex[:8]}"
+    with probe_servers("127.0.0.1") as (server,):
+        cache = _WatchedCache(work / f"vectors-erasure-{uuid.uuid4().hex[:8]}" / "embeddings.sqlite")
+        embedder = _remote_embedder(server, cache)
+        events = memlab.EventMemory(db, embedder)
+        events.add_session(memlab.Session(app, "kept", "s0", [memlab.Event("e0", "user", datetime.now(UTC),
+                                                                           "I keep my bike in the shed.")]))
+        server.hold = 0.5
+        for case, user in (("add", "add-user"), ("caller", "caller-user"), ("query", "query-user")):
+            text = f"My locker code at the {uuid.uuid4().hex[:8]} gym is in my notebook."
+            if case == "add":
+                session = memlab.Session(app, user, "s1", [memlab.Event("e0", "user", datetime.now(UTC), text)])
+                thread = _in_flight(server, lambda s=session: events.add_session(s))
+            elif case == "caller":
+                thread = _in_flight(server, lambda u=user, t=text: _embed_for(embedder, app, u, t))
+            else:
+                thread = _in_flight(server, lambda u=user, t=text: events.search(app, u, t))
+            events.forget_user(app, user)
+            cache.erased = True
+            thread.join(timeout=10)
+            cache.erased = False
+            family.add("vector_erasure_races")
+            kept = bool(cache.held_after or cache.get_many(embedder.model_id, [text]))
+            if case == "query":
+                sent = len(server.authorizations)
+                server.hold = 0.0
+                embedder.embed_query(text, remember=False)
+                kept, server.hold = len(server.authorizations) == sent, 0.5  # the query's vector was still there
+            if kept or thread.is_alive():
+                family.problem("vectors_cached_after_erasure", f"{case}: a vector of the erased user's text "
+                               f"{'(the call never ended)' if thread.is_alive() else 'was kept'}")  # fmt: skip
+            cache.held_after.clear()
+
+
+def _embed_for(embedder: memlab.Embedder, app: str, user: str, text: str) -> Any:
+    with deriving_from(scope_refs(app, user)):  # the caller says whose text it embeds
+        return embedder.embed_documents([text])
+
+
 def model_safety_family(db: memlab.Store, embedder: memlab.Embedder, work: Path) -> Family:
     """Every check above against servers of its own on 127.0.0.1 (and 127.0.0.2 where it answers)."""
     started = time.perf_counter()
@@ -354,6 +450,8 @@ def model_safety_family(db: memlab.Store, embedder: memlab.Embedder, work: Path)
     check_unusable(family, work)
     check_served(family, work)
     check_erasure(family, db, embedder, work)
+    check_served_vectors(family, work)
+    check_vectors_erasure(family, db, work)
     family.notes.append(f"deadline {DEADLINE:g} s (+{SLACK:g} s slack), reply bound {BOUND} bytes against "
                         f"{ERROR_BODY}-byte bodies; servers on the loopback interface only")  # fmt: skip
     family.seconds = time.perf_counter() - started
