@@ -72,6 +72,8 @@ THIRD_PROBE_ZERO = [  # the third hostile probe's classes, each with its own tes
     "model_safety.unusable_replies_cached",
     "model_safety.replies_of_another_model_served",
     "model_safety.replies_cached_after_erasure",
+    "model_safety.vectors_of_another_model_served",
+    "model_safety.vectors_cached_after_erasure",
     "erasure_writes.units_after_erasure",
     "erasure_writes.bulk_guard_bypasses",
     "erasure_writes.secrets_in_query_log",
