@@ -29,9 +29,7 @@ import memlab.facts.write_guard as fact_guard
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, forget_transient
 from memlab.errors import ConfigError
-from memlab.events.filters import forget_scans, holds_secret
 from memlab.events.query_log import QueryLog, QueryRecorder, check_context, fact_hits
-from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
 from memlab.facts.decide import decide, observe, resolve
@@ -55,7 +53,9 @@ from memlab.inputs import (
     timestamp_problem,
 )
 from memlab.models import deriving_from, event_ref, forget_model_replies, scope_refs, session_ref, user_ref
-from memlab.redact import plain_digest
+from memlab.safety.clean_texts import forget_scans, holds_secret
+from memlab.safety.redact import plain_digest
+from memlab.safety.split_secrets import split_secret_events
 from memlab.storage import erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage.disk_erasure import after_erasure, check_level
@@ -153,7 +153,7 @@ class Provenance:
 
 def fact_events(session: Session) -> list[Event]:
     """Events a fact can come from: complete, with text, holding no credential, alone or together with the
-    events next to it (a private key pasted over three events: memlab.events.split_secrets)."""
+    events next to it (a private key pasted over three events: memlab.safety.split_secrets)."""
     split = split_secret_events([e.text or "" for e in session.events])
     texts = [(at, e) for at, e in enumerate(session.events) if not e.partial and (e.text or "").strip()]
     return [e for at, e in texts if at not in split and not holds_secret(e.text or "")]
