@@ -29,7 +29,7 @@ from memlab.errors import (
     MemlabError,
 )
 from memlab.events.answerability import AnswerabilityGate
-from memlab.events.filters import SKIP_REASONS, find_secrets, skip_reason
+from memlab.events.filters import SKIP_REASONS, skip_reason
 from memlab.events.memory import EventMemory, Explain, MigrationReport, migrate_embeddings
 from memlab.events.query_log import LoggedQuery, QueryLog, logged_queries, purge_query_log, query_log_users
 from memlab.events.renderings import RENDERINGS
@@ -60,8 +60,9 @@ from memlab.facts.render import (
 )
 from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
 from memlab.inputs import InputLimits
-from memlab.redact import install_log_redaction as _install_log_redaction
-from memlab.redact import redact as redact_secrets
+from memlab.safety.redact import install_log_redaction as _install_log_redaction
+from memlab.safety.redact import redact as redact_secrets
+from memlab.safety.secrets import find_secrets
 from memlab.storage import Store, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
@@ -84,7 +85,7 @@ from memlab.types import (
 
 __version__ = "0.1.0"
 
-_install_log_redaction()  # every memlab log record passes the redactor (memlab.redact), lazily made loggers too
+_install_log_redaction()  # every memlab log record passes the redactor (memlab.safety.redact), lazily made loggers too
 
 __all__ = [
     "DEFAULT_MODEL_ID",

@@ -10,7 +10,7 @@ import platformdirs
 import psycopg
 
 from memlab.errors import ConfigError
-from memlab.redact import dsn_secrets, redact
+from memlab.safety.redact import dsn_secrets, redact
 
 HOME_ENV = "MEMLAB_HOME"
 DSN_ENV = "MEMLAB_DSN"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 
 class MemlabError(Exception):
     """Base class: catch this to handle any memlab failure. Its message passes memlab's one redactor
-    (`memlab.redact`): a raise site may quote a DSN, a URL, a server's reply or a user's text, and no password,
+    (`memlab.safety.redact`): a raise site may quote a DSN, a URL, a server's reply or a user's text, and no password,
     key or token in them goes further (into a log, a traceback, the CLI's error line)."""
 
     def __init__(self, *args: object) -> None:

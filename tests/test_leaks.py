@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memlab
-import memlab.redact as redaction
+import memlab.safety.redact as redaction
 from memlab.cli import app
 from memlab.lab.probes import MALFORMED_DSNS, MARK, EchoEndpoint
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import tomllib
+from pathlib import Path
 
 import yaml
 
@@ -60,3 +62,33 @@ def test_readme_python_example_runs(store):
     exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["report"].added == 1 and dict(namespace["report"].skipped) == {"partial": 1}
     assert namespace["hits"] and "Argo CD" in namespace["hits"][0].text
+
+
+# The workbench and the CLI run from a checkout (its data sets, fixtures and reports); the library does not.
+WORKBENCH = ("memlab/lab/", "memlab/cli.py")
+_OUT_OF_PACKAGE = re.compile(r"__file__.*\.parents?\b|/\s*[\"'](?:fixtures|datasets|reports|notebooks)\b")
+_BESIDE = re.compile(r"Path\(__file__\)\.with_name\(\s*[\"']([^\"']+)[\"']\s*\)")
+
+
+def _library_sources() -> dict[str, str]:
+    return {path.relative_to(ROOT).as_posix(): path.read_text() for path in sorted((ROOT / "memlab").rglob("*.py"))
+            if not path.relative_to(ROOT).as_posix().startswith(WORKBENCH)}  # fmt: skip
+
+
+def test_library_code_reads_no_folder_of_the_checkout():
+    """An installed package has no fixtures/, datasets/ or reports/ beside it: the library reads only files
+    inside its own package (the workbench may read the checkout's)."""
+    found = [f"{rel}:{n}: {line.strip()}" for rel, source in _library_sources().items()
+             for n, line in enumerate(source.splitlines(), 1) if _OUT_OF_PACKAGE.search(line)]  # fmt: skip
+    assert not found, "library code reaching outside its package:\n" + "\n".join(found)
+
+
+def test_data_files_the_library_reads_are_package_data():
+    """Every file a library module reads beside itself is installed with it (a package-data glob matches it)."""
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["memlab"]
+    read = {(Path(rel).parent / name).relative_to("memlab").as_posix() for rel, source in _library_sources().items()
+            for name in _BESIDE.findall(source)}  # fmt: skip
+    assert read, "the check found the data files the library reads"
+    unpackaged = sorted(f for f in read if not any(fnmatch.fnmatch(f, g) for g in globs))
+    assert not unpackaged, f"files the library reads but the package does not install: {unpackaged}"
+    assert all((ROOT / "memlab" / f).is_file() for f in read)

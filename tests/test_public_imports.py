@@ -59,8 +59,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_label_validation.py", "memlab.lab.runs"): "the run and session frame columns of hand-made runs",
     ("tests/lab/test_judged_store.py", "memlab.storage"): "spies on the stored-units SQL read to prove a judged set "
     "reads only the queried users' rows",
-    ("tests/events/test_secrets.py", "memlab.events"): "unit test of the secret detectors' checksums, fail-closed "
-    "scanning and secret_filter_rates on fixtures/secrets",
+    ("tests/events/test_secrets.py", "memlab.safety"): "unit test of the secret detectors' checksums, gates, "
+    "fail-closed scanning and the memo of texts scanned clean",
+    ("tests/events/test_secrets.py", "memlab.lab.probes.secret_rates"): "secret_filter_rates on fixtures/secrets and "
+    "on a given folder, from the secrets family's module",
+    ("tests/events/test_secrets.py", "memlab.embedding.cache"): "the embedding cache's text_key, which the memo of "
+    "texts scanned clean must agree with",
     ("tests/embedding/test_embedding.py", "memlab.embedding.cache"): "unit test of the transient (never cached) "
     "query vectors the fact sweep warms in one batch",
     ("tests/events/test_units.py", "memlab.events.units"): "unit test of event units and chunk windowing, internals",
@@ -71,13 +75,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/events/test_retrieval_modes.py", "memlab.events.fusion"): "unit test of rank fusion and time re-ranking",
     ("tests/facts/test_rule_gates.py", "memlab.facts.extractors"): "unit test of the rule extractor's gates "
     "against its rules, with the gates on and off",
-    ("tests/facts/test_rule_gates.py", "memlab.events.pattern_gates"): "unit test of the pure gate derivation and "
+    ("tests/facts/test_rule_gates.py", "memlab.safety.pattern_gates"): "unit test of the pure gate derivation and "
     "the case folding the gates search",
-    ("tests/events/test_pattern_scan.py", "memlab.events.pattern_gates"): "unit test of the pure lead derivation "
+    ("tests/events/test_pattern_scan.py", "memlab.safety.pattern_gates"): "unit test of the pure lead derivation "
     "and of scan against finditer",
-    ("tests/events/test_pattern_scan.py", "memlab.events"): "scans every secret detector's pattern, internals",
-    ("tests/events/test_erasure.py", "memlab.events"): "checks that erasure drops the memo of texts scanned clean",
-    ("tests/lab/test_ingest_bench.py", "memlab.events"): "counts the secret scans of each measured round",
+    ("tests/events/test_pattern_scan.py", "memlab.safety"): "scans every secret detector's pattern, internals",
+    ("tests/events/test_erasure.py", "memlab.safety"): "checks that erasure drops the memo of texts scanned clean",
+    ("tests/lab/test_ingest_bench.py", "memlab.safety"): "counts the secret scans of each measured round",
     ("tests/lab/test_scoring.py", "memlab.lab.scoring"): "unit test of the pure size buckets against pandas.cut",
     ("tests/lab/test_scoring.py", "memlab.lab.answerability"): "the answerability curve's cut-off shortcut against "
     "every cut-off scored alone",
@@ -141,11 +145,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_scaling_sql.py", "memlab.storage.schema"): "creates a partitioned copy of the unit table",
     ("tests/storage/test_scaling_sql.py", "memlab.events.units"): "writes internal Unit rows into the partitions",
     ("tests/test_erasure_on_disk.py", "memlab.storage.disk_erasure"): "the list of tables erasure vacuums; purge_wal",
-    ("tests/test_leaks.py", "memlab.redact"): "unit test of the one redactor behind errors, logs and run folders",
+    ("tests/test_leaks.py", "memlab.safety.redact"): "unit test of the one redactor behind errors, logs and run "
+    "folders",
     ("tests/lab/test_leaks_run_folder.py", "memlab.lab.viewer"): "unit test of the script-data escaping",
     ("tests/lab/test_report_html.py", "memlab.lab.probes.leaks"): "the hostile run whose page the browser opens",
     ("tests/test_notebooks.py", "memlab.lab.notebooks"): "runs notebooks with the runner's kernel, parameter helpers",
-    ("tests/events/test_secret_kinds.py", "memlab.events"): "unit test of the decoded-shape detectors "
+    ("tests/events/test_secret_kinds.py", "memlab.safety"): "unit test of the decoded-shape detectors "
     "(secret_shapes) behind the secret filter",
     ("tests/lab/test_bench_lexical.py", "memlab.lab.bench"): "runs the lexical bench section on small users",
     ("tests/lab/test_bench_lexical.py", "memlab.lab.bench.markdown"): "renders the lexical section of bench.md",
@@ -161,7 +166,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/storage/test_lexical_side_table.py", "memlab.lab.probes"): "the lexical probe's texts and plan counter",
     ("tests/storage/test_lexical_side_table.py", "memlab.storage"): "compares the lexical statement with a reference "
     "and inspects its side table",
-    ("tests/events/test_split_secret_tails.py", "memlab.events.split_secrets"): "unit test of the pure session "
+    ("tests/events/test_split_secret_tails.py", "memlab.safety.split_secrets"): "unit test of the pure session "
     "scan on key bodies whose last line looks like a word",
     ("tests/test_erasure_races.py", "memlab.events.filters"): "the skip reason an erased unit is reported under",
     ("tests/lab/test_filtered.py", "memlab.lab.sweeps.filtered"): "runs the filtered sweep's measurement on a tiny "

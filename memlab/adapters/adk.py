@@ -41,7 +41,7 @@ from memlab.facts.memory import FactHit, FactMemory
 from memlab.facts.render import STALE_HEADING, neutralize_fences
 from memlab.facts.types import DOMAIN_USER
 from memlab.inputs import check_ids, check_text
-from memlab.redact import plain_digest
+from memlab.safety.redact import plain_digest
 from memlab.types import Event, FunctionCall, FunctionResponse, InputError, SearchSettings, Session
 
 # A recall-leaning cut-off for preloading with all-MiniLM-L6-v2, read off the cut-off sweep on memlab-synth (the

@@ -39,7 +39,7 @@ from memlab.bounded_http import (
 )
 from memlab.errors import ConfigError, DimensionError, EmbeddingEndpointError
 from memlab.models.served import ServedModel, served_identity
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_DELAY = MAX_DELAY  # seconds; bounds a server's Retry-After so a call never hangs for minutes

@@ -17,11 +17,12 @@ import numpy as np
 
 from memlab.events import filters
 from memlab.events.core import MemoryCore, check_vectors
-from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import Unit
 from memlab.events.write_guard import plan_generation, recheck_units
 from memlab.inputs import MAX_ID_BYTES, text_problem, timestamp_problem
-from memlab.redact import get_logger
+from memlab.safety.clean_texts import holds_secret
+from memlab.safety.redact import get_logger
+from memlab.safety.split_secrets import split_secret_events
 from memlab.storage import units as sqlu
 from memlab.types import InputError
 
@@ -81,8 +82,8 @@ def secret_units(units: list[Unit]) -> set[int]:
     """Indices of `units` (given directly, in any order) that ingest's secret filter refuses: a credential in a
     unit's body or embedded text, in the lines of one unit read together (a chunk's turns), or spread over units
     of one session read in time order (a password given as the reply to a question about it)."""
-    found = {i for i, u in enumerate(units) if filters.holds_secret(u.body)
-             or (u.rendered is not None and filters.holds_secret(u.rendered))
+    found = {i for i, u in enumerate(units) if holds_secret(u.body)
+             or (u.rendered is not None and holds_secret(u.rendered))
              or (len(lines := u.body.splitlines()) > 1 and split_secret_events(lines))}  # fmt: skip
     sessions: dict[str, list[int]] = {}
     for i, u in enumerate(units):

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-import memlab.events.filters as filters
 from memlab.embedding.cache import forget_transient
 from memlab.errors import ConfigError
 from memlab.events.core import MemoryCore
 from memlab.events.write_guard import erasing
 from memlab.inputs import MAX_ID_BYTES, check_ids, check_text
 from memlab.models import event_ref, forget_model_replies, session_ref, user_ref
+from memlab.safety.clean_texts import forget_scans
 from memlab.storage import disk_erasure, erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage import unit_housekeeping as housekeeping
@@ -37,7 +37,7 @@ class Forgetting:
         cache_entries = self.core.forget_erased(deleted.text_keys, refs)
         model_replies = forget_model_replies(refs)
         forget_transient()
-        filters.forget_scans()  # digests of the erased texts, among others: they only cost a scan again
+        forget_scans()  # digests of the erased texts, among others: they only cost a scan again
         vacuumed: tuple[str, ...] = ()
         if vacuum:
             vacuumed = disk_erasure.after_erasure(self.core.store, vacuum)  # every table holding users' rows

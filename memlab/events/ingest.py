@@ -21,17 +21,17 @@ from memlab.embedding.cache import text_key
 from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions, planned_units
 from memlab.events.core import MemoryCore, check_vectors, index_due
 from memlab.events.renderings import render_units
-from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import Unit, chunk_units, event_units
 from memlab.events.write_guard import ERASED_DURING_INGEST, plan_generation, recheck
 from memlab.inputs import check_session, text_problem
 from memlab.models import deriving_from, scope_refs
-from memlab.redact import get_logger
+from memlab.safety.redact import get_logger
+from memlab.safety.split_secrets import split_secret_events
 from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage import units as sqlu
 from memlab.types import Event, IngestReport, InputError, Session, SessionFailure
 
-log = get_logger("memlab.events.memory")  # the memory's log, whichever part writes (redacts secrets: memlab.redact)
+log = get_logger("memlab.events.memory")  # the memory's log, whichever part writes (redacts secrets: memlab.safety)
 
 DUPLICATE_ID = "duplicate_id"  # an event id seen earlier in the same session: stored once, the repeat counted
 SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID, ERASED_DURING_INGEST)  # every reason an event is skipped

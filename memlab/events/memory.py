@@ -144,7 +144,7 @@ class EventMemory:
         already kept earlier in the session is skipped as `duplicate_id` (the first one is stored). Events
         whose ids are in `known` (already stored, so already filtered once) skip the filters. Events that form
         a secret only together (a private key's BEGIN line, body and END line in three events) are skipped as
-        `secret` too (memlab.events.split_secrets)."""
+        `secret` too (memlab.safety.split_secrets)."""
         return self._ingest.kept_events(session, known=known)
 
     def units_of(self, session: Session, kept: list[Event]) -> list[Unit]:

@@ -5,7 +5,7 @@ the query text, when it was asked, the search settings, and the unit ids, distan
 (memlab.storage.query_log). The query text goes through the same secret filter as events on ingest, with the
 same context: ingest reads a turn together with the turns before it, so a query is read together with the turns
 before it in the conversation (the search's `context`, e.g. the agent's question it answers) and with the user's
-previous logged query (`filters.holds_secret_after`). A password typed as the reply to "what's the wifi
+previous logged query (`clean_texts.holds_secret_after`). A password typed as the reply to "what's the wifi
 password?" is refused as ingest refuses it; a query holding a credential is not recorded, and the skip is counted
 (`QueryRecorder.counts["secret"]`). The context itself is never stored.
 
@@ -29,9 +29,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from memlab.errors import ConfigError
-from memlab.events.filters import holds_secret_after
 from memlab.inputs import check_ids, check_text
-from memlab.redact import get_logger
+from memlab.safety.clean_texts import holds_secret_after
+from memlab.safety.redact import get_logger
 from memlab.storage import erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage.query_log import LoggedQuery

@@ -21,7 +21,7 @@ from memlab.config import configured_dsn, db_timeout
 from memlab.errors import ConfigError, DatabaseUnavailableError
 from memlab.events.units import EVENT_LAYER
 from memlab.inputs import check_ids
-from memlab.redact import dsn_secrets, redact
+from memlab.safety.redact import dsn_secrets, redact
 from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage.read_only import connect_read_only
 from memlab.storage.store import _first_line

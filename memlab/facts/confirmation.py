@@ -13,7 +13,8 @@ from datetime import datetime
 
 import psycopg
 
-import memlab.facts.tables as tables
+import memlab.facts.stored as stored
+import memlab.storage.fact_tables as tables
 from memlab.facts.decide import decide
 from memlab.facts.registry import Predicate
 from memlab.facts.types import Candidate, Fact
@@ -44,7 +45,7 @@ def confirm_key(conn: psycopg.Connection, app: str, user: str, subject: str, pre
     """Confirm every current value of the key at `at` (a many-valued key has several); the current rows after.
     InputError when the key has no current value: there is nothing the user could have said yes to."""
     tables.lock_fact_key(conn, app, user, subject, predicate.name)
-    rows = tables.key_rows(conn, app, user, subject, predicate.name)
+    rows = stored.key_facts(conn, app, user, subject, predicate.name)
     values = sorted(r.value for r in rows if r.status == "current")
     if not values:
         history = f" (its {len(rows)} stored value(s) are superseded or retracted)" if rows else ""
@@ -56,12 +57,12 @@ def confirm_key(conn: psycopg.Connection, app: str, user: str, subject: str, pre
         digest = hashlib.sha1("\x1f".join((subject, predicate.name, value, at.isoformat())).encode()).hexdigest()
         cand = Candidate(subject, predicate.name, value, CONFIRM_QUOTE, basis="stated",
                          event_id=f"confirm-{digest[:16]}", event_time=at, session_id=session_id)  # fmt: skip
-        if tables.observation_exists(conn, app, user, cand):
+        if stored.observed(conn, app, user, cand):
             continue  # the same confirmation recorded twice
         decision = decide(cand, rows, predicate.cardinality)
         after = [replace(r, sensitivity=predicate.sensitivity, cardinality=predicate.cardinality)
                  for r in decision.rows]  # fmt: skip
-        tables.write_rows(conn, app, user, rows, after)
-        tables.log_observation(conn, app, user, cand, CONFIRM_ACTION, reason)
-        rows = tables.key_rows(conn, app, user, subject, predicate.name)
+        stored.write_facts(conn, app, user, rows, after)
+        stored.log_candidate(conn, app, user, cand, CONFIRM_ACTION, reason)
+        rows = stored.key_facts(conn, app, user, subject, predicate.name)
     return [r for r in rows if r.status == "current"]

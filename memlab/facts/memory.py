@@ -24,14 +24,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import memlab.facts.confirmation as confirmation
-import memlab.facts.tables as tables
+import memlab.facts.stored as stored
 import memlab.facts.write_guard as fact_guard
+import memlab.storage.fact_tables as tables
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, erasure_caches, forget_transient
 from memlab.errors import ConfigError
-from memlab.events.filters import forget_scans, holds_secret
 from memlab.events.query_log import QueryLog, QueryRecorder, check_context, fact_hits
-from memlab.events.split_secrets import split_secret_events
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
 from memlab.facts.decide import decide, observe, resolve
@@ -55,7 +54,9 @@ from memlab.inputs import (
     timestamp_problem,
 )
 from memlab.models import deriving_from, event_ref, forget_model_replies, scope_refs, session_ref, user_ref
-from memlab.redact import plain_digest
+from memlab.safety.clean_texts import forget_scans, holds_secret
+from memlab.safety.redact import plain_digest
+from memlab.safety.split_secrets import split_secret_events
 from memlab.storage import erasures
 from memlab.storage import query_log as sql_log
 from memlab.storage.disk_erasure import after_erasure, check_level
@@ -153,7 +154,7 @@ class Provenance:
 
 def fact_events(session: Session) -> list[Event]:
     """Events a fact can come from: complete, with text, holding no credential, alone or together with the
-    events next to it (a private key pasted over three events: memlab.events.split_secrets)."""
+    events next to it (a private key pasted over three events: memlab.safety.split_secrets)."""
     split = split_secret_events([e.text or "" for e in session.events])
     texts = [(at, e) for at, e in enumerate(session.events) if not e.partial and (e.text or "").strip()]
     return [e for at, e in texts if at not in split and not holds_secret(e.text or "")]
@@ -291,7 +292,7 @@ class FactMemory:
         with self.store.connection() as conn:
             generation = fact_guard.plan_generation(conn, app, user)  # erasures after it win (write_guard)
             mark = tables.get_watermark(conn, app, user, session.id)
-            keys = sorted({f.key for _, f in tables.user_rows(conn, app, [user], statuses=["current"])})
+            keys = sorted({f.key for _, f in stored.user_facts(conn, app, [user], statuses=["current"])})
         fresh = [e for e in fact_events(session) if mark is None or e.timestamp > mark]
         texts = [e for e in session.events if not e.partial and (e.text or "").strip()]
         secrets = sum(mark is None or e.timestamp > mark for e in texts) - len(fresh)
@@ -389,17 +390,17 @@ class FactMemory:
         return (rows[0].cardinality, rows[0].sensitivity) if rows else ("one", "normal")
 
     def _consolidate(self, conn, app: str, user: str, cand: Candidate, report: FactIngestReport) -> None:
-        if tables.observation_exists(conn, app, user, cand):
+        if stored.observed(conn, app, user, cand):
             report.duplicates += 1
             return
         predicate = self.registry.get(cand.predicate)
-        rows = tables.key_rows(conn, app, user, cand.subject, cand.predicate)
+        rows = stored.key_facts(conn, app, user, cand.subject, cand.predicate)
         decision = decide(cand, rows, predicate.cardinality)
         after = [
             replace(r, sensitivity=predicate.sensitivity, cardinality=predicate.cardinality) for r in decision.rows
         ]
-        tables.write_rows(conn, app, user, rows, after)
-        tables.log_observation(conn, app, user, cand, decision.action, decision.reason)
+        stored.write_facts(conn, app, user, rows, after)
+        stored.log_candidate(conn, app, user, cand, decision.action, decision.reason)
         report.count(decision.action)
         report.actions.append((cand.subject, cand.predicate, cand.value, decision.action))
 
@@ -408,13 +409,13 @@ class FactMemory:
         """Every current fact of the user (all sensitivities, any confidence)."""
         check_ids(app_name, user_id)
         with self.store.connection() as conn:
-            return [f for _, f in tables.user_rows(conn, app_name, [user_id], statuses=["current"])]
+            return [f for _, f in stored.user_facts(conn, app_name, [user_id], statuses=["current"])]
 
     def rows(self, app_name: str, user_id: str) -> list[Fact]:
         """Current and history rows."""
         check_ids(app_name, user_id)
         with self.store.connection() as conn:
-            return [f for _, f in tables.user_rows(conn, app_name, [user_id])]
+            return [f for _, f in stored.user_facts(conn, app_name, [user_id])]
 
     def search(
         self,
@@ -444,7 +445,7 @@ class FactMemory:
         if generation is not None:  # recording on: nothing to build per search otherwise
             self.query_log.record(app_name, user_id, query, now, {"allow": list(allow), "threshold": threshold,
                                   "limit": limit, "include_domain": include_domain}, fact_hits(hits),
-                                  lambda conn: sql_log.fact_count(conn, app_name, user_id), generation, context)
+                                  lambda conn: tables.fact_count(conn, app_name, user_id), generation, context)
         return hits
 
     def _search(self, app_name: str, user_id: str, query: str, allow: Sequence[str], threshold: float, limit: int,
@@ -453,7 +454,7 @@ class FactMemory:
         now = now or datetime.now(UTC)
         users = [user_id, DOMAIN_USER] if include_domain and user_id != DOMAIN_USER else [user_id]
         with self.store.connection() as conn:
-            rows = tables.user_rows(conn, app_name, users, statuses=["current"])
+            rows = stored.user_facts(conn, app_name, users, statuses=["current"])
             provenance = tables.provenance_events(conn, app_name, users)
         served = []
         for owner, fact in rows:
@@ -530,7 +531,7 @@ class FactMemory:
         """The provenance trail of one key: every observation, oldest first, with its value's status now."""
         self._check_key(app_name, user_id, subject, predicate)
         with self.store.connection() as conn:
-            status = {f.value: f.status for f in tables.key_rows(conn, app_name, user_id, subject, predicate)}
+            status = {f.value: f.status for f in stored.key_facts(conn, app_name, user_id, subject, predicate)}
             obs = tables.observations(conn, app_name, user_id, subject, predicate)
         return [
             Provenance(value=o[0], status=status.get(o[0], "unknown"), negated=o[1], basis=o[2], session_id=o[3],
@@ -551,12 +552,12 @@ class FactMemory:
             tables.lock_fact_key(conn, app_name, user_id, subject, predicate)
             read = {o[4] for o in tables.observations(conn, app_name, user_id, subject, predicate) if o[0] == value}
             deleted = tables.delete_value(conn, app_name, user_id, subject, predicate, value)
-            rows = tables.key_rows(conn, app_name, user_id, subject, predicate)
+            rows = stored.key_facts(conn, app_name, user_id, subject, predicate)
             if deleted and rows:
                 cardinality, sensitivity = self._shape(predicate, rows)
                 after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
                          for r in resolve(rows, cardinality)]  # fmt: skip
-                tables.write_rows(conn, app_name, user_id, rows, after)
+                stored.write_facts(conn, app_name, user_id, rows, after)
         forget_model_replies(event_ref(app_name, user_id, e) for e in read)  # replies that read the value
         forget_transient()
         self._vacuum(vacuum)
@@ -638,7 +639,7 @@ class FactMemory:
 
     def _rederive(self, conn, app: str, user: str, subject: str, predicate: str, report: FactForgetReport) -> None:
         """Rebuild the value rows of one key from its observation log (the order-free fold of `decide`)."""
-        before = tables.key_rows(conn, app, user, subject, predicate)
+        before = stored.key_facts(conn, app, user, subject, predicate)
         cardinality, sensitivity = self._shape(predicate, before)
         rows: list[Fact] = []
         for value, negated, basis, session, event, said_at, quote_text, *_ in tables.observations(
@@ -654,7 +655,7 @@ class FactMemory:
         old = {r.value: r for r in before}
         gone = [r for r in before if r.value not in kept]
         tables.delete_values(conn, app, user, subject, predicate, [r.value for r in gone])
-        tables.write_rows(conn, app, user, [r for r in before if r.value in kept], after)
+        stored.write_facts(conn, app, user, [r for r in before if r.value in kept], after)
         report.removed.extend((subject, predicate, r.value, r.status) for r in gone)
         for r in after:
             was = old[r.value].status if r.value in old else None

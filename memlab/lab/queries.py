@@ -29,7 +29,7 @@ from memlab.lab.json_bounds import loads
 from memlab.lab.jsonl import DEFAULT_APP
 from memlab.lab.scoring import size_bucket
 from memlab.lab.suggest import unknown_keys
-from memlab.redact import plain_digest
+from memlab.safety.redact import plain_digest
 
 PLAIN_KEYS = ("app", "user", "text", "asked_at")
 QUERY_KEYS = ("query_id", "app", "user", "text", "asked_at", "origin", "generator", "stratum", "empty", "memory_size")
@@ -38,7 +38,7 @@ MAX_SAMPLE = 1_000_000
 
 def query_id(app: str, user: str, text: str, asked_at: datetime) -> str:
     """A query's stable id: the first 16 hex digits of the SHA-1 of app, user, text and the time it was asked,
-    hashed again in the rare case the digest reads as a credential (`memlab.redact.plain_digest`), so a pool
+    hashed again in the rare case the digest reads as a credential (`memlab.safety.redact.plain_digest`), so a pool
     written through the redactor still names the query as its query file does."""
     return plain_digest("\x1f".join((app, user, text, asked_at.isoformat())))
 

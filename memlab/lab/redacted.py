@@ -1,6 +1,6 @@
 """Every file memlab writes into a run folder is written through here, so every string in it (questions, answers,
 event texts, ids, names, config values, table cells, report lines) has passed the redactor that error messages
-pass (`memlab.redact`: the events' secret filter plus DSN, URL and header forms). A run folder is shared more
+pass (`memlab.safety.redact`: the events' secret filter plus DSN, URL and header forms). A run folder is shared more
 widely than the database it measured: a credential a user typed into a question must not ride along.
 
 A redacted id stays distinct from every other id (a short keyed digest is appended, the key is random per
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memlab.redact import HIDDEN, REDACTED, needs_redaction, redact
+from memlab.safety.redact import HIDDEN, REDACTED, needs_redaction, redact
 
 _KEY = os.urandom(16)
 _SECRET_KEY_NAMES = re.compile(r"(?:^|[_-])(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlab.errors import MemlabError
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 ERROR_KINDS = ("unreachable", "timeout", "http", "malformed")
 

@@ -24,7 +24,7 @@ from memlab.bounded_http import (
 )
 from memlab.models.errors import ModelError
 from memlab.models.spec import ModelSpec
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DETAIL_CHARS = 200

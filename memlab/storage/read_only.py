@@ -11,7 +11,7 @@ import psycopg
 
 from memlab.config import configured_dsn, memlab_home
 from memlab.errors import DatabaseUnavailableError
-from memlab.redact import dsn_secrets, redact
+from memlab.safety.redact import dsn_secrets, redact
 from memlab.storage.embedded import start_embedded
 from memlab.storage.store import _first_line
 

@@ -27,7 +27,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from memlab.redact import get_logger
+from memlab.safety.redact import get_logger
 
 log = get_logger("memlab.storage.scratch")
 

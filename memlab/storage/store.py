@@ -36,7 +36,7 @@ import memlab.storage.unit_table as unit_table
 import memlab.storage.units as sqlu
 from memlab.config import configured_dsn, db_timeout, memlab_home
 from memlab.errors import ConfigError, DatabaseUnavailableError, DimensionError, ExtensionError
-from memlab.redact import dsn_secrets, redact
+from memlab.safety.redact import dsn_secrets, redact
 from memlab.storage.embedded import start_embedded
 from memlab.storage.schema import ERASURE_DDL, MODELS_DDL, SCHEMA_LOCK_KEY, TOMBSTONE_DDL, ModelInfo
 from memlab.types import AutoPolicy

@@ -95,14 +95,14 @@ def test_forget_user_leaves_no_trace_in_any_table_or_the_cache(world):
     w.store.create_tenant_index(w.events.model.model_id, w.events.layer, w.app, w.user)  # names the user
     assert w.table_traces(w.ids + w.markers), "the user is in the database before"
 
-    from memlab.events import filters
+    from memlab.safety import clean_texts
 
-    assert not any(filters.holds_secret(b) for b in w.bodies)  # as an ingest of them does: scanned, found clean
-    assert all(filters.text_key(b) in filters._CLEAN for b in w.bodies), "texts found clean are remembered"
+    assert not any(clean_texts.holds_secret(b) for b in w.bodies)  # as an ingest of them does: scanned, found clean
+    assert all(clean_texts.text_key(b) in clean_texts._CLEAN for b in w.bodies), "texts found clean are remembered"
     deleted = w.events.forget_user(w.app, w.user)
 
     assert deleted > 0 and not w.stored_bodies(w.user)
-    assert not any(filters.text_key(b) in filters._CLEAN for b in w.bodies), "erasure drops the scan memo"
+    assert not any(clean_texts.text_key(b) in clean_texts._CLEAN for b in w.bodies), "erasure drops the scan memo"
     assert w.table_traces(w.ids + w.markers) == {}
     assert not {sha(t) for t in w.bodies | set(w.queries)} & w.cache_keys()
     assert {sha(b) for b in keep_bodies} <= w.cache_keys(), "other users' cached texts stay"

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlab import lab
-from memlab.events import secrets
-from memlab.events.pattern_gates import fold, leading_words, scan
+from memlab.safety import secrets
+from memlab.safety.pattern_gates import fold, leading_words, scan
 from tests.conftest import examples, long_turns_and_secret_fixtures
 
 

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization as ser
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 
 from memlab import find_secrets
-from memlab.events import secret_shapes
+from memlab.safety import secret_shapes
 
 _RNG = random.Random(2203)
 

@@ -10,7 +10,8 @@ import yaml
 
 import memlab
 from memlab import find_secrets, skip_reason
-from memlab.events import secrets
+from memlab.lab.probes.secret_rates import secret_corpus, secret_filter_rates
+from memlab.safety import secret_checks, secrets
 from tests.conftest import ROOT, examples, long_turns_and_secret_fixtures
 
 CORPUS = ROOT / "fixtures" / "secrets"
@@ -30,7 +31,7 @@ def test_the_corpus_is_big_and_varied_enough():
 def test_rates_on_the_corpus():
     """Held-out credentials (written before the detectors, scored only at the end) are caught, ordinary
     technical text is kept."""
-    rates = secrets.secret_filter_rates()
+    rates = secret_filter_rates()
     assert rates["credentials"] >= 150 and rates["kinds"] >= 25 and rates["ordinary"] >= 100
     assert rates["held_out_caught"] >= 0.95, rates["missed"]
     assert rates["ordinary_flagged"] <= 0.10, rates["flagged"]
@@ -58,11 +59,25 @@ def test_rates_are_computed_from_the_given_folder(tmp_path):
             }
         )
     )
-    rates = secrets.secret_filter_rates(tmp_path)
+    rates = secret_filter_rates(tmp_path)
     assert (rates["held_out_caught"], rates["tuning_caught"], rates["ordinary_flagged"]) == (0.5, 1.0, 0.5)
     assert (rates["held_out_ordinary_flagged"], rates["tuning_ordinary_flagged"]) == (1.0, 0.0)
     assert rates["missed"] == [("held_out", "prose_password", "my password is terrible")]
     assert [text for _, text, _ in rates["flagged"]] == ["the db password is Falcon42!"]
+
+
+def test_a_missing_corpus_is_named_with_the_fix(tmp_path, monkeypatch):
+    """The rates need a labelled corpus, which only a checkout has: a folder without it is named, with the fix."""
+    (tmp_path / "credentials.yaml").write_text("credentials: []\n")
+    with pytest.raises(memlab.FixtureError, match=r"no ordinary\.yaml there; pass the folder") as raised:
+        secret_filter_rates(tmp_path)
+    assert str(tmp_path) in str(raised.value)
+    nowhere = tmp_path / "installed" / "fixtures" / "secrets"
+    monkeypatch.setattr("memlab.lab.probes.secret_rates.SECRET_CORPUS", nowhere)
+    with pytest.raises(memlab.FixtureError, match="run from a memlab checkout") as raised:
+        secret_filter_rates()
+    assert str(nowhere) in str(raised.value) and "credentials.yaml or ordinary.yaml" in str(raised.value)
+    assert secret_corpus(CORPUS) == CORPUS
 
 
 @pytest.mark.parametrize(
@@ -76,7 +91,7 @@ def test_rates_are_computed_from_the_given_folder(tmp_path):
     ],
 )
 def test_luhn(number, ok):
-    assert secrets.luhn_ok(number) is ok
+    assert secret_checks.luhn_ok(number) is ok
 
 
 @pytest.mark.parametrize(
@@ -106,13 +121,13 @@ def test_card_numbers_need_luhn_and_a_network(text, found):
     ],
 )
 def test_iban_mod_97(iban, ok):
-    assert secrets.iban_ok(iban) is ok
+    assert secret_checks.iban_ok(iban) is ok
 
 
 def test_a_hex_digest_is_not_taken_for_an_iban():
     # 16 hex characters from "be": mod 97 holds for these (letters count as numbers), one digest in ~25,000
     for digest in ("be82719d7d247caf", "be241b3fecd8046e", "be505597391b5d94", "be881c09e8fd9015"):
-        assert secrets.iban_ok(digest) is False
+        assert secret_checks.iban_ok(digest) is False
         assert find_secrets(f"the fix is in commit {digest}, merged yesterday") == []
 
 
@@ -134,7 +149,7 @@ def test_scanning_fails_closed(monkeypatch):
 
 
 def test_a_text_found_clean_is_not_scanned_again_and_a_secret_always_is(monkeypatch):
-    from memlab.events import filters
+    from memlab.safety import clean_texts
 
     scanned: list[str] = []
 
@@ -142,17 +157,26 @@ def test_a_text_found_clean_is_not_scanned_again_and_a_secret_always_is(monkeypa
         scanned.append(text)
         return find_secrets(text)
 
-    monkeypatch.setattr(filters, "find_secrets", counting)
+    monkeypatch.setattr(clean_texts, "find_secrets", counting)
     clean = f"We moved the staging cluster {uuid.uuid4().hex[:6]} to Frankfurt last week."
     secret = f"my github token is ghp_{uuid.uuid4().hex}abcd for {uuid.uuid4().hex[:4]}"
     for _ in range(3):
-        assert filters.holds_secret(clean) is False
-        assert filters.holds_secret(secret) is True
+        assert clean_texts.holds_secret(clean) is False
+        assert clean_texts.holds_secret(secret) is True
     assert scanned.count(clean) == 1 and scanned.count(secret) == 3
-    assert clean not in "".join(filters._CLEAN), "the memo keeps digests, not texts"
-    assert filters.text_key(clean) in filters._CLEAN, "one key function: the embedding cache's text_key"
+    assert clean not in "".join(clean_texts._CLEAN), "the memo keeps digests, not texts"
+    assert clean_texts.text_key(clean) in clean_texts._CLEAN, "the memo's key: the one key of a text"
     odd = "a lone surrogate \ud800 in an otherwise ordinary sentence"
-    assert filters.holds_secret(odd) is False and filters.text_key(odd) in filters._CLEAN
+    assert clean_texts.holds_secret(odd) is False and clean_texts.text_key(odd) in clean_texts._CLEAN
+
+
+@pytest.mark.parametrize("text", ["plain", "", "caf\u00e9 \u4e2d\u6587 \U0001f600", "lone \ud800", "\udfff\ud800"])
+def test_the_memo_and_the_embedding_cache_key_a_text_alike(text):
+    """One key of a text: the memo of texts scanned clean digests a text as the embedding cache keys it."""
+    from memlab.embedding.cache import text_key as cache_key
+    from memlab.safety import clean_texts
+
+    assert clean_texts.text_key(text) == cache_key(text)
 
 
 def test_scanning_leaves_detect_secrets_settings_alone():
@@ -281,7 +305,7 @@ def test_every_detect_secrets_plugin_has_a_gate():
 
 
 def _corpus_texts() -> list[str]:
-    folder = secrets.SECRET_CORPUS
+    folder = CORPUS
     texts = [c["text"] for c in yaml.safe_load((folder / "credentials.yaml").read_text())["credentials"]]
     return texts + [o["text"] for o in yaml.safe_load((folder / "ordinary.yaml").read_text())["ordinary"]]
 

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization as ser
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from memlab.events.split_secrets import split_secret_events
+from memlab.safety.split_secrets import split_secret_events
 
 CHAT = "We moved the staging cluster to Frankfurt last week, and the deploys are faster now."
 KEYS = {

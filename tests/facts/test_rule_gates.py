@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import memlab
 from memlab import lab
-from memlab.events.pattern_gates import Gates, fold, required_words
 from memlab.facts.extractors import rules
+from memlab.safety.pattern_gates import Gates, fold, required_words
 from tests.conftest import ROOT, examples
 
 

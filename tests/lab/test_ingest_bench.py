@@ -12,11 +12,11 @@ from tests.conftest import ROOT
 
 
 def test_measure_ingest_compares_rates_on_the_same_texts_and_cleans_up(store, embedder, monkeypatch):
-    from memlab.events import filters
+    from memlab.safety import clean_texts
 
     scanned: list[str] = []
-    real_scan = filters.find_secrets
-    monkeypatch.setattr(filters, "find_secrets", lambda text: scanned.append(text) or real_scan(text))
+    real_scan = clean_texts.find_secrets
+    monkeypatch.setattr(clean_texts, "find_secrets", lambda text: scanned.append(text) or real_scan(text))
     model = getattr(embedder, "inner", embedder)
     every = load_fixtures(ROOT / "fixtures" / "events")
     # four of the nine fixture users (~110 turns): the figures' consistency does not depend on the size, and each

@@ -24,7 +24,7 @@ from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
 from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec, open_chat, text_refs
 from memlab.models.fence import DATA_RULE, quote, unquote, wrap
-from memlab.redact import redact
+from memlab.safety.redact import redact
 from memlab.types import Event
 
 FACTS_SCHEMA = {

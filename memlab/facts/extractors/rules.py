@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import memlab.facts.extractors.rules_patterns as P
-from memlab.events.pattern_gates import Gates, fold, required_words
 from memlab.facts.extractors.base import basis_for
 from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
+from memlab.safety.pattern_gates import Gates, fold, required_words
 from memlab.types import Event
 
 _FLAGS = re.IGNORECASE

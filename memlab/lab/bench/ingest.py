@@ -19,9 +19,9 @@ import numpy as np
 
 from memlab.embedding.base import Embedder
 from memlab.embedding.cache import CachedEmbedder, EmbeddingCache
-from memlab.events.filters import forget_scans
 from memlab.events.memory import EventMemory
 from memlab.lab.dataset import Dataset
+from memlab.safety.clean_texts import forget_scans
 from memlab.storage.disk_erasure import after_erasure
 from memlab.storage.store import Store
 

@@ -24,7 +24,7 @@ from memlab.lab.judging.pool_file import Pool
 from memlab.lab.judging.query_file import json_lines
 from memlab.models import ChatClient, ChatRequest, ModelError, text_refs
 from memlab.models.fence import DATA_RULE, fence
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 RELEVANCE_SCHEMA = {"type": "object", "properties": {"relevant": {"type": "boolean"}}, "required": ["relevant"],
                     "additionalProperties": False}  # fmt: skip

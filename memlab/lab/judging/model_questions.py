@@ -14,12 +14,12 @@ import json
 import random
 from typing import Any
 
-from memlab.events.filters import holds_secret
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor, reply_json
 from memlab.lab.dataset import Dataset
 from memlab.lab.judging.generated import Generation, add_question, ask_times
 from memlab.models import ChatClient, ChatRequest, ModelError
 from memlab.models.fence import DATA_RULE, fence, quote, wrap
+from memlab.safety.clean_texts import holds_secret
 from memlab.types import Event, Session
 
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"},

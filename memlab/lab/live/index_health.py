@@ -27,7 +27,7 @@ from memlab.events.search import resolve_auto
 from memlab.inputs import check_text
 from memlab.lab.probe_section import health_lines
 from memlab.lab.scoring import SIZE_LABELS, size_bucket
-from memlab.redact import dsn_secrets, redact
+from memlab.safety.redact import dsn_secrets, redact
 from memlab.storage import units as sqlu
 from memlab.storage.policy import SETTINGS_TABLE, load_policy
 from memlab.storage.read_only import connect_read_only

@@ -24,7 +24,7 @@ import pandas as pd
 from memlab.lab.dataset import Question
 from memlab.lab.folder import RunFolder
 from memlab.lab.live.alerts import Alert, parse_alert
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 LOST_ALERT = "new_lost_labels>0"
 LOST_METRICS = ("lost_labels", "lost_questions", "new_lost_labels")

@@ -52,7 +52,7 @@ from memlab.lab.report import write_report
 from memlab.lab.run_format import run_mark
 from memlab.lab.runs import Run, collect
 from memlab.lab.systems import EventSystem, FactSystem, system_from_config
-from memlab.redact import redact, redact_error
+from memlab.safety.redact import redact, redact_error
 from memlab.storage.store import Store, open_store
 from memlab.types import Hits, SearchSettings
 

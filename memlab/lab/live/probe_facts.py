@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import psycopg
 
-from memlab.facts import tables
 from memlab.facts.memory import FactMemory
 from memlab.lab.dataset import Question
+from memlab.storage import fact_tables as tables
 from memlab.types import Hit, Hits
 
 ALL_SENSITIVITIES = ("personal", "health")  # the probe measures what memory holds; serving filters are the app's

@@ -37,7 +37,7 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.live.probe import run_probe
 from memlab.lab.live.textfile import write_textfile
 from memlab.lab.probes.family import Family
-from memlab.redact import redact
+from memlab.safety.redact import redact
 
 MUST_BE_ZERO = ["unlabelled_memories_in_folder", "mislabelled_plans", "silent_lost_labels",
                 "stale_textfiles_after_failure", "failures_not_reached", "redactor_crashes", "ids_redacted",

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import memlab.events.secret_shapes as shapes
-from memlab.events.secrets import find_secrets
+import memlab.safety.secret_shapes as shapes
+from memlab.safety.secrets import find_secrets
 
 WINDOW = 8  # how many events after a BEGIN line (or before an END line) may still hold the key's body
 _MAX_LINES = 2_000  # lines followed from one armor line: a long RSA key is about 30 lines

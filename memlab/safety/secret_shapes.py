@@ -1,5 +1,5 @@
 """What a credential looks like inside a value, and how it is named in languages other than English: the parts
-of memlab's secret detectors (memlab.events.secrets) that decode or read words rather than match a format.
+of memlab's secret detectors (memlab.safety.secrets) that decode or read words rather than match a format.
 
 - A base64 run is decoded and read: a DER private key (PKCS#1 RSA, SEC1 EC, PKCS#8 plain or encrypted, DSA) or an
   OpenSSH private key is recognised by its structure, whatever its armor lines say or lack; `user:password` in

@@ -8,7 +8,7 @@ misses the others' secrets; here one function hides them all:
 - secrets the caller knows (the DSN's password, the API key sent), in their raw, percent- and JSON-encoded forms;
 - passwords in URLs (scheme://user:PASSWORD@host), in key=value and "key": "value" forms (password, pwd,
   token, api_key, secret ...), and in Authorization / Bearer / api-key headers;
-- anything else the secret filter (`memlab.events.secrets.find_secrets`, the same filter events pass through)
+- anything else the secret filter (`memlab.safety.secrets.find_secrets`, the same filter events pass through)
   flags: the smallest flagged part is replaced, and a text it cannot narrow down is withheld whole.
 """
 
@@ -23,7 +23,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-import memlab.events.secrets as secrets
+import memlab.safety.secrets as secrets
 
 HIDDEN = "***"
 REDACTED = "[redacted]"

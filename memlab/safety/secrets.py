@@ -1,29 +1,45 @@
-"""Credentials in chat text: what `find_secrets` looks for, and how well it does on a labelled corpus.
+"""Credentials in chat text: what `find_secrets` looks for.
 
 Two sources of findings. detect-secrets' shape plugins, built once and called directly: its `scan_line` reads
 process-wide settings that `transient_settings` swaps on every call, which raced under threads (exceptions, and
 scans that silently found nothing in a known key). And memlab's own detectors for what those plugins miss in
 conversation: newer token formats, URL credentials, auth headers, config assignments, passwords and passphrases in
-prose (in English and the other common European languages: memlab.events.secret_shapes), base64 values that decode
+prose (in English and the other common European languages: memlab.safety.secret_shapes), base64 values that decode
 to a private key or a Basic `user:password`, one-time and recovery codes, card numbers (Luhn) and IBANs (mod 97).
 
+The checks a match must pass (checksums, password and key shapes, placeholders) are in secret_checks.py.
+
 Scanning fails closed: if anything goes wrong while scanning, the text is reported as holding a secret, so it is
-never stored silently. `secret_filter_rates` measures the filter on fixtures/secrets (caught share of credentials,
-flagged share of ordinary technical text)."""
+never stored silently. The workbench measures the filter on a labelled corpus (memlab.lab.probes.secret_rates)."""
 
 from __future__ import annotations
 
 import importlib
 import re
 from collections.abc import Callable, Iterator
-from functools import cache, lru_cache
-from pathlib import Path
+from functools import cache
 
-import yaml
 from detect_secrets.filters import heuristic as h
 
-import memlab.events.secret_shapes as shapes
-from memlab.events.pattern_gates import Gate, TurnGates, WordGate, exact_words, fold, required_words, scan
+import memlab.safety.secret_shapes as shapes
+from memlab.safety.pattern_gates import Gate, TurnGates, WordGate, exact_words, fold, required_words, scan
+from memlab.safety.secret_checks import (
+    PLACEHOLDER,
+    basic_base64,
+    card_match,
+    config_value,
+    context_token,
+    env_secret,
+    iban_match,
+    key_body,
+    login_pair,
+    not_placeholder,
+    pem_body,
+    prose_password,
+    seed_words,
+    url_password,
+    words_passphrase,
+)
 
 SCAN_FAILED = "Scan failed (treated as a secret)"
 I = re.IGNORECASE  # noqa: E741
@@ -161,240 +177,10 @@ def _ds_findings(line: str, gated: tuple | None = None) -> Iterator[str]:
                 or h.is_templated_secret(secret)
                 or h.is_prefixed_with_dollar_sign(secret)
                 or h.is_not_alphanumeric_string(secret)
-                or _PLACEHOLDER.search(secret)
+                or PLACEHOLDER.search(secret)
             ):
                 continue
             yield plugin.secret_type
-
-
-# ---------------------------------------------------------------------------------------------------- validators
-
-
-def luhn_ok(digits: str) -> bool:
-    """The Luhn checksum of a card number (digits only)."""
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def _card_network_ok(d: str) -> bool:
-    """Issuer prefix and length of the common card networks (Visa, Mastercard, Amex, Discover, JCB, Diners,
-    UnionPay, Maestro), so a Luhn-valid order number of another shape is not taken for a card."""
-    n = len(d)
-    if d[0] == "4":
-        return n in (13, 16, 19)
-    if 51 <= int(d[:2]) <= 55 or 2221 <= int(d[:4]) <= 2720:
-        return n == 16
-    if d[:2] in ("34", "37"):
-        return n == 15
-    if d[:4] == "6011" or d[:2] == "65" or 644 <= int(d[:3]) <= 649 or d[:2] == "62":
-        return 16 <= n <= 19
-    if 3528 <= int(d[:4]) <= 3589:
-        return 16 <= n <= 19
-    if d[:2] in ("36", "38", "39") or 300 <= int(d[:3]) <= 305:
-        return 14 <= n <= 19
-    if d[:2] in ("50", "56", "57", "58", "67", "63"):
-        return 12 <= n <= 19
-    return False
-
-
-def _card(match: re.Match) -> bool:
-    """Some run of the matched digit groups is a card number ("4556380274755558 08" holds one, then an expiry)."""
-    groups = re.split(r"[ -]", match.group(0))
-    for i in range(len(groups)):
-        for j in range(len(groups), i, -1):
-            d = "".join(groups[i:j])
-            if 13 <= len(d) <= 19 and len(set(d)) > 2 and _card_network_ok(d) and luhn_ok(d):
-                return True
-    return False
-
-
-# IBAN length by country (ISO 13616 registry).
-_IBAN_LENGTHS = {
-    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
-    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
-    "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
-    "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
-    "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15,
-    "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19,
-    "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
-}  # fmt: skip
-
-
-# Countries whose account number (BBAN) is digits only (ISO 13616 registry). Without this, one 16-character
-# hex string in 25,000 starting with "be" (a commit, a digest) passed as a Belgian IBAN: mod 97 holds by chance
-# one time in 97, and letters count as numbers in it.
-_DIGIT_BBAN = frozenset({"AE", "AT", "BA", "BE", "CZ", "DE", "DK", "EE", "ES", "FI", "FO", "GL", "HR", "HU", "IL",
-                         "IS", "LT", "ME", "NO", "PL", "PT", "RS", "SE", "SI", "SK", "TL", "TN", "XK"})  # fmt: skip
-
-
-def iban_ok(iban: str) -> bool:
-    """An IBAN (no spaces) of its country's length, digits where its country's account numbers have only
-    digits, whose mod-97 check holds."""
-    iban = iban.upper()
-    if _IBAN_LENGTHS.get(iban[:2]) != len(iban) or not iban[2:4].isdigit() or not iban.isalnum():
-        return False
-    if iban[:2] in _DIGIT_BBAN and not iban[4:].isdigit():
-        return False
-    return int("".join(str(int(ch, 36)) for ch in iban[4:] + iban[:4])) % 97 == 1
-
-
-def _iban(match: re.Match) -> bool:
-    compact = re.sub(r"\s", "", match.group(0)).upper()
-    length = _IBAN_LENGTHS.get(compact[:2])
-    return bool(length) and len(compact) >= length and iban_ok(compact[:length])
-
-
-_SYMBOLS = set("!@#$%^&*+=?~;|<>(){}[]\\")
-_PLACEHOLDER = re.compile(
-    r"^(?:[$<{%\[(]|\*+$|x{3,}$|\.{3}|(?:none|null|nil|true|false|undefined|required|optional|redacted|hidden"
-    r"|password|passwd|pass|secret|token|api_?key|!(?:Ref|Sub|GetAtt|ImportValue|Join|Select|If))$)"
-    r"|your[_-]?|example|placeholder",
-    re.IGNORECASE,
-)
-
-
-def _value(match: re.Match) -> str:
-    return (match.groupdict().get("v") or match.group(0)).strip("\"'`,;.)*").removesuffix(":")
-
-
-def _password_like(value: str) -> bool:
-    """A typed password: 6 to 64 characters with a letter and a digit or symbol."""
-    if not 6 <= len(value) <= 64 or _PLACEHOLDER.search(value) or "://" in value or value.startswith("/"):
-        return False
-    has_alpha = any(c.isalpha() for c in value)
-    has_digit = any(c.isdigit() for c in value)
-    has_symbol = any(c in _SYMBOLS for c in value)
-    return has_alpha and (has_digit or has_symbol) and not re.fullmatch(r"v?\d+(?:\.\d+)+[\w.-]*", value)
-
-
-def _strong_password(value: str) -> bool:
-    """A password with no keyword next to it: letters and digits, plus a symbol or mixed case."""
-    if not _password_like(value) or not any(c.isdigit() for c in value):
-        return False
-    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
-    return mixed or any(c in _SYMBOLS for c in value)
-
-
-def _passphrase(value: str) -> bool:
-    """Three or more words joined by - _ . (purple-monkey-dishwasher), or a password-like value."""
-    return bool(re.fullmatch(r"[A-Za-z]{3,}(?:[-_.][A-Za-z0-9]{2,}){2,}", value)) or _password_like(value)
-
-
-def _prose_password(match: re.Match) -> bool:
-    """After "password is" / "pw:" any password-like value or passphrase; after a bare "password" or before
-    "is my password", a value with letters and digits."""
-    value = _value(match)
-    if (match.groupdict().get("sep") or "").strip():
-        return _passphrase(value)
-    return _password_like(value) and any(c.isdigit() for c in value)
-
-
-def _token_like(value: str) -> bool:
-    """An opaque key: 16+ characters of letters and digits (optionally _ - . + / = ~), not an id-shaped value."""
-    if len(value) < 16 or _PLACEHOLDER.search(value) or "://" in value or value.startswith("/"):
-        return False
-    if not (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)):
-        return False
-    if re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", value):
-        return False
-    return not re.search(r"\.(?:com|org|net|io|internal|local|json|yaml|yml|py|txt|csv|parquet)\b", value)
-
-
-def _config_value(match: re.Match) -> bool:
-    """The value of a PASSWORD= / SECRET= / TOKEN= / KEY= assignment, unless a placeholder or a reference."""
-    value = _value(match)
-    if not value or _PLACEHOLDER.search(value) or re.match(r"[\w.]+[(\[]", value):
-        return False
-    name = match.group("name")
-    if not re.search(r"[_.A-Z]|=", name + match.group("op")) and not _password_like(value):
-        return False  # "authentication: Requiring" is prose; "password: hunter2", DB_PASSWORD=postgres are not
-    if re.search(r"PASS|PWD|SECRET|CREDENTIAL|AUTH", name.upper()):
-        return len(value) >= 4 and (len(value) >= 8 or any(not c.isalpha() for c in value))
-    if _UUID.fullmatch(value):  # a uuid is an id, unless the name says key or token (HEROKU_API_KEY=<uuid>)
-        return _NOT_SECRET_NAME.search(name) is None
-    return _token_like(value)
-
-
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-# Names holding KEY or TOKEN whose values are ids, not credentials.
-_NOT_SECRET_NAME = re.compile(
-    r"idempoten|cache|partition|sort_?key|primary|foreign|routing|object_?key|dedup|public|publishable|key_?ids?\b"
-    r"|row_?key|shard|hash_?key|lookup|site_?key|key_?name|key_?path|key_?file|s3_?key|bucket|request|trace",
-    I,
-)
-_ID_WORDS = re.compile(
-    r"\b(?:ids?|uuid|identifier|idempoten\w*|request|trace|correlation|span|tenant|project|org(?:anization)?|account"
-    r"|user|customer|order|device|instance|public|publishable|name)\b",
-    I,
-)
-
-
-def _env_secret(match: re.Match) -> bool:
-    """NAME_KEY / NAME_TOKEN / NAME_SECRET = an opaque value or a uuid, unless the name is an id's."""
-    value = _value(match)
-    if _PLACEHOLDER.search(value) or _NOT_SECRET_NAME.search(match.group("name")):
-        return False
-    return bool(_UUID.fullmatch(value)) or _token_like(value)
-
-
-def _url_password(match: re.Match) -> bool:
-    value = match.group("v")
-    return bool(value) and not _PLACEHOLDER.search(value) and value.lower() not in ("password", "pass", "pwd", "secret")
-
-
-_LOGIN_WORDS = re.compile(
-    r"\b(?:log ?in(?:to)?|logon|sign ?in|creds?|credentials|user(?:name)?|account|admin|root|console|portal|ssh"
-    r"|identifiant|utilisateur|compte|connexion|(?:be)?nutzer(?:name)?|konto|anmeld\w*|zugang\w*|usuario|cuenta"
-    r"|acceso|utente|accesso|credenziali|utilizador|usuário|conta|gebruiker(?:snaam)?|inloggen|inlog)\b",
-    I,
-)
-
-
-def _login_pair(match: re.Match) -> bool:
-    """user / password or user:password, in a sentence about logging in."""
-    near = match.string[max(0, match.start() - 80) : match.end()]
-    if _DIGEST_NAME.match(match.group(0)):
-        return False  # SHA256:<base64> is a key's fingerprint, public by design
-    return _strong_password(_value(match)) and bool(_LOGIN_WORDS.search(near))
-
-
-_DIGEST_NAME = re.compile(r"(?:sha-?\d*|md5|blake2\w*|sm3)[ \t]*[:/]", I)
-
-
-def _context_token(match: re.Match) -> bool:
-    """An opaque value next to a word naming a key; a uuid only when named a key or token directly ("my heroku api
-    key is <uuid>"), not an id of something ("api key id: <uuid>", "the request token for trace <uuid>")."""
-    value = _value(match)
-    if _PUBLIC.search(match.string[max(0, match.start() - 12) : match.start("v")]):
-        return False  # a public key is shared on purpose
-    if _UUID.fullmatch(value):
-        return _ID_WORDS.search(match.string[match.start() : match.start("v")]) is None
-    return _token_like(value)
-
-
-_PUBLIC = re.compile(r"\b(?:public|pub|publishable)\b", I)
-
-
-def _key_body(match: re.Match) -> bool:
-    return shapes.key_body(match.group(0))
-
-
-def _basic_base64(match: re.Match) -> bool:
-    return shapes.basic_credential(match.group("v"))
-
-
-def _words_passphrase(match: re.Match) -> bool:
-    return shapes.word_passphrase(match.group("v"))
-
-
-def _pem_body(match: re.Match) -> bool:
-    body = match.group(0)
-    return sum(c.isdigit() for c in body) >= 3 and any(c.isupper() for c in body) and any(c.islower() for c in body)
 
 
 # --------------------------------------------------------------------------------------------------- detectors
@@ -421,29 +207,6 @@ def _d(
     elif needs:
         gate = WordGate(needs)
     return kind, pattern, check, gate
-
-
-def _not_placeholder(match: re.Match) -> bool:
-    return not _PLACEHOLDER.search(_value(match))
-
-
-@lru_cache(maxsize=1)
-def _bip39_words() -> frozenset[str]:
-    """The BIP39 English word list, from which wallet seed phrases are drawn (bip39_english.txt, from the
-    MIT-licensed python-mnemonic 0.21, sha256 2f5eed53...dbda)."""
-    return frozenset(Path(__file__).with_name("bip39_english.txt").read_text().split())
-
-
-def _seed_words(match: re.Match) -> bool:
-    """12 or more BIP39 words in a row (most of them different) after a seed-phrase word: a wallet's recovery
-    phrase, not a sentence about one."""
-    words = _bip39_words()
-    run: list[str] = []
-    for word in re.findall(r"[A-Za-z]+", match.string[match.end() : match.end() + 300]):
-        run = [*run, word] if word.lower() in words else []
-        if len(run) >= 12 and len(set(run)) >= 10:
-            return True
-    return False
 
 
 # Prefixed formats need no context; bare values (hex, base64, digits) need a word next to them.
@@ -477,9 +240,9 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
     _d("Square/Braintree token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,}", r"\bEAAA[A-Za-z0-9_-]{60,}",
        r"\baccess_token\$production\$[a-z0-9]{16}\$[0-9a-f]{32}"),
     _d("Shopify token", r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"),
-    _d("Payment card", r"(?<![\w-])(?<!\d{4}[ -])(?:\d[ -]?){12,18}\d(?![\w-]|[ -]\d{4}\b)", check=_card,
+    _d("Payment card", r"(?<![\w-])(?<!\d{4}[ -])(?:\d[ -]?){12,18}\d(?![\w-]|[ -]\d{4}\b)", check=card_match,
        needs=r"\d[ -]?\d"),
-    _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=_iban, flags=I,
+    _d("IBAN", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b", check=iban_match, flags=I,
        needs=r"\d\d"),
     # chat, mail, AI and other SaaS
     _d("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}",
@@ -511,21 +274,21 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
     # private keys, URLs, headers, cookies, config
     _d("Private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", r"\bPuTTY-User-Key-File-\d"),
     _d("Private key body", r"(?:^|\n)[ \t]*(?:[A-Za-z0-9+/]{40,120}[ \t]*\r?\n[ \t]*){2,}[A-Za-z0-9+/]*={0,2}",
-       check=_pem_body, needs=r"[a-z0-9+/]{40}"),
+       check=pem_body, needs=r"[a-z0-9+/]{40}"),
     _d("Private key body", r"\bMII[A-Za-z0-9+/]{60,}={0,2}", r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}"),
     # any base64 run that decodes to a private key (EC, RSA, DSA, PKCS#8, OpenSSH), armor or not
-    _d("Private key body", r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40,}", check=_key_body, needs=r"[a-z0-9+/]{40}"),
+    _d("Private key body", r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40,}", check=key_body, needs=r"[a-z0-9+/]{40}"),
     _d("Basic credentials in base64",
-       r"(?<![\w+/-])(?P<v>(?=[A-Za-z0-9+/]*[A-Z0-9])[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=-])", check=_basic_base64,
+       r"(?<![\w+/-])(?P<v>(?=[A-Za-z0-9+/]*[A-Z0-9])[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=-])", check=basic_base64,
        needs=r"[a-z0-9+/]{8}"),
     _d("URL credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*(?:@[^\s/:@]+)?:(?P<v>[^\s/@]{3,})@[\w.-]+",
-       check=_url_password, flags=I),
+       check=url_password, flags=I),
     _d("Auth header",
        r"\b(?:proxy-)?authorization\s*[:=]\s*(?:basic|bearer|token|digest|apikey|api-key|key|sso-key|hmac)?\s*"
        r"[\"']?[A-Za-z0-9._~+/=:-]{12,}",
        r"\bx-(?:[a-z0-9]+-)*(?:api-?key|auth-?token|access-?token|token|secret|key)[\"']?\s*[:=]\s*[\"']?"
        r"[A-Za-z0-9._~+/=-]{12,}", flags=I, needs=("authorization", "x-")),
-    _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=_context_token, flags=I),
+    _d("Auth header", r"\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})", check=context_token, flags=I),
     _d("Session cookie", r"\b(?:set-)?cookie\s*:\s*[\w.-]+=[^\s;]{16,}",
        r"\b(?:[\w.]{0,30}?sess(?:ion)?(?:id)?|[\w.]{0,30}?sid|jsessionid|phpsessid|auth_token|remember_token|access_token"
        r"|refresh_token|id_token)=[A-Za-z0-9%._~+/-]{16,}", flags=I),
@@ -533,15 +296,15 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
     _d("Config secret",
        r"(?P<name>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|app_?key"
        r"|private_?key|auth_?token|credentials?|client_?secret|secret_?key)\d*)[\"']?[ \t]*(?P<op>=|:)[ \t]*[\"']?"
-       r"(?P<v>[^\s\"',;]+)", check=_config_value, flags=I),
+       r"(?P<v>[^\s\"',;]+)", check=config_value, flags=I),
     _d("Config secret",
        r"(?P<name>\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_?(?:KEY|TOKEN|SECRET|PASS(?:WORD)?|PWD|AUTH)(?:_[A-Z0-9]+)*)"
-       r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?(?P<v>[^\s\"',;]+)", check=_env_secret),
+       r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?(?P<v>[^\s\"',;]+)", check=env_secret),
     _d("Password on a command line",
        r"(?:--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)[= ]"
        r"|\bmysql(?:dump|admin)?\b[^\n]*?\s-p|\bsshpass\s+-p\s*|\bredis-cli\b[^\n]*?\s-a\s+"
        r"|\b(?:docker|podman|helm|oras)\s+(?:registry\s+)?login\b[^\n]*?\s-p\s+)[\"']?(?P<v>[^\s\"']{4,})",
-       check=_not_placeholder, needs=("--", "mysql", "sshpass", "redis-cli", "login")),
+       check=not_placeholder, needs=("--", "mysql", "sshpass", "redis-cli", "login")),
     # one-time passwords: TOTP seeds and codes
     _d("OTP secret", r"\botpauth://\S*secret=[A-Z2-7]{16,}",
        r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor)\s+(?:setup\s+)?(?:secret|seed|key|setup key)\b.{0,30}?"
@@ -563,7 +326,7 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
        r"|\b\d{4} \d{4}\b|\b\d{8,10}\b|\b[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3,}\b)", flags=I | re.S),
     _d("Recovery codes", r"\b\d{6}(?:-\d{6}){7}\b", needs=r"\d-\d"),  # a BitLocker recovery key
     _d("Wallet seed phrase", r"\b(?:seed|recovery|secret recovery|backup)\s+(?:phrase|words)|\bmnemonic\b",
-       check=_seed_words, flags=I),
+       check=seed_words, flags=I),
     # passwords in prose
     _d("Credential in prose",
        rf"\b{_PW_WORD}(?:'s|\b)"
@@ -571,10 +334,10 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
        r"(?:[ \t]+(?!(?:is|was)\b)[\w.@-]+)?)?"
        r"(?P<sep>[ \t]*(?:'s|\bis|\bwas|:|=|-)(?:[ \t]*:)?[ \t]*|[ \t]+)"
        r"(?:(?:still|now|just|currently|probably|(?:changed|set|reset|updated)[ \t]+to)[ \t]+)?[\"'`]?(?P<v>\S+)",
-       check=_prose_password, flags=I, needs=_PW_NEEDS),
+       check=prose_password, flags=I, needs=_PW_NEEDS),
     _d("Credential in prose",
        r"(?<!\S)[\"'`]?(?P<v>[^\s\"'`]{6,64})[\"'`]?[ \t]+(?:is|as|was)[ \t]+(?:the|my|our|your)[ \t]+"
-       rf"(?:[\w-]+[ \t]+)?{_PW_WORD}\b", check=_prose_password, flags=I, needs=_PW_NEEDS),
+       rf"(?:[\w-]+[ \t]+)?{_PW_WORD}\b", check=prose_password, flags=I, needs=_PW_NEEDS),
     _d("Passphrase in prose",
        r"\b(?:pass(?:word|phrase)|unlock phrase)\b[^\"'\n]{0,30}?\b(?:is|:|=)\s*[\"'][^\"'\n]{8,}[\"']", flags=I),
     # the same in other languages: "das Passwort lautet ...", "mi contraseña es ...", "X est mon mot de passe"
@@ -582,14 +345,14 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
        rf"{shapes.FOREIGN_PW_WORD}\w{{0,3}}"
        rf"(?:[ \t]+{shapes.FOREIGN_FOR}(?:[ \t]+{shapes.FOREIGN_THE})?[ \t]+[\w.@-]+(?:[ \t]+[\w.@-]+)?)?"
        rf"(?P<sep>[ \t]*(?::|=|-|\b{shapes.FOREIGN_IS}\b)(?:[ \t]*:)?[ \t]*|[ \t]+)"
-       r"[\"'`«]?(?P<v>\S+)", check=_prose_password, flags=I, needs=shapes.FOREIGN_PW_NEEDS),
+       r"[\"'`«]?(?P<v>\S+)", check=prose_password, flags=I, needs=shapes.FOREIGN_PW_NEEDS),
     _d("Credential in prose",  # the English word, with a copula or a preposition of another language
        rf"\bpassword\w{{0,3}}(?:[ \t]+{shapes.FOREIGN_FOR}(?:[ \t]+{shapes.FOREIGN_THE})?[ \t]+[\w.@-]+)?"
-       rf"(?P<sep>[ \t]+{shapes.FOREIGN_IS_STRICT}[ \t]+)[\"'`«]?(?P<v>\S+)", check=_prose_password, flags=I),
+       rf"(?P<sep>[ \t]+{shapes.FOREIGN_IS_STRICT}[ \t]+)[\"'`«]?(?P<v>\S+)", check=prose_password, flags=I),
     _d("Credential in prose",
        r"(?<!\S)[\"'`«]?(?P<v>[^\s\"'`»]{6,64})[\"'`»]?[ \t]+"
        rf"{shapes.FOREIGN_IS}[ \t]+(?:[\w'-]+[ \t]+){{0,2}}(?:{shapes.FOREIGN_PW_WORD}|password)",
-       check=_prose_password, flags=I, needs=shapes.FOREIGN_PW_NEEDS),
+       check=prose_password, flags=I, needs=shapes.FOREIGN_PW_NEEDS),
     # a passphrase of plain words, in any of those languages: "my password is correct horse battery staple"
     _d("Passphrase in prose",
        rf"(?:\b(?:pass(?:word|wd|phrase)|pwd|pw|unlock phrase)|{shapes.FOREIGN_PW_WORD}\w{{0,3}})"
@@ -597,16 +360,16 @@ _DETECTORS: list[tuple[str, re.Pattern, Check | None, re.Pattern | WordGate | No
        r"[\w.@-]+(?:[ \t]+[\w.@-]+)?)?"
        rf"[ \t]*(?::|=|\b(?:is|was|{shapes.FOREIGN_IS})\b)[ \t]*(?::[ \t]*)?[\"'`«]?"
        r"(?P<v>[^\W\d_]{2,}(?:[ \t]+[^\W\d_]{2,}){2,7})(?=[\"'`»]?[ \t]*(?:$|[\n.,;!?:)]|-[ \t]))",
-       check=_words_passphrase, flags=I, needs=_PW_NEEDS + shapes.FOREIGN_PW_NEEDS),
-    _d("Login and password", r"(?<![\w/:])[\w.@+-]{2,40}(?:[ \t]+/[ \t]+|:)(?P<v>[^\s/]{6,64})", check=_login_pair,
+       check=words_passphrase, flags=I, needs=_PW_NEEDS + shapes.FOREIGN_PW_NEEDS),
+    _d("Login and password", r"(?<![\w/:])[\w.@+-]{2,40}(?:[ \t]+/[ \t]+|:)(?P<v>[^\s/]{6,64})", check=login_pair,
        needs=(":", "/")),
     _d("PIN", r"\b(?:pin(?: code| number)?|passcode)\s*(?:is|:|=)\s*\d{4,8}\b", flags=I, needs=("pin", "passcode")),
     # an opaque key next to a word that names it
-    _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=_context_token, flags=I),
+    _d("API key in prose", rf"\bkey\s*(?:is|:|=)\s*[\"'`]?(?P<v>{_TOKEN_CHARS}{{20,}})", check=context_token, flags=I),
     _d("API key in prose",
        r"\b(?:api[ _-]?key|apikey|access[ _-]?key|secret(?:[ _-]?key)?|client[ _-]?secret|(?:auth|access|refresh|api"
        r"|bot|personal|bearer|session|ci|deploy)?[ _-]?token|app(?:lication)?[ _-]?key|signing[ _-]?key|credentials?)\b"
-       rf"[^\n]{{0,40}}?(?<![\w./~+=-])(?P<v>{_TOKEN_CHARS}{{16,}})", check=_context_token, flags=I),
+       rf"[^\n]{{0,40}}?(?<![\w./~+=-])(?P<v>{_TOKEN_CHARS}{{16,}})", check=context_token, flags=I),
 ]  # fmt: skip
 
 
@@ -640,39 +403,3 @@ def find_secrets(text: str) -> list[str]:
         return sorted(kinds)
     except Exception:  # fail closed, whatever went wrong
         return [SCAN_FAILED]
-
-
-# ------------------------------------------------------------------------------------------------ measurement
-
-CHECKOUT = Path(__file__).resolve().parents[2]  # the memlab checkout (an editable install)
-SECRET_CORPUS = CHECKOUT / "fixtures" / "secrets"
-
-
-def secret_filter_rates(folder: str | Path | None = None) -> dict:
-    """How the secret filter does on a labelled corpus (default fixtures/secrets): the caught share of credentials
-    (`credentials.yaml`, by split) and the flagged share of ordinary technical text (`ordinary.yaml`), with the
-    misses and false alarms listed. Reads the files and scans; changes nothing."""
-    folder = Path(folder) if folder is not None else SECRET_CORPUS
-    credentials = yaml.safe_load((folder / "credentials.yaml").read_text())["credentials"]
-    ordinary = yaml.safe_load((folder / "ordinary.yaml").read_text())["ordinary"]
-
-    def share(hits: int, total: int) -> float:
-        return hits / total if total else 0.0
-
-    out: dict = {"kinds": len({c["kind"] for c in credentials})}
-    missed = [c for c in credentials if not find_secrets(c["text"])]
-    flagged = [o for o in ordinary if find_secrets(o["text"])]
-    for split in ("tuning", "held_out"):
-        n = sum(c["split"] == split for c in credentials)
-        out[f"{split}_credentials"] = n
-        out[f"{split}_caught"] = share(n - sum(c["split"] == split for c in missed), n)
-        m = sum(o["split"] == split for o in ordinary)
-        out[f"{split}_ordinary"] = m
-        out[f"{split}_ordinary_flagged"] = share(sum(o["split"] == split for o in flagged), m)
-    out["credentials"] = len(credentials)
-    out["caught"] = share(len(credentials) - len(missed), len(credentials))
-    out["ordinary"] = len(ordinary)
-    out["ordinary_flagged"] = share(len(flagged), len(ordinary))
-    out["missed"] = [(c["split"], c["kind"], c["text"]) for c in missed]
-    out["flagged"] = [(o["split"], o["text"], find_secrets(o["text"])) for o in flagged]
-    return out

@@ -3,17 +3,17 @@
 Keys are (app_name, user_id, subject, predicate); every unique key includes user_id (shardable by user).
 A partial unique index allows at most one current row per single-valued key, so even two concurrent
 ingests can never leave two current values; the store also locks the key for the whole decision.
+
+Rows go in and out as tuples in the order of FACT_COLUMNS and OBSERVATION_COLUMNS; memlab.facts.stored turns
+them into facts and back. Functions take a connection so the caller decides the transaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 
 import psycopg
-
-from memlab.facts.types import Candidate, Fact
 
 FACTS_DDL = """
 CREATE TABLE IF NOT EXISTS semantic_fact (
@@ -79,26 +79,16 @@ def readable_time(column: str) -> str:
             f"'9999-12-31 23:59:59.999999+00') END")  # fmt: skip
 
 
+# A value row as read (key_rows, user_rows) and, without its id, as written (write_rows).
+FACT_COLUMNS = ("subject", "predicate", "value", "status", "basis", "confidence", "source_session", "source_ts",
+                "source_quote", "confirmed_at", "confirmed_by", "sensitivity", "cardinality", "last_stated_at",
+                "last_inferred_at", "retracted_at", "retracted_by", "sessions", "id")  # fmt: skip
+WRITTEN_COLUMNS = FACT_COLUMNS[:-1]
+# An observation as logged (log_observation); its first six columns are its key (observation_exists).
+OBSERVATION_COLUMNS = ("session_id", "event_id", "subject", "predicate", "value", "negated", "basis", "event_time",
+                       "quote")  # fmt: skip
 _TIME_COLUMNS = {"source_ts", "confirmed_at", "last_stated_at", "last_inferred_at", "retracted_at"}
-_FACT_COLUMNS = ", ".join(
-    readable_time(c) if c in _TIME_COLUMNS else c
-    for c in ("subject", "predicate", "value", "status", "basis", "confidence", "source_session", "source_ts",
-              "source_quote", "confirmed_at", "confirmed_by", "sensitivity", "cardinality", "last_stated_at",
-              "last_inferred_at", "retracted_at", "retracted_by", "sessions", "id")
-)  # fmt: skip
-
-
-def _fact(row: tuple) -> Fact:
-    (subject, predicate, value, status, basis, confidence, source_session, source_ts, quote, confirmed_at,
-     confirmed_by, sensitivity, cardinality, last_stated, last_inferred, retracted_at, retracted_by, sessions,
-     row_id) = row  # fmt: skip
-    return Fact(
-        subject=subject, predicate=predicate, value=value, status=status, basis=basis, confidence=float(confidence),
-        source_session=source_session, source_ts=source_ts, quote=quote, confirmed_at=confirmed_at,
-        confirmed_by=confirmed_by, sensitivity=sensitivity, cardinality=cardinality, last_stated_at=last_stated,
-        last_inferred_at=last_inferred, retracted_at=retracted_at, retracted_by=retracted_by,
-        sessions=tuple(sessions), id=row_id,
-    )  # fmt: skip
+_FACT_COLUMNS = ", ".join(readable_time(c) if c in _TIME_COLUMNS else c for c in FACT_COLUMNS)
 
 
 FACT_TABLES = ("semantic_fact", "semantic_fact_observation", "fact_watermark")  # what a read-only store checks
@@ -114,35 +104,30 @@ def lock_fact_key(conn: psycopg.Connection, app: str, user: str, subject: str, p
     )
 
 
-def key_rows(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str) -> list[Fact]:
-    """Every row (current and history) of one key, locked for update."""
-    rows = conn.execute(
+def key_rows(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str) -> list[tuple]:
+    """Every row (current and history) of one key (FACT_COLUMNS), locked for update."""
+    return conn.execute(
         f"SELECT {_FACT_COLUMNS} FROM semantic_fact WHERE app_name = %s AND user_id = %s AND subject = %s "
         "AND predicate = %s ORDER BY value FOR UPDATE",
         [app, user, subject, predicate],
     ).fetchall()
-    return [_fact(r) for r in rows]
 
 
 def user_rows(
     conn: psycopg.Connection, app: str, users: Sequence[str], *, statuses: Sequence[str] | None = None
-) -> list[tuple[str, Fact]]:
-    """(user_id, fact) rows of one app for the given users, optionally only some statuses."""
+) -> list[tuple]:
+    """(user_id, *FACT_COLUMNS) rows of one app for the given users, optionally only some statuses."""
     query = f"SELECT user_id, {_FACT_COLUMNS} FROM semantic_fact WHERE app_name = %s AND user_id = ANY(%s)"
     params: list = [app, list(users)]
     if statuses is not None:
         query += " AND status = ANY(%s)"
         params.append(list(statuses))
-    rows = conn.execute(query + " ORDER BY user_id, subject, predicate, value", params).fetchall()
-    return [(r[0], _fact(r[1:])) for r in rows]
+    return conn.execute(query + " ORDER BY user_id, subject, predicate, value", params).fetchall()
 
 
-def write_rows(conn: psycopg.Connection, app: str, user: str, before: Sequence[Fact], after: Sequence[Fact]) -> None:
-    """Upsert the rows that changed; rows leaving 'current' go first so the one-current index never trips."""
-    old = {r.value: r for r in before}
-    changed = [r for r in after if _differs(old.get(r.value), r)]
-    changed.sort(key=lambda r: (r.status == "current", r.value))
-    for r in changed:
+def write_rows(conn: psycopg.Connection, app: str, user: str, rows: Sequence[Sequence]) -> None:
+    """Upsert value rows (WRITTEN_COLUMNS), in the order given (the caller puts rows leaving 'current' first)."""
+    for row in rows:
         conn.execute(
             "INSERT INTO semantic_fact (app_name, user_id, subject, predicate, value, status, basis, confidence, "
             "source_session, source_ts, source_quote, confirmed_at, confirmed_by, sensitivity, cardinality, "
@@ -155,37 +140,28 @@ def write_rows(conn: psycopg.Connection, app: str, user: str, before: Sequence[F
             "sensitivity = EXCLUDED.sensitivity, cardinality = EXCLUDED.cardinality, "
             "last_stated_at = EXCLUDED.last_stated_at, last_inferred_at = EXCLUDED.last_inferred_at, "
             "retracted_at = EXCLUDED.retracted_at, retracted_by = EXCLUDED.retracted_by, sessions = EXCLUDED.sessions",
-            [
-                app, user, r.subject, r.predicate, r.value, r.status, r.basis, r.confidence, r.source_session,
-                r.source_ts, r.quote, r.confirmed_at, r.confirmed_by, r.sensitivity, r.cardinality,
-                r.last_stated_at, r.last_inferred_at, r.retracted_at, r.retracted_by, list(r.sessions),
-            ],
-        )  # fmt: skip
+            [app, user, *row],
+        )
 
 
-def _differs(old: Fact | None, new: Fact) -> bool:
-    if old is None:
-        return True
-    return old != replace(new, id=old.id)
-
-
-def observation_exists(conn: psycopg.Connection, app: str, user: str, c: Candidate) -> bool:
+def observation_exists(conn: psycopg.Connection, app: str, user: str, key: Sequence) -> bool:
+    """Whether the observation with this key (the first six OBSERVATION_COLUMNS) is logged."""
     row = conn.execute(
         "SELECT 1 FROM semantic_fact_observation WHERE app_name = %s AND user_id = %s AND session_id = %s "
         "AND event_id = %s AND subject = %s AND predicate = %s AND value = %s AND negated = %s",
-        [app, user, c.session_id, c.event_id, c.subject, c.predicate, c.value, c.negated],
+        [app, user, *key],
     ).fetchone()
     return row is not None
 
 
-def log_observation(conn: psycopg.Connection, app: str, user: str, c: Candidate, action: str, reason: str) -> None:
+def log_observation(conn: psycopg.Connection, app: str, user: str, row: Sequence, action: str, reason: str) -> None:
+    """Log one observation (OBSERVATION_COLUMNS) with the action taken and why; a logged one is left as it is."""
     conn.execute(
         "INSERT INTO semantic_fact_observation (app_name, user_id, session_id, event_id, subject, predicate, value, "
         "negated, basis, event_time, quote, action, reason) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        [app, user, c.session_id, c.event_id, c.subject, c.predicate, c.value, c.negated, c.basis, c.event_time,
-         c.quote, action, reason],
-    )  # fmt: skip
+        [app, user, *row, action, reason],
+    )
 
 
 def observations(conn: psycopg.Connection, app: str, user: str, subject: str, predicate: str) -> list[tuple]:
@@ -309,6 +285,14 @@ def delete_observations(
         [app, user, *params],
     ).fetchall()
     return [(r[0], r[1]) for r in rows]
+
+
+def fact_count(conn: psycopg.Connection, app_name: str, user_id: str) -> int:
+    """The user's current facts (a fact memory's size, recorded with each query it serves)."""
+    return conn.execute(
+        "SELECT count(*) FROM semantic_fact WHERE app_name = %s AND user_id = %s AND status = 'current'",
+        [app_name, user_id],
+    ).fetchone()[0]
 
 
 def forget_user(conn: psycopg.Connection, app: str, user: str) -> dict[str, int]:
