@@ -152,6 +152,44 @@ def _cleared(mem: EventMemory, sessions: list) -> None:
     after_erasure(mem.store, True)
 
 
+class _Recorded:
+    """The model, keeping each vector it computes in a plain dict, outside every embedding cache: an erasure
+    removes the erased texts' vectors from the caches, and each round erases the rows of the round before, so the
+    model-free loads replay a round's vectors from here. `computed` counts texts the model was asked for."""
+
+    def __init__(self, model: Embedder, vectors: dict[str, np.ndarray] | None = None, *, record: bool = True):
+        self.inner = model  # cpu_threads and the served model are read through it
+        self.vectors: dict[str, np.ndarray] = vectors if vectors is not None else {}
+        self.record = record
+        self.computed = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def replay(self) -> _Recorded:
+        """The same vectors served back; a text not among them is computed and counted."""
+        return _Recorded(self.inner, dict(self.vectors), record=False)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors or self.record]
+        if missing:
+            self.computed += 0 if self.record else len(missing)
+            self.vectors.update(zip(missing, np.asarray(self.inner.embed_documents(missing), dtype=np.float32),
+                                    strict=True))  # fmt: skip
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack([self.vectors[t] for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
 def _timed(fn) -> tuple[object, float]:
     started = time.perf_counter()
     out = fn()
@@ -185,15 +223,16 @@ def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: in
     for _ in range(max(1, rounds)):
         _cleared(probe, sessions)
         forget_scans()  # every round scans its texts for secrets, as a first ingest does
-        cached = CachedEmbedder(model, EmbeddingCache(None))  # starts empty: the ingest embeds everything
+        recorded = _Recorded(model)
+        cached = CachedEmbedder(recorded, EmbeddingCache(None))  # starts empty: the ingest embeds everything
         first = EventMemory(store, cached, layer=probe.layer)
         report, seconds = _timed(lambda first=first: first.add_sessions(sessions))
         _, raw_after = _timed(lambda: model.embed_documents(texts))
         raw = (raw_before + raw_after) / 2
-        trials.append(((raw / seconds if seconds else 0.0), raw, seconds, report, cached, first))
+        trials.append(((raw / seconds if seconds else 0.0), raw, seconds, report, cached, recorded))
         raw_before = raw_after
     trials.sort(key=lambda t: t[0])
-    _, raw, ingest_seconds, report, cached, _ = trials[len(trials) // 2]
+    _, raw, ingest_seconds, report, cached, recorded = trials[len(trials) // 2]
     embedded = cached.computed
     # The last round's rows are stored: a re-ingest of them should embed and write nothing (an empty cache
     # counts every text it would send to the model).
@@ -202,15 +241,15 @@ def _measure_ingest(store: Store, model: Embedder, labelled: Dataset, repeat: in
     reingest_embedded = again.embedded + counting.computed
     # The median round's first load again, its cache holding every vector: all the ingest costs but the model;
     # the median of MODEL_FREE_ROUNDS (one such load alone can read several times its neighbours).
-    calls, frees = cached.computed, []
+    replay, frees = recorded.replay(), []
     for _ in range(MODEL_FREE_ROUNDS):
         _cleared(probe, sessions)
         forget_scans()
-        frees.append(_timed(lambda: EventMemory(store, cached, layer=probe.layer).add_sessions(sessions)))
-    if cached.computed != calls:
+        frees.append(_timed(lambda: EventMemory(store, replay, layer=probe.layer).add_sessions(sessions)))
+    if replay.computed:
         raise RuntimeError("the model-free first load called the model: its time would not be ingest's alone")
     modelfree, nonmodel_seconds = sorted(frees, key=lambda f: f[1])[len(frees) // 2]
-    bare = EventMemory(store, cached, layer="bench:ingest-no-index")  # holds every vector: times writes only
+    bare = EventMemory(store, replay, layer="bench:ingest-no-index")  # holds every vector: times writes only
     store.drop_vector_index(bare.model.model_id, bare.layer)
     _forget(bare, sessions)
     without_index = bare.add_sessions(sessions)
