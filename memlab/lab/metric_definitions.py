@@ -31,6 +31,7 @@ from ir_measures import RR, Bpref, Judged, Measure, P, R, Success, nDCG
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Question
 from memlab.lab.question_metrics import (
+    RECORD_COLUMNS,
     IrMeasure,
     QuestionFunction,
     answer_sessions_found,
@@ -393,6 +394,13 @@ def _check(definition: MetricDefinition) -> None:
                           "measure")  # fmt: skip
     if definition.question is not None and definition.of:
         raise ConfigError(f"{where}: give `question` (scored per question) or `of` (a recorded column), not both")
+    if definition.scored and definition.name in RECORD_COLUMNS:
+        raise ConfigError(f"{where}: {definition.name!r} names a column of the per-question record "
+                          f"({', '.join(RECORD_COLUMNS)}); a metric scored per question needs a name of its own")
+    measure = definition.question.measure if isinstance(definition.question, IrMeasure) else None
+    if measure is not None and definition.at_k and definition.question.cut and measure.params.get("cutoff"):
+        raise ConfigError(f"{where}: {measure} is already cut at {measure.params['cutoff']}, and at_k=True cuts it at "
+                          f"the run's k: give {type(measure).__name__.lstrip('_')} uncut, or at_k=False")
     if definition.summarized and definition.systems != "*":
         raise ConfigError(f"{where}: a metric scored per question applies to every system (systems='*')")
 

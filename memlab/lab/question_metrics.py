@@ -19,6 +19,9 @@ from memlab.lab.identity import EventKey
 from memlab.lab.metrics import recall_vs_exact
 
 UnitKey = tuple[str | None, str]  # (session id, unit id) inside one question's (app, user)
+# the columns of a per-question score table that are not metrics: the question, what its search gave, its groups
+RECORD_COLUMNS = ("dataset", "system", "question_id", "app_name", "user_id", "qtype", "answerable", "returned", "empty",
+                  "latency_ms", "plan", "rerank_error", "memory_units", "size_bucket")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -112,5 +115,5 @@ def rerank_failed(result: QuestionResult, question: Question) -> float:
     return float(isinstance(error, str) and bool(error))
 
 
-__all__ = ["IrMeasure", "QuestionFunction", "QuestionResult", "ScoredHit", "UnitKey", "answer_sessions_found",
-           "context_size", "exact_overlap", "no_hit", "recorded", "rerank_failed"]
+__all__ = ["RECORD_COLUMNS", "IrMeasure", "QuestionFunction", "QuestionResult", "ScoredHit", "UnitKey",
+           "answer_sessions_found", "context_size", "exact_overlap", "no_hit", "recorded", "rerank_failed"]
