@@ -78,6 +78,7 @@ ALL = Population("all", "all questions", lambda q: True, lambda f, c: pd.Series(
 SESSION_LABELLED = Population("session_labelled", "answerable questions with answer-session labels",
                               lambda q: q.answerable and bool(q.relevant_sessions),
                               lambda f, c: _answerable(f) & f[c].notna())  # fmt: skip
+POPULATIONS = {p.name: p for p in (ANSWERABLE, NO_ANSWER, ALL, SESSION_LABELLED)}
 
 
 def _numbers(rows: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -118,6 +119,7 @@ MEAN = Statistic("mean", _mean)
 MEDIAN = Statistic("median", _median)
 P95 = Statistic("95th percentile", _p95)
 SUM = Statistic("sum", _sum)
+STATISTICS = {"mean": MEAN, "median": MEDIAN, "p95": P95, "sum": SUM}
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ class MetricDefinition:
     ir-measures measure taken as `IrMeasure(measure, cut=at_k)`) or names a per-question column the search
     recorded (`of`, e.g. `latency_ms`): `statistic` of the values over `population`, where `needs` holds; `at_k`
     writes it as `name@k`. `paired`: the 95% intervals and paired tests (report, compare, the gate) read its
-    per-question values (a mean only). `main_table`: a column of each data set's main table in report.md."""
+    per-question values (a mean only). `main_table`: a column of each data set's main table in report.md. A
+    population or statistic may be given by name (`"no_answer"`, `"median"`: POPULATIONS, STATISTICS)."""
 
     name: str
     better: str | None
@@ -167,6 +170,13 @@ class MetricDefinition:
     def __post_init__(self) -> None:
         if isinstance(self.question, Measure):
             object.__setattr__(self, "question", IrMeasure(self.question, cut=self.at_k))
+        for field, named in (("population", POPULATIONS), ("statistic", STATISTICS)):
+            value = getattr(self, field)
+            if isinstance(value, str):
+                key = value.replace("-", "_")
+                if key not in named:
+                    raise ConfigError(f"metric {self.name!r}: {field}={value!r} is not one of {sorted(named)}")
+                object.__setattr__(self, field, named[key])
 
     @property
     def gated(self) -> bool:
@@ -401,6 +411,11 @@ def _check(definition: MetricDefinition) -> None:
     if measure is not None and definition.at_k and definition.question.cut and measure.params.get("cutoff"):
         raise ConfigError(f"{where}: {measure} is already cut at {measure.params['cutoff']}, and at_k=True cuts it at "
                           f"the run's k: give {type(measure).__name__.lstrip('_')} uncut, or at_k=False")
+    if not isinstance(definition.population, Population) or not isinstance(definition.statistic, Statistic) or \
+            not isinstance(definition.needs, Requirement | None):  # fmt: skip
+        raise ConfigError(f"{where}: population, statistic and needs take a Population, a Statistic and a "
+                          f"Requirement (or None) of memlab.lab.metric_definitions, or a population "
+                          f"{sorted(POPULATIONS)} or statistic {sorted(STATISTICS)} by name")  # fmt: skip
     if definition.summarized and definition.systems != "*":
         raise ConfigError(f"{where}: a metric scored per question applies to every system (systems='*')")
 
@@ -477,7 +492,8 @@ def reading_note(names: Sequence[str]) -> str:
 
 
 __all__ = ["ALL", "ANSWERABLE", "DEFINITIONS", "FORMER_COLUMNS", "FORMER_NAMES", "HIGHER", "JUDGED_SET", "LOWER",
-           "MEAN", "MEDIAN", "NO_ANSWER", "P95", "RERANKED", "SESSION_LABELLED", "SESSION_LABELS", "SUM",
+           "MEAN", "MEDIAN", "NO_ANSWER", "P95", "POPULATIONS", "RERANKED", "SESSION_LABELLED", "SESSION_LABELS",
+           "STATISTICS", "SUM",
            "UNGATED_SYSTEMS", "MetricDefinition", "MetricKey", "Population", "Requirement", "Statistic",
            "base_name", "definition_of", "definitions", "parse_key", "question_averages", "reading_note", "register",
            "registered", "summarized", "ungated_system", "unregister"]

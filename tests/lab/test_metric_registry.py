@@ -50,6 +50,8 @@ FIRST = lab.MetricDefinition("first_hit_rank", "lower", 0.5, "rank of the first 
                              "none within k)", question=first_hit_rank)  # fmt: skip
 TOP1 = lab.MetricDefinition("top1", "higher", 0.05, "answerable questions whose first hit holds a labelled event",
                             question=Success @ 1)  # fmt: skip
+SPILL = lab.MetricDefinition("hits_given_no_answer", "lower", 1.0, "hits returned to a no-answer question",
+                             question=lambda result, question: float(len(result.hits)), population="no_answer")
 
 
 def write_data(path: Path) -> Path:
@@ -107,7 +109,7 @@ def test_one_registered_entry_is_scored_written_explained_and_gated(run, tmp_pat
     questions = folder.questions("mine")
     runs = folder.runs("mine")
     answerable = sum(q.answerable for q in questions)
-    with lab.registered_metrics(FIRST, TOP1):
+    with lab.registered_metrics(FIRST, TOP1, SPILL):
         # scored per question on the real run, under its own name, NaN outside the questions it averages over
         for system, saved in runs.items():
             scored = lab.score(saved.frame, questions, k=K).set_index("question_id")
@@ -131,7 +133,10 @@ def test_one_registered_entry_is_scored_written_explained_and_gated(run, tmp_pat
             row = scores[(scores.system == system) & (scores.metric == "first_hit_rank")]
             assert row.questions.tolist() == [answerable]
         table = pd.read_parquet(run / "question_scores.parquet")
-        assert {"first_hit_rank", "top1"} <= set(table.columns)
+        assert {"first_hit_rank", "top1", "hits_given_no_answer"} <= set(table.columns)
+        no_answer = table[(table.system == "chunk2") & ~table.answerable]
+        row = scores[(scores.system == "chunk2") & (scores.metric == "hits_given_no_answer")]
+        assert row.value.tolist() == [no_answer.returned.mean()] and row.questions.tolist() == [len(no_answer)] == [2]
         interval = lab.intervals(table, ["mine/event-exact/first_hit_rank"])
         assert interval.value.tolist() == pytest.approx([metrics["mine/event-exact/first_hit_rank"]])
 
@@ -158,7 +163,7 @@ def test_one_registered_entry_is_scored_written_explained_and_gated(run, tmp_pat
         assert "first_hit_rank" in header and "top1" in header
 
     # gone after the block: not scored, and the gate no longer knows which way it is better
-    assert all(d.name not in ("first_hit_rank", "top1") for d in lab.metric_registry())
+    assert all(d.name not in ("first_hit_rank", "top1", "hits_given_no_answer") for d in lab.metric_registry())
     assert "first_hit_rank" not in lab.score(runs["event-exact"].frame, questions, k=K).columns
     after = lab.compare(base, base).set_index("metric")
     assert after.at[key, "verdict"] == "ungated (no metric definition)"
