@@ -1,7 +1,7 @@
 """Score a run against event-level labels: every metric of the registry (memlab.lab.metric_definitions) that is
 scored per question, by its ir-measures measure (pytrec_eval) or its own function (empty results, correct empties
 on no-answer questions, context size, agreement with FAISS exact, ...), then summarized per system and breakdown
-under the same name. Nothing here names a metric: adding one is adding its entry.
+under the same name: adding a metric is adding its entry, with nothing to change here.
 
 A unit is relevant if it holds a relevant event: rankings are mapped to events first (each event at the
 rank of the first unit that holds it). Events and units are compared by (session, id) within the question's app
