@@ -92,9 +92,14 @@ from memlab.lab.locomo import load_locomo
 from memlab.lab.locomo import parse_evidence as locomo_evidence
 from memlab.lab.locomo import parse_session_date as locomo_date
 from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
+from memlab.lab.metric_definitions import ALL as ALL_QUESTIONS
+from memlab.lab.metric_definitions import ANSWERABLE, NO_ANSWER, MetricDefinition
 from memlab.lab.metric_definitions import DEFINITIONS as METRIC_DEFINITIONS
-from memlab.lab.metric_definitions import MetricDefinition
 from memlab.lab.metric_definitions import definition_of as metric_definition
+from memlab.lab.metric_definitions import definitions as metric_registry
+from memlab.lab.metric_definitions import register as register_metric
+from memlab.lab.metric_definitions import registered as registered_metrics
+from memlab.lab.metric_definitions import unregister as unregister_metric
 from memlab.lab.notebooks import render_notebooks
 from memlab.lab.progress import RunProgress
 from memlab.lab.queries import (
@@ -105,6 +110,7 @@ from memlab.lab.queries import (
     sample_logged_queries,
     write_query_file,
 )
+from memlab.lab.question_metrics import IrMeasure, QuestionResult, ScoredHit
 from memlab.lab.reliability import FAMILY_NAMES as RELIABILITY_FAMILIES
 from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
@@ -129,10 +135,13 @@ from memlab.lab.uncertainty import (
 from memlab.lab.viewer import question_hits, viewer_systems, write_html
 
 __all__ = [
+    "ALL_QUESTIONS",
+    "ANSWERABLE",
     "FORMATS",
     "FORMAT_VERSION",
     "LOCOMO_CATEGORIES",
     "METRIC_DEFINITIONS",
+    "NO_ANSWER",
     "RELIABILITY_FAMILIES",
     "RELIABILITY_SIZES",
     "RUN_COLUMNS",
@@ -151,6 +160,7 @@ __all__ = [
     "FaissExactSystem",
     "Generation",
     "IndexHealth",
+    "IrMeasure",
     "JudgeWidget",
     "Judgment",
     "MetricDefinition",
@@ -159,12 +169,14 @@ __all__ = [
     "Query",
     "QuerySample",
     "Question",
+    "QuestionResult",
     "QuestionTable",
     "QuestionTemplates",
     "RerankSpec",
     "Run",
     "RunFolder",
     "RunProgress",
+    "ScoredHit",
     "Sweep",
     "System",
     "UserHistory",
@@ -237,6 +249,7 @@ __all__ = [
     "markdown_table",
     "metric_definition",
     "metric_key",
+    "metric_registry",
     "metrics_experiment",
     "model_judgments",
     "model_questions",
@@ -260,6 +273,8 @@ __all__ = [
     "read_pool",
     "read_queries",
     "recommend",
+    "register_metric",
+    "registered_metrics",
     "regressions",
     "reliability_markdown",
     "render_notebooks",
@@ -279,6 +294,7 @@ __all__ = [
     "summarize_longmemeval",
     "template_questions",
     "ungated",
+    "unregister_metric",
     "viewer_systems",
     "write_baseline",
     "write_comparison",

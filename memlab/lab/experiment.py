@@ -38,7 +38,7 @@ from memlab.lab.redacted import write_csv, write_json, write_parquet  # every ru
 from memlab.lab.report import write_report
 from memlab.lab.run_format import run_mark
 from memlab.lab.runs import Run, slug
-from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score, session_recall
+from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
 from memlab.lab.systems import CutoffSystem, Env, system_from_config
 from memlab.models import model_cache_dir
@@ -219,13 +219,10 @@ def question_scores(folder: RunFolder, dataset: str) -> pd.DataFrame:
     questions = folder.questions(dataset)
     events = folder.events(dataset)
     sizes = events.groupby(["app_name", "user_id"]).size().to_dict()
-    labels = any(q.relevant_sessions for q in questions)
     frames = []
     for run in runs.values():
         ref = runs.get(run.reference) if run.reference else None
         scored = score(run.frame, questions, k=k, exact=ref.frame if ref is not None else None, memory_sizes=sizes)
-        if labels:
-            scored["session_recall"] = scored.question_id.map(session_recall(run.frame, questions, k))
         frames.append(scored.assign(dataset=dataset))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

@@ -28,10 +28,11 @@ from memlab.lab.dataset import Dataset, Question
 from memlab.lab.json_bounds import loads
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.safety.redact)
 from memlab.lab.run_format import (
-    FORMAT_VERSION,
+    SESSIONS_RECORDED,
     folder_version,
     upgrade_events,
     upgrade_labels,
+    upgrade_question_scores,
     upgrade_run,
     upgrade_scores,
     upgrade_table,
@@ -123,9 +124,10 @@ class RunFolder:
         """The format version the folder was written in (memlab.lab.run_format)."""
         return folder_version(self.manifest, self.path)
 
-    def current(self, read: T, upgrade: Callable[[], T]) -> T:
-        """What was `read`, or `upgrade()` of it in a folder of an older format (run_format's one step)."""
-        return read if self.version >= FORMAT_VERSION else upgrade()
+    def current(self, read: T, upgrade: Callable[[], T], step: int = SESSIONS_RECORDED) -> T:
+        """What was `read`, or `upgrade()` of it in a folder older than the format version `step` brings files to
+        (run_format's steps)."""
+        return read if self.version >= step else upgrade()
 
     @property
     def k(self) -> int:
@@ -227,8 +229,12 @@ class RunFolder:
 
     @property
     def question_scores(self) -> pd.DataFrame:
+        """The per-question scores (none saved: an empty frame), each column under its metric's name."""
+        return self.memo("question_scores", None, self._read_question_scores)
+
+    def _read_question_scores(self) -> pd.DataFrame:
         path = self.path / "question_scores.parquet"
-        return self.memo("question_scores", None, lambda: pd.read_parquet(path) if path.exists() else pd.DataFrame())
+        return upgrade_question_scores(pd.read_parquet(path), self.version) if path.exists() else pd.DataFrame()
 
     @property
     def question_table(self):

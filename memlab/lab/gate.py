@@ -19,7 +19,14 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.json_bounds import loads
 from memlab.lab.metric_definitions import HIGHER, MetricDefinition, definition_of, ungated_system
 from memlab.lab.outputs import claim_file, is_baseline_file
-from memlab.lab.run_format import FORMAT_VERSION, VERSION_KEY, current_metrics, read_baseline
+from memlab.lab.run_format import (
+    FORMAT_VERSION,
+    VERSION_KEY,
+    baseline_version,
+    current_metrics,
+    read_baseline,
+    upgrade_question_scores,
+)
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import ALPHA, keep_questions, paired_differences, split_key
 from memlab.lab.yaml_bounds import load_yaml_file
@@ -188,9 +195,14 @@ def questions_path(path: str | Path, *, baseline: bool = False) -> Path:
 
 
 def load_questions(path: str | Path, *, baseline: bool = False) -> pd.DataFrame | None:
-    """The per-question scores beside a run or baseline, or None where there are none (an old baseline)."""
+    """The per-question scores beside a run or baseline, or None where there are none (an old baseline), in the
+    current shape whatever format wrote them (memlab.lab.run_format)."""
     file = questions_path(path, baseline=baseline)
-    return pd.read_parquet(file) if file.exists() else None
+    if not file.exists():
+        return None
+    if not baseline:
+        return RunFolder(file.parent).question_scores
+    return upgrade_question_scores(pd.read_parquet(file), baseline_version(_read_json(Path(path), "baseline"), path))
 
 
 def write_baseline(run: str | Path, out: str | Path) -> dict[str, float]:

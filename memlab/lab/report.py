@@ -4,6 +4,7 @@ the comparison with the baseline)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,7 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.gate import gate_table, gated, metrics_experiment, ungated
 from memlab.lab.judging.origins import headline_note
 from memlab.lab.judging.report_lines import pool_lines
-from memlab.lab.metric_definitions import reading_note
+from memlab.lab.metric_definitions import base_name, reading_note, summarized
 from memlab.lab.probe_section import probe_section
 from memlab.lab.redacted import write_text
 from memlab.lab.scoring import metric_key
@@ -24,10 +25,8 @@ from memlab.lab.tables import breakdown, markdown_table, pivot_scores
 from memlab.lab.uncertainty import MIN_QUESTIONS, intervals, paired_differences, tied, too_few
 from memlab.lab.viewer import write_html
 
-COLUMN_NOTES = (
-    reading_note(["recall", "precision", "mrr", "ndcg", "hit", "session_recall", "recall_vs_exact", "empty_rate",
-                  "correct_empty_rate", "context_chars", "rerank_seconds", "rerank_errors"])
-    + " The `@k` metrics are cut at k; labels are event ids (ir-measures). Latencies are per search in ms on a "
+COLUMN_PROSE = (
+    " The `@k` metrics are cut at k; labels are event ids (ir-measures). Latencies are per search in ms on a "
     "noisy 2-core machine: compare them as ratios. 95% CIs are percentile bootstraps over questions; differences "
     "are paired sign-flip tests on the same questions. Which way each metric is better is what the baseline gate "
     "reads too (memlab/lab/metric_definitions.py).\n\n"
@@ -38,6 +37,18 @@ COLUMN_NOTES = (
     "/<mode>[/time-<how>][/q-<query rendering>][/cap-<N>]`, e.g. `speaker_date/hybrid`; `@cut<d>` is a distance "
     "cut-off d."
 )
+
+
+def column_notes(metrics: Iterable[str]) -> str:
+    """What each metric scored per question means and which way is better, for those among `metrics` (a run's
+    metric names), read from the metric registry the gate reads too, then how to read the tables."""
+    present = {base_name(m) for m in metrics}
+    return (reading_note([d.name for d in summarized() if d.name in present]) + COLUMN_PROSE).lstrip()
+
+
+def main_metrics(k: int) -> list[str]:
+    """The columns of each data set's main table: the registry's metrics marked for it, in registry order."""
+    return [d.metric(k) for d in summarized() if d.main_table]
 
 
 def _is_main(system: str) -> bool:
@@ -191,10 +202,6 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
     cfg = manifest.get("config", {}).get("resolved", {})
     k = folder.k
     scores = folder.scores
-    main_metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"hit@{k}", f"session_recall@{k}", f"judged@{k}", "bpref",
-                    "empty_rate",
-                    "correct_empty_rate", "recall_vs_exact", "context_chars", "latency_ms_p50", "rerank_seconds",
-                    "rerank_errors"]  # fmt: skip
     parts = [f"# memlab run: {cfg.get('name', '')}", "",
              f"commit `{manifest.get('git_commit', '?')}`, finished {manifest.get('finished_at', '?')}, k = {k}, "
              "embedders: " + ", ".join(f"`{n}` = {m}" for n, m in manifest.get("embedders", {}).items()),
@@ -231,7 +238,7 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
         parts += [f"## {dataset}", ""]
         parts += pool_lines(_pool(folder, dataset), list(dict.fromkeys(sub.system)), k)  # a judged set: pool, unpooled
         if systems:
-            main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics), f"recall@{k}")
+            main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics(k)), f"recall@{k}")
             parts += [markdown_table(main), ""]
             answered = int(main["questions"].max()) if "questions" in main and len(main) else 0
             if answered and too_few(answered):
@@ -253,7 +260,7 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
             body = get_sweep(name).section(folder, dataset, sweep_options(cfg, name))
             if body:
                 parts += [f"### {name} ({dataset})", "", body, ""]
-    parts += ["## Reading the numbers", "", COLUMN_NOTES, ""]
+    parts += ["## Reading the numbers", "", column_notes(scores.metric), ""]
     if gate is None and baseline is not None and Path(baseline).exists():
         parts += ["## Against the committed baseline", "",
                   f"Not gated: `{baseline}` comes from a run of another suite, so its data sets and systems differ "

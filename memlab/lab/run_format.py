@@ -18,6 +18,10 @@ version 1 may lack, and how it is filled in:
 - scores, metrics.json and baselines: metric names memlab has renamed (memlab.lab.metric_definitions'
   FORMER_NAMES) under their current name; a baseline of the flat {metric: number} form as {"metrics": ...}.
 
+Version 2 (and 1) wrote the per-question scores (question_scores.parquet, a baseline's questions file) with some
+columns under other names than their metric's; version 3 names every column by its metric. Such a table is read
+with those columns renamed (FORMER_COLUMNS) and `empty_rate` taken from its `empty` column on answerable questions.
+
 A folder or baseline of a newer version than this memlab reads, or a version-1 file missing what every version
 held, is refused with one line: what, where, and what to do."""
 
@@ -35,13 +39,16 @@ import memlab
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Question
 from memlab.lab.identity import session_index
-from memlab.lab.metric_definitions import FORMER_NAMES, parse_key
+from memlab.lab.metric_definitions import FORMER_COLUMNS, FORMER_NAMES, parse_key
 from memlab.lab.outputs import RUN, mark
 from memlab.lab.runs import Run
 
-FORMAT_VERSION = 2  # what this memlab writes; 1: everything written before the version was recorded
+FORMAT_VERSION = 3  # what this memlab writes; 1: everything written before the version was recorded
 VERSION_KEY = "format_version"
 UNVERSIONED = 1
+# the version each step brings a file to: a file of an older folder passes that step when read
+SESSIONS_RECORDED = 2  # hits and labels carry their sessions; metrics under their current names
+METRIC_COLUMNS = 3  # every per-question score column named by its metric
 
 # what every version-1 file held: without it a file cannot be brought to the current shape
 RUN_REQUIRED = ("system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan")
@@ -198,7 +205,7 @@ def current_key(key: str) -> str:
 def current_metrics(metrics: Mapping[str, Any], version: int) -> dict[str, Any]:
     """metrics.json's keys (or a baseline's) in the current shape: a renamed metric under its current name (a key
     already under the current name wins)."""
-    if version >= FORMAT_VERSION:
+    if version >= SESSIONS_RECORDED:
         return dict(metrics)
     renamed = {current_key(k): v for k, v in metrics.items() if current_key(k) != k}
     return {**renamed, **{k: v for k, v in metrics.items() if current_key(k) == k}}
@@ -207,6 +214,25 @@ def current_metrics(metrics: Mapping[str, Any], version: int) -> dict[str, Any]:
 def upgrade_scores(frame: pd.DataFrame) -> pd.DataFrame:
     """scores.parquet of a version-1 folder: each metric under its current name."""
     return frame.assign(metric=frame.metric.map(current_metric)) if "metric" in frame.columns else frame
+
+
+def upgrade_question_scores(frame: pd.DataFrame, version: int) -> pd.DataFrame:
+    """Per-question scores (question_scores.parquet, a baseline's questions file) written in format `version`, in
+    the current shape: each column under its metric's name."""
+    if version >= METRIC_COLUMNS:
+        return frame
+    frame = frame.rename(columns={old: new for old, new in FORMER_COLUMNS.items()
+                                  if old in frame.columns and new not in frame.columns})  # fmt: skip
+    if {"empty", "answerable"} <= set(frame.columns) and "empty_rate" not in frame.columns:
+        empty = pd.to_numeric(frame["empty"], errors="coerce").astype(float)
+        frame = frame.assign(empty_rate=empty.where(frame["answerable"].astype(bool)))
+    return frame
+
+
+def baseline_version(data: object, path: Path) -> int:
+    """The format version a baseline file was written in (a flat {metric: number} one: version 1)."""
+    redo = f"make the baseline again with this memlab: `memlab baseline --run <run folder> --out {path}`"
+    return _version(data.get(VERSION_KEY) if isinstance(data, dict) else None, f"baseline {path}", redo)
 
 
 def read_baseline(data: object, path: Path) -> dict[str, Any]:
@@ -223,6 +249,6 @@ def read_baseline(data: object, path: Path) -> dict[str, Any]:
     return {VERSION_KEY: FORMAT_VERSION, "experiment": experiment, "metrics": current_metrics(metrics, version)}
 
 
-__all__ = ["FORMAT_VERSION", "VERSION_KEY", "current_key", "current_metric", "current_metrics", "folder_version",
-           "read_baseline", "run_mark", "upgrade_events", "upgrade_labels", "upgrade_run", "upgrade_scores",
-           "upgrade_table"]
+__all__ = ["FORMAT_VERSION", "METRIC_COLUMNS", "SESSIONS_RECORDED", "VERSION_KEY", "baseline_version", "current_key",
+           "current_metric", "current_metrics", "folder_version", "read_baseline", "run_mark", "upgrade_events",
+           "upgrade_labels", "upgrade_question_scores", "upgrade_run", "upgrade_scores", "upgrade_table"]

@@ -1,5 +1,7 @@
-"""Score a run against event-level labels with ir-measures (pytrec_eval), plus what IR libraries do not
-measure: empty results, correct empties on no-answer questions, context size, agreement with FAISS exact.
+"""Score a run against event-level labels: every metric of the registry (memlab.lab.metric_definitions) that is
+scored per question, by its ir-measures measure (pytrec_eval) or its own function (empty results, correct empties
+on no-answer questions, context size, agreement with FAISS exact, ...), then summarized per system and breakdown
+under the same name: adding a metric is adding its entry, with nothing to change here.
 
 A unit is relevant if it holds a relevant event: rankings are mapped to events first (each event at the
 rank of the first unit that holds it). Events and units are compared by (session, id) within the question's app
@@ -13,11 +15,12 @@ from collections.abc import Sequence
 import ir_measures
 import numpy as np
 import pandas as pd
-from ir_measures import RR, Bpref, Judged, P, R, Success, nDCG
 
 from memlab.lab.dataset import Question
 from memlab.lab.identity import as_labelled, doc_id, run_events, unit_keys
-from memlab.lab.metrics import events_in_rank_order, recall_vs_exact
+from memlab.lab.metric_definitions import MetricDefinition, summarized
+from memlab.lab.metrics import events_in_rank_order
+from memlab.lab.question_metrics import IrMeasure, QuestionResult, ScoredHit, answer_sessions_found
 
 SIZE_BINS = [0, 50, 500, 2000, np.inf]
 SIZE_LABELS = ["<=50", "51-500", "501-2000", ">2000"]
@@ -57,16 +60,19 @@ def score(
     exact: pd.DataFrame | None = None,
     memory_sizes: dict[tuple[str, str], int] | None = None,
 ) -> pd.DataFrame:
-    """One row per (system, question): recall@k, P@k, RR, nDCG@k, hit@k on answerable questions; empty,
-    returned, context chars and latency on all; recall against the `exact` run's system of the same questions
-    (before the cut-off: it measures the index, not the threshold)."""
+    """One row per (system, question): what the search gave (`returned`, `empty`, `latency_ms`, `plan`, a
+    re-ranked run's `rerank_error`) and one column per metric the registry scores per question
+    (memlab.lab.metric_definitions), under the metric's name, NaN outside the questions it averages over. Recall
+    against the `exact` run's system of the same questions is measured before the cut-off (it measures the index,
+    not the threshold)."""
     by_id = {q.id: q for q in questions}
     run = run[run.question_id.isin(by_id)]
     trimmed = cut(run[run["rank"] <= k], max_distance)
+    entries = [d for d in summarized() if d.scored and d.applies(run, questions)]
+    measures = {d.name: d.question.at(k) for d in entries if isinstance(d.question, IrMeasure)}
     qrels = [ir_measures.Qrel(q.id, doc_id(key), 1) for q in questions for key in q.evidence]
     # a judged set's labels are incomplete: its judged non-relevant events go in as relevance 0, so judged@k and
     # bpref can tell a hit judged wrong from one nobody judged (recall and the rest ignore relevance 0)
-    pooled = any(q.judged for q in questions)
     qrels += [ir_measures.Qrel(q.id, doc_id(key), 0) for q in questions for key in q.judged if key not in q.evidence]
     rows = []
     exact_ids: dict[str, list] = {}
@@ -74,57 +80,44 @@ def score(
         ranked = exact[exact["rank"] > 0].sort_values("rank", kind="stable")
         for qid, unit in zip(ranked.question_id, unit_keys(ranked), strict=True):
             exact_ids.setdefault(qid, []).append(unit)
-    measures = [R @ k, P @ k, RR, nDCG @ k, Success @ k] + ([Judged @ k, Bpref] if pooled else [])
-    columns = ["question_id", "rank", "unit_id", "event_ids", "chars", "latency_ms", "plan"]
-    costs = [c for c in ("rerank_seconds", "rerank_tokens", "rerank_error") if c in trimmed.columns]
-    columns += costs
+    searched = ["latency_ms", "plan", *[c for c in RERANK_RECORDED if c in trimmed.columns]]
+    columns = ["question_id", "rank", "distance", "chars", *searched]
     for system, sys_run in trimmed.groupby("system", sort=False):
         docs = []
-        per_q = {}
+        results: dict[str, QuestionResult] = {}
         uncut = run[(run.system == system) & (run["rank"] > 0)].sort_values("rank", kind="stable")
         full_by_q: dict[str, list] = {}
         for qid, unit in zip(uncut.question_id, unit_keys(uncut), strict=True):
             full_by_q.setdefault(qid, []).append(unit)
         by_question: dict[str, list] = {qid: [] for qid in pd.unique(sys_run.question_id)}  # first-seen order
         ordered = sys_run.sort_values("rank", kind="stable")
-        for row, keys in zip(ordered[columns].itertuples(index=False), run_events(ordered), strict=True):
-            by_question[row.question_id].append((row, keys))
+        for row, unit, keys in zip(ordered[columns].itertuples(index=False), unit_keys(ordered), run_events(ordered),
+                                   strict=True):  # fmt: skip
+            by_question[row.question_id].append((row, unit, keys))
         for qid, rows_of_q in by_question.items():
-            hits = [r for r, _ in rows_of_q if r.rank > 0]
-            gold = by_id[qid].evidence
-            known = (*gold, *by_id[qid].judged)
-            events = events_in_rank_order([[as_labelled(known, key) for key in keys] for r, keys in rows_of_q
-                                           if r.rank > 0])  # fmt: skip
-            docs.extend(ir_measures.ScoredDoc(qid, doc_id(e), float(len(events) - i)) for i, e in enumerate(events))
-            rows_of_q = [r for r, _ in rows_of_q]
-            per_q[qid] = {
-                "returned": len(hits),
-                "empty": len(hits) == 0,
-                "context_chars": int(sum(r.chars for r in hits)),
-                "latency_ms": float(rows_of_q[0].latency_ms),
-                "plan": rows_of_q[0].plan,
-                "recall_vs_exact": recall_vs_exact(full_by_q.get(qid, []), exact_ids.get(qid, []), k)
-                if exact is not None else np.nan,
-                **_rerank_cost(rows_of_q[0], costs),
-            }  # fmt: skip
-        values = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, docs)}
-        for qid, extra in per_q.items():
             q = by_id[qid]
-            answerable = q.answerable
+            hits = tuple(ScoredHit(int(r.rank), unit, tuple(keys), np.nan if r.distance is None else float(r.distance),
+                             int(r.chars)) for r, unit, keys in rows_of_q if r.rank > 0)  # fmt: skip
+            known = (*q.evidence, *q.judged)
+            events = events_in_rank_order([[as_labelled(known, key) for key in hit.events] for hit in hits])
+            docs.extend(ir_measures.ScoredDoc(qid, doc_id(e), float(len(events) - i)) for i, e in enumerate(events))
+            first = rows_of_q[0][0]
+            results[qid] = QuestionResult(hits, k, {c: getattr(first, c) for c in searched},
+                                          tuple(full_by_q.get(qid, ())),
+                                          tuple(exact_ids.get(qid, ())) if exact is not None else None)  # fmt: skip
+        values = {(m.query_id, str(m.measure)): m.value
+                  for m in ir_measures.iter_calc(list(measures.values()), qrels, docs)} if measures else {}  # fmt: skip
+        for qid, result in results.items():
+            q = by_id[qid]
             row = {"system": system, "question_id": qid, "app_name": q.app_name, "user_id": q.user_id,
-                   "qtype": q.qtype, "answerable": answerable, **extra}  # fmt: skip
-            for name, m in (
-                ("recall", R @ k),
-                ("precision", P @ k),
-                ("rr", RR),
-                ("ndcg", nDCG @ k),
-                ("hit", Success @ k),
-            ):
-                row[name] = values.get((qid, str(m)), 0.0) if answerable else np.nan
-            row["correct_empty"] = extra["empty"] if not answerable else np.nan
-            if pooled:  # judged@k: share of the hits within k someone judged (none returned: nothing to judge)
-                row["judged"] = np.nan if extra["empty"] else values.get((qid, str(Judged @ k)), 0.0)
-                row["bpref"] = values.get((qid, str(Bpref)), 0.0) if answerable else np.nan
+                   "qtype": q.qtype, "answerable": q.answerable, "returned": len(result.hits),
+                   "empty": not result.hits, "latency_ms": float(result.searched["latency_ms"]),
+                   "plan": result.searched["plan"]}  # fmt: skip
+            if "rerank_error" in result.searched:  # the error re-ranking fell back on (None: it was re-ranked)
+                error = result.searched["rerank_error"]
+                row["rerank_error"] = error if isinstance(error, str) and error else None
+            for d in entries:
+                row[d.name] = _value(d, result, q, values, measures)
             if memory_sizes is not None:
                 row["memory_units"] = memory_sizes.get((q.app_name, q.user_id), 0)
                 row["size_bucket"] = size_bucket(row["memory_units"])
@@ -132,109 +125,86 @@ def score(
     return pd.DataFrame(rows)
 
 
-def _rerank_cost(row, costs: list[str]) -> dict[str, float | str | None]:
-    """A re-ranked question's cost (memlab.lab.rerank), from its first run row: the model call's seconds and
-    tokens, and the error it fell back to the embedding order on (None when it was re-ranked)."""
-    out: dict[str, float | str | None] = {c: float(getattr(row, c)) for c in costs if c != "rerank_error"}
-    if "rerank_error" in costs:
-        error = row.rerank_error
-        out["rerank_error"] = error if isinstance(error, str) and error else None
-    return out
+RERANK_RECORDED = ("rerank_seconds", "rerank_tokens", "rerank_error")  # a re-ranked run's per-question costs
+
+
+def _value(definition: MetricDefinition, result: QuestionResult, question: Question,
+           values: dict[tuple[str, str], float], measures: dict[str, ir_measures.Measure]) -> float:  # fmt: skip
+    """One metric of one question: NaN outside its population; an ir-measures measure's value as computed (a
+    question with hits but none scored: 0.0; with no hit: the measure's `no_hits`); else its function's."""
+    if not definition.population.holds(question):
+        return np.nan
+    if isinstance(definition.question, IrMeasure):
+        if not result.hits:
+            return definition.question.no_hits
+        return values.get((question.id, str(measures[definition.name])), 0.0)
+    return definition.question(result, question)
+
+
+def _groups(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """The groups of a per-question table, one row each, with `questions` (answerable ones; NaN where none): the
+    groups holding answerable questions joined with every group, the order scores have always had."""
+    answerable = scores[scores.answerable.astype(bool)].groupby(by, sort=False).agg(questions=("question_id", "count"))
+    every = scores.groupby(by, sort=False).size().rename("_all").to_frame()
+    return answerable.join(every, how="outer").drop(columns="_all")
+
+
+def _summaries(scores: pd.DataFrame, by: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every metric the registry summarizes, per group (columns by metric name), and the count of questions behind
+    each: its population's rows in the group."""
+    out = _groups(scores, by)
+    counts = pd.DataFrame(index=out.index)
+    keys = [scores[b] for b in by]
+    for d in summarized():
+        if d.column not in scores.columns:
+            continue
+        mask = d.population.rows(scores, d.column)
+        out[d.name] = d.statistic.compute(scores[mask], by, d.column).reindex(out.index).astype(float)
+        counts[d.name] = mask.groupby(keys, sort=False).sum().reindex(out.index)
+    return out, counts
 
 
 def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataFrame:
-    """Means per group: label metrics and the empty rate over answerable questions, correct-empty over
-    no-answer ones; context and latency over all."""
-    answerable = scores[scores.answerable]
-    out = answerable.groupby(list(by), sort=False).agg(
-        questions=("question_id", "count"),
-        recall=("recall", "mean"),
-        precision=("precision", "mean"),
-        mrr=("rr", "mean"),
-        ndcg=("ndcg", "mean"),
-        hit_rate=("hit", "mean"),
-        empty_rate=("empty", "mean"),
-        recall_vs_exact=("recall_vs_exact", "mean"),
-    )
-    grouped = scores.groupby(list(by), sort=False)
-    overall = grouped.agg(context_chars=("context_chars", "mean"), latency_ms_p50=("latency_ms", "median"))
-    # np.percentile's linear 95th, vectorised (a per-group lambda is much of the call on a run of many systems),
-    # and NaN where a group holds a NaN latency, as np.percentile gives (pandas' quantile would skip it)
-    p95 = grouped["latency_ms"].quantile(0.95)
-    overall["latency_ms_p95"] = p95.mask(scores["latency_ms"].isna().groupby([scores[b] for b in by], sort=False).any())
-    no_answer = scores[~scores.answerable].groupby(list(by), sort=False)["correct_empty"].mean()
-    out = out.join(overall, how="outer")
-    out["correct_empty_rate"] = no_answer.reindex(out.index).astype(float)
-    for column, rows in (("judged", scores), ("bpref", answerable)):  # a judged set's (memlab.lab.judging)
-        if column in scores.columns:
-            out[column] = rows.groupby(list(by), sort=False)[column].mean().reindex(out.index).astype(float)
-    for column in ("rerank_seconds", "rerank_tokens"):  # per question, over all (re-ranked systems only)
-        if column in scores.columns:
-            out[column] = grouped[column].mean().reindex(out.index).astype(float)
-    if "rerank_error" in scores.columns:  # questions that fell back to the embedding order; NaN if not re-ranked
-        failed = scores.rerank_error.notna().where(scores.rerank_seconds.notna())
-        out["rerank_errors"] = failed.groupby([scores[b] for b in by], sort=False).sum(min_count=1)\
-            .reindex(out.index).astype(float)  # fmt: skip
-    return out.reset_index()
+    """Per group: `questions` (answerable ones) and every metric the registry summarizes, under its name: its
+    statistic over its population (label metrics and the empty rate over answerable questions, the correct-empty
+    rate over no-answer ones, context and latency over all)."""
+    return _summaries(scores, list(by))[0].reset_index()
 
 
 # -- long form: one row per (dataset, system, metric) -----------------------------------------------------------
 
-_AT_K = {"recall": "recall", "precision": "precision", "mrr": "mrr", "ndcg": "ndcg", "hit_rate": "hit",
-         "session_recall": "session_recall", "judged": "judged"}  # fmt: skip
 _GROUP_TAGS = {"size_bucket": "size"}  # memory size in events: <=50, 51-500, 501-2000, >2000
-_PLAIN = ("empty_rate", "recall_vs_exact", "correct_empty_rate", "context_chars", "latency_ms_p50", "latency_ms_p95",
-          "bpref", "rerank_seconds", "rerank_tokens", "rerank_errors")  # fmt: skip
-
-
-def metric_name(column: str, k: int) -> str:
-    """`recall` -> `recall@10`; metrics without a rank cut keep their name."""
-    return f"{_AT_K[column]}@{k}" if column in _AT_K else column
 
 
 def session_recall(run: pd.DataFrame, questions: Sequence[Question], k: int) -> pd.Series:
-    """Per question with session labels: share of its answer sessions that a hit within k comes from (the
-    sessions its events carry; an event whose session is not known counts for none)."""
+    """Per answerable question with session labels: share of its answer sessions that a hit within k comes from
+    (the `session_recall` entry's function, memlab.lab.question_metrics)."""
     by_id = {q.id: q for q in questions if q.relevant_sessions and q.answerable}
     hits = run[(run["rank"] > 0) & (run["rank"] <= k) & run.question_id.isin(by_id)]
-    found: dict[str, set[str]] = {}
-    for qid, keys in zip(hits.question_id, run_events(hits), strict=True):
-        found.setdefault(qid, set()).update(session for session, _ in keys if session is not None)
-    return pd.Series({qid: len(set(q.relevant_sessions) & found.get(qid, set())) / len(set(q.relevant_sessions))
+    found: dict[str, list[ScoredHit]] = {}
+    for qid, rank, unit, keys in zip(hits.question_id, hits["rank"], unit_keys(hits), run_events(hits), strict=True):
+        found.setdefault(qid, []).append(ScoredHit(int(rank), unit, tuple(keys), np.nan, 0))
+    return pd.Series({qid: answer_sessions_found(QuestionResult(tuple(found.get(qid, ())), k), q)
                       for qid, q in by_id.items()}, dtype=float)  # fmt: skip
-
-
-def _counts(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    g = scores.groupby(by, sort=False)
-    return pd.DataFrame({"answerable": g.answerable.sum(), "no_answer": g.answerable.apply(lambda s: (~s).sum()),
-                         "all": g.size()}).reset_index()  # fmt: skip
 
 
 def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[str] = ("qtype", "size_bucket")
                 ) -> pd.DataFrame:  # fmt: skip
     """Per-question scores (from `score`) in the output contract's long form: dataset, system, metric, value,
-    questions. Breakdowns are metrics too: `recall@10[qtype=knowledge-update]`."""
+    questions (those its value averages over). Breakdowns are metrics too: `recall@10[qtype=knowledge-update]`."""
     rows = []
     for group in (None, *[g for g in groups if g in scores.columns and scores[g].notna().any()]):
         by = ["system"] + ([group] if group else [])
-        summary = summarize(scores, by=by)
-        if "session_recall" in scores.columns:
-            sr = scores[scores.answerable].groupby(by, sort=False).session_recall.agg(["mean", "count"])
-            summary = summary.merge(sr.rename(columns={"mean": "session_recall", "count": "session_questions"})
-                                    .reset_index(), on=by, how="left")  # fmt: skip
-        counts = _counts(scores, by)
-        summary = summary.drop(columns=["questions"]).merge(counts, on=by, how="left")
-        for _, r in summary.iterrows():
-            tag = f"[{_GROUP_TAGS.get(group, group)}={r[group]}]" if group else ""
-            for col in (*_AT_K, *_PLAIN):
-                if col not in summary.columns or pd.isna(r[col]):
+        values, counts = _summaries(scores, by)
+        entries = [d for d in summarized() if d.name in values.columns]
+        for key in values.index:
+            parts = key if isinstance(key, tuple) else (key,)
+            tag = f"[{_GROUP_TAGS.get(group, group)}={parts[1]}]" if group else ""
+            for d in entries:
+                value = values.at[key, d.name]
+                if pd.isna(value):
                     continue
-                n = {"correct_empty_rate": r.no_answer, "context_chars": r["all"], "latency_ms_p50": r["all"],
-                     "latency_ms_p95": r["all"], "judged": r["all"], "rerank_seconds": r["all"],
-                     "rerank_tokens": r["all"], "rerank_errors": r["all"]}.get(col, r.answerable)  # fmt: skip
-                if col == "session_recall":
-                    n = r.session_questions
-                rows.append((dataset, r.system, metric_name(col, k) + tag, float(r[col]), int(n)))
+                rows.append((dataset, parts[0], d.metric(k) + tag, float(value), int(counts.at[key, d.name])))
     return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
 

@@ -13,26 +13,21 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from memlab.lab.metric_definitions import Population, question_averages
+
 CONFIDENCE = 0.95
 ALPHA = 0.05
 RESAMPLES = 2_000
 
-# metric name (before @k) -> (per-question column, which questions it is averaged over)
-QUESTION_METRICS: dict[str, tuple[str, str]] = {
-    "recall": ("recall", "answerable"),
-    "precision": ("precision", "answerable"),
-    "mrr": ("rr", "answerable"),
-    "ndcg": ("ndcg", "answerable"),
-    "hit": ("hit", "answerable"),
-    "session_recall": ("session_recall", "answerable"),
-    "recall_vs_exact": ("recall_vs_exact", "answerable"),
-    "empty_rate": ("empty", "answerable"),
-    "correct_empty_rate": ("correct_empty", "no_answer"),
-}
 _GROUP_COLUMNS = {"qtype": "qtype", "size": "size_bucket"}
-_METRIC = re.compile(r"^(?P<name>[a-z_]+)(?:@\d+)?(?:\[(?P<group>[a-z_]+)=(?P<value>.*)\])?$")
-KEEP_COLUMNS = ("dataset", "system", "question_id", "answerable", "qtype", "size_bucket",
-                *sorted({column for column, _ in QUESTION_METRICS.values()}))  # fmt: skip
+_METRIC = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:@\d+)?(?:\[(?P<group>[a-z_]+)=(?P<value>.*)\])?$")
+_KEYS = ("dataset", "system", "question_id", "answerable", "qtype", "size_bucket")
+
+
+def keep_columns() -> tuple[str, ...]:
+    """The columns of a per-question table the tests read: the question's identity and group, and every mean over
+    questions of the metric registry (memlab.lab.metric_definitions), under its name."""
+    return (*_KEYS, *sorted(question_averages()))
 
 
 def bootstrap_ci(
@@ -103,17 +98,18 @@ def holm(pvalues: Iterable[float]) -> np.ndarray:
     return adjusted
 
 
-def parse_metric(metric: str) -> tuple[str, str, str | None, str | None] | None:
-    """`recall@10[qtype=temporal]` -> (column, over, group column, group value); None for a metric that is not
-    an average over questions (latency, context, fact figures)."""
+def parse_metric(metric: str) -> tuple[str, Population, str | None, str | None] | None:
+    """`recall@10[qtype=temporal]` -> (per-question column, the questions it averages over, group column, group
+    value); None for a metric that is not a mean over questions the registry scores (latency, fact figures)."""
     match = _METRIC.match(metric)
-    if not match or match["name"] not in QUESTION_METRICS:
+    averages = question_averages()
+    if not match or match["name"] not in averages:
         return None
-    column, over = QUESTION_METRICS[match["name"]]
+    definition = averages[match["name"]]
     group = match["group"]
     if group is not None and group not in _GROUP_COLUMNS:
         return None
-    return column, over, _GROUP_COLUMNS.get(group) if group else None, match["value"]
+    return definition.column, definition.population, _GROUP_COLUMNS.get(group) if group else None, match["value"]
 
 
 class QuestionTable:
@@ -130,10 +126,10 @@ class QuestionTable:
         rows = self._groups.get((dataset, system))
         if parsed is None or rows is None:
             return None
-        column, over, group, value = parsed
+        column, population, group, value = parsed
         if column not in rows.columns or (group is not None and group not in rows.columns):
             return None
-        rows = rows[rows.answerable.astype(bool)] if over == "answerable" else rows[~rows.answerable.astype(bool)]
+        rows = rows[population.rows(rows, column)]
         if group is not None:
             rows = rows[rows[group].astype(str) == value]
         values = pd.to_numeric(rows[column], errors="coerce").astype(float)
@@ -235,4 +231,4 @@ def tied(
 
 def keep_questions(questions: pd.DataFrame) -> pd.DataFrame:
     """The columns of a per-question table the tests need (what a baseline keeps beside its metrics)."""
-    return questions[[c for c in KEEP_COLUMNS if c in questions.columns]].reset_index(drop=True)
+    return questions[[c for c in keep_columns() if c in questions.columns]].reset_index(drop=True)

@@ -108,7 +108,7 @@ def _table(recalls: list[float], *, buckets: list[str] | None = None, system: st
     n = len(recalls)
     return pd.DataFrame({
         "system": system, "question_id": [f"q{i:02d}" for i in range(n)], "qtype": "default",
-        "answerable": True, "recall": recalls, "rr": recalls, "hit": recalls, "empty": 0.0,
+        "answerable": True, "recall": recalls, "mrr": recalls, "hit": recalls, "empty_rate": 0.0,
         "size_bucket": buckets or ["51-500"] * n, "dataset": "labels",
     })  # fmt: skip
 

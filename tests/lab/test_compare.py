@@ -67,7 +67,7 @@ def test_two_configs_compare_paired_on_shared_questions(two_runs):
     assert row.run - row.against == pytest.approx(change)
     assert (result.table.change != 0).any(), "the two configs' rankings differ somewhere"
     hnsw = table.loc[("hnsw vs hnsw-b", "mrr@2")]
-    assert hnsw.change == pytest.approx(_recount(run_a, run_b, "hnsw", "hnsw-b", "rr")[0])
+    assert hnsw.change == pytest.approx(_recount(run_a, run_b, "hnsw", "hnsw-b", "mrr")[0])
     coverage = result.coverage.set_index("system").loc["main"]
     assert (coverage.both, coverage.only_run, coverage.only_against) == (7, 1, 1)
     text = "\n".join(result.differences)

@@ -169,9 +169,9 @@ def test_scoring_keys_hits_by_session(tmp_path):
                         "latency_ms": 1.0, "plan": ""})  # fmt: skip
     at1 = lab.score(run, [q], k=1)
     at2 = lab.score(run, [q], k=2)
-    assert at1.recall.iloc[0] == 0.0 and at2.recall.iloc[0] == 1.0 and at2.rr.iloc[0] == 0.5
-    assert lab.session_recall(run, [q], 1).to_dict() == {"q": 0.0}
-    assert lab.session_recall(run, [q], 2).to_dict() == {"q": 1.0}
+    assert at1.recall.iloc[0] == 0.0 and at2.recall.iloc[0] == 1.0 and at2.mrr.iloc[0] == 0.5
+    assert lab.session_recall(run, [q], 1).to_dict() == {"q": 0.0} and at1.session_recall.tolist() == [0.0]
+    assert lab.session_recall(run, [q], 2).to_dict() == {"q": 1.0} and at2.session_recall.tolist() == [1.0]
 
 
 def test_question_ids_are_unique_and_transcripts_show_each_labels_own_event(tmp_path):

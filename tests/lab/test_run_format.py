@@ -33,8 +33,8 @@ TOPICS = {
 }  # fmt: skip
 QUESTIONS = [("trip", 2, "When does my flight leave?"), ("food", 2, "Do I eat meat?"),
              ("pets", 1, "When is the vet appointment?"), ("trip", 1, "How much is the hotel?")]  # fmt: skip
-SCORED = ["returned", "empty", "context_chars", "recall_vs_exact", "recall", "precision", "rr", "ndcg", "hit",
-          "correct_empty"]  # fmt: skip
+SCORED = ["returned", "empty", "context_chars", "recall_vs_exact", "recall", "precision", "mrr", "ndcg", "hit",
+          "empty_rate", "correct_empty_rate"]  # fmt: skip
 
 
 def write_data(path: Path, *, repeat: bool) -> Path:

@@ -42,17 +42,17 @@ RUN = run_of(
 
 def test_score_by_hand():
     s = score(RUN, Q, k=10).set_index("question_id")
-    assert s.loc["q1", "recall"] == 1.0 and s.loc["q1", "rr"] == pytest.approx(0.5)
+    assert s.loc["q1", "recall"] == 1.0 and s.loc["q1", "mrr"] == pytest.approx(0.5)
     assert s.loc["q1", "precision"] == pytest.approx(2 / 10)
     assert s.loc["q2", "recall"] == 0.0 and s.loc["q2", "hit"] == 0.0
-    assert np.isnan(s.loc["q3", "recall"]) and s.loc["q3", "correct_empty"] == 0.0
+    assert np.isnan(s.loc["q3", "recall"]) and s.loc["q3", "correct_empty_rate"] == 0.0
     assert s.loc["q1", "context_chars"] == 20
 
 
 def test_cutoff_changes_empties_and_recall():
     s = score(RUN, Q, k=10, max_distance=0.35).set_index("question_id")
     assert s.loc["q1", "recall"] == 0.0 and s.loc["q1", "returned"] == 1
-    assert s.loc["q3", "empty"] and s.loc["q3", "correct_empty"] == 1.0
+    assert s.loc["q3", "empty"] and s.loc["q3", "correct_empty_rate"] == 1.0
     summary = summarize(score(RUN, Q, k=10, max_distance=0.35)).iloc[0]
     assert summary.correct_empty_rate == 1.0 and summary.empty_rate == 0.0 and summary.recall == 0.0
 

@@ -45,7 +45,7 @@ def _questions(recall: np.ndarray, system: str = "auto", dataset: str = "synth")
     return pd.DataFrame({
         "dataset": dataset, "system": system, "question_id": [f"q{i}" for i in range(n)], "answerable": True,
         "qtype": ["a" if i % 2 else "b" for i in range(n)], "size_bucket": "<=50", "recall": recall,
-        "rr": recall, "ndcg": recall, "hit": recall, "precision": recall / 10, "empty": False,
+        "mrr": recall, "ndcg": recall, "hit": recall, "precision": recall / 10, "empty_rate": 0.0,
     })  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from memlab.lab.cutoff_advice import MIN_AUC, CutoffAdvice, advice_metrics, advi
 from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.dataset import Question
 from memlab.lab.gate import UNGATED, compare, gating, load_metrics, load_rules
-from memlab.lab.metric_definitions import DEFINITIONS, definition_of, ungated_system
+from memlab.lab.metric_definitions import definition_of, definitions, ungated_system
 from memlab.lab.probes.family import Family
 
 BASELINE = Path(__file__).resolve().parents[3] / "reports" / "baseline.json"
@@ -31,9 +31,10 @@ MUST_BE_ZERO = ["wrong_verdicts", "guessed_directions", "shadowed_definitions", 
 
 
 def definition_keys() -> list[str]:
-    """A plain, a rank-cut and a breakdown key for every metric definition, on a system its glob matches."""
+    """A plain, a rank-cut and a breakdown key for every metric definition (registered ones too), on a system its
+    glob matches."""
     keys = []
-    for d in DEFINITIONS:
+    for d in definitions():
         system = d.systems.replace("*", "probe")
         keys += [f"probe/{system}/{d.name}", f"probe/{system}/{d.name}@10", f"probe/{system}/{d.name}@10[qtype=x]"]
     return keys
@@ -79,7 +80,7 @@ def check_directions(family: Family, values: dict[str, float]) -> None:
 
 def check_definitions(family: Family) -> None:
     """Every definition is reachable (no earlier one shadows it) and an invented key is ungated."""
-    for d in DEFINITIONS:
+    for d in definitions():
         key = f"probe/{d.systems.replace('*', 'probe')}/{d.name}"
         if definition_of(key) is not d:
             family.problem("shadowed_definitions", f"{key} resolves to {definition_of(key)}")
