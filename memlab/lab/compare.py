@@ -19,9 +19,10 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.folder import RunFolder
-from memlab.lab.gate import load_metrics, load_questions, metrics_experiment, scope_differences
+from memlab.lab.gate import load_metrics, load_questions, load_roles, metrics_experiment, scope_differences
 from memlab.lab.outputs import claim_file
 from memlab.lab.redacted import write_text
+from memlab.lab.roles import CUT, names
 from memlab.lab.tables import markdown_table
 from memlab.lab.uncertainty import ALPHA, QuestionTable, paired_differences, parse_metric, split_key
 
@@ -136,11 +137,12 @@ def _pairs(run: Source, against: Source, chosen: Sequence[str]) -> list[tuple[st
     """(data set, run system, against system): every system both runs hold by name (cut-off grid points left
     out), then each chosen pair, on every data set both runs hold."""
     a, b = _index(run.metrics), _index(against.metrics)
+    cuts = names(set(a) | set(b), load_roles(against.path, run.path), CUT)
     datasets = [d for d in dict.fromkeys(d for d, _ in a) if d in {d for d, _ in b}]
     named = [parse_system_pair(text, {s for _, s in a}, {s for _, s in b}) for text in chosen]
     pairs = []
     for dataset in datasets:
-        same = [(s, s) for d, s in a if d == dataset and (d, s) in b and "@cut" not in s]
+        same = [(s, s) for d, s in a if d == dataset and (d, s) in b and (d, s) not in cuts]
         for sa, sb in dict.fromkeys([*same, *named]):
             if (dataset, sa) in a and (dataset, sb) in b:
                 pairs.append((dataset, sa, sb))
@@ -232,7 +234,8 @@ def config_differences(run: Source, against: Source) -> list[str]:
                              f"{str(sums_against[name])[:12]}); questions are still paired by id")  # fmt: skip
     else:
         lines.append("the against side is a baseline file: it records no config, only its metrics")
-    lines += scope_differences(run.metrics, against.metrics, "run", "`--against` side")
+    lines += scope_differences(run.metrics, against.metrics, "run", "`--against` side",
+                               load_roles(against.path, run.path))  # fmt: skip
     return lines
 
 

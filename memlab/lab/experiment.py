@@ -12,6 +12,7 @@ import platform
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -36,6 +37,7 @@ from memlab.lab.outputs import claim_folder, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.report import write_report
+from memlab.lab.roles import CUT, MAIN, REFERENCE, ROLE_COLUMNS, SWEEP, SystemRole
 from memlab.lab.run_format import run_mark
 from memlab.lab.runs import Run, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
@@ -106,12 +108,23 @@ def model_env(store: memlab.Store, embedders: dict[str, Embedder], config: Exper
 
 def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]) -> list:
     """The configured systems, then each sweep's, in order; names are unique per data set."""
+    return plan_systems(dataset, config, embedders)[0]
+
+
+def plan_systems(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]
+                 ) -> tuple[list, dict[str, SystemRole]]:  # fmt: skip
+    """systems_for's systems and the role of each by name: the configured ones main, a sweep's a cut (of its
+    parent) or that sweep's system, whatever they are named."""
     context = SweepContext(config, [system_from_config(s) for s in config["systems"]])
+    roles = {s.name: SystemRole(MAIN) for s in context.systems}
     for name in applies(config, dataset.name):
         for system in get_sweep(name).systems(dataset, sweep_options(config, name), context):
             if system.name not in {s.name for s in context.systems}:
                 context.systems.append(system)
-    return [s for s in context.systems if not hasattr(s, "embedder") or s.embedder in embedders]
+                roles[system.name] = SystemRole(CUT, name, system.parent) if isinstance(system, CutoffSystem) \
+                    else SystemRole(SWEEP, name)  # fmt: skip
+    kept = [s for s in context.systems if not hasattr(s, "embedder") or s.embedder in embedders]
+    return kept, roles
 
 
 def counted_step(system: Any) -> bool:
@@ -120,11 +133,13 @@ def counted_step(system: Any) -> bool:
     return not isinstance(system, CutoffSystem)
 
 
-def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: RunProgress | None = None
-                ) -> list[Run]:  # fmt: skip
-    """Ask every system every question of `dataset`; save each run (and each reference run once). Each system
-    (with its reference run) is one step of `steps`, the experiment's progress display."""
+def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: RunProgress | None = None,
+                roles: Mapping[str, SystemRole] | None = None) -> list[Run]:  # fmt: skip
+    """Ask every system every question of `dataset`; save each run (and each reference run once) with its role
+    (`roles` by name; a system not there: main, a cut-off one a cut of its parent). Each system (with its
+    reference run) is one step of `steps`, the experiment's progress display."""
     done: dict[str, Run] = {}
+    roles = roles or {}
     vectors = QueryVectors(env)
     for system in (steps or NoProgress()).each(systems, lambda s: f"{dataset.name}: {s.name}", counted_step):
         if isinstance(system, CutoffSystem):
@@ -133,7 +148,8 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: 
                 raise ConfigError(f"cut-off system {system.name!r}: no system named {system.parent!r} ran on "
                                   f"{dataset.name!r}")  # fmt: skip
             frame = cut(parent.frame, system.max_distance).assign(system=system.name)
-            done[system.name] = Run(dataset.name, system.name, frame, None)
+            role = roles.get(system.name, SystemRole(CUT, None, system.parent))
+            done[system.name] = Run(dataset.name, system.name, frame, None, role)
             done[system.name].save(out)
             continue
         to_run = [system]
@@ -143,7 +159,8 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: 
         for s in to_run:
             frame = ask(env, s, dataset, vectors, env.k, progress=f"{dataset.name}: {s.name}" if env.progress else None)
             r = s.reference()
-            done[s.name] = Run(dataset.name, s.name, frame, r.name if r is not None else None)
+            role = roles.get(s.name, SystemRole()) if s is system else SystemRole(REFERENCE, parent=system.name)
+            done[s.name] = Run(dataset.name, s.name, frame, r.name if r is not None else None, role)
             done[s.name].save(out)
     return list(done.values())
 
@@ -193,13 +210,13 @@ def run_experiment(
         work = []
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
-            systems = systems_for(scoped, cfg, embedders) if scoped.questions else []
-            work.append((scoped, systems, [n for n in applies(cfg, dataset.name) if get_sweep(n).measures]))
-        steps.plan(sum(sum(map(counted_step, systems)) + len(measured) for _, systems, measured in work) + 1)
-        for scoped, systems, measured in work:
+            systems, roles = plan_systems(scoped, cfg, embedders) if scoped.questions else ([], {})
+            work.append((scoped, systems, roles, [n for n in applies(cfg, dataset.name) if get_sweep(n).measures]))
+        steps.plan(sum(sum(map(counted_step, systems)) + len(measured) for _, systems, _, measured in work) + 1)
+        for scoped, systems, roles, measured in work:
             save_labels(out, scoped)
             log(f"{scoped.name}: {scoped.summary()}")
-            run_systems(env, scoped, systems, out, steps=steps)
+            run_systems(env, scoped, systems, out, steps=steps, roles=roles)
             context = SweepContext(cfg, systems)
             for name in steps.each(measured, lambda n, d=scoped.name: f"{d}: {n} sweep"):
                 get_sweep(name).measure(env, scoped, sweep_options(cfg, name), context, out)
@@ -234,21 +251,25 @@ def score_folder(out: Path) -> pd.DataFrame:
     long_frames, per_question = [], []
     for dataset in folder.datasets:
         qs = question_scores(folder, dataset)
+        roles = {name: run.role or SystemRole() for name, run in folder.runs(dataset).items()}
         if len(qs):  # cut-off systems get no breakdowns: the sweep's grid is what matters there
-            is_cut = qs.system.str.contains("@cut", regex=False)
+            is_cut = qs.system.isin([s for s, r in roles.items() if r.role == CUT])
             base = pd.concat([long_scores(qs[~is_cut], dataset, folder.k),
                               long_scores(qs[is_cut], dataset, folder.k, groups=())], ignore_index=True)
         else:
             base = pd.DataFrame(columns=SCORE_COLUMNS)
+        base = _with_roles(base, roles, SystemRole())
         parts = [base]
         for name in applies(cfg, dataset):
             earlier = pd.concat([*long_frames, base], ignore_index=True)  # a sweep may read earlier data sets
-            parts.append(get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier))
+            made = get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier)
+            parts.append(_with_roles(made, roles, SystemRole(SWEEP, name)))
         long_frames.append(pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts)
                            else base)  # fmt: skip
         per_question.append(qs)
-    scores = pd.concat(long_frames, ignore_index=True) if long_frames else pd.DataFrame(columns=SCORE_COLUMNS)
-    scores = scores[SCORE_COLUMNS]
+    scores = pd.concat(long_frames, ignore_index=True) if long_frames else \
+        pd.DataFrame(columns=[*SCORE_COLUMNS, *ROLE_COLUMNS])  # fmt: skip
+    scores = scores[[*SCORE_COLUMNS, *ROLE_COLUMNS]]
     write_csv(scores, out / "scores.csv")
     write_parquet(scores, out / "scores.parquet")
     qs_all = pd.concat([q for q in per_question if len(q)], ignore_index=True) if any(len(q) for q in per_question) \
@@ -257,6 +278,16 @@ def score_folder(out: Path) -> pd.DataFrame:
         write_parquet(qs_all, out / "question_scores.parquet")
     write_json(out / "metrics.json", flat_metrics(scores), indent=2, sort_keys=True)
     return scores
+
+
+def _with_roles(scores: pd.DataFrame, roles: Mapping[str, SystemRole], other: SystemRole) -> pd.DataFrame:
+    """Long-form scores with ROLE_COLUMNS: each system's as its runs record, a system of no run `other`'s (a
+    figure a sweep computed from its own tables)."""
+    if set(ROLE_COLUMNS) <= set(scores.columns):
+        return scores
+    found = [roles.get(s, other) for s in scores.system]
+    return scores.assign(role=[r.role for r in found], sweep=[r.sweep or "" for r in found],
+                         parent=[r.parent or "" for r in found])  # fmt: skip
 
 
 def is_finished(out: Path) -> bool:
@@ -284,7 +315,7 @@ def headline(out: Path) -> pd.DataFrame:
     folder = RunFolder(Path(out))
     k = folder.k
     s = folder.scores
-    s = s[(s.metric == f"recall@{k}") & ~s.system.str.contains("@cut|^filtered:|^faiss-exact", regex=True)]
+    s = s[(s.metric == f"recall@{k}") & s.role.isin([MAIN, SWEEP])]
     if s.empty:
         return pd.DataFrame()
     return s.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()

@@ -28,13 +28,17 @@ from memlab.lab.dataset import Dataset, Question
 from memlab.lab.json_bounds import loads
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.safety.redact)
 from memlab.lab.run_format import (
+    ROLES_RECORDED,
     SESSIONS_RECORDED,
+    configured_systems,
     folder_version,
     upgrade_events,
     upgrade_labels,
     upgrade_question_scores,
     upgrade_run,
+    upgrade_run_role,
     upgrade_scores,
+    upgrade_scores_roles,
     upgrade_table,
 )
 from memlab.lab.runs import Run, read_runs, slug
@@ -162,7 +166,9 @@ class RunFolder:
         return self.memo("all_runs", None, self._read_runs)
 
     def _read_runs(self) -> list[Run]:
-        return [self.current(run, lambda r=run: self._upgrade_run(r)) for run in read_runs(self.path)]
+        configured = configured_systems(self.manifest)
+        runs = [self.current(run, lambda r=run: self._upgrade_run(r)) for run in read_runs(self.path)]
+        return [self.current(run, lambda r=run: upgrade_run_role(r, configured), ROLES_RECORDED) for run in runs]
 
     def _upgrade_run(self, run: Run) -> Run:
         return upgrade_run(run, lambda: self.questions(run.dataset), lambda: self.events(run.dataset),
@@ -225,7 +231,9 @@ class RunFolder:
 
     def _read_scores(self) -> pd.DataFrame:
         frame = pd.read_parquet(self.path / "scores.parquet")
-        return self.current(frame, lambda: upgrade_scores(frame))
+        frame = self.current(frame, lambda: upgrade_scores(frame))
+        configured = configured_systems(self.manifest)
+        return self.current(frame, lambda: upgrade_scores_roles(frame, configured), ROLES_RECORDED)
 
     @property
     def question_scores(self) -> pd.DataFrame:

@@ -19,9 +19,11 @@ from memlab.lab.folder import RunFolder
 from memlab.lab.json_bounds import loads
 from memlab.lab.metric_definitions import HIGHER, MetricDefinition, definition_of, ungated_system
 from memlab.lab.outputs import claim_file, is_baseline_file
+from memlab.lab.roles import CUT, SystemRole, names, roles_in
 from memlab.lab.run_format import (
     FORMAT_VERSION,
     VERSION_KEY,
+    baseline_roles,
     baseline_version,
     current_metrics,
     read_baseline,
@@ -149,20 +151,40 @@ def metrics_experiment(path: str | Path) -> str | None:
     return data.get("experiment") if isinstance(data, dict) and isinstance(data.get("metrics"), dict) else None
 
 
-def scope_differences(first: dict[str, float], second: dict[str, float], name_first: str,
-                      name_second: str) -> list[str]:  # fmt: skip
+def load_roles(*paths: str | Path) -> dict[tuple[str, str], SystemRole]:
+    """{(dataset, system): role} of the systems metrics files name: as a run folder records them, else (a
+    baseline, which records none) derived once by memlab.lab.run_format; a later path's recorded roles win."""
+    roles: dict[tuple[str, str], SystemRole] = {}
+    for path in paths:
+        file = _metrics_file(path)
+        scores = file.parent / "scores.parquet"
+        if (file.parent / "manifest.json").exists() and scores.exists():
+            roles.update(roles_in(RunFolder(file.parent).scores))
+        elif file.exists():
+            data = _read_json(file, "baseline")
+            metrics = data.get("metrics") if isinstance(data, dict) and isinstance(data.get("metrics"), dict) \
+                else data  # fmt: skip
+            found = baseline_roles(metrics) if isinstance(metrics, dict) else {}
+            roles.update({k: v for k, v in found.items() if k not in roles})
+    return roles
+
+
+def scope_differences(first: dict[str, float], second: dict[str, float], name_first: str, name_second: str,
+                      roles: dict[tuple[str, str], SystemRole] | None = None) -> list[str]:  # fmt: skip
     """The data sets, and systems of shared data sets, that only one of two metrics files holds (the cut-off
-    grid's points left out): what makes two suites' metrics incomparable, named."""
+    grid's points, by their recorded `roles`, left out): what makes two suites' metrics incomparable, named."""
+    roles = roles or {}
     a = {split_key(key)[:2] for key in first if key.count("/") >= 2}
     b = {split_key(key)[:2] for key in second if key.count("/") >= 2}
+    a, b = a - names(a, roles, CUT), b - names(b, roles, CUT)
     lines = []
     da, db = {d for d, _ in a}, {d for d, _ in b}
     for only, here in ((sorted(da - db), name_first), (sorted(db - da), name_second)):
         if only:
             lines.append(f"data sets only in the {here}: {', '.join(f'`{d}`' for d in only)}")
     for dataset in sorted(da & db):
-        sa = {s for d, s in a if d == dataset and "@cut" not in s}
-        sb = {s for d, s in b if d == dataset and "@cut" not in s}
+        sa = {s for d, s in a if d == dataset}
+        sb = {s for d, s in b if d == dataset}
         for only, here in ((sorted(sa - sb), name_first), (sorted(sb - sa), name_second)):
             if only:
                 lines.append(f"systems on `{dataset}` only in the {here}: {', '.join(f'`{s}`' for s in only)}")
@@ -174,7 +196,8 @@ def check_same_experiment(baseline: str | Path, run: str | Path) -> None:
     The refusal names what differs and the command that compares the two anyway (`memlab report --against`)."""
     base, now = metrics_experiment(baseline), metrics_experiment(run)
     if base is not None and now is not None and base != now:
-        what = scope_differences(load_metrics(baseline, what="baseline"), load_metrics(run), "baseline", "run")
+        what = scope_differences(load_metrics(baseline, what="baseline"), load_metrics(run), "baseline", "run",
+                                 load_roles(baseline, run))  # fmt: skip
         rerun = f", or run {base!r} again with `memlab eval --suite {base}`" if base in suite_names() else ""
         raise ConfigError(
             f"the gate only judges a run against a baseline of the same suite: the baseline {baseline} comes from "

@@ -19,6 +19,7 @@ from memlab.lab.judging.report_lines import pool_lines
 from memlab.lab.metric_definitions import base_name, reading_note, summarized
 from memlab.lab.probe_section import probe_section
 from memlab.lab.redacted import write_text
+from memlab.lab.roles import ASKED, CUT, MAIN, SWEEP
 from memlab.lab.scoring import metric_key
 from memlab.lab.sweeps import applies, get_sweep, sweep_options
 from memlab.lab.tables import breakdown, markdown_table, pivot_scores
@@ -51,8 +52,15 @@ def main_metrics(k: int) -> list[str]:
     return [d.metric(k) for d in summarized() if d.main_table]
 
 
-def _is_main(system: str) -> bool:
-    return "@cut" not in system and not system.startswith(("filtered:", "extractor:", "ingest"))
+def _compared(scores: pd.DataFrame) -> pd.Series:
+    """Rows of the systems the report compares: those that answered the questions (main, reference, a sweep's),
+    by their recorded role (cut-offs and a sweep's own figures have sections of their own)."""
+    return scores.role.isin(ASKED)
+
+
+def _ranked(scores: pd.DataFrame) -> pd.Series:
+    """Rows of the systems ranked against plain vector search: compared ones but the exact reference."""
+    return scores.role.isin([MAIN, SWEEP])
 
 
 REFERENCES = ("text/vector", "pg-exact", "event", "auto")  # plain vector search on the raw text, by name
@@ -80,8 +88,8 @@ def against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.Data
 def _against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.DataFrame]:
     metric = f"recall@{k}"
     scores = folder.scores
-    rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & scores.system.map(_is_main)]
-    systems = [s for s in dict.fromkeys(rows.system) if not s.startswith("faiss-exact")]
+    rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & _ranked(scores)]
+    systems = list(dict.fromkeys(rows.system))
     reference = next((s for s in REFERENCES if s in systems), None)
     empty = pd.DataFrame(columns=["system", "change", "lo", "hi", "questions", "p", "p_adjusted", "real"])
     if reference is None or folder.question_scores.empty:
@@ -123,8 +131,7 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
     paired = False
     metric = f"recall@{k}"
     for dataset in folder.datasets:
-        rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & scores.system.map(_is_main)]
-        rows = rows[~rows.system.str.startswith("faiss-exact")]
+        rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & _ranked(scores)]
         if rows.empty:
             continue
         best = rows.loc[rows.value.idxmax()]
@@ -219,7 +226,7 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
         cols = [c for c in ["name", "format", "users", "sessions", "events", "questions", "answerable", "no_answer",
                             "labels_given", "labels_dropped", "checksum"] if c in ds.columns]  # fmt: skip
         parts += ["## Data sets", "", markdown_table(ds[cols]), ""]
-    mains = [s for s in dict.fromkeys(scores.system) if _is_main(s)]
+    mains = list(dict.fromkeys(scores[_compared(scores)].system))
     across = scores[scores.system.isin(mains) & (scores.metric == f"recall@{k}")]
     if across.dataset.nunique() > 1:
         wide = across.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()
@@ -234,9 +241,11 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
             parts += [f"recall@{k} on `{qtype}` questions, side by side:", "", markdown_table(wide), ""]
     for dataset in folder.datasets:
         sub = scores[scores.dataset == dataset]
-        systems = [s for s in dict.fromkeys(sub.system) if _is_main(s)]
+        systems = list(dict.fromkeys(sub[_compared(sub)].system))
         parts += [f"## {dataset}", ""]
-        parts += pool_lines(_pool(folder, dataset), list(dict.fromkeys(sub.system)), k)  # a judged set: pool, unpooled
+        cuts = sub[sub.role == CUT]
+        parents = dict(zip(cuts.system, cuts.parent, strict=True))
+        parts += pool_lines(_pool(folder, dataset), list(dict.fromkeys(sub.system)), k, parents)  # pool, unpooled
         if systems:
             main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics(k)), f"recall@{k}")
             parts += [markdown_table(main), ""]

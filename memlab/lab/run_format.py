@@ -22,12 +22,16 @@ Version 2 (and 1) wrote the per-question scores (question_scores.parquet, a base
 columns under other names than their metric's; version 3 names every column by its metric. Such a table is read
 with those columns renamed (FORMER_COLUMNS) and `empty_rate` taken from its `empty` column on answerable questions.
 
+Versions 1 to 3 did not record what each system is (memlab.lab.roles); such a folder's runs and scores get their
+roles derived once, here, from the configured systems' names (main) and the names memlab gave the systems it made
+(`derived_role`): this is the one place a system's name says what it is.
+
 A folder or baseline of a newer version than this memlab reads, or a version-1 file missing what every version
 held, is refused with one line: what, where, and what to do."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,14 +45,16 @@ from memlab.lab.dataset import Question
 from memlab.lab.identity import session_index
 from memlab.lab.metric_definitions import FORMER_COLUMNS, FORMER_NAMES, parse_key
 from memlab.lab.outputs import RUN, mark
+from memlab.lab.roles import CUT, MAIN, MEASURE, REFERENCE, ROLE_COLUMNS, SWEEP, SystemRole
 from memlab.lab.runs import Run
 
-FORMAT_VERSION = 3  # what this memlab writes; 1: everything written before the version was recorded
+FORMAT_VERSION = 4  # what this memlab writes; 1: everything written before the version was recorded
 VERSION_KEY = "format_version"
 UNVERSIONED = 1
 # the version each step brings a file to: a file of an older folder passes that step when read
 SESSIONS_RECORDED = 2  # hits and labels carry their sessions; metrics under their current names
 METRIC_COLUMNS = 3  # every per-question score column named by its metric
+ROLES_RECORDED = 4  # runs and scores record each system's role (memlab.lab.roles)
 
 # what every version-1 file held: without it a file cannot be brought to the current shape
 RUN_REQUIRED = ("system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan")
@@ -229,6 +235,55 @@ def upgrade_question_scores(frame: pd.DataFrame, version: int) -> pd.DataFrame:
     return frame
 
 
+def derived_role(system: str, configured: Collection[str]) -> SystemRole:
+    """The role of a system of a folder that did not record roles: a configured name is main; else the role the
+    name memlab gave it says (a cut `<parent>@cut<d>` or `<parent>@cut-from-<set>`, the exact reference, a
+    sweep's system or figures); else main."""
+    if system in configured:
+        return SystemRole(MAIN)
+    if "@cut" in system:
+        return SystemRole(CUT, "cutoff", system.split("@cut", 1)[0])
+    if system.startswith("faiss-exact"):
+        return SystemRole(REFERENCE)
+    for prefix, sweep in (("filtered:", "filtered"), ("extractor:", "facts"), ("answerability:", "retrieval"),
+                          ("ingest", "ingest")):  # fmt: skip
+        if system.startswith(prefix):
+            return SystemRole(MEASURE, sweep)
+    if system.startswith("event["):
+        return SystemRole(SWEEP, "models")
+    if "/" in system:
+        return SystemRole(SWEEP, "retrieval")
+    return SystemRole(MAIN)
+
+
+def configured_systems(manifest: Mapping[str, Any]) -> set[str]:
+    """The names of a run folder's configured systems, as its manifest records them."""
+    listed = manifest.get("config", {}).get("resolved", {}).get("systems") or []
+    return {str(s.get("name")) for s in listed if isinstance(s, Mapping)}
+
+
+def upgrade_run_role(run: Run, configured: Collection[str]) -> Run:
+    """A saved run of a folder that did not record roles, with its role derived (`derived_role`)."""
+    return run if run.role is not None else replace(run, role=derived_role(run.system, configured))
+
+
+def upgrade_scores_roles(frame: pd.DataFrame, configured: Collection[str]) -> pd.DataFrame:
+    """scores.parquet of a folder that did not record roles, with ROLE_COLUMNS derived (`derived_role`)."""
+    if set(ROLE_COLUMNS) <= set(frame.columns) or "system" not in frame.columns:
+        return frame
+    found = {s: derived_role(str(s), configured) for s in dict.fromkeys(frame.system)}
+    return frame.assign(role=frame.system.map(lambda s: found[s].role),
+                        sweep=frame.system.map(lambda s: found[s].sweep or ""),
+                        parent=frame.system.map(lambda s: found[s].parent or ""))  # fmt: skip
+
+
+def baseline_roles(keys: Iterable[str]) -> dict[tuple[str, str], SystemRole]:
+    """{(dataset, system): role} of a metrics file's keys: a baseline records no roles, so they are derived
+    (`derived_role`); a run folder's recorded roles win over these wherever both name a system."""
+    pairs = {(p.dataset, p.system) for k in keys if (p := parse_key(k)) is not None}
+    return {pair: derived_role(pair[1], ()) for pair in pairs}
+
+
 def baseline_version(data: object, path: Path) -> int:
     """The format version a baseline file was written in (a flat {metric: number} one: version 1)."""
     redo = f"make the baseline again with this memlab: `memlab baseline --run <run folder> --out {path}`"
@@ -249,6 +304,8 @@ def read_baseline(data: object, path: Path) -> dict[str, Any]:
     return {VERSION_KEY: FORMAT_VERSION, "experiment": experiment, "metrics": current_metrics(metrics, version)}
 
 
-__all__ = ["FORMAT_VERSION", "METRIC_COLUMNS", "SESSIONS_RECORDED", "VERSION_KEY", "baseline_version", "current_key",
-           "current_metric", "current_metrics", "folder_version", "read_baseline", "run_mark", "upgrade_events",
-           "upgrade_labels", "upgrade_question_scores", "upgrade_run", "upgrade_scores", "upgrade_table"]
+__all__ = ["FORMAT_VERSION", "METRIC_COLUMNS", "ROLES_RECORDED", "SESSIONS_RECORDED", "VERSION_KEY", "baseline_roles",
+           "baseline_version",
+           "configured_systems", "current_key", "current_metric", "current_metrics", "derived_role", "folder_version",
+           "read_baseline", "run_mark", "upgrade_events", "upgrade_labels", "upgrade_question_scores", "upgrade_run",
+           "upgrade_run_role", "upgrade_scores", "upgrade_scores_roles", "upgrade_table"]

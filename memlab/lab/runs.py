@@ -21,6 +21,7 @@ from rich.progress import track
 from memlab.errors import ConfigError
 from memlab.lab.dataset import Question
 from memlab.lab.redacted import write_parquet
+from memlab.lab.roles import ROLE_COLUMNS, SystemRole, role_frame, role_of_row
 from memlab.types import Hit
 
 RUN_COLUMNS = [
@@ -87,15 +88,19 @@ def slug(name: str) -> str:
 
 @dataclass
 class Run:
-    """One system's answers to one data set's questions. `reference` names the exact system it is compared with."""
+    """One system's answers to one data set's questions. `reference` names the exact system it is compared with;
+    `role` says what the system is (memlab.lab.roles; None: a run saved before roles were recorded, which the run
+    folder's upgrade step gives one)."""
 
     dataset: str
     system: str
     frame: pd.DataFrame
     reference: str | None = None
+    role: SystemRole | None = None
 
     def to_dataframe(self) -> pd.DataFrame:
-        return self.frame.assign(dataset=self.dataset, system=self.system, reference=self.reference or "")
+        framed = self.frame.assign(dataset=self.dataset, system=self.system, reference=self.reference or "")
+        return role_frame(framed, self.role or SystemRole())
 
     def path_in(self, folder: Path) -> Path:
         return Path(folder) / "runs" / f"{slug(self.dataset)}__{slug(self.system)}.parquet"
@@ -121,7 +126,9 @@ class Run:
             frame[column] = frame[column].map(lambda values: list(values) if values is not None else [])
         dataset, system = str(frame.dataset.iloc[0]), str(frame.system.iloc[0])
         reference = str(frame.reference.iloc[0]) or None if "reference" in frame else None
-        return cls(dataset, system, frame.drop(columns=["dataset", "reference"], errors="ignore"), reference)
+        role = role_of_row(next(frame.head(1).itertuples())) if set(ROLE_COLUMNS) <= set(frame.columns) else None
+        kept = frame.drop(columns=["dataset", "reference", *ROLE_COLUMNS], errors="ignore")
+        return cls(dataset, system, kept, reference, role)
 
 
 def read_runs(folder: str | Path) -> list[Run]:

@@ -17,17 +17,17 @@ from memlab.lab.dataset import Question
 from memlab.lab.folder import RunFolder
 from memlab.lab.identity import relevant_hits, run_events
 from memlab.lab.redacted import clean, clean_deep
+from memlab.lab.roles import ASKED
 from memlab.lab.scoring import SIZE_LABELS
 from memlab.lab.tables import format_cell
 
-HIDDEN = ("@cut", "filtered:", "extractor:", "ingest", "answerability:")
 TEMPLATE = Path(__file__).with_name("report_page.html")
 
 
 def viewer_systems(folder: RunFolder, dataset: str) -> list[str]:
     """Systems whose hit lists the viewer shows: every configured and sweep system with a ranked run (not the
-    cut-off grid, the filtered-search tenants or fact extractors)."""
-    return [s for s in folder.runs(dataset) if not any(h in s for h in HIDDEN)]
+    cut-off grid, the filtered-search tenants or fact extractors), by the role each run records."""
+    return [s for s, run in folder.runs(dataset).items() if run.role is None or run.role.role in ASKED]
 
 
 def rendering_of(system: str) -> str:

@@ -4,25 +4,29 @@ pool count as misses: its recall is biased low (trec_eval's convention is to fla
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memlab.lab.judging.origins import is_generated_only, origin_lines
 
 
-def pooled_system(system: str, pooled: set[str]) -> bool:
-    """Whether a system's hits were pooled: its own name, or a distance cut of a pooled system (a cut only drops
-    hits, so its hits within the depth are all in the pool)."""
-    return system in pooled or system.split("@cut", 1)[0] in pooled
+def pooled_system(system: str, pooled: set[str], parent: str | None = None) -> bool:
+    """Whether a system's hits were pooled: its own name, or (`parent` given) a distance cut of a pooled system (a
+    cut only drops hits, so its hits within the depth are all in the pool)."""
+    return system in pooled or (parent is not None and parent in pooled)
 
 
-def unpooled(systems: list[str], pool: dict[str, Any]) -> list[str]:
-    """The systems of a run on a judged set that were not in its pool."""
+def unpooled(systems: list[str], pool: dict[str, Any], parents: Mapping[str, str] | None = None) -> list[str]:
+    """The systems of a run on a judged set that were not in its pool (`parents`: each cut system's parent)."""
     pooled = set(pool.get("systems", []))
-    return [s for s in dict.fromkeys(systems) if not pooled_system(s, pooled)]
+    parents = parents or {}
+    return [s for s in dict.fromkeys(systems) if not pooled_system(s, pooled, parents.get(s))]
 
 
-def pool_lines(pool: dict[str, Any] | None, systems: list[str], k: int) -> list[str]:
-    """The report's paragraph on a data set's pool (nothing for a data set with complete labels)."""
+def pool_lines(pool: dict[str, Any] | None, systems: list[str], k: int,
+               parents: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
+    """The report's paragraph on a data set's pool (nothing for a data set with complete labels); `parents` names
+    the system each cut-off system was cut from, as the run records it."""
     if not pool:
         return []
     if is_generated_only(pool) and not pool.get("systems"):  # the generator's own labels: no system pooled
@@ -34,7 +38,7 @@ def pool_lines(pool: dict[str, Any] | None, systems: list[str], k: int) -> list[
              f"`recall@{k}` is over the events judged relevant; `judged@{k}` is the share of a system's hits within "
              f"{k} that someone judged; `bpref` scores only judged hits (Buckley and Voorhees 2004), so it is the "
              "fairer figure where judged@k is low."]  # fmt: skip
-    outside = unpooled(systems, pool)
+    outside = unpooled(systems, pool, parents)
     if outside:
         lines.append("**Not in the pool**: " + ", ".join(f"`{s}`" for s in outside) + f". Their hits outside the "
                      f"pool were never judged and count as misses, so their recall@{k} is biased low (the trec_eval "

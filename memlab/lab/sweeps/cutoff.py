@@ -17,6 +17,7 @@ from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET, drift,
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
 from memlab.lab.plots import cutoff_curves, distance_histograms
+from memlab.lab.roles import CUT, MEASURE, SystemRole, cut_parents
 from memlab.lab.runs import slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, long_scores, score
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
@@ -39,13 +40,20 @@ def cut_name(parent: str, max_distance: float) -> str:
     return f"{parent}@cut{max_distance:.3f}".rstrip("0").rstrip(".")
 
 
-def _grid_from_scores(base: pd.DataFrame, parent: str, k: int) -> pd.DataFrame:
-    cuts = base[base.system.str.startswith(f"{parent}@cut")]
+def grid_distances(options: dict[str, Any], parent: str) -> dict[str, float]:
+    """{cut system: its max_distance} of the grid this sweep's options cut `parent` at."""
+    return {cut_name(parent, d): d for d in sorted({round(float(x), 3) for x in options.get("grid", DEFAULT_GRID)})}
+
+
+def _grid_from_scores(base: pd.DataFrame, parent: str, k: int, distances: dict[str, float],
+                      ran: set[str]) -> pd.DataFrame:  # fmt: skip
+    """The grid of `parent`'s cuts (the cut systems with a saved run, by their recorded role and parent)."""
+    cuts = base[(base.role == CUT) & (base.parent == parent) & base.system.isin(ran)]
     if cuts.empty:
         return pd.DataFrame()
     wide = cuts[cuts.metric.isin([f"recall@{k}", "empty_rate", "correct_empty_rate"])].pivot_table(
         index="system", columns="metric", values="value").reset_index()
-    wide["max_distance"] = wide.system.str.extract(r"@cut([0-9.]+)$")[0].astype(float)
+    wide["max_distance"] = wide.system.map(distances).astype(float)
     wide = wide.rename(columns={f"recall@{k}": "recall"})
     if "correct_empty_rate" not in wide:
         wide["correct_empty_rate"] = np.nan
@@ -108,21 +116,29 @@ class CutoffSweep(Sweep):
         else:
             rows = []
         n = len(folder.questions(dataset))
-        for parent in _cut_parents(base[base.dataset == dataset]):
+        for parent in _cut_parents(base[base.dataset == dataset], set(runs)):
             advice = folder_advice(folder, dataset, parent, options) if parent in runs else None
             if advice is not None:
                 rows += [(dataset, parent, metric, float(value), n) for metric, value in advice_metrics(advice).items()]
-        return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+        frame = pd.DataFrame(rows, columns=SCORE_COLUMNS)
+        moved = {f"{r.system}@cut-from-{source}": SystemRole(CUT, self.name, str(r.system)) for r in
+                 (recs.itertuples(index=False) if source and source != dataset else ())}  # fmt: skip
+        found = [runs[s].role or SystemRole() if s in runs else moved.get(s, SystemRole(MEASURE, self.name))
+                 for s in frame.system]  # fmt: skip
+        return frame.assign(role=[r.role for r in found], sweep=[r.sweep or "" for r in found],
+                            parent=[r.parent or "" for r in found])  # fmt: skip
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         k = folder.k
         base = folder.scores[folder.scores.dataset == dataset]
         runs = folder.runs(dataset)
-        advices = [a for p in _cut_parents(base) if (a := folder_advice(folder, dataset, p, options)) is not None]
+        advices = [a for p in _cut_parents(base, set(runs)) if (a := folder_advice(folder, dataset, p, options))
+                   is not None]  # fmt: skip
         if not advices:
             return None
         systems = [a.system for a in advices]
-        grid = pd.concat([_grid_from_scores(base, p, k) for p in systems], ignore_index=True)
+        grid = pd.concat([_grid_from_scores(base, p, k, grid_distances(options, p), set(runs)) for p in systems],
+                         ignore_index=True)  # fmt: skip
         questions = folder.questions(dataset)
         dist = pd.concat([labelled_distances(runs[p].frame, questions, k=k).assign(system=p) for p in systems],
                          ignore_index=True)  # fmt: skip
@@ -132,7 +148,7 @@ class CutoffSweep(Sweep):
         figures += folder.figure(f"cutoffs__{stem}.png", "cut-offs",
                                  lambda png: cutoff_curves(grid, png, advised, k=k))  # fmt: skip
         parts = ["", *[f"- {sentence(a, k)}" for a in advices]]
-        moved = base[base.system.str.contains("@cut-from-", regex=False) & ~base.metric.str.contains("[", regex=False)]
+        moved = base[(base.role == CUT) & ~base.system.isin(set(runs)) & ~base.metric.str.contains("[", regex=False)]
         if len(moved):
             wide = moved.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
             parts += ["", "Cut at the distance recommended on another data set (never tuned here):", "",
@@ -145,9 +161,9 @@ class CutoffSweep(Sweep):
         return "\n".join([rule_text(target), "", markdown_table(advice_table(advices, k)), *figures, *parts])
 
 
-def _cut_parents(scores: pd.DataFrame) -> list[str]:
-    """The systems the cut-off grid cut, from their `<parent>@cut<d>` systems."""
-    return sorted({s.split("@cut")[0] for s in scores.system if "@cut" in s and "@cut-from-" not in s})
+def _cut_parents(scores: pd.DataFrame, ran: set[str]) -> list[str]:
+    """The systems the cut-off grid cut: the parents its cut systems (those with a saved run) record."""
+    return cut_parents(scores[scores.system.isin(ran)])
 
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_PARENTS", "CutoffSweep", "cut_name", "parents", "transferred"]

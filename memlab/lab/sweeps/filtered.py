@@ -223,7 +223,8 @@ def measure(env, dataset, options: dict, context, out) -> None:
 
 
 def system_name(config: str) -> str:
-    return "filtered:" + config.replace(" mst=", " mst").replace("=", "").replace(" ", "-")
+    """The name the filtered sweep's figures for one tenant configuration are recorded under (role: measure)."""
+    return f"filtered:{config.replace(' mst=', ' mst').replace('=', '').replace(' ', '-')}"
 
 
 def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from typing import Any
 
 from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
+from memlab.lab.roles import SWEEP
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems import EventSystem, System
 from memlab.lab.tables import markdown_table, pivot_scores
@@ -33,7 +34,7 @@ class ModelsSweep(Sweep):
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         k = folder.k
         scores = folder.scores[folder.scores.dataset == dataset]
-        wanted = [s for s in dict.fromkeys(scores.system) if s.startswith("event[")]
+        wanted = list(dict.fromkeys(scores[(scores.role == SWEEP) & (scores.sweep == self.name)].system))
         if not wanted:
             return None
         table = pivot_scores(scores, wanted, [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", "recall_vs_exact",

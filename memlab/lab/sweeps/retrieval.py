@@ -29,6 +29,7 @@ from memlab.lab.dataset import Dataset
 from memlab.lab.folder import RunFolder
 from memlab.lab.plots import answerability_curves
 from memlab.lab.redacted import write_csv
+from memlab.lab.roles import MEASURE, SWEEP
 from memlab.lab.runs import slug
 from memlab.lab.scoring import SCORE_COLUMNS
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
@@ -193,13 +194,21 @@ def _curve_plot(folder: RunFolder, dataset: str, options: dict[str, Any]) -> lis
                          lambda png: answerability_curves(frame, png, k=folder.k))
 
 
+HIT_SYSTEMS = ("answerability:hit-model", "answerability:hit-distance")  # the per-hit AUCs' rows
+
+
+def _grid_rows(scores: pd.DataFrame) -> pd.Series:
+    """Rows of the systems this sweep ran (its grid, baseline included), by their recorded role and sweep."""
+    return ((scores.role == SWEEP) & (scores.sweep == "retrieval")) | (scores.system == BASELINE)
+
+
 def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
     """recall@k of every retrieval system against plain vector on raw text, per data set: the best system,
     its gain, and the question types it made worse by more than 2 points (pure, from long-form scores)."""
     rows = []
     metric = f"recall@{k}"
     for dataset, s in scores.groupby("dataset", sort=False):
-        own = s[s.system.str.contains("/", regex=False) & ~s.system.str.startswith("answerability:")]
+        own = s[_grid_rows(s)]
         overall = own[own.metric == metric].set_index("system").value
         if BASELINE not in overall or len(overall) < 2:
             continue
@@ -269,15 +278,14 @@ class RetrievalSweep(Sweep):
                      n))  # fmt: skip
         rows.append((dataset, "answerability:gate", "threshold", fitted.gate.threshold, n))
         if per_hit:
-            rows.append((dataset, "answerability:hit-model", "roc_auc", per_hit["hit_roc_auc"], len(test_hits)))
-            rows.append((dataset, "answerability:hit-distance", "roc_auc", per_hit["hit_distance_roc_auc"],
-                         len(test_hits)))  # fmt: skip
+            rows.append((dataset, HIT_SYSTEMS[0], "roc_auc", per_hit["hit_roc_auc"], len(test_hits)))
+            rows.append((dataset, HIT_SYSTEMS[1], "roc_auc", per_hit["hit_distance_roc_auc"], len(test_hits)))
         return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         k = folder.k
         scores = folder.scores[folder.scores.dataset == dataset]
-        wanted = [n for n in dict.fromkeys(scores.system) if "/" in n and not n.startswith("answerability:")]
+        wanted = list(dict.fromkeys(scores[_grid_rows(scores)].system))
         if BASELINE not in wanted:
             return None
         metrics = [f"recall@{k}", f"mrr@{k}", f"ndcg@{k}", f"session_recall@{k}", "context_chars", "empty_rate"]
@@ -293,10 +301,10 @@ class RetrievalSweep(Sweep):
         wide = breakdown(scores, wanted, f"recall@{k}", "qtype")
         if wide is not None:
             parts += ["", f"recall@{k} by question type:", "", markdown_table(wide)]
-        gate = scores[scores.system.str.startswith("answerability:")]
+        gate = scores[(scores.role == MEASURE) & (scores.sweep == "retrieval")]
         parts += _curve_plot(folder, dataset, options)
         if len(gate):
-            per_hit = gate.system.str.startswith("answerability:hit-") & (gate.metric == "roc_auc")
+            per_hit = gate.system.isin(HIT_SYSTEMS) & (gate.metric == "roc_auc")
             gate = gate.assign(metric=gate.metric.mask(per_hit, HIT_AUC).mask(
                 ~per_hit & (gate.metric == "roc_auc"), QUESTION_AUC))  # the two AUCs, named apart
             wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
