@@ -37,7 +37,7 @@ from memlab.lab.outputs import claim_folder, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.report import write_report
-from memlab.lab.roles import CUT, MAIN, REFERENCE, ROLE_COLUMNS, SWEEP, SystemRole
+from memlab.lab.roles import CUT, MAIN, REFERENCE, ROLE_COLUMNS, SWEEP, SYSTEM_COLUMNS, SYSTEMS_FILE, SystemRole
 from memlab.lab.run_format import run_mark
 from memlab.lab.runs import Run, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
@@ -245,7 +245,8 @@ def question_scores(folder: RunFolder, dataset: str) -> pd.DataFrame:
 
 
 def score_folder(out: Path) -> pd.DataFrame:
-    """scores.csv / scores.parquet (long form), question_scores.parquet and metrics.json, from saved runs."""
+    """scores.csv / scores.parquet (long form), systems.parquet (each system's role), question_scores.parquet and
+    metrics.json, from saved runs."""
     folder = RunFolder(Path(out))
     cfg = folder.manifest.get("config", {}).get("resolved", {})
     long_frames, per_question = [], []
@@ -269,7 +270,8 @@ def score_folder(out: Path) -> pd.DataFrame:
         per_question.append(qs)
     scores = pd.concat(long_frames, ignore_index=True) if long_frames else \
         pd.DataFrame(columns=[*SCORE_COLUMNS, *ROLE_COLUMNS])  # fmt: skip
-    scores = scores[[*SCORE_COLUMNS, *ROLE_COLUMNS]]
+    write_parquet(scores.drop_duplicates(["dataset", "system"])[SYSTEM_COLUMNS], out / SYSTEMS_FILE)
+    scores = scores[SCORE_COLUMNS]
     write_csv(scores, out / "scores.csv")
     write_parquet(scores, out / "scores.parquet")
     qs_all = pd.concat([q for q in per_question if len(q)], ignore_index=True) if any(len(q) for q in per_question) \

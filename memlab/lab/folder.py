@@ -6,6 +6,7 @@
     tables/<sweep>__<dataset>.parquet  what a sweep measured that is not a ranked list (filtered search, ingest)
     question_scores.parquet            per-question scores
     scores.csv / scores.parquet        long form: dataset, system, metric, value, questions
+    systems.parquet                    each data set x system's role, sweep and parent (memlab.lab.roles)
     metrics.json                       flat keys dataset/system/metric
     manifest.json, report.md, *.png
 
@@ -27,6 +28,7 @@ from memlab.errors import ConfigError
 from memlab.lab.dataset import Dataset, Question
 from memlab.lab.json_bounds import loads
 from memlab.lab.redacted import write_parquet  # every run-folder file passes the redactor (memlab.safety.redact)
+from memlab.lab.roles import SYSTEMS_FILE, with_roles
 from memlab.lab.run_format import (
     ROLES_RECORDED,
     SESSIONS_RECORDED,
@@ -232,8 +234,11 @@ class RunFolder:
     def _read_scores(self) -> pd.DataFrame:
         frame = pd.read_parquet(self.path / "scores.parquet")
         frame = self.current(frame, lambda: upgrade_scores(frame))
+        systems = self.path / SYSTEMS_FILE
+        if systems.exists():
+            return with_roles(frame, pd.read_parquet(systems))
         configured = configured_systems(self.manifest)
-        return self.current(frame, lambda: upgrade_scores_roles(frame, configured), ROLES_RECORDED)
+        return self.current(with_roles(frame, None), lambda: upgrade_scores_roles(frame, configured), ROLES_RECORDED)
 
     @property
     def question_scores(self) -> pd.DataFrame:

@@ -17,6 +17,8 @@ MAIN, REFERENCE, CUT, SWEEP, MEASURE = "main", "reference", "cut", "sweep", "mea
 ROLES = (MAIN, REFERENCE, CUT, SWEEP, MEASURE)
 ASKED = (MAIN, REFERENCE, SWEEP)  # systems that answered the questions themselves and are compared as systems
 ROLE_COLUMNS = ["role", "sweep", "parent"]  # the sweep that made a system and the system it was cut from ("": none)
+SYSTEMS_FILE = "systems.parquet"  # a run folder's table of its systems: one row per data set x system
+SYSTEM_COLUMNS = ["dataset", "system", *ROLE_COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,18 @@ def roles_in(frame: pd.DataFrame) -> dict[tuple[str, str], SystemRole]:
     return {(str(r.dataset), str(r.system)): role_of_row(r) for r in rows.itertuples(index=False)}
 
 
+def with_roles(scores: pd.DataFrame, systems: pd.DataFrame | None) -> pd.DataFrame:
+    """Long-form scores with ROLE_COLUMNS from a systems table (SYSTEM_COLUMNS); a system it lacks is main."""
+    scores = scores.drop(columns=[c for c in ROLE_COLUMNS if c in scores.columns])
+    if systems is not None and len(systems):
+        scores = scores.merge(systems[SYSTEM_COLUMNS].drop_duplicates(["dataset", "system"]), how="left",
+                              on=["dataset", "system"])  # fmt: skip
+    for column in ROLE_COLUMNS:
+        scores[column] = scores[column].fillna(MAIN if column == "role" else "") if column in scores else \
+            (MAIN if column == "role" else "")  # fmt: skip
+    return scores
+
+
 def main_mask(frame: pd.DataFrame) -> pd.Series:
     """Rows of main (configured) systems."""
     return frame["role"] == MAIN
@@ -73,5 +87,6 @@ def names(pairs: Iterable[tuple[str, str]], roles: dict[tuple[str, str], SystemR
     return {p for p in pairs if roles.get(p, SystemRole()).role in kept}
 
 
-__all__ = ["ASKED", "CUT", "MAIN", "MEASURE", "REFERENCE", "ROLES", "ROLE_COLUMNS", "SWEEP", "SystemRole",
-           "cut_parents", "main_mask", "names", "role_frame", "role_of_row", "roles_in", "systems_of", "with_role"]
+__all__ = ["ASKED", "CUT", "MAIN", "MEASURE", "REFERENCE", "ROLES", "ROLE_COLUMNS", "SWEEP", "SYSTEMS_FILE",
+           "SYSTEM_COLUMNS", "SystemRole", "cut_parents", "main_mask", "names", "role_frame", "role_of_row",
+           "roles_in", "systems_of", "with_role", "with_roles"]
