@@ -135,6 +135,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/lab/test_bench_bulk.py", "memlab.storage"): "reads index names and row counts of the bench layer",
     ("tests/lab/test_gate_direction_family.py", "memlab.lab.probes.gate_direction"): "the gate_direction reliability "
     "family, run directly until it is registered with the others",
+    ("tests/lab/test_roles.py", "memlab.lab.folder"): "writes a run's labels the way a run does, to build a run "
+    "folder by hand",
     ("tests/lab/test_headline_cutoff.py", "memlab.lab.folder"): "writes a run's labels the way a run does, to "
     "score hand-built runs",
     ("tests/lab/test_headline_cutoff.py", "memlab.lab.scoring"): "cuts hand-built runs at a distance as the sweep does",

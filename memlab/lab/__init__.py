@@ -116,6 +116,7 @@ from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
 from memlab.lab.reliability import reliability_markdown, run_reliability
 from memlab.lab.report import write_report
 from memlab.lab.rerank import RerankSpec
+from memlab.lab.roles import SystemRole
 from memlab.lab.run_format import FORMAT_VERSION
 from memlab.lab.runs import RUN_COLUMNS, Run, collect
 from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, session_recall, size_bucket, summarize
@@ -179,6 +180,7 @@ __all__ = [
     "ScoredHit",
     "Sweep",
     "System",
+    "SystemRole",
     "UserHistory",
     "advise_cutoff",
     "answerability_calibration",

@@ -241,8 +241,9 @@ def derived_role(system: str, configured: Collection[str]) -> SystemRole:
     sweep's system or figures); else main."""
     if system in configured:
         return SystemRole(MAIN)
-    if "@cut" in system:
-        return SystemRole(CUT, "cutoff", system.split("@cut", 1)[0])
+    if "@cut" in system:  # the cut-off sweep appends `@cut<d>` or `@cut-from-<data set>` to its parent's name
+        marker = "@cut-from-" if "@cut-from-" in system else "@cut"
+        return SystemRole(CUT, "cutoff", system.rsplit(marker, 1)[0])
     if system.startswith("faiss-exact"):
         return SystemRole(REFERENCE)
     for prefix, sweep in (("filtered:", "filtered"), ("extractor:", "facts"), ("answerability:", "retrieval"),
