@@ -100,7 +100,7 @@ class Run:
 
     def to_dataframe(self) -> pd.DataFrame:
         framed = self.frame.assign(dataset=self.dataset, system=self.system, reference=self.reference or "")
-        return role_frame(framed, self.role or SystemRole())
+        return framed if self.role is None else role_frame(framed, self.role)
 
     def path_in(self, folder: Path) -> Path:
         return Path(folder) / "runs" / f"{slug(self.dataset)}__{slug(self.system)}.parquet"
