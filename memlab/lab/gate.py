@@ -17,7 +17,7 @@ from memlab.errors import ConfigError
 from memlab.lab.config import suite_names
 from memlab.lab.folder import RunFolder
 from memlab.lab.json_bounds import loads
-from memlab.lab.metric_definitions import HIGHER, MetricDefinition, definition_of, ungated_system
+from memlab.lab.metric_definitions import HIGHER, MetricDefinition, definition_of, parse_key, ungated_system
 from memlab.lab.outputs import claim_file, is_baseline_file
 from memlab.lab.roles import CUT, SystemRole, names, roles_in
 from memlab.lab.run_format import (
@@ -262,12 +262,12 @@ class Gating:
         return max(self.abs, self.rel * abs(base)) if math.isfinite(base) else self.abs
 
 
-def gating(key: str, rules: list[Rule] | None = None) -> Gating:
-    """Whether and how the gate compares `key`: its direction only from its metric definition; its allowance from
-    the first tolerance rule whose glob matches, each of `abs` and `rel` the rule leaves unset from the
-    definition's default."""
+def gating(key: str, rules: list[Rule] | None = None, role: str | None = None) -> Gating:
+    """Whether and how the gate compares `key` (of a system of the recorded `role`): its direction only from its
+    metric definition; its allowance from the first tolerance rule whose glob matches, each of `abs` and `rel` the
+    rule leaves unset from the definition's default."""
     definition = definition_of(key)
-    off = ungated_system(key)
+    off = ungated_system(key, role)
     if off is not None:
         return Gating(key, definition, False, why=off)
     if definition is None:
@@ -287,19 +287,24 @@ GATE_COLUMNS = ["metric", "better", "baseline", "run", "change", "tolerance", "v
 UNGATED = "ungated (no metric definition)"  # the verdict of a key listed, never compared
 
 
-def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule] | None = None) -> pd.DataFrame:
+def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule] | None = None,
+            roles: dict[tuple[str, str], SystemRole] | None = None) -> pd.DataFrame:  # fmt: skip
     """One row per gated metric: which way is better, baseline, run, change, allowed change and verdict; and one
     row per key no metric definition covers, verdict `ungated` (listed, never compared). Keys whose definition
-    says they are not gated (settings, timings, counts) are left out."""
+    says they are not gated (settings, timings, counts), or whose system's role is not gated (`roles` as recorded;
+    none given: derived once from the keys, as for files that record none), are left out."""
     rules = load_rules() if rules is None else rules
+    roles = baseline_roles([*baseline, *run]) if roles is None else roles
     rows = []
     for key in sorted(set(baseline) | set(run)):
-        how = gating(key, rules)
+        parts = parse_key(key)
+        role = roles.get((parts.dataset, parts.system), SystemRole()).role if parts is not None else None
+        how = gating(key, rules, role)
         base, now = baseline.get(key, math.nan), run.get(key, math.nan)
         row = {"metric": key, "better": how.better or "", "baseline": base, "run": now, "change": math.nan,
                "tolerance": math.nan}  # fmt: skip
         if not how.gated:
-            if how.definition is None and ungated_system(key) is None:
+            if how.definition is None and ungated_system(key, role) is None:
                 rows.append({**row, "verdict": UNGATED})
             continue
         allowed = how.allowed(base)
@@ -382,6 +387,7 @@ def gate_table(
     run's per-question scores when the caller holds them."""
     run_metrics = load_metrics(run)
     check_same_experiment(baseline, run)
-    table = compare(load_metrics(baseline, what="baseline"), run_metrics, load_rules() if rules is None else rules)
+    table = compare(load_metrics(baseline, what="baseline"), run_metrics, load_rules() if rules is None else rules,
+                    load_roles(baseline, run))  # fmt: skip
     questions = run_questions if run_questions is not None else load_questions(run)
     return judge(table, load_questions(baseline, baseline=True), questions)

@@ -41,6 +41,7 @@ from memlab.lab.question_metrics import (
     recorded,
     rerank_failed,
 )
+from memlab.lab.roles import CUT
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -317,10 +318,10 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
     _off("threshold", None, SETTING, "the fitted gate's probability threshold"),
 )  # fmt: skip
 
-# Systems whose metrics are not gated, with why (checked before any definition).
-UNGATED_SYSTEMS: tuple[tuple[str, str], ...] = (
-    ("*@cut*", "a point of the cut-off grid (or a cut carried over from another data set): the grid is read "
-               "through its advice, each point is in scores.csv"),
+# Roles (memlab.lab.roles) of the systems whose metrics are not gated, with why (checked before any definition).
+UNGATED_ROLES: tuple[tuple[str, str], ...] = (
+    (CUT, "a point of the cut-off grid (or a cut carried over from another data set): the grid is read through "
+          "its advice, each point is in scores.csv"),
 )  # fmt: skip
 
 # Metric names memlab has renamed (former -> current): a run folder or baseline of an older format is read with
@@ -470,12 +471,11 @@ def definition_of(key: str) -> MetricDefinition | None:
                 None)  # fmt: skip
 
 
-def ungated_system(key: str) -> str | None:
-    """Why the key's system is left out of the gate, or None."""
-    parts = parse_key(key)
-    if parts is None:
+def ungated_system(key: str, role: str | None = None) -> str | None:
+    """Why the key's system, of the recorded `role`, is left out of the gate, or None."""
+    if parse_key(key) is None:
         return None
-    return next((why for pattern, why in UNGATED_SYSTEMS if fnmatch.fnmatchcase(parts.system, pattern)), None)
+    return next((why for ungated, why in UNGATED_ROLES if ungated == role), None)
 
 
 def reading_note(names: Sequence[str]) -> str:
@@ -494,6 +494,6 @@ def reading_note(names: Sequence[str]) -> str:
 __all__ = ["ALL", "ANSWERABLE", "DEFINITIONS", "FORMER_COLUMNS", "FORMER_NAMES", "HIGHER", "JUDGED_SET", "LOWER",
            "MEAN", "MEDIAN", "NO_ANSWER", "P95", "POPULATIONS", "RERANKED", "SESSION_LABELLED", "SESSION_LABELS",
            "STATISTICS", "SUM",
-           "UNGATED_SYSTEMS", "MetricDefinition", "MetricKey", "Population", "Requirement", "Statistic",
+           "UNGATED_ROLES", "MetricDefinition", "MetricKey", "Population", "Requirement", "Statistic",
            "base_name", "definition_of", "definitions", "parse_key", "question_averages", "reading_note", "register",
            "registered", "summarized", "ungated_system", "unregister"]

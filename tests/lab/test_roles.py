@@ -97,3 +97,13 @@ def test_gate_and_compare_keep_a_main_system_named_like_a_cut(tmp_path):
     comparison = lab.compare_runs(first, second)
     compared = set(comparison.table.system) if "system" in comparison.table else set(comparison.coverage.system)
     assert "my@cut0.5" in compared and "my@cut0.5@cut0.3" not in compared, compared
+
+
+def test_the_gate_judges_a_main_system_named_like_a_cut_and_leaves_out_the_real_cut(tmp_path):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    first, second = _folder(tmp_path / "a", recorded=True), _folder(tmp_path / "b", recorded=True)
+    baseline = tmp_path / "baseline.json"
+    lab.write_baseline(first, baseline)
+    judged = set(lab.gate_table(baseline, second).metric)
+    assert {f"d/{n}/recall@10" for n in ODD_NAMES} <= judged, sorted(judged)[:20]
+    assert "d/my@cut0.5@cut0.3/recall@10" not in judged, "a cut-off grid point is not gated"
