@@ -263,9 +263,12 @@ class Gating:
 
 
 def gating(key: str, rules: list[Rule] | None = None, role: str | None = None) -> Gating:
-    """Whether and how the gate compares `key` (of a system of the recorded `role`): its direction only from its
-    metric definition; its allowance from the first tolerance rule whose glob matches, each of `abs` and `rel` the
-    rule leaves unset from the definition's default."""
+    """Whether and how the gate compares `key` (of a system of the recorded `role`; none given: derived from the
+    key as for a metrics file that records none): its direction only from its metric definition; its allowance from
+    the first tolerance rule whose glob matches, each of `abs` and `rel` the rule leaves unset from the
+    definition's default."""
+    if role is None:
+        role = next(iter(baseline_roles([key]).values()), SystemRole()).role
     definition = definition_of(key)
     off = ungated_system(key, role)
     if off is not None:
