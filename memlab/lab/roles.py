@@ -3,7 +3,8 @@
 A system is `main` (configured by the user), `reference` (the exact search another system is compared with),
 `cut` (a cut-off variant of its `parent`'s saved run, made by a sweep), `sweep` (another system a sweep added and
 ran) or `measure` (figures a sweep computed from its own tables under a name of its own, no run behind them).
-Runs and scores carry ROLE_COLUMNS; readers decide by them, so a user's system may be named anything."""
+Each run file and a run folder's systems.parquet (read with the scores: RunFolder.scores) carry ROLE_COLUMNS;
+readers decide by them, so a user's system may be named anything."""
 
 from __future__ import annotations
 
@@ -60,22 +61,6 @@ def with_roles(scores: pd.DataFrame, systems: pd.DataFrame | None) -> pd.DataFra
     return scores
 
 
-def main_mask(frame: pd.DataFrame) -> pd.Series:
-    """Rows of main (configured) systems."""
-    return frame["role"] == MAIN
-
-
-def with_role(frame: pd.DataFrame, *roles: str) -> pd.Series:
-    """Rows of systems of any of `roles`."""
-    return frame["role"].isin(roles)
-
-
-def systems_of(frame: pd.DataFrame, *roles: str, dataset: str | None = None) -> list[str]:
-    """The systems of `roles` in a frame with `system` and `role`, in order of appearance."""
-    rows = frame if dataset is None else frame[frame.dataset == dataset]
-    return list(dict.fromkeys(rows[rows.role.isin(roles)].system))
-
-
 def cut_parents(frame: pd.DataFrame) -> list[str]:
     """The systems cut-off variants were made from, sorted."""
     return sorted({p for p in frame[frame.role == CUT].parent if p})
@@ -88,5 +73,5 @@ def names(pairs: Iterable[tuple[str, str]], roles: dict[tuple[str, str], SystemR
 
 
 __all__ = ["ASKED", "CUT", "MAIN", "MEASURE", "REFERENCE", "ROLES", "ROLE_COLUMNS", "SWEEP", "SYSTEMS_FILE",
-           "SYSTEM_COLUMNS", "SystemRole", "cut_parents", "main_mask", "names", "role_frame", "role_of_row",
-           "roles_in", "systems_of", "with_role", "with_roles"]
+           "SYSTEM_COLUMNS", "SystemRole", "cut_parents", "names", "role_frame", "role_of_row", "roles_in",
+           "with_roles"]
