@@ -37,7 +37,17 @@ from memlab.lab.outputs import claim_folder, replace_folder
 from memlab.lab.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.report import write_report
-from memlab.lab.roles import CUT, MAIN, REFERENCE, ROLE_COLUMNS, SWEEP, SYSTEM_COLUMNS, SYSTEMS_FILE, SystemRole
+from memlab.lab.roles import (
+    CUT,
+    MAIN,
+    MEASURE,
+    REFERENCE,
+    ROLE_COLUMNS,
+    SWEEP,
+    SYSTEM_COLUMNS,
+    SYSTEMS_FILE,
+    SystemRole,
+)
 from memlab.lab.run_format import run_mark
 from memlab.lab.runs import Run, slug
 from memlab.lab.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
@@ -264,7 +274,7 @@ def score_folder(out: Path) -> pd.DataFrame:
         for name in applies(cfg, dataset):
             earlier = pd.concat([*long_frames, base], ignore_index=True)  # a sweep may read earlier data sets
             made = get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier)
-            parts.append(_with_roles(made, roles, SystemRole(SWEEP, name)))
+            parts.append(_with_roles(made, roles, SystemRole(MEASURE, name)))
         long_frames.append(pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts)
                            else base)  # fmt: skip
         per_question.append(qs)
