@@ -68,6 +68,9 @@ def user_errors(command: Command) -> Command:
                  "MEMLAB_DSN, or leave both unset for the embedded server.")  # fmt: skip
         except OSError as exc:
             fail(f"{exc.strerror or exc}: {exc.filename or ''}")
+        except RecursionError:
+            fail("an input is nested too deeply to read (Python's recursion limit): memlab's files (data sets, "
+                 "configs, judgments, query logs, baselines) nest at most 100 levels; flatten the file")
 
     return run  # type: ignore[return-value]
 

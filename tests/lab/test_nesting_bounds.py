@@ -125,3 +125,16 @@ def test_nesting_within_the_bound_still_reads(tmp_path):
         '"qtype": ', '"answer": [[[["x"]]]], "qtype": ', 1))  # fmt: skip
     with pytest.raises(FixtureError, match=r"`answer` must be a string or a number"):
         lab.load_jsonl(path)
+
+
+def test_a_reader_without_its_own_bound_still_ends_in_one_line(tmp_path, monkeypatch):
+    """The CLI's last guard: a reader that recursed past Python's limit (one not yet bounded) is one error line and
+    exit 2, like every user error."""
+
+    def recursing(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(lab, "load_dataset", recursing)
+    path = tmp_path / "data.jsonl"
+    shutil.copy(ROOT / "fixtures" / "jsonl" / "example.jsonl", path)
+    one_line_exit_2(["check-dataset", str(path)], "flatten the file")
