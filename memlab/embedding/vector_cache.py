@@ -182,10 +182,6 @@ class EmbeddingCache:
                 self._db.commit()
         return removed
 
-    def forget(self, model_id: str, texts: Iterable[str]) -> int:
-        """Remove the entries of these texts under one model; returns entries removed."""
-        return self.forget_keys((model_id, text_key(t)) for t in texts)
-
     def forget_erased(self, keys: Iterable[tuple[str, str]], refs: Iterable[str] = ()) -> int:
         """An erasure's part: cancel the computations in flight deriving from the erased texts (`keys`, (model id,
         text hash)) or from `refs` (scope refs of the erased user, session or events), then delete the erased texts'

@@ -213,8 +213,11 @@ def current_metrics(metrics: Mapping[str, Any], version: int) -> dict[str, Any]:
     already under the current name wins)."""
     if version >= SESSIONS_RECORDED:
         return dict(metrics)
-    renamed = {current_key(k): v for k, v in metrics.items() if current_key(k) != k}
-    return {**renamed, **{k: v for k, v in metrics.items() if current_key(k) == k}}
+    renamed, kept = {}, {}
+    for key, value in metrics.items():
+        current = current_key(key)
+        (kept if current == key else renamed)[current] = value
+    return {**renamed, **kept}
 
 
 def upgrade_scores(frame: pd.DataFrame) -> pd.DataFrame:
@@ -297,8 +300,7 @@ def read_baseline(data: object, path: Path) -> dict[str, Any]:
     is refused."""
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a metrics file (expected a JSON object of metric -> number).")
-    redo = f"make the baseline again with this memlab: `memlab baseline --run <run folder> --out {path}`"
-    version = _version(data.get(VERSION_KEY), f"baseline {path}", redo)
+    version = baseline_version(data, path)
     metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else \
         {k: v for k, v in data.items() if k != VERSION_KEY}  # fmt: skip
     experiment = data.get("experiment") if isinstance(data.get("metrics"), dict) else None

@@ -150,14 +150,23 @@ def _usable(request: ChatRequest, text: str) -> bool:
     """A reply to a request for JSON (json_schema) that is not JSON is of no use to any caller."""
     if request.json_schema is None:
         return True
-    body = text.strip()
-    if body.startswith("```"):  # some servers fence the JSON despite the schema; callers drop the fence
-        body = body.strip("`").removeprefix("json").strip()
     try:
-        json.loads(body)
-    except ValueError:
+        reply_json(text)
+    except json.JSONDecodeError:
         return False
     return True
+
+
+def reply_json(content: object) -> tuple[Any, str]:
+    """A chat model's JSON reply: (the parsed value, the text it was read from). Some servers wrap the JSON in a
+    code fence despite the schema, so the fence is dropped first; json.JSONDecodeError when it is not JSON."""
+    text = content.strip() if isinstance(content, str) else ""
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        return json.loads(text), text
+    except RecursionError:  # a reply nested past the decoder's stack is not the schema either
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
 
 
 def _count(value: Any) -> int | None:

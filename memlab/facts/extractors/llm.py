@@ -16,13 +16,13 @@ import re
 import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from memlab.errors import ConfigError, MemlabError
 from memlab.facts.extractors.base import basis_for
 from memlab.facts.registry import PredicateRegistry
 from memlab.facts.types import Candidate
 from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec, open_chat, text_refs
+from memlab.models.chat import reply_json
 from memlab.models.fence import DATA_RULE, quote, unquote, wrap
 from memlab.safety.redact import redact
 from memlab.types import Event
@@ -215,18 +215,6 @@ def original_quote(quote_text: str, events: Sequence[Event]) -> str:
         if found:
             return found.group(0)
     return quote_text
-
-
-def reply_json(content: object) -> tuple[Any, str]:
-    """A chat model's JSON reply: (the parsed value, the text it was read from). Some servers wrap the JSON in a
-    code fence despite the schema, so the fence is dropped first; json.JSONDecodeError when it is not JSON."""
-    text = content.strip() if isinstance(content, str) else ""
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        return json.loads(text), text
-    except RecursionError:  # a reply nested past the decoder's stack is not the schema either
-        raise json.JSONDecodeError("nested too deeply", text, 0) from None
 
 
 def parse_facts(content: str, events: Sequence[Event], session_id: str, *, source: str = "model") -> list[Candidate]:

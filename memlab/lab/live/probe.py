@@ -14,7 +14,6 @@ textfile (memlab.lab.live.textfile), which a failed probe marks failed."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from memlab.lab.dataset import Question
 from memlab.lab.experiment import git_commit, make_embedders, score_folder
 from memlab.lab.folder import RunFolder, save_labels
 from memlab.lab.gate import metrics_experiment
+from memlab.lab.json_bounds import loads
 from memlab.lab.live.alerts import Alert, evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift
 from memlab.lab.live.index_health import health_meta, index_health
@@ -203,8 +203,8 @@ def _mark_failed(out: Path, exc: BaseException, started: float) -> None:
     finished run)."""
     file = out / "manifest.json"
     try:
-        manifest = json.loads(file.read_text()) if file.exists() else run_mark()
-    except ValueError:
+        manifest = loads(file.read_text(), str(file), ConfigError) if file.exists() else run_mark()
+    except (ValueError, ConfigError):
         manifest = run_mark()
     manifest.update(status="failed", error=f"{type(exc).__name__}: {redact_error(exc)}",
                     finished_at=datetime.now(UTC).isoformat(timespec="seconds"),

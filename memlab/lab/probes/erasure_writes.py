@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +24,8 @@ import numpy as np
 import memlab
 from memlab.events.units import Unit
 from memlab.lab.probes.family import Family
-from memlab.lab.probes.races import WAIT, GatedEmbedder, race
+from memlab.lab.probes.races import T0, WAIT, GatedEmbedder, race, session
 
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 BATCH = 8  # batch_units: the sessions below make several batches
 SESSIONS, TURNS = 10, 4
 TOPICS = ["garden shed", "piano lessons", "tax return", "flight to Lisbon", "dentist visit", "book club"]
@@ -54,12 +53,6 @@ def _texts(s: int) -> list[str]:
     return [f"Note {s}.{i}: the {TOPICS[(s + i) % len(TOPICS)]} moved to week {i}" for i in range(TURNS)]
 
 
-def _session(app: str, user: str, sid: str, texts: list[str], start: datetime = T0) -> memlab.Session:
-    events = [memlab.Event(f"{sid}-e{i}", "user" if i % 2 == 0 else "model", start + timedelta(minutes=i), text)
-              for i, text in enumerate(texts)]  # fmt: skip
-    return memlab.Session(app, user, sid, events)
-
-
 def _held(store: memlab.Store, embedder: memlab.Embedder, app: str, user: str) -> list[memlab.Hit]:
     """Every unit the user holds in the event layer, read through the public search (an exact scan scores every
     row of the user)."""
@@ -85,10 +78,10 @@ def _add_sessions_races(family: Family, db: memlab.Store, embedder: memlab.Embed
         mem = memlab.EventMemory(db, gated)
         if path == "normal":  # the user holds units already: the call is no first load
             gated.gate.set()
-            mem.add_session(_session(app, user, "before", _texts(99)))
+            mem.add_session(session(app, user, "before", _texts(99)))
             gated.entered.clear()
             gated.gate.clear()
-        sessions = [_session(app, user, f"s{s}", _texts(s), T0 + timedelta(days=s)) for s in range(SESSIONS)]
+        sessions = [session(app, user, f"s{s}", _texts(s), T0 + timedelta(days=s)) for s in range(SESSIONS)]
         _, report = race(gated, lambda m=mem, s=sessions: m.add_sessions(s, batch_units=BATCH),
                          lambda m=mem, u=user: m.forget_user(app, u))  # fmt: skip
         family.add("erasure_races")
@@ -123,7 +116,7 @@ def _bulk_load_guards(family: Family, db: memlab.Store, embedder: memlab.Embedde
         if text in bodies:
             family.problem("bulk_guard_bypasses", f"bulk_load stored {what} ingest refuses")
     user = "bulk-deleted"
-    mem.add_session(_session(app, user, "s1", texts[:1] + _texts(0)[:1]))
+    mem.add_session(session(app, user, "s1", texts[:1] + _texts(0)[:1]))
     mem.delete_memory(app, user, "s1-e0")
     again = [Unit("s1", "s1-e0", ("s1-e0",), "user", T0, texts[0]),
              Unit("s1", "import-0", ("s1-e0", "s1-e1"), "user", T0, f"{texts[0]}\n{_texts(0)[0]}")]  # fmt: skip
