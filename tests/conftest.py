@@ -165,7 +165,7 @@ def scratch_store(store, scratch_db):
 @pytest.fixture(scope="module")
 def own_home():
     """A private MEMLAB_HOME with an embedded server of its own, for a module that stops or kills its server
-    (the session's server is never touched); stopped and deleted after the module (memlab.lab.probes, the
+    (the session's server is never touched); stopped and deleted after the module (memlab.lab.reliability.probes, the
     helper `memlab check reliability` uses for the same)."""
     from memlab.lab import probes
 

@@ -4,7 +4,8 @@ one clean sequential ingest. No unit is stored twice or lost (the `added` of eve
 stored), a single-valued fact key never has two current values, and a fact's confidence counts each session
 once. And under a busy pool, no `SET LOCAL` of a search ever outlives its transaction.
 
-The checks are the concurrency family of `memlab check reliability` (memlab.lab.probes), at the ci run's size:
+The checks are the concurrency family of `memlab check reliability` (memlab.lab.reliability.probes), at the ci run's
+size:
 the tests run its parts and assert its figures, plus what a clean ingest of the script must give."""
 
 from __future__ import annotations

@@ -11,7 +11,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import memlab
-from memlab.lab.probes import Planted, checkpoint, disk_server, erasure_disk_family, holders, outside_wal, recycle_ahead
+from memlab.lab.reliability.probes import (
+    Planted,
+    checkpoint,
+    disk_server,
+    erasure_disk_family,
+    holders,
+    outside_wal,
+    recycle_ahead,
+)
 from memlab.storage.disk_erasure import USER_TABLES, purge_wal
 
 

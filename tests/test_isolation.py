@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import memlab
 from memlab.lab import probes
-from memlab.lab.probes import APP_BASES, TOPICS, USER_BASES, look_alikes
+from memlab.lab.reliability.probes import APP_BASES, TOPICS, USER_BASES, look_alikes
 from tests.conftest import examples
 
 ID_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 import memlab
 import memlab.safety.redact as redaction
 from memlab.cli import app
-from memlab.lab.probes import MALFORMED_DSNS, MARK, EchoEndpoint
+from memlab.lab.reliability.probes import MALFORMED_DSNS, MARK, EchoEndpoint
 
 
 @pytest.mark.parametrize("dsn", MALFORMED_DSNS)

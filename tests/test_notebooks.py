@@ -21,7 +21,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from memlab.lab.notebooks import one_kernel, parameter_names, parameters_cell, this_interpreter_kernel, with_parameters
+from memlab.lab.report.notebooks import (
+    one_kernel,
+    parameter_names,
+    parameters_cell,
+    this_interpreter_kernel,
+    with_parameters,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

@@ -3,7 +3,7 @@
 One distance cut-off separates relevant from irrelevant hits poorly: the first hit of a question memory cannot
 answer is often as near as the first hit of one it can. A question's whole result list says more: how near
 the first hit is, how far the list falls off behind it, whether full-text search found the question's words.
-The gate is a logistic regression over those features, fitted in the workbench (`memlab.lab.answerability`)
+The gate is a logistic regression over those features, fitted in the workbench (`memlab.lab.metrics.answerability`)
 and saved as a small JSON artefact (`answerability.json`) that `AnswerabilityGate.load` reads here, with no
 scikit-learn at run time; `EventMemory.search(..., gate=)` and the ADK event service apply it.
 """

@@ -8,20 +8,43 @@
 
 The memory library (memlab) never imports this package; the CLI, the notebooks and the tests use these names."""
 
-from memlab.lab import bench, outputs, plots, probes
-from memlab.lab.answerability import calibration as answerability_calibration
-from memlab.lab.answerability import evaluate as evaluate_answerability
-from memlab.lab.answerability import fit as fit_answerability
-from memlab.lab.answerability import question_table as answerability_table
-from memlab.lab.beir import load_beir
-from memlab.lab.compare import Comparison, compare_runs, config_differences, write_comparison
-from memlab.lab.config import ExperimentConfig, load_config, load_suite, parse_config, suite_names
-from memlab.lab.cutoff_advice import CutoffAdvice, recommend
-from memlab.lab.cutoff_advice import advise as advise_cutoff
-from memlab.lab.cutoff_analysis import cutoff_grid, drift, labelled_distances
-from memlab.lab.dataset import Dataset, Question, UserHistory
-from memlab.lab.dataset_checks import author_note, dataset_warnings, load_summary
-from memlab.lab.experiment import (
+from memlab.lab import bench
+from memlab.lab.base import outputs, plots
+from memlab.lab.base.identity import is_relevant
+from memlab.lab.base.tables import breakdown, format_cell, markdown_table
+from memlab.lab.config.parse import ExperimentConfig, load_config, load_suite, parse_config, suite_names
+from memlab.lab.datasets.checks import author_note, dataset_warnings, load_summary
+from memlab.lab.datasets.formats.beir import load_beir
+from memlab.lab.datasets.formats.fixtures import load_event_fixtures as load_fixtures
+from memlab.lab.datasets.formats.fixtures import load_fixture_file
+from memlab.lab.datasets.formats.jsonl import load_jsonl, write_jsonl
+from memlab.lab.datasets.formats.judged import judged_summary, load_judged
+from memlab.lab.datasets.formats.locomo import CATEGORIES as LOCOMO_CATEGORIES
+from memlab.lab.datasets.formats.locomo import load_locomo
+from memlab.lab.datasets.formats.locomo import parse_evidence as locomo_evidence
+from memlab.lab.datasets.formats.locomo import parse_session_date as locomo_date
+from memlab.lab.datasets.formats.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
+from memlab.lab.datasets.generated.by_model import model_questions
+from memlab.lab.datasets.generated.templates import QuestionTemplates, load_templates, template_questions
+from memlab.lab.datasets.generated.written import Generation, is_generated_judgments, is_generated_pool, write_generated
+from memlab.lab.datasets.judged.agreement import agreement as assessor_agreement
+from memlab.lab.datasets.judged.judgments import Judgment, read_judgments
+from memlab.lab.datasets.judged.origins import origin_lines
+from memlab.lab.datasets.judged.pools import Pool, read_pool, write_pool
+from memlab.lab.datasets.judged.queries import Query, read_queries
+from memlab.lab.datasets.judged.sampling import (
+    QuerySample,
+    is_query_file,
+    query_record,
+    read_plain_queries,
+    sample_logged_queries,
+    write_query_file,
+)
+from memlab.lab.datasets.loaders import FORMATS, load_dataset
+from memlab.lab.datasets.model import Dataset, Question, UserHistory
+from memlab.lab.datasets.synth import generate as generate_synth
+from memlab.lab.experiment.progress import RunProgress
+from memlab.lab.experiment.run import (
     default_run_folder,
     headline,
     is_finished,
@@ -31,14 +54,67 @@ from memlab.lab.experiment import (
     run_systems,
     score_folder,
 )
-from memlab.lab.export import docid as export_docid
-from memlab.lab.export import export_run
-from memlab.lab.fact_run import run_fact_eval, summarize_facts
-from memlab.lab.faiss_exact import FaissExact
-from memlab.lab.fixtures import load_event_fixtures as load_fixtures
-from memlab.lab.fixtures import load_fixture_file
-from memlab.lab.folder import RunFolder, load_runs
-from memlab.lab.gate import (
+from memlab.lab.judging.model_assessor import model_judgments
+from memlab.lab.judging.model_assessor import write_judgments as write_model_judgments
+from memlab.lab.judging.page import page_data as judging_page_data
+from memlab.lab.judging.page import write_judge_page
+from memlab.lab.judging.pool import pool_queries
+from memlab.lab.judging.widget import JudgeWidget, judge_widget
+from memlab.lab.live import (
+    Alert,
+    AlertResult,
+    IndexHealth,
+    ProbeResult,
+    distance_drift,
+    evaluate_alerts,
+    health_markdown,
+    index_health,
+    parse_alert,
+    run_probe,
+    write_textfile,
+)
+from memlab.lab.metrics.answerability import calibration as answerability_calibration
+from memlab.lab.metrics.answerability import evaluate as evaluate_answerability
+from memlab.lab.metrics.answerability import fit as fit_answerability
+from memlab.lab.metrics.answerability import question_table as answerability_table
+from memlab.lab.metrics.cutoffs import CutoffAdvice, recommend
+from memlab.lab.metrics.cutoffs import advise as advise_cutoff
+from memlab.lab.metrics.definitions import ALL as ALL_QUESTIONS
+from memlab.lab.metrics.definitions import ANSWERABLE, NO_ANSWER, MetricDefinition
+from memlab.lab.metrics.definitions import DEFINITIONS as METRIC_DEFINITIONS
+from memlab.lab.metrics.definitions import definition_of as metric_definition
+from memlab.lab.metrics.definitions import definitions as metric_registry
+from memlab.lab.metrics.definitions import register as register_metric
+from memlab.lab.metrics.definitions import registered as registered_metrics
+from memlab.lab.metrics.definitions import unregister as unregister_metric
+from memlab.lab.metrics.distances import cutoff_grid, drift, labelled_distances
+from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit
+from memlab.lab.metrics.scoring import (
+    flat_metrics,
+    long_scores,
+    metric_key,
+    score,
+    session_recall,
+    size_bucket,
+    summarize,
+)
+from memlab.lab.metrics.uncertainty import (
+    QuestionTable,
+    bootstrap_ci,
+    holm,
+    intervals,
+    paired_differences,
+    paired_p,
+    quantile_ratio_ci,
+)
+from memlab.lab.reliability import probes
+from memlab.lab.reliability.run import FAMILY_NAMES as RELIABILITY_FAMILIES
+from memlab.lab.reliability.run import SIZES as RELIABILITY_SIZES
+from memlab.lab.reliability.run import reliability_markdown, run_reliability
+from memlab.lab.report.compare import Comparison, compare_runs, config_differences, write_comparison
+from memlab.lab.report.export import docid as export_docid
+from memlab.lab.report.export import export_run
+from memlab.lab.report.gate import (
     check_same_experiment,
     compare,
     gate_markdown,
@@ -55,85 +131,19 @@ from memlab.lab.gate import (
     ungated,
     write_baseline,
 )
-from memlab.lab.identity import is_relevant
-from memlab.lab.jsonl import load_jsonl, write_jsonl
-from memlab.lab.judging.generated import Generation, is_generated_judgments, is_generated_pool, write_generated
-from memlab.lab.judging.judged_set import judged_summary, load_judged
-from memlab.lab.judging.judgments import Judgment, read_judgments
-from memlab.lab.judging.model_assessor import agreement as assessor_agreement
-from memlab.lab.judging.model_assessor import model_judgments
-from memlab.lab.judging.model_assessor import write_judgments as write_model_judgments
-from memlab.lab.judging.model_questions import model_questions
-from memlab.lab.judging.origins import origin_lines
-from memlab.lab.judging.page import page_data as judging_page_data
-from memlab.lab.judging.page import write_judge_page
-from memlab.lab.judging.pool import pool_queries
-from memlab.lab.judging.pool_file import Pool, read_pool, write_pool
-from memlab.lab.judging.query_file import Query, read_queries
-from memlab.lab.judging.report_lines import pool_lines as judged_pool_lines
-from memlab.lab.judging.template_questions import QuestionTemplates, load_templates, template_questions
-from memlab.lab.judging.widget import JudgeWidget, judge_widget
-from memlab.lab.live import (
-    Alert,
-    AlertResult,
-    IndexHealth,
-    ProbeResult,
-    distance_drift,
-    evaluate_alerts,
-    health_markdown,
-    index_health,
-    parse_alert,
-    run_probe,
-    write_textfile,
-)
-from memlab.lab.loaders import FORMATS, load_dataset
-from memlab.lab.locomo import CATEGORIES as LOCOMO_CATEGORIES
-from memlab.lab.locomo import load_locomo
-from memlab.lab.locomo import parse_evidence as locomo_evidence
-from memlab.lab.locomo import parse_session_date as locomo_date
-from memlab.lab.longmemeval import load_longmemeval, longmemeval_type, summarize_longmemeval
-from memlab.lab.metric_definitions import ALL as ALL_QUESTIONS
-from memlab.lab.metric_definitions import ANSWERABLE, NO_ANSWER, MetricDefinition
-from memlab.lab.metric_definitions import DEFINITIONS as METRIC_DEFINITIONS
-from memlab.lab.metric_definitions import definition_of as metric_definition
-from memlab.lab.metric_definitions import definitions as metric_registry
-from memlab.lab.metric_definitions import register as register_metric
-from memlab.lab.metric_definitions import registered as registered_metrics
-from memlab.lab.metric_definitions import unregister as unregister_metric
-from memlab.lab.notebooks import render_notebooks
-from memlab.lab.progress import RunProgress
-from memlab.lab.queries import (
-    QuerySample,
-    is_query_file,
-    query_record,
-    read_plain_queries,
-    sample_logged_queries,
-    write_query_file,
-)
-from memlab.lab.question_metrics import IrMeasure, QuestionResult, ScoredHit
-from memlab.lab.reliability import FAMILY_NAMES as RELIABILITY_FAMILIES
-from memlab.lab.reliability import SIZES as RELIABILITY_SIZES
-from memlab.lab.reliability import reliability_markdown, run_reliability
-from memlab.lab.report import write_report
-from memlab.lab.rerank import RerankSpec
-from memlab.lab.roles import SystemRole
-from memlab.lab.run_format import FORMAT_VERSION
-from memlab.lab.runs import RUN_COLUMNS, Run, collect
-from memlab.lab.scoring import flat_metrics, long_scores, metric_key, score, session_recall, size_bucket, summarize
+from memlab.lab.report.judged_lines import pool_lines as judged_pool_lines
+from memlab.lab.report.notebooks import render_notebooks
+from memlab.lab.report.viewer import question_hits, viewer_systems, write_html
+from memlab.lab.report.writer import write_report
+from memlab.lab.runs.folder import RunFolder, load_runs
+from memlab.lab.runs.format import FORMAT_VERSION
+from memlab.lab.runs.records import RUN_COLUMNS, Run, collect
 from memlab.lab.sweeps import SWEEPS, Sweep
-from memlab.lab.synth import generate as generate_synth
-from memlab.lab.systems import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
-from memlab.lab.tables import breakdown, format_cell, markdown_table
-from memlab.lab.uncertainty import (
-    QuestionTable,
-    bootstrap_ci,
-    holm,
-    intervals,
-    paired_differences,
-    paired_p,
-    quantile_ratio_ci,
-)
-from memlab.lab.viewer import question_hits, viewer_systems, write_html
+from memlab.lab.systems.facts import run_fact_eval, summarize_facts
+from memlab.lab.systems.faiss_exact import FaissExact
+from memlab.lab.systems.kinds import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
+from memlab.lab.systems.rerank import RerankSpec
+from memlab.lab.systems.roles import SystemRole
 
 __all__ = [
     "ALL_QUESTIONS",

@@ -10,7 +10,8 @@ to a private key or a Basic `user:password`, one-time and recovery codes, card n
 The checks a match must pass (checksums, password and key shapes, placeholders) are in secret_checks.py.
 
 Scanning fails closed: if anything goes wrong while scanning, the text is reported as holding a secret, so it is
-never stored silently. The workbench measures the filter on a labelled corpus (memlab.lab.probes.secret_rates)."""
+never stored silently. The workbench measures the filter on a labelled corpus
+(memlab.lab.reliability.probes.secret_rates)."""
 
 from __future__ import annotations
 

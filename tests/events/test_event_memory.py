@@ -11,7 +11,7 @@ import pytest
 
 import memlab
 from memlab import lab
-from memlab.lab.synth.vectors import background_rows
+from memlab.lab.datasets.synth.vectors import background_rows
 from tests.conftest import T0, make_session
 
 DEPLOY = [

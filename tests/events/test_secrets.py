@@ -10,7 +10,7 @@ import yaml
 
 import memlab
 from memlab import find_secrets, skip_reason
-from memlab.lab.probes.secret_rates import secret_corpus, secret_filter_rates
+from memlab.lab.reliability.probes.secret_rates import secret_corpus, secret_filter_rates
 from memlab.safety import secret_checks, secrets
 from tests.conftest import ROOT, examples, long_turns_and_secret_fixtures
 
@@ -73,7 +73,7 @@ def test_a_missing_corpus_is_named_with_the_fix(tmp_path, monkeypatch):
         secret_filter_rates(tmp_path)
     assert str(tmp_path) in str(raised.value)
     nowhere = tmp_path / "installed" / "fixtures" / "secrets"
-    monkeypatch.setattr("memlab.lab.probes.secret_rates.SECRET_CORPUS", nowhere)
+    monkeypatch.setattr("memlab.lab.reliability.probes.secret_rates.SECRET_CORPUS", nowhere)
     with pytest.raises(memlab.FixtureError, match="run from a memlab checkout") as raised:
         secret_filter_rates()
     assert str(nowhere) in str(raised.value) and "credentials.yaml or ordinary.yaml" in str(raised.value)

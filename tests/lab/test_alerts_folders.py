@@ -15,9 +15,9 @@ import pytest
 
 import memlab
 from memlab import lab
-from memlab.lab.folder import save_labels  # the writer a run uses for its labels
 from memlab.lab.live.alerts import evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift
+from memlab.lab.runs.folder import save_labels  # the writer a run uses for its labels
 
 APP = "live"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memlab.lab import Question
-from memlab.lab.answer_metrics import (
+from memlab.lab.metrics.answers import (
     ABSTENTION_MARKERS,
     ABSTENTION_PHRASE,
     answer_tokens,
@@ -18,7 +18,7 @@ from memlab.lab.answer_metrics import (
     is_empty_reply,
     token_f1,
 )
-from memlab.lab.answering import (
+from memlab.lab.sweeps.answering import (
     EMPTY_REPLY,
     JUDGE_RULES,
     READER_SYSTEM,

@@ -7,7 +7,7 @@ import numpy as np
 
 from memlab.lab.bench import lexical as lb
 from memlab.lab.bench.markdown import lexical_section
-from memlab.lab.probes.lexical import cheap_texts, random_vectors
+from memlab.lab.reliability.probes.lexical import cheap_texts, random_vectors
 
 
 def test_lexical_bench_times_every_mode_per_user_size_and_leaves_nothing(scratch_store, embedder):

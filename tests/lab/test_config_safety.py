@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from memlab import ConfigError, lab
 from memlab.cli import app
+from memlab.lab.config.parse import SUITES_DIR
 
-CI = yaml.safe_load((lab.config.SUITES_DIR / "ci.yaml").read_text())
+CI = yaml.safe_load((SUITES_DIR / "ci.yaml").read_text())
 
 
 def _one_line_error(result) -> str:

@@ -3,7 +3,7 @@ load ran, no guard bypassed by bulk_load, no secret reply in the query log."""
 
 from __future__ import annotations
 
-from memlab.lab.probes.erasure_writes import erasure_writes_family
+from memlab.lab.reliability.probes.erasure_writes import erasure_writes_family
 
 
 def test_the_erasure_writes_family_finds_nothing(scratch_store, embedder, tmp_path):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from memlab import FixtureError, embed_queries, lab
-from memlab.lab.synth import explain_questions, sample_transcript
+from memlab.lab.datasets.synth import explain_questions, sample_transcript
 
 K = 1  # one hit per question: a hit of the right id from the wrong session cannot hide behind the right one
 TEXTS = {

@@ -13,10 +13,11 @@ from typer.testing import CliRunner
 
 from memlab import ConfigError, lab
 from memlab.cli import app
-from memlab.lab.expansion import MAX_RUNS, planned_runs
-from memlab.lab.experiment import systems_for
+from memlab.lab.config.expansion import MAX_RUNS, planned_runs
+from memlab.lab.config.parse import SUITES_DIR
+from memlab.lab.experiment.run import systems_for
 
-CI = yaml.safe_load((lab.config.SUITES_DIR / "ci.yaml").read_text())
+CI = yaml.safe_load((SUITES_DIR / "ci.yaml").read_text())
 SYNTH = {"name": "s", "format": "synth", "users": 4, "max_events": 40}
 
 

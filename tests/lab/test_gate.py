@@ -219,7 +219,7 @@ def test_a_tolerances_file_that_sets_a_direction_is_refused(tmp_path):
     rules = tmp_path / "tolerances.yaml"
     rules.write_text('rules:\n  - {match: "*", direction: higher, abs: 0.02}\n')
     result, _ = _gate(tmp_path, BASE, "--tolerances", str(rules), baseline=BASE)
-    assert result.exit_code == 2 and "direction" in result.output and "metric_definitions" in result.output
+    assert result.exit_code == 2 and "direction" in result.output and "metrics/definitions" in result.output
     rules.write_text('rules:\n  - {match: "*/auto/*", abs: 0.5}\n')
     result, _ = _gate(tmp_path, {**BASE, "fixtures/auto/recall@10": 0.6}, "--tolerances", str(rules), baseline=BASE)
     assert result.exit_code == 0, "a tolerance rule widens the allowance, the definition keeps the direction"

@@ -4,7 +4,7 @@ on hand-made runs; the cases were really run (a zero means something)."""
 
 from __future__ import annotations
 
-from memlab.lab.probes.gate_direction import CUTOFF_CASES, MUST_BE_ZERO, gate_direction_family
+from memlab.lab.reliability.probes.gate_direction import CUTOFF_CASES, MUST_BE_ZERO, gate_direction_family
 
 
 def test_gate_direction_family_finds_no_wrong_verdict_guess_or_contradicting_advice(tmp_path):

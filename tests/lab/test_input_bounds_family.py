@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from memlab.lab.probes.input_bounds import input_bounds_family
+from memlab.lab.reliability.probes.input_bounds import input_bounds_family
 
 
 def test_input_bounds_family_finds_nothing_and_checks_every_kind(store, embedder, tmp_path):

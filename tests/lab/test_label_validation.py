@@ -1,4 +1,5 @@
-"""The label validation's arithmetic (memlab.lab.label_validation) on tiny hand-made runs, values checked by hand.
+"""The label validation's arithmetic (memlab.lab.metrics.label_validation) on tiny hand-made runs, values checked by
+hand.
 
 Three systems, two questions of one user, one event per unit, all in session s1, k = 3:
     A: q1 [e1 x1 x2]   q2 [x3 e3 x4]          gold q1 {e1, e2}, q2 {e3}
@@ -12,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.lab.dataset import Question
-from memlab.lab.label_validation import (
+from memlab.lab.datasets.model import Question
+from memlab.lab.metrics.label_validation import (
     agreement,
     capture_share,
     conclusions,
@@ -28,7 +29,7 @@ from memlab.lab.label_validation import (
     ranking_tau,
     validate,
 )
-from memlab.lab.runs import RUN_COLUMNS, SESSION_COLUMNS
+from memlab.lab.runs.records import RUN_COLUMNS, SESSION_COLUMNS
 
 RANKS = {
     "A": {"q1": ["e1", "x1", "x2"], "q2": ["x3", "e3", "x4"]},

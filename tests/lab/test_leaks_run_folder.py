@@ -1,6 +1,7 @@
 """A run folder holds no credential and its report.html survives hostile text.
 
-One tiny run of `memlab.lab.probes.leaks.hostile_dataset` (credentials in a question, an answer, the config's
+One tiny run of `memlab.lab.reliability.probes.leaks.hostile_dataset` (credentials in a question, an answer, the
+config's
 description and LLM key; `<!--<script>` and friends in events, a question and an answer) through the public lab
 functions; every file written is byte-searched. The page itself is opened in a browser by test_report_html.py."""
 
@@ -11,7 +12,7 @@ import json
 import pandas as pd
 import pytest
 
-from memlab.lab.probes import (
+from memlab.lab.reliability.probes import (
     CREDENTIALS,
     HOSTILE,
     MARK,
@@ -21,7 +22,7 @@ from memlab.lab.probes import (
     page_data,
     script_data_problems,
 )
-from memlab.lab.viewer import script_json
+from memlab.lab.report.viewer import script_json
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +88,7 @@ def test_every_credential_the_filter_knows_leaves_a_run_folder_cell_clean():
     cell trips the secret filter, batched scanning agrees with scanning each text alone, and ordinary technical
     text the filter passes is kept exactly."""
     import memlab
-    from memlab.lab.redacted import clean_frame, clean_str
+    from memlab.lab.base.redacted import clean_frame, clean_str
 
     credentials, ordinary = _corpus()
     caught = [c for c in credentials if memlab.find_secrets(c)]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-import memlab.lab.llama_server as llama_server
-import memlab.lab.llama_smoke as llama_smoke
+import memlab.lab.llama.server as llama_server
+import memlab.lab.llama.smoke as llama_smoke
 from memlab import ConfigError, lab
 from tests.conftest import ROOT
 
@@ -91,7 +91,7 @@ def test_the_report_says_the_numbers_are_no_quality_figure_and_marks_a_failed_pa
 def test_neither_make_test_nor_ci_installs_or_starts_llama_cpp() -> None:
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split("\nsmoke-llama:")[1].split("\n\n")[0]
-    assert "llama_smoke --install" in target, "the opt-in target installs the pinned packages and runs the smoke"
+    assert "llama.smoke --install" in target, "the opt-in target installs the pinned packages and runs the smoke"
     test_recipe = makefile.split("\ntest:")[1].split("\n\n")[0]
     ci = (ROOT / ".ci" / "run").read_text()
     for text in (test_recipe, ci):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlab.lab.metrics import events_in_rank_order, recall_vs_exact
+from memlab.lab.metrics.ranking import events_in_rank_order, recall_vs_exact
 
 
 def test_events_in_rank_order_dedupes_keeping_first_rank():

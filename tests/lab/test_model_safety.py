@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from memlab.lab.probes.model_safety import FIGURES, model_safety_family
+from memlab.lab.reliability.probes.model_safety import FIGURES, model_safety_family
 
 
 def test_model_safety_family_finds_every_must_be_zero_figure_at_zero(scratch_store, embedder, tmp_path):

@@ -3,7 +3,7 @@ kind of case was checked (so the zeros mean something)."""
 
 from __future__ import annotations
 
-from memlab.lab.probes import folders_family
+from memlab.lab.reliability.probes import folders_family
 
 
 def test_folders_family_finds_nothing_and_checks_every_kind(store, embedder, tmp_path):

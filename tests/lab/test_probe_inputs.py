@@ -3,7 +3,7 @@ error or a counted skip, stores nothing and leaves every reader of the app worki
 
 from __future__ import annotations
 
-from memlab.lab.probes import inputs_family
+from memlab.lab.reliability.probes import inputs_family
 
 
 def test_the_input_checks_family_finds_no_hole(scratch_store, embedder, tmp_path):

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from memlab import lab
-from memlab.lab.progress import run_progress
+from memlab.lab.experiment.progress import run_progress
 from tests.conftest import ROOT
 
 

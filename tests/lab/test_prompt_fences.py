@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from memlab.lab.probes.prompt_fences import BUILDERS, GRADING_CASES, MUST_BE_ZERO, prompt_fences_family
+from memlab.lab.reliability.probes.prompt_fences import BUILDERS, GRADING_CASES, MUST_BE_ZERO, prompt_fences_family
 from memlab.models.fence import fence, labels_found, quote, split_fences, unquote, wrap
 
 
@@ -27,7 +27,7 @@ def _naive_fence(tag: str, text: str | None, labels=(), *, one_line: bool = Fals
 
 
 def test_the_family_sees_a_prompt_whose_texts_are_not_escaped(store, embedder, tmp_path, monkeypatch):
-    monkeypatch.setattr("memlab.lab.answering.fence", _naive_fence)
+    monkeypatch.setattr("memlab.lab.sweeps.answering.fence", _naive_fence)
     family = prompt_fences_family(store, embedder, tmp_path)
     assert family.figures["unfenced_untrusted_texts"] > 0 and family.figures["forged_fields_parsed"] > 0
     assert any(line.startswith(("unfenced_untrusted_texts: judge", "unfenced_untrusted_texts: reader"))
@@ -40,8 +40,8 @@ def _marker_anywhere(answer: str | None, **_) -> bool:
 
 
 def test_the_family_sees_an_abstention_phrase_graded_without_the_judge(store, embedder, tmp_path, monkeypatch):
-    monkeypatch.setattr("memlab.lab.answering.is_abstention", _marker_anywhere)
-    monkeypatch.setattr("memlab.lab.answering.is_empty_reply", lambda answer: False)
+    monkeypatch.setattr("memlab.lab.sweeps.answering.is_abstention", _marker_anywhere)
+    monkeypatch.setattr("memlab.lab.sweeps.answering.is_empty_reply", lambda answer: False)
     family = prompt_fences_family(store, embedder, tmp_path)
     assert family.figures["misgraded_abstentions"] >= 10, family.found
     assert family.figures["unfenced_untrusted_texts"] == 0

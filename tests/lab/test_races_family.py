@@ -3,7 +3,7 @@ cases were really run (a zero means something)."""
 
 from __future__ import annotations
 
-from memlab.lab.probes import races_family
+from memlab.lab.reliability.probes import races_family
 
 
 def test_races_family_finds_no_resurrection_and_keeps_the_currently_order(scratch_store, embedder, tmp_path):

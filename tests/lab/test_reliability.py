@@ -34,7 +34,8 @@ MUST_BE_ZERO = [
     "bad_inputs.other_endings",
     "bad_inputs.poisoned_users",
 ]
-SECOND_PROBE_ZERO = [  # the second hostile probe's classes (memlab/lab/probes/), each with its own test file
+SECOND_PROBE_ZERO = [  # the second hostile probe's classes (memlab/lab/reliability/probes/), each with its own test
+                       # file
     "folders.user_files_lost",
     "folders.silent_collisions",
     "folders.escaped_writes",
@@ -153,7 +154,8 @@ SHARED_FIXTURES = {"own_home", "own_store", "memlab_home", "store", "scratch_sto
 
 
 def test_the_tests_hold_no_copy_of_a_probe_helper_or_a_shared_fixture():
-    """The reliability checks live once, in memlab.lab.probes: a test calls the probe's family or helper by its
+    """The reliability checks live once, in memlab.lab.reliability.probes: a test calls the probe's family or helper
+    by its
     public name (the tripwire, the private server and its postmaster pid, the writer process, the look-alike ids,
     the gated embedder, the trace scans), never a copy of its own; a fixture more than one module needs is in
     tests/conftest.py. So `memlab check reliability` and pytest run the same code."""
@@ -163,9 +165,9 @@ def test_the_tests_hold_no_copy_of_a_probe_helper_or_a_shared_fixture():
         rel, source = path.relative_to(ROOT).as_posix(), path.read_text()
         for node in ast.parse(source).body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name.lstrip("_") in probe_names:
-                copies.append(f"{rel}:{node.lineno} defines {node.name}, a helper of memlab.lab.probes")
+                copies.append(f"{rel}:{node.lineno} defines {node.name}, a helper of memlab.lab.reliability.probes")
             if isinstance(node, ast.FunctionDef) and node.name in SHARED_FIXTURES and rel != "tests/conftest.py":
                 copies.append(f"{rel}:{node.lineno} defines the fixture {node.name} of tests/conftest.py again")
         if "postmaster.pid" in source and path != Path(__file__):
-            copies.append(f"{rel} reads postmaster.pid itself (use memlab.lab.probes.postmaster_pid)")
+            copies.append(f"{rel} reads postmaster.pid itself (use memlab.lab.reliability.probes.postmaster_pid)")
     assert not copies, "\n".join(copies)

@@ -83,7 +83,7 @@ def test_tables_sort_and_plots_are_inline(page):
 @pytest.fixture(scope="module")
 def hostile_page(tmp_path_factory, memlab_home, store, browser):
     """report.html of a run whose events, questions and answers hold `<!--<script>`, `</script>` and friends."""
-    from memlab.lab.probes.leaks import hostile_run
+    from memlab.lab.reliability.probes.leaks import hostile_run
 
     run = hostile_run(tmp_path_factory.mktemp("hostile"))
     page = browser.new_page()
@@ -92,7 +92,7 @@ def hostile_page(tmp_path_factory, memlab_home, store, browser):
 
 
 def test_hostile_text_is_shown_literally_and_the_page_still_works(hostile_page):
-    from memlab.lab.probes.leaks import HOSTILE
+    from memlab.lab.reliability.probes.leaks import HOSTILE
 
     page = hostile_page
     assert page.evaluate("typeof DATA === 'object' && DATA !== null"), "the data script ran"

@@ -1,4 +1,4 @@
-"""The re-rank stage's pure logic (memlab.lab.rerank): the order it keeps, what it asks the memory for, how a
+"""The re-rank stage's pure logic (memlab.lab.systems.rerank): the order it keeps, what it asks the memory for, how a
 model error falls back, and the `rerank:` option's checks. A tiny in-test re-ranker (the Reranker protocol)
 gives chosen scores; the real CrossEncoder and the HTTP re-ranker run in test_rerank_runs.py."""
 
@@ -10,7 +10,7 @@ import pytest
 
 import memlab
 from memlab import lab
-from memlab.lab.rerank import RerankSpec, parse_rerank, reorder, rerank_search
+from memlab.lab.systems.rerank import RerankSpec, parse_rerank, reorder, rerank_search
 from memlab.models import ModelError, ModelSpec, RerankReply
 
 SPEC = ModelSpec(name="table", kind="cross-encoder", path="/nowhere")

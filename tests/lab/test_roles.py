@@ -12,7 +12,7 @@ import pandas as pd
 
 import memlab
 from memlab import lab
-from memlab.lab.folder import save_labels  # the writer a run uses for its labels
+from memlab.lab.runs.folder import save_labels  # the writer a run uses for its labels
 
 APP = "roles"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

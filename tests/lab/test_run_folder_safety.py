@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from memlab import ConfigError, lab
 from memlab.cli import app
-from memlab.lab.outputs import claim_folder, mark
+from memlab.lab.base.outputs import claim_folder, mark
 
 FIXTURE_DATA = {"name": "fx", "format": "fixtures", "path": "fixtures/events"}
 

@@ -4,7 +4,7 @@ redactor survives odd DSNs and keeps data set ids; and the cases were really run
 
 from __future__ import annotations
 
-from memlab.lab.probes.run_folders import MUST_BE_ZERO, UNLABELLED, run_folders_family
+from memlab.lab.reliability.probes.run_folders import MUST_BE_ZERO, UNLABELLED, run_folders_family
 
 
 def test_run_folders_family_finds_nothing(scratch_store, embedder, tmp_path):

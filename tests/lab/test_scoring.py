@@ -94,7 +94,7 @@ def test_run_roundtrip(tmp_path):
 
 
 def test_size_buckets_match_pandas_cut_at_every_boundary():
-    from memlab.lab.scoring import SIZE_BINS, SIZE_LABELS, size_bucket
+    from memlab.lab.metrics.scoring import SIZE_BINS, SIZE_LABELS, size_bucket
 
     for n in [0, 1, 49, 50, 51, 499, 500, 501, 1999, 2000, 2001, 10**6, 50.5, -1, float("nan")]:
         expected = str(pd.cut([n], SIZE_BINS, labels=SIZE_LABELS, include_lowest=True)[0])
@@ -125,8 +125,8 @@ def test_the_cutoff_shortcuts_score_like_every_cutoff_scored_alone(seed):
     """`cutoff_grid`, `distance_cut` and the answerability curve score once per distinct set of kept hits: their
     rows equal scoring every cut-off of the grid on its own. The distances are multiples of 0.1, so a grid of
     0.05 steps holds every distance and a point between each two."""
-    from memlab.lab.answerability import TARGET, cut_rates, distance_cut
-    from memlab.lab.cutoff_analysis import kept_hits
+    from memlab.lab.metrics.answerability import TARGET, cut_rates, distance_cut
+    from memlab.lab.metrics.distances import kept_hits
 
     run, questions = _random_run(seed)
     grid = [round(float(c), 3) for c in np.arange(0.05, 1.51, 0.05)]

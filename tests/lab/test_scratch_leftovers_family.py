@@ -3,7 +3,7 @@ a live run's is kept."""
 
 from __future__ import annotations
 
-from memlab.lab.probes.scratch_leftovers import scratch_leftovers_family
+from memlab.lab.reliability.probes.scratch_leftovers import scratch_leftovers_family
 
 
 def test_dead_runs_leave_no_scratch_database_and_a_live_one_keeps_its_own(scratch_store, embedder, tmp_path):

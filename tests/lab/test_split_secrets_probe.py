@@ -3,7 +3,7 @@ the hole when the session-wide scan is switched off."""
 
 from __future__ import annotations
 
-from memlab.lab.probes import split_secrets_family
+from memlab.lab.reliability.probes import split_secrets_family
 
 
 def test_the_split_secrets_family_finds_nothing_stored(scratch_store, embedder, tmp_path):

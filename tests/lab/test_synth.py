@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from memlab import lab, skip_reason
-from memlab.lab.synth import (
+from memlab.lab.datasets.synth import (
     NO_ANSWER,
     QTYPES,
     answer_parts,
@@ -27,7 +27,7 @@ from memlab.lab.synth import (
     sample_transcript,
     write_json,
 )
-from memlab.lab.synth.banks import (
+from memlab.lab.datasets.synth.banks import (
     ASIDES,
     BANKS,
     CLOSERS,
@@ -37,8 +37,8 @@ from memlab.lab.synth.banks import (
     PREFIXES,
     SWITCHES,
 )
-from memlab.lab.synth.generator import FACTS, TOPICS
-from memlab.lab.synth.io import to_json
+from memlab.lab.datasets.synth.generator import FACTS, TOPICS
+from memlab.lab.datasets.synth.io import to_json
 from tests.conftest import ROOT
 
 TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
@@ -102,7 +102,7 @@ def test_same_seed_gives_the_same_set_and_another_seed_does_not(synth):
 
 def test_output_does_not_depend_on_the_hash_seed():
     code = (
-        "import hashlib, json; from memlab import lab; from memlab.lab.synth.io import to_json; "
+        "import hashlib, json; from memlab import lab; from memlab.lab.datasets.synth.io import to_json; "
         "print(hashlib.sha256(json.dumps(to_json(lab.generate_synth(3, users=10, max_events=400)), "
         "sort_keys=True).encode()).hexdigest())"
     )

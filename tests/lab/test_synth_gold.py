@@ -12,9 +12,9 @@ import pytest
 import memlab
 from memlab import Candidate, FactMemory, LabelledExtractor, default_registry, lab
 from memlab.facts.memory import SUBJECT
-from memlab.lab.synth import read_json, write_json
-from memlab.lab.synth.generator import FACTS
-from memlab.lab.systems import make_extractor
+from memlab.lab.datasets.synth import read_json, write_json
+from memlab.lab.datasets.synth.generator import FACTS
+from memlab.lab.systems.kinds import make_extractor
 
 REGISTRY = default_registry()
 SPECS = {spec.predicate: spec for spec in FACTS}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import memlab
-from memlab.lab.rerank import RerankSpec, rerank_search
+from memlab.lab.systems.rerank import RerankSpec, rerank_search
 from memlab.models import (
     ChatRequest,
     ModelSpec,

@@ -9,7 +9,7 @@ import yaml
 
 import memlab
 from memlab import lab
-from memlab.lab.systems import make_extractor
+from memlab.lab.systems.kinds import make_extractor
 from memlab.models import ChatClient, ModelSpec
 
 BASE = {"name": "m", "datasets": [{"name": "fx", "format": "fixtures", "path": "fixtures/events"}]}

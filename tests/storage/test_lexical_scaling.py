@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memlab import EventMemory, SearchSettings
-from memlab.lab.probes import lexical as probe
+from memlab.lab.reliability.probes import lexical as probe
 from memlab.storage import unit_lexical as lexical
 from memlab.storage import units as sqlu
 

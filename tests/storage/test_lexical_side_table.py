@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 
 from memlab import Event, EventMemory, SearchSettings, Session
-from memlab.lab.probes import lexical as probe
+from memlab.lab.reliability.probes import lexical as probe
 from memlab.storage import unit_lexical as lex
 from memlab.storage import units as sqlu
 from tests.conftest import T0

@@ -5,6 +5,7 @@ and HNSW builds. `run_bench` runs them all (what `memlab bench` calls); the part
 
 from __future__ import annotations
 
+from memlab.lab.base.hardware import faiss_scan, memory_bandwidth
 from memlab.lab.bench.bulk import bulk_write, hnsw_build
 from memlab.lab.bench.concurrency import (
     CONCURRENCY_SIZES,
@@ -24,8 +25,6 @@ from memlab.lab.bench.corpora import (
     real_questions,
     real_texts,
 )
-from memlab.lab.bench.hardware import faiss_scan, memory_bandwidth
-from memlab.lab.bench.ingest import BENCH_APP, STAGES, IngestBench, measure_batch_sizes, measure_ingest, model_threads
 from memlab.lab.bench.ingest_sets import INGEST_SETS, IngestSet, ingest_set
 from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
 from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, latency_verdict, run_bench
@@ -38,6 +37,14 @@ from memlab.lab.bench.streaming import (
     streaming_bench,
     streaming_section,
     summarize_streaming,
+)
+from memlab.lab.systems.ingest_timing import (
+    BENCH_APP,
+    STAGES,
+    IngestBench,
+    measure_batch_sizes,
+    measure_ingest,
+    model_threads,
 )
 
 __all__ = [

@@ -44,6 +44,7 @@ import psycopg
 
 from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
+from memlab.lab.base.tables import markdown_table
 from memlab.lab.bench.search import (
     APP,
     BUCKETS,
@@ -56,7 +57,6 @@ from memlab.lab.bench.search import (
     layout,
     recall_with_ties,
 )
-from memlab.lab.tables import markdown_table
 from memlab.storage.store import Store, open_store
 from memlab.types import SearchSettings
 

@@ -32,10 +32,10 @@ from scipy.stats import ks_2samp
 
 from memlab.config import memlab_home
 from memlab.embedding.base import Embedder
-from memlab.lab.fixtures import load_event_fixtures as load_fixtures
-from memlab.lab.loaders import CHECKOUT, load_dataset
-from memlab.lab.longmemeval import load_longmemeval
-from memlab.lab.synth.vectors import jitter
+from memlab.lab.datasets.formats.fixtures import load_event_fixtures as load_fixtures
+from memlab.lab.datasets.formats.longmemeval import load_longmemeval
+from memlab.lab.datasets.loaders import CHECKOUT, load_dataset
+from memlab.lab.datasets.synth.vectors import jitter
 
 LONGMEMEVAL_S_KU = Path("datasets/longmemeval/longmemeval_s_knowledge_update.json.gz")
 LONGMEMEVAL_ORACLE = Path("datasets/longmemeval/longmemeval_oracle.json.gz")

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from memlab.errors import ConfigError
 from memlab.lab.bench.corpora import EVENT_FIXTURES, LONGMEMEVAL_S_KU
-from memlab.lab.dataset import Dataset
-from memlab.lab.fixtures import load_event_fixtures
-from memlab.lab.loaders import CHECKOUT, load_dataset
-from memlab.lab.longmemeval import load_longmemeval
+from memlab.lab.datasets.formats.fixtures import load_event_fixtures
+from memlab.lab.datasets.formats.longmemeval import load_longmemeval
+from memlab.lab.datasets.loaders import CHECKOUT, load_dataset
+from memlab.lab.datasets.model import Dataset
 
 
 @dataclass(frozen=True)

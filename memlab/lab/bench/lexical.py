@@ -28,7 +28,7 @@ from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
 from memlab.lab.bench.search import APP, _p
-from memlab.lab.plan_rows import lexical_plan_rows
+from memlab.lab.metrics.plan_rows import lexical_plan_rows
 from memlab.storage.store import Store
 from memlab.types import SearchSettings
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.lab.bench.ingest import RATIO_GOAL
+from memlab.lab.base.tables import markdown_table
 from memlab.lab.bench.ingest_sets import describe
-from memlab.lab.tables import markdown_table
+from memlab.lab.systems.ingest_timing import RATIO_GOAL
 
 
 def fig(value: float, digits: int = 3) -> str:

@@ -21,21 +21,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import memlab.lab.base.hardware as hardware
 import memlab.lab.bench.bulk as bulk
 import memlab.lab.bench.concurrency as concurrency
 import memlab.lab.bench.corpora as corpora
-import memlab.lab.bench.hardware as hardware
 import memlab.lab.bench.lexical as lexical_bench
 import memlab.lab.bench.search as search
 import memlab.lab.bench.streaming as streaming
 from memlab.embedding import default_embedder
 from memlab.errors import ConfigError
 from memlab.events.ingest import FIRST_LOAD_PATHS
-from memlab.lab.bench.hardware import peak_memory_mb
-from memlab.lab.bench.ingest import STAGES, measure_batch_sizes, measure_ingest
+from memlab.lab.base.hardware import peak_memory_mb
 from memlab.lab.bench.ingest_sets import ingest_set
 from memlab.lab.bench.markdown import bench_markdown
-from memlab.lab.uncertainty import quantile_ratio_ci
+from memlab.lab.metrics.uncertainty import quantile_ratio_ci
+from memlab.lab.systems.ingest_timing import STAGES, measure_batch_sizes, measure_ingest
 from memlab.storage.store import open_store
 from memlab.types import AutoPolicy
 

@@ -45,7 +45,7 @@ from memlab.embedding.base import Embedder
 from memlab.events.core import STRATEGY_FACTS_SECONDS
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
-from memlab.lab.faiss_exact import FaissExact
+from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.storage.store import Store
 from memlab.types import SearchSettings
 

@@ -46,10 +46,10 @@ import memlab.lab.bench.search as search
 from memlab.embedding.base import Embedder
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
+from memlab.lab.base.tables import markdown_table
 from memlab.lab.bench.corpora import real_texts
-from memlab.lab.bench.ingest import model_threads
 from memlab.lab.bench.markdown import fig
-from memlab.lab.tables import markdown_table
+from memlab.lab.systems.ingest_timing import model_threads
 from memlab.storage import units as sqlu
 from memlab.storage.store import Store
 from memlab.types import Event, Hit, SearchSettings, Session

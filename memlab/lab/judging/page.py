@@ -1,7 +1,7 @@
 """judge.html: one self-contained page (no network) for judging a pool from the keyboard. Each query shows its
 pooled hits (text, session, time, author) in a shuffled order, seeded so two assessors see the same order, and
 never says which system found a hit (an assessor who knows would judge the system, not the hit). The page saves
-as it goes in the browser's localStorage and exports the judgments file (memlab.lab.judging.judgments)."""
+as it goes in the browser's localStorage and exports the judgments file (memlab.lab.datasets.judged.judgments)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memlab.lab.judging.pool_file import Pool
-from memlab.lab.redacted import clean_deep
-from memlab.lab.viewer import script_json
+from memlab.lab.base.redacted import clean_deep
+from memlab.lab.datasets.judged.pools import Pool
+from memlab.lab.report.viewer import script_json
 
 TEMPLATE = Path(__file__).with_name("judge_page.html")
 

@@ -21,15 +21,15 @@ import pandas as pd
 
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError, FixtureError
-from memlab.lab.asking import QueryVectors, ask
-from memlab.lab.config import ExperimentConfig
-from memlab.lab.dataset import Dataset, Question, UserHistory
-from memlab.lab.experiment import make_embedders, model_env
-from memlab.lab.jsonl import load_jsonl
-from memlab.lab.judging.pool_file import POOL_KIND, POOL_VERSION
-from memlab.lab.judging.query_file import Query, read_queries
-from memlab.lab.loaders import check_spec, load_dataset, resolve_path
-from memlab.lab.systems import system_from_config
+from memlab.lab.config.parse import ExperimentConfig
+from memlab.lab.datasets.formats.jsonl import load_jsonl
+from memlab.lab.datasets.judged.pools import POOL_KIND, POOL_VERSION
+from memlab.lab.datasets.judged.queries import Query, read_queries
+from memlab.lab.datasets.loaders import check_spec, load_dataset, resolve_path
+from memlab.lab.datasets.model import Dataset, Question, UserHistory
+from memlab.lab.experiment.run import make_embedders, model_env
+from memlab.lab.runs.asking import QueryVectors, ask
+from memlab.lab.systems.kinds import system_from_config
 from memlab.storage.store import Store, scratch_store
 from memlab.types import Event
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import ConfigError
-from memlab.lab.judging.judgments import write_judgments
+from memlab.lab.datasets.judged.judgments import write_judgments
+from memlab.lab.datasets.judged.pools import Pool
+from memlab.lab.datasets.judged.queries import json_lines
 from memlab.lab.judging.page import page_data
-from memlab.lab.judging.pool_file import Pool
-from memlab.lab.judging.query_file import json_lines
 
 try:  # optional: the `lab` extra installs it
     import ipywidgets

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.uncertainty import ALPHA, QuestionTable, paired_differences
+from memlab.lab.metrics.uncertainty import ALPHA, QuestionTable, paired_differences
 
 OPS: dict[str, Callable[[float, float], bool]] = {"<": operator.lt, "<=": operator.le, ">": operator.gt,
                                                   ">=": operator.ge}  # fmt: skip

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.cutoff_analysis import drift, labelled_distances
-from memlab.lab.folder import RunFolder
+from memlab.lab.metrics.distances import drift, labelled_distances
+from memlab.lab.runs.folder import RunFolder
 
 COLUMNS = ["dataset", "system", "hits", "ks_statistic", "p_value", "n_previous", "n_current"]
 

@@ -25,8 +25,8 @@ from memlab.config import configured_dsn, db_timeout
 from memlab.errors import ConfigError, DatabaseUnavailableError
 from memlab.events.search import resolve_auto
 from memlab.inputs import check_text
-from memlab.lab.probe_section import health_lines
-from memlab.lab.scoring import SIZE_LABELS, size_bucket
+from memlab.lab.metrics.scoring import SIZE_LABELS, size_bucket
+from memlab.lab.report.probe_section import health_lines
 from memlab.safety.redact import dsn_secrets, redact
 from memlab.storage import units as sqlu
 from memlab.storage.policy import SETTINGS_TABLE, load_policy

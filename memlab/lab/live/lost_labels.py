@@ -21,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.lab.dataset import Question
-from memlab.lab.folder import RunFolder
+from memlab.lab.datasets.model import Question
 from memlab.lab.live.alerts import Alert, parse_alert
+from memlab.lab.runs.folder import RunFolder
 from memlab.safety.redact import redact
 
 LOST_ALERT = "new_lost_labels>0"

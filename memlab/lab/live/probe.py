@@ -30,12 +30,12 @@ from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.events.units import EVENT_LAYER
 from memlab.facts.memory import FactMemory
-from memlab.lab.config import load_config
-from memlab.lab.dataset import Question
-from memlab.lab.experiment import git_commit, make_embedders, score_folder
-from memlab.lab.folder import RunFolder, save_labels
-from memlab.lab.gate import metrics_experiment
-from memlab.lab.json_bounds import loads
+from memlab.lab.base.json_bounds import loads
+from memlab.lab.base.outputs import claim_folder
+from memlab.lab.base.redacted import write_json
+from memlab.lab.config.parse import load_config
+from memlab.lab.datasets.model import Question
+from memlab.lab.experiment.run import git_commit, make_embedders, score_folder
 from memlab.lab.live.alerts import Alert, evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift
 from memlab.lab.live.index_health import health_meta, index_health
@@ -45,13 +45,13 @@ from memlab.lab.live.probe_plans import ef_search_given, plan_notes, plans_ran
 from memlab.lab.live.probe_report import ProbeResult, textfile_rows
 from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, shown_events, stored_dataset, stored_events
 from memlab.lab.live.textfile import check_textfile, write_failed_textfile, write_textfile
-from memlab.lab.outputs import claim_folder
-from memlab.lab.probe_section import is_probe, save_probe_tables
-from memlab.lab.redacted import write_json
-from memlab.lab.report import write_report
-from memlab.lab.run_format import run_mark
-from memlab.lab.runs import Run, collect
-from memlab.lab.systems import EventSystem, FactSystem, system_from_config
+from memlab.lab.report.gate import metrics_experiment
+from memlab.lab.report.probe_section import is_probe, save_probe_tables
+from memlab.lab.report.writer import write_report
+from memlab.lab.runs.folder import RunFolder, save_labels
+from memlab.lab.runs.format import run_mark
+from memlab.lab.runs.records import Run, collect
+from memlab.lab.systems.kinds import EventSystem, FactSystem, system_from_config
 from memlab.safety.redact import redact, redact_error
 from memlab.storage.store import Store, open_store
 from memlab.types import Hits, SearchSettings
@@ -285,7 +285,7 @@ def _probe(labels: str | Path, out: Path, state: dict[str, Path], *, started: fl
     save_probe_tables(out, data.name, drift=drift_table, health=None if checked is None else
                       (checked.buckets, checked.indexes, checked.models))  # fmt: skip
     write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
-    write_probe_report(out)  # from the folder alone, the probe's section included (memlab.lab.probe_section)
+    write_probe_report(out)  # from the folder alone, the probe's section included (memlab.lab.report.probe_section)
     if textfile is not None:
         write_textfile(textfile, textfile_rows(folder, result, probe.questions), run_time=datetime.now(UTC),
                        questions=result.questions, stale_labels=len(stale), alerts=results,

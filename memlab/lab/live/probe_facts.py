@@ -15,7 +15,7 @@ from __future__ import annotations
 import psycopg
 
 from memlab.facts.memory import FactMemory
-from memlab.lab.dataset import Question
+from memlab.lab.datasets.model import Question
 from memlab.storage import fact_tables as tables
 from memlab.types import Hit, Hits
 

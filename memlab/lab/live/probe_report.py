@@ -1,5 +1,5 @@
 """What one probe found (`ProbeResult`) and the per-app rows of its Prometheus textfile. Its report section is
-rendered from the run folder (memlab.lab.probe_section), as the rest of report.md."""
+rendered from the run folder (memlab.lab.report.probe_section), as the rest of report.md."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from memlab.lab.dataset import Question
-from memlab.lab.folder import RunFolder
+from memlab.lab.datasets.model import Question
 from memlab.lab.live.alerts import AlertResult
 from memlab.lab.live.index_health import IndexHealth
-from memlab.lab.scoring import long_scores
+from memlab.lab.metrics.scoring import long_scores
+from memlab.lab.runs.folder import RunFolder
 
 
 @dataclass

@@ -20,11 +20,11 @@ from typing import Any
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.config import ExperimentConfig, load_config
-from memlab.lab.dataset import Dataset, Question, UserHistory
-from memlab.lab.jsonl import load_questions
+from memlab.lab.config.parse import ExperimentConfig, load_config
+from memlab.lab.datasets.formats.jsonl import load_questions
+from memlab.lab.datasets.loaders import load_dataset
+from memlab.lab.datasets.model import Dataset, Question, UserHistory
 from memlab.lab.live.probe_facts import observed_units
-from memlab.lab.loaders import load_dataset
 from memlab.storage import unit_housekeeping as housekeeping
 from memlab.storage.store import Store
 from memlab.types import Event, Session

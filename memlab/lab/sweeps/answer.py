@@ -1,7 +1,7 @@
 """The answer sweep: does what a system retrieves let a model answer the question? For each question and chosen system,
 a reader model answers from the system's top-k saved hits (each memory with its date and speaker), then a judge model
-grades the reply by LongMemEval's per-type rules (memlab.lab.answering); token F1 against the gold answer
-(memlab.lab.answer_metrics) is measured beside it, without a model.
+grades the reply by LongMemEval's per-type rules (memlab.lab.sweeps.answering); token F1 against the gold answer
+(memlab.lab.metrics.answers) is measured beside it, without a model.
 
 Options: `reader` (a name under the config's `models:`, required), `judge` (default: the reader), `systems` (the
 systems whose hits are read; default: the configured ones), `k` (5: how many hits the reader sees, at most the run's
@@ -27,8 +27,15 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.answer_metrics import is_empty_reply, token_f1
-from memlab.lab.answering import (
+from memlab.lab.base.identity import run_events
+from memlab.lab.base.tables import markdown_table
+from memlab.lab.datasets.model import Dataset, Question
+from memlab.lab.metrics.answers import is_empty_reply, token_f1
+from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.metrics.uncertainty import bootstrap_ci
+from memlab.lab.runs.folder import RunFolder, save_table
+from memlab.lab.runs.records import Run
+from memlab.lab.sweeps.answering import (
     VERDICT_SCHEMA,
     ContextItem,
     VerdictError,
@@ -38,15 +45,8 @@ from memlab.lab.answering import (
     pregrade,
     reader_messages,
 )
-from memlab.lab.dataset import Dataset, Question
-from memlab.lab.folder import RunFolder, save_table
-from memlab.lab.identity import run_events
-from memlab.lab.runs import Run
-from memlab.lab.scoring import SCORE_COLUMNS
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems import Env
-from memlab.lab.tables import markdown_table
-from memlab.lab.uncertainty import bootstrap_ci
+from memlab.lab.systems.kinds import Env
 from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelSpec, scope_refs, session_ref, text_refs
 from memlab.types import Event
 

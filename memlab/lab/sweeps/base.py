@@ -4,7 +4,8 @@ A sweep yields systems to run on a data set (`systems`), may measure what is not
 tables (`measure`, with `measures = True` so the progress line counts it), adds long-form scores read from the
 saved runs and tables (`scores`), and writes its part of report.md (`section`); `planned` counts what it will
 add from the options alone, before anything is built (the config's size bound). Every hook has a do-nothing
-default, so a sweep declares only what it adds. The run (memlab.lab.experiment) and the report (memlab.lab.report)
+default, so a sweep declares only what it adds. The run (memlab.lab.experiment.run) and the report
+(memlab.lab.report.writer)
 call the hooks of the sweeps a config names, in the config's order."""
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from memlab.lab.dataset import Dataset
-from memlab.lab.folder import RunFolder
-from memlab.lab.scoring import SCORE_COLUMNS
-from memlab.lab.systems import Env, System
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.runs.folder import RunFolder
+from memlab.lab.systems.kinds import Env, System
 from memlab.models import ModelSpec
 
 
@@ -55,7 +56,7 @@ class Sweep:
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         """At most how many runs it adds on one data set (its systems, plus the grid points `measure` works
-        through), counted from the options alone: the config's size bound (memlab.lab.expansion) adds these up
+        through), counted from the options alone: the config's size bound (memlab.lab.config.expansion) adds these up
         before anything is expanded. `options` are checked already."""
         return 0
 

@@ -1,7 +1,7 @@
 """The cut-off sweep: each parent system cut at every distance of a grid (derived from its saved run, no new
-queries), the cut-off advised per parent (memlab.lab.cutoff_advice, the rule the headline uses too) with its recall
+queries), the cut-off advised per parent (memlab.lab.metrics.cutoffs, the rule the headline uses too) with its recall
 and false-memory rate, a transfer test (`apply_from`: a data set's parents cut at the distance advised on another
-data set) and, against the previous run, drift of hit distances. The analysis itself is memlab.lab.cutoff_analysis.
+data set) and, against the previous run, drift of hit distances. The analysis itself is memlab.lab.metrics.distances.
 Options: `systems`, `grid`, `target`, `apply_from`."""
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memlab.lab.cutoff_advice import advice_metrics, advice_table, folder_advice, rule_text, sentence
-from memlab.lab.cutoff_analysis import DEFAULT_GRID, FALSE_MEMORY_TARGET, drift, labelled_distances
-from memlab.lab.dataset import Dataset
-from memlab.lab.folder import RunFolder
-from memlab.lab.plots import cutoff_curves, distance_histograms
-from memlab.lab.roles import CUT, MEASURE, SystemRole, cut_parents
-from memlab.lab.runs import slug
-from memlab.lab.scoring import SCORE_COLUMNS, cut, long_scores, score
+from memlab.lab.base.plots import cutoff_curves, distance_histograms
+from memlab.lab.base.tables import markdown_table
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.metrics.cutoffs import advice_metrics, advice_table, folder_advice, rule_text, sentence
+from memlab.lab.metrics.distances import DEFAULT_GRID, FALSE_MEMORY_TARGET, drift, labelled_distances
+from memlab.lab.metrics.scoring import SCORE_COLUMNS, cut, long_scores, score
+from memlab.lab.runs.folder import RunFolder
+from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems import CutoffSystem, EventSystem
-from memlab.lab.tables import markdown_table
+from memlab.lab.systems.kinds import CutoffSystem, EventSystem
+from memlab.lab.systems.roles import CUT, MEASURE, SystemRole, cut_parents
 
 DEFAULT_PARENTS = ("event", "chunk4o1")
 
@@ -103,7 +103,7 @@ class CutoffSweep(Sweep):
         return [CutoffSystem(cut_name(p, d), p, d) for p in parents(options, context) for d in grid]
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
-        """Per cut parent: the cut-off advice (memlab.lab.cutoff_advice, the one rule) read from its saved run: the
+        """Per cut parent: the cut-off advice (memlab.lab.metrics.cutoffs, the one rule) read from its saved run: the
         advised max_distance (NaN: none advised), the recall and false-memory rate it leads to, and the per-question
         and per-hit ROC AUCs of distance. With `apply_from: DATASET`, also each parent cut at the distance advised
         on that data set (scored earlier in the same run; none where none was advised there)."""

@@ -2,7 +2,7 @@
 against the gold ones, the consolidated state against the expected one. On any other data set: what each
 extractor yields (facts per session, candidates dropped and why) and how much of the questions' evidence it
 turns into facts (`evidence_coverage`: share of relevant events that some accepted fact cites). Both report
-what fact search serves at question time (memlab.lab.fact_run): `stale_served`, how many served facts were stale
+what fact search serves at question time (memlab.lab.systems.facts): `stale_served`, how many served facts were stale
 (under the confirm heading), and `stale_recall`, the share of questions about a key the user had given a newer
 value for by then that were served the replaced value. Fixtures ask about every key of their gold history when
 their last session ends, plus their `serving` checks; other data sets ask their questions that name a
@@ -23,13 +23,13 @@ import pandas as pd
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
-from memlab.lab.dataset import Dataset
-from memlab.lab.fact_run import StaleCounts, ask_keys, run_fact_eval, summarize_facts
-from memlab.lab.folder import RunFolder, save_table
-from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.base.tables import markdown_table
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems import Env, make_extractor
-from memlab.lab.tables import markdown_table
+from memlab.lab.systems.facts import StaleCounts, ask_keys, run_fact_eval, summarize_facts
+from memlab.lab.systems.kinds import Env, make_extractor
 
 METRICS = ("key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped", "seconds_per_session",
            "stale_served", "stale_recall")  # fmt: skip

@@ -5,7 +5,7 @@ strategy, a per-tenant partial index and FAISS exact over the user's own rows.
 The corpus: queries are real questions, embedded; the users under test hold real sentence embeddings of
 real text (drawn from a labelled set, with a little jitter only when a user needs more rows than there are
 sentences), chosen on the query's topic, at random, or unrelated to it; everyone else is background built
-from the same sentences plus Gaussian noise (see memlab.lab.synth.vectors), with skewed tenant sizes.
+from the same sentences plus Gaussian noise (see memlab.lab.datasets.synth.vectors), with skewed tenant sizes.
 
 Every search goes through `EventMemory.search_vector` (the partial-index cells with
 `SearchSettings(literal_scope=True)`), timed as a caller pays it, in a database of the sweep's own (see
@@ -27,16 +27,16 @@ from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
-from memlab.lab.dataset import Dataset
-from memlab.lab.faiss_exact import FaissExact
-from memlab.lab.folder import RunFolder, save_table
-from memlab.lab.plots import recall_latency
-from memlab.lab.redacted import write_csv
-from memlab.lab.runs import slug
+from memlab.lab.base.plots import recall_latency
+from memlab.lab.base.redacted import write_csv
+from memlab.lab.base.tables import markdown_table
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.datasets.synth.vectors import background_rows, jitter
+from memlab.lab.runs.folder import RunFolder, save_table
+from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.synth.vectors import background_rows, jitter
-from memlab.lab.systems import Env
-from memlab.lab.tables import markdown_table
+from memlab.lab.systems.faiss_exact import FaissExact
+from memlab.lab.systems.kinds import Env
 from memlab.storage.store import Store, scratch_store
 from memlab.types import SearchSettings
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlab.lab.dataset import Dataset
-from memlab.lab.folder import RunFolder
-from memlab.lab.plots import granularity_bars
-from memlab.lab.runs import slug
+from memlab.lab.base.plots import granularity_bars
+from memlab.lab.base.tables import breakdown, markdown_table, pivot_scores
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.runs.folder import RunFolder
+from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems import EventSystem, FactSystem, System
-from memlab.lab.tables import breakdown, markdown_table, pivot_scores
+from memlab.lab.systems.kinds import EventSystem, FactSystem, System
 from memlab.types import SearchSettings
 
 DEFAULT_CHUNKS = ((2, 0), (4, 1), (8, 2))

@@ -9,12 +9,12 @@ from typing import Any
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.bench.ingest import measure_ingest
-from memlab.lab.dataset import Dataset
-from memlab.lab.folder import RunFolder, save_table
-from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.sweeps.base import Sweep, SweepContext
-from memlab.lab.systems import Env
+from memlab.lab.systems.ingest_timing import measure_ingest
+from memlab.lab.systems.kinds import Env
 
 METRICS = ("ingest_units_per_s", "raw_encode_per_s", "ratio", "texts")
 

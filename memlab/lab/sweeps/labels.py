@@ -1,12 +1,12 @@
 """The labels sweep: how far to trust pooled and generated labels, measured on a data set whose
 labels are complete. The assessor is simulated from the gold labels (a pooled event is relevant iff it is gold
-evidence); the analysis is memlab.lab.label_validation.
+evidence); the analysis is memlab.lab.metrics.label_validation.
 
 Its systems are pooled in the order given: a pool of n systems takes the first n (capture is also averaged over
 every n-subset). `measure` asks each of them every question again down to the largest depth (a run keeps only
 k hits) and saves those runs as the `labels` table; recall@k is scored on the first k units as everywhere else.
 The same systems also answer questions generated from the data set's own sessions (the offline fact templates of
-memlab.lab.judging.template_questions), each scored on its own labels and compared with the data set's questions.
+memlab.lab.datasets.generated.templates), each scored on its own labels and compared with the data set's questions.
 
 Options: `systems` (names of the run's systems; default DEFAULT_SYSTEMS, which the sweep adds), `depths` ([5, 10,
 20]), `pool_sizes` ([2, 3, 5]), `loo_depth` (10: the depth of the leave-one-out pools), `generated` (true: fact-
@@ -23,15 +23,15 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.asking import QueryVectors, ask
-from memlab.lab.dataset import Dataset, Question
-from memlab.lab.folder import RunFolder, save_table
-from memlab.lab.judging.template_questions import template_questions
-from memlab.lab.label_validation import Validation, generated_vs_own, largest_swap, ranking_tau, validate
-from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.base.tables import markdown_table
+from memlab.lab.datasets.generated.templates import template_questions
+from memlab.lab.datasets.model import Dataset, Question
+from memlab.lab.metrics.label_validation import Validation, generated_vs_own, largest_swap, ranking_tau, validate
+from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.runs.asking import QueryVectors, ask
+from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems import Env, EventSystem, System
-from memlab.lab.tables import markdown_table
+from memlab.lab.systems.kinds import Env, EventSystem, System
 from memlab.types import SearchSettings
 
 DEPTHS = (5, 10, 20)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlab.lab.dataset import Dataset
-from memlab.lab.folder import RunFolder
-from memlab.lab.roles import SWEEP
+from memlab.lab.base.tables import markdown_table, pivot_scores
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.runs.folder import RunFolder
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems import EventSystem, System
-from memlab.lab.tables import markdown_table, pivot_scores
+from memlab.lab.systems.kinds import EventSystem, System
+from memlab.lab.systems.roles import SWEEP
 
 
 def system_name(embedder: str) -> str:

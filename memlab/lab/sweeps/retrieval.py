@@ -1,7 +1,7 @@
 """What to embed and how to search: renderings x search mode x fact keys x time handling, on the same questions
 with the same k, by question type and memory size, with the context each configuration hands the model (a gain
 bought with more text shows as one). Answerability (when to return nothing) is fitted from these runs in
-`memlab.lab.answerability` and reported here.
+`memlab.lab.metrics.answerability` and reported here.
 
 Options (all optional): `renderings` ([text, speaker, speaker_date, context]), `modes` ([vector, lexical,
 hybrid]), `fact_keys` ([rules, labelled]: labelled only where the data set has gold candidates),
@@ -20,21 +20,21 @@ from typing import Any
 
 import pandas as pd
 
-import memlab.lab.answerability as answerability
+import memlab.lab.metrics.answerability as answerability
 from memlab.errors import ConfigError
 from memlab.events.answerability import AnswerabilityGate
 from memlab.events.renderings import RENDERINGS
-from memlab.lab.cutoff_advice import HIT_AUC, QUESTION_AUC
-from memlab.lab.dataset import Dataset
-from memlab.lab.folder import RunFolder
-from memlab.lab.plots import answerability_curves
-from memlab.lab.redacted import write_csv
-from memlab.lab.roles import MEASURE, SWEEP
-from memlab.lab.runs import slug
-from memlab.lab.scoring import SCORE_COLUMNS
+from memlab.lab.base.plots import answerability_curves
+from memlab.lab.base.redacted import write_csv
+from memlab.lab.base.tables import breakdown, markdown_table, pivot_scores
+from memlab.lab.datasets.model import Dataset
+from memlab.lab.metrics.cutoffs import HIT_AUC, QUESTION_AUC
+from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.runs.folder import RunFolder
+from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems import EventSystem
-from memlab.lab.tables import breakdown, markdown_table, pivot_scores
+from memlab.lab.systems.kinds import EventSystem
+from memlab.lab.systems.roles import MEASURE, SWEEP
 from memlab.types import SEARCH_MODES, SearchSettings
 
 BASELINE = "text/vector"  # plain vector search on the raw text: what every gain is measured against

@@ -1,0 +1,209 @@
+"""Score a run against event-level labels: every metric of the registry (memlab.lab.metrics.definitions) that is
+scored per question, by its ir-measures measure (pytrec_eval) or its own function (empty results, correct empties
+on no-answer questions, context size, agreement with FAISS exact, ...), then summarized per system and breakdown
+under the same name: adding a metric is adding its entry, with nothing to change here.
+
+A unit is relevant if it holds a relevant event: rankings are mapped to events first (each event at the
+rank of the first unit that holds it). Events and units are compared by (session, id) within the question's app
+and user (memlab.lab.base.identity): the same event id in another session is another event. A cut-off
+(`max_distance`) is applied to the run before scoring."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ir_measures
+import numpy as np
+import pandas as pd
+
+from memlab.lab.base.identity import as_labelled, doc_id, run_events, unit_keys
+from memlab.lab.base.sizes import SIZE_BINS, SIZE_LABELS, size_bucket  # noqa: F401  (scores' size buckets)
+from memlab.lab.datasets.model import Question
+from memlab.lab.metrics.definitions import MetricDefinition, summarized
+from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit, answer_sessions_found
+from memlab.lab.metrics.ranking import events_in_rank_order
+
+
+def cut(run: pd.DataFrame, max_distance: float | None) -> pd.DataFrame:
+    """Drop hits beyond the cut-off; questions left with nothing keep one empty row."""
+    if max_distance is None:
+        return run
+    kept = run[(run["rank"] == 0) | (run["distance"] <= max_distance)]
+    lost = set(zip(run.system, run.question_id, strict=True)) - set(zip(kept.system, kept.question_id, strict=True))
+    empty = run.drop_duplicates(["system", "question_id"]).set_index(["system", "question_id"]).loc[sorted(lost)]
+    empty = empty.reset_index().assign(rank=0, unit_id=None, event_ids=[[] for _ in range(len(lost))],
+                                       distance=np.nan, chars=0)  # fmt: skip
+    if "event_sessions" in empty.columns:
+        empty = empty.assign(session_id=None, event_sessions=[[] for _ in range(len(lost))])
+    if "rerank" in empty.columns:  # the question's re-rank cost stays; the dropped hit's score goes
+        empty = empty.assign(rerank=np.nan)
+    return pd.concat([kept, empty], ignore_index=True) if len(lost) else kept
+
+
+def score(
+    run: pd.DataFrame,
+    questions: Sequence[Question],
+    *,
+    k: int = 10,
+    max_distance: float | None = None,
+    exact: pd.DataFrame | None = None,
+    memory_sizes: dict[tuple[str, str], int] | None = None,
+) -> pd.DataFrame:
+    """One row per (system, question): what the search gave (`returned`, `empty`, `latency_ms`, `plan`, a
+    re-ranked run's `rerank_error`) and one column per metric the registry scores per question
+    (memlab.lab.metrics.definitions), under the metric's name, NaN outside the questions it averages over. Recall
+    against the `exact` run's system of the same questions is measured before the cut-off (it measures the index,
+    not the threshold)."""
+    by_id = {q.id: q for q in questions}
+    run = run[run.question_id.isin(by_id)]
+    trimmed = cut(run[run["rank"] <= k], max_distance)
+    entries = [d for d in summarized() if d.scored and d.applies(run, questions)]
+    measures = {d.name: d.question.at(k) for d in entries if isinstance(d.question, IrMeasure)}
+    qrels = [ir_measures.Qrel(q.id, doc_id(key), 1) for q in questions for key in q.evidence]
+    # a judged set's labels are incomplete: its judged non-relevant events go in as relevance 0, so judged@k and
+    # bpref can tell a hit judged wrong from one nobody judged (recall and the rest ignore relevance 0)
+    qrels += [ir_measures.Qrel(q.id, doc_id(key), 0) for q in questions for key in q.judged if key not in q.evidence]
+    rows = []
+    exact_ids: dict[str, list] = {}
+    if exact is not None:  # one sort for all questions (a question's ranks are distinct), not one per question
+        ranked = exact[exact["rank"] > 0].sort_values("rank", kind="stable")
+        for qid, unit in zip(ranked.question_id, unit_keys(ranked), strict=True):
+            exact_ids.setdefault(qid, []).append(unit)
+    searched = ["latency_ms", "plan", *[c for c in RERANK_RECORDED if c in trimmed.columns]]
+    columns = ["question_id", "rank", "distance", "chars", *searched]
+    for system, sys_run in trimmed.groupby("system", sort=False):
+        docs = []
+        results: dict[str, QuestionResult] = {}
+        uncut = run[(run.system == system) & (run["rank"] > 0)].sort_values("rank", kind="stable")
+        full_by_q: dict[str, list] = {}
+        for qid, unit in zip(uncut.question_id, unit_keys(uncut), strict=True):
+            full_by_q.setdefault(qid, []).append(unit)
+        by_question: dict[str, list] = {qid: [] for qid in pd.unique(sys_run.question_id)}  # first-seen order
+        ordered = sys_run.sort_values("rank", kind="stable")
+        for row, unit, keys in zip(ordered[columns].itertuples(index=False), unit_keys(ordered), run_events(ordered),
+                                   strict=True):  # fmt: skip
+            by_question[row.question_id].append((row, unit, keys))
+        for qid, rows_of_q in by_question.items():
+            q = by_id[qid]
+            hits = tuple(ScoredHit(int(r.rank), unit, tuple(keys), np.nan if r.distance is None else float(r.distance),
+                             int(r.chars)) for r, unit, keys in rows_of_q if r.rank > 0)  # fmt: skip
+            known = (*q.evidence, *q.judged)
+            events = events_in_rank_order([[as_labelled(known, key) for key in hit.events] for hit in hits])
+            docs.extend(ir_measures.ScoredDoc(qid, doc_id(e), float(len(events) - i)) for i, e in enumerate(events))
+            first = rows_of_q[0][0]
+            results[qid] = QuestionResult(hits, k, {c: getattr(first, c) for c in searched},
+                                          tuple(full_by_q.get(qid, ())),
+                                          tuple(exact_ids.get(qid, ())) if exact is not None else None)  # fmt: skip
+        values = {(m.query_id, str(m.measure)): m.value
+                  for m in ir_measures.iter_calc(list(measures.values()), qrels, docs)} if measures else {}  # fmt: skip
+        for qid, result in results.items():
+            q = by_id[qid]
+            row = {"system": system, "question_id": qid, "app_name": q.app_name, "user_id": q.user_id,
+                   "qtype": q.qtype, "answerable": q.answerable, "returned": len(result.hits),
+                   "empty": not result.hits, "latency_ms": float(result.searched["latency_ms"]),
+                   "plan": result.searched["plan"]}  # fmt: skip
+            if "rerank_error" in result.searched:  # the error re-ranking fell back on (None: it was re-ranked)
+                error = result.searched["rerank_error"]
+                row["rerank_error"] = error if isinstance(error, str) and error else None
+            for d in entries:
+                row[d.name] = _value(d, result, q, values, measures)
+            if memory_sizes is not None:
+                row["memory_units"] = memory_sizes.get((q.app_name, q.user_id), 0)
+                row["size_bucket"] = size_bucket(row["memory_units"])
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+RERANK_RECORDED = ("rerank_seconds", "rerank_tokens", "rerank_error")  # a re-ranked run's per-question costs
+
+
+def _value(definition: MetricDefinition, result: QuestionResult, question: Question,
+           values: dict[tuple[str, str], float], measures: dict[str, ir_measures.Measure]) -> float:  # fmt: skip
+    """One metric of one question: NaN outside its population; an ir-measures measure's value as computed (a
+    question with hits but none scored: 0.0; with no hit: the measure's `no_hits`); else its function's."""
+    if not definition.population.holds(question):
+        return np.nan
+    if isinstance(definition.question, IrMeasure):
+        if not result.hits:
+            return definition.question.no_hits
+        return values.get((question.id, str(measures[definition.name])), 0.0)
+    return definition.question(result, question)
+
+
+def _groups(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """The groups of a per-question table, one row each, with `questions` (answerable ones; NaN where none): the
+    groups holding answerable questions joined with every group, the order scores have always had."""
+    answerable = scores[scores.answerable.astype(bool)].groupby(by, sort=False).agg(questions=("question_id", "count"))
+    every = scores.groupby(by, sort=False).size().rename("_all").to_frame()
+    return answerable.join(every, how="outer").drop(columns="_all")
+
+
+def _summaries(scores: pd.DataFrame, by: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every metric the registry summarizes, per group (columns by metric name), and the count of questions behind
+    each: its population's rows in the group."""
+    out = _groups(scores, by)
+    counts = pd.DataFrame(index=out.index)
+    keys = [scores[b] for b in by]
+    for d in summarized():
+        if d.column not in scores.columns:
+            continue
+        mask = d.population.rows(scores, d.column)
+        out[d.name] = d.statistic.compute(scores[mask], by, d.column).reindex(out.index).astype(float)
+        counts[d.name] = mask.groupby(keys, sort=False).sum().reindex(out.index)
+    return out, counts
+
+
+def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataFrame:
+    """Per group: `questions` (answerable ones) and every metric the registry summarizes, under its name: its
+    statistic over its population (label metrics and the empty rate over answerable questions, the correct-empty
+    rate over no-answer ones, context and latency over all)."""
+    return _summaries(scores, list(by))[0].reset_index()
+
+
+# -- long form: one row per (dataset, system, metric) -----------------------------------------------------------
+
+_GROUP_TAGS = {"size_bucket": "size"}  # memory size in events: <=50, 51-500, 501-2000, >2000
+
+
+def session_recall(run: pd.DataFrame, questions: Sequence[Question], k: int) -> pd.Series:
+    """Per answerable question with session labels: share of its answer sessions that a hit within k comes from
+    (the `session_recall` entry's function, memlab.lab.metrics.per_question)."""
+    by_id = {q.id: q for q in questions if q.relevant_sessions and q.answerable}
+    hits = run[(run["rank"] > 0) & (run["rank"] <= k) & run.question_id.isin(by_id)]
+    found: dict[str, list[ScoredHit]] = {}
+    for qid, rank, unit, keys in zip(hits.question_id, hits["rank"], unit_keys(hits), run_events(hits), strict=True):
+        found.setdefault(qid, []).append(ScoredHit(int(rank), unit, tuple(keys), np.nan, 0))
+    return pd.Series({qid: answer_sessions_found(QuestionResult(tuple(found.get(qid, ())), k), q)
+                      for qid, q in by_id.items()}, dtype=float)  # fmt: skip
+
+
+def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[str] = ("qtype", "size_bucket")
+                ) -> pd.DataFrame:  # fmt: skip
+    """Per-question scores (from `score`) in the output contract's long form: dataset, system, metric, value,
+    questions (those its value averages over). Breakdowns are metrics too: `recall@10[qtype=knowledge-update]`."""
+    rows = []
+    for group in (None, *[g for g in groups if g in scores.columns and scores[g].notna().any()]):
+        by = ["system"] + ([group] if group else [])
+        values, counts = _summaries(scores, by)
+        entries = [d for d in summarized() if d.name in values.columns]
+        for key in values.index:
+            parts = key if isinstance(key, tuple) else (key,)
+            tag = f"[{_GROUP_TAGS.get(group, group)}={parts[1]}]" if group else ""
+            for d in entries:
+                value = values.at[key, d.name]
+                if pd.isna(value):
+                    continue
+                rows.append((dataset, parts[0], d.metric(k) + tag, float(value), int(counts.at[key, d.name])))
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+SCORE_COLUMNS = ["dataset", "system", "metric", "value", "questions"]
+
+
+def metric_key(dataset: str, system: str, metric: str) -> str:
+    """The one key scheme of metrics.json and the gate: `dataset/system/metric`."""
+    return f"{dataset}/{system}/{metric}"
+
+
+def flat_metrics(scores: pd.DataFrame) -> dict[str, float]:
+    return {metric_key(r.dataset, r.system, r.metric): float(r.value) for r in scores.itertuples(index=False)}
