@@ -142,8 +142,8 @@ def find_table(conn: psycopg.Connection, table: str) -> tuple[int, str, str, str
         "SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
         "   AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%' ORDER BY 1 LIMIT 1000").fetchall()]
-    near = difflib.get_close_matches(table.lower(), [v.lower() for v in visible]
-                                     + [v.split(".", 1)[1].lower() for v in visible], n=3, cutoff=0.6)  # fmt: skip
+    names = {form: v for v in visible for form in (v.lower(), v.split(".", 1)[1].lower())}
+    near = [names[n] for n in difflib.get_close_matches(table.lower(), list(names), n=3, cutoff=0.6)]
     where = f"schema {schema!r}" if schema else "the schemas on the search_path"
     hint = f" Near names: {', '.join(dict.fromkeys(near))}." if near else ""
     raise ConfigError(f"table {table!r} is not in {where} of this database (or this role may not see it).{hint} "

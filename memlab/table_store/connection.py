@@ -148,7 +148,7 @@ class ReadOnlyConnection:
 
     @contextmanager
     def work(self, knobs: list[tuple[str, str]] = ()) -> Iterator[Work]:  # type: ignore[assignment]
-        """One READ ONLY transaction with the limits and `knobs` SET LOCAL (with `set_config(..., true)`)."""
+        """One READ ONLY transaction on a pooled connection, with the limits and `knobs` SET LOCAL."""
         self.open()
         assert self._pool is not None
         try:
@@ -158,6 +158,23 @@ class ReadOnlyConnection:
                 f"no connection to {self.shown} within {self.timeout:g} s: the server is down or unreachable, or all "
                 f"{self.limits.connections} connection(s) stayed busy. Fix: check the server, or raise "
                 "ReadOnlyLimits(connections=...) for more calls at once.")) from exc  # fmt: skip
+        try:
+            with self._transaction(conn, knobs) as work:
+                yield work
+        finally:
+            self._pool.putconn(conn)
+
+    @contextmanager
+    def once(self) -> Iterator[Work]:
+        """One READ ONLY transaction on a connection of its own, closed after (the checks before the pool opens:
+        the pool's connections need the vector type to exist)."""
+        conn = self.connect_once()
+        with conn, self._transaction(conn, []) as work:
+            yield work
+
+    @contextmanager
+    def _transaction(self, conn: psycopg.Connection, knobs: list[tuple[str, str]]) -> Iterator[Work]:
+        """The transaction (see the module docstring); psycopg errors come out as memlab errors with the fix."""
         try:
             with conn.transaction():
                 work = Work(conn, self._limit)
@@ -172,8 +189,6 @@ class ReadOnlyConnection:
                 yield work
         except psycopg.Error as exc:
             raise self._translate(exc, conn) from exc
-        finally:
-            self._pool.putconn(conn)
 
     def _translate(self, exc: psycopg.Error, conn: psycopg.Connection) -> Exception:
         detail = _first_line(exc)

@@ -328,8 +328,8 @@ def open_table(dsn: str | None, layout: Layout | str, *, table: str | None = Non
         layout = Layout(table or layout.table, layout.columns.replace(**columns))
     connection = ReadOnlyConnection(dsn, limits)
     try:
-        with connection.connect_once() as conn, conn.transaction():
-            catalog, _ = _read_catalog(conn, layout, connection.shown)
+        with connection.once() as work:
+            catalog, _ = _read_catalog(work, layout, connection.shown)  # type: ignore[arg-type]
         store = TableStore(connection, layout, catalog, model=model)
         connection.open()
         return store
