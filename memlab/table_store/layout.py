@@ -71,7 +71,8 @@ def parse_source(name: str, expression: object) -> Source:
     if expression is None:
         return Source()
     if not isinstance(expression, str):
-        raise ConfigError(f"columns.{name} = {expression!r} is a {type(expression).__name__}; give {_GRAMMAR}.")
+        raise ConfigError(f"columns.{name} = {expression!r} is of type {type(expression).__name__}, not text; "
+                          f"give {_GRAMMAR}.")
     if "\x00" in expression:
         raise ConfigError(f"columns.{name} holds a NUL character; give {_GRAMMAR}.")
     constant = _CONSTANT.fullmatch(expression)
