@@ -60,16 +60,18 @@ class VectorIndex:
 
 @dataclass
 class TableCatalog:
-    """The catalog's facts about the table (see the module docstring). `dimension` is the column's declared one,
-    else the most common one found by `count_rows`. The row counts (`rows`, `null_embeddings`,
-    `other_dimension`, `dimensions`) are None until `TableStore.catalog(count_rows=True)` reads them (a full
-    scan), except where the column's type rules them out (vector(N) NOT NULL: both 0)."""
+    """The catalog's facts about the table (see the module docstring). `declared_dimension` is the column's own
+    (vector(384): 384; None for a plain `vector`), `dimension` that, else the most common one `count_rows` found; a
+    column without a declared dimension is read only where a row's size is the query's. The row counts (`rows`,
+    `null_embeddings`, `other_dimension`, `dimensions`) are None until `TableStore.count_rows()` reads them (a
+    full scan), except where the column's type rules them out (vector(N) NOT NULL: both 0)."""
 
     schema: str
     table: str
     kind: str
     vector_version: str
     embedding_type: str
+    declared_dimension: int | None
     dimension: int | None
     indexes: list[VectorIndex]
     estimated_rows: int | None
@@ -217,7 +219,8 @@ def read_catalog(conn: psycopg.Connection, layout: Layout, shown: str) -> tuple[
     dimension = int(declared.group(1)) if declared else None
     estimate = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s", [oid]).fetchone()[0]
     catalog = TableCatalog(
-        schema=schema, table=name, kind=kind, vector_version=version, embedding_type=base_type, dimension=dimension,
+        schema=schema, table=name, kind=kind, vector_version=version, embedding_type=base_type,
+        declared_dimension=dimension, dimension=dimension,
         indexes=read_indexes(conn, oid, embedding) if kind in ("r", "p", "m") else [],
         estimated_rows=None if estimate is None or estimate < 0 else int(estimate),
         column_types={c: t[0] for c, t in columns.items()})  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from psycopg import sql
 
+from memlab.errors import DimensionError
 from memlab.table_store.catalog import DISTANCES, Bound, VectorIndex
 
 
@@ -20,6 +21,14 @@ def scope(bound: Bound, *, model: bool, user: bool = True) -> sql.Composable:
     if model:
         parts.append(sql.SQL("{} = %(model)s").format(bound.expr("model")))
     return sql.SQL(" AND ").join(parts) if parts else sql.SQL("true")
+
+
+def same_dimension(bound: Bound) -> sql.Composable:
+    """` AND vector_dims(embedding) = %(dim)s` for a column without a declared dimension (rows of another size
+    cannot be compared with the query), else nothing."""
+    if bound.catalog.declared_dimension is not None:
+        return sql.SQL("")
+    return sql.SQL(" AND vector_dims({}) = %(dim)s").format(bound.expr("embedding"))
 
 
 def row_columns(bound: Bound) -> sql.Composable:
@@ -57,25 +66,24 @@ def distance_expr(bound: Bound, distance: str, index: VectorIndex | None) -> sql
     return sql.SQL("({} {} %(q)s::{})").format(column, sql.SQL(DISTANCES[distance]), vt)
 
 
-def search_sql(bound: Bound, distance: str, strategy: str, index: VectorIndex | None, *, model: bool,
-               cutoff: bool) -> sql.Composed:  # fmt: skip
+def search_sql(bound: Bound, distance: str, strategy: str, index: VectorIndex | None, *, model: bool) -> sql.Composed:
     """The scoped k-NN query. `exact` orders by `distance + 0`, which no index serves, so every row of the scope is
     scored; `index` orders by the indexed expression. The MATERIALIZED CTE keeps the inner ORDER BY ... LIMIT as
-    written, the outer one re-sorts what a relaxed iterative scan returned slightly out of order and applies the
-    cut-off to the top k (as a memory would: the k nearest, then the ones near enough)."""
+    written, the outer one re-sorts what a relaxed iterative scan returned slightly out of order."""
     dist = distance_expr(bound, distance, index)
     order = sql.SQL("{} + 0").format(dist) if strategy == "exact" else dist
     return sql.SQL(
         "WITH ranked AS MATERIALIZED (SELECT {cols}, {dist} AS distance FROM {t}"
-        " WHERE {w} AND {e} IS NOT NULL ORDER BY {order} LIMIT %(k)s)"
-        " SELECT * FROM ranked{cut} ORDER BY distance + 0"
+        " WHERE {w} AND {e} IS NOT NULL{dims} ORDER BY {order} LIMIT %(k)s)"
+        " SELECT * FROM ranked ORDER BY distance + 0"
     ).format(cols=row_columns(bound), dist=dist, t=bound.table, w=scope(bound, model=model), e=bound.expr("embedding"),
-             order=order, cut=sql.SQL(" WHERE distance <= %(max_distance)s") if cutoff else sql.SQL(""))  # fmt: skip
+             dims=same_dimension(bound), order=order)  # fmt: skip
 
 
 def vectors_sql(bound: Bound, *, model: bool) -> sql.Composed:
-    return sql.SQL("SELECT {id}, {e} FROM {t} WHERE {w} AND {e} IS NOT NULL ORDER BY 1").format(
-        id=bound.as_text("event_id"), e=bound.expr("embedding"), t=bound.table, w=scope(bound, model=model))
+    return sql.SQL("SELECT {id}, {e} FROM {t} WHERE {w} AND {e} IS NOT NULL{dims} ORDER BY 1").format(
+        id=bound.as_text("event_id"), e=bound.expr("embedding"), t=bound.table, w=scope(bound, model=model),
+        dims=same_dimension(bound))
 
 
 def texts_sql(bound: Bound, *, model: bool, limit: bool) -> sql.Composed:
@@ -91,17 +99,19 @@ def models_sql(bound: Bound, *, user: bool) -> sql.Composed:
 
 def sample_sql(bound: Bound, *, user: bool, model: bool) -> sql.Composed:
     """Rows with a text and a vector, in event-id order (stable), for the model check."""
-    return sql.SQL("SELECT {id}, {text}, {e} FROM {t} WHERE {w} AND {e} IS NOT NULL AND {text} IS NOT NULL"
+    return sql.SQL("SELECT {id}, {text}, {e} FROM {t} WHERE {w} AND {e} IS NOT NULL{dims} AND {text} IS NOT NULL"
                    " AND {text} <> '' ORDER BY 1 LIMIT %(limit)s").format(
         id=bound.as_text("event_id"), text=bound.as_text("text"), e=bound.expr("embedding"), t=bound.table,
-        w=scope(bound, model=model, user=user))  # fmt: skip
+        w=scope(bound, model=model, user=user), dims=same_dimension(bound))  # fmt: skip
 
 
 def vector_param(vector: np.ndarray, dimension: int | None) -> str:
-    """A query vector in pgvector's text form (exact for float32); ValueError on NaN, inf or a wrong size."""
+    """A query vector in pgvector's text form (exact for float32); DimensionError for a wrong size, ValueError
+    for NaN or infinite values."""
     values = np.asarray(vector, dtype=np.float32).reshape(-1)
     if dimension is not None and values.size != dimension:
-        raise ValueError(f"the query vector has {values.size} dimensions; the table's embeddings have {dimension}")
+        raise DimensionError(f"the query vector has {values.size} dimensions and the table's embeddings {dimension}: "
+                             "embed the query with the model that wrote the table (check_model tells which fits).")
     if not np.isfinite(values).all():
         raise ValueError("a query vector with NaN or infinite values cannot be searched")
     return "[" + ",".join(repr(float(x)) for x in values) + "]"

@@ -164,15 +164,21 @@ class TableStore:
                                 self._params(app, user, limit=limit)).fetchall()  # fmt: skip
         return [TableHit(*r) for r in rows]
 
-    def vectors(self, app: str, user: str) -> tuple[list[str], np.ndarray]:
+    def vectors(self, app: str, user: str, *, dimension: int | None = None) -> tuple[list[str], np.ndarray]:
         """Every (event id, vector) of `user` with a vector, in event-id order: ids and a float32 matrix (n, dim)
-        for an exact search outside PostgreSQL (FAISS)."""
+        for an exact search outside PostgreSQL (FAISS). A column without a declared dimension gives the rows of
+        `dimension` (default: the catalog's, which `count_rows` finds)."""
+        dimension = dimension or self.catalog.dimension
+        if dimension is None:
+            raise ConfigError(f"{self.catalog.qualified}.{self.layout.columns.embedding} declares no dimension, so its "
+                              "rows may differ in size: pass vectors(..., dimension=N), or call count_rows() first "
+                              "to take the most common one.")  # fmt: skip
         with self.connection.work() as work:
             rows = work.execute(q.vectors_sql(self.bound, model=self.model is not None),
-                                self._params(app, user)).fetchall()  # fmt: skip
+                                self._params(app, user, dim=dimension)).fetchall()  # fmt: skip
         ids = [str(r[0]) for r in rows]
         if not rows:
-            return ids, np.zeros((0, self.catalog.dimension or 0), dtype=np.float32)
+            return ids, np.zeros((0, dimension), dtype=np.float32)
         return ids, np.vstack([_as_array(r[1]) for r in rows])
 
     def models(self, app: str, user: str | None = None) -> dict[str, int]:
@@ -198,7 +204,7 @@ class TableStore:
         for value in values:
             scoped = value is not None
             statement = q.sample_sql(self.bound, user=user is not None, model=scoped)
-            params = self._params(app, user, limit=sample)
+            params = self._params(app, user, limit=sample, dim=self.catalog.dimension or embedder.dimension)
             if scoped:
                 params["model"] = value
             with self.connection.work() as work:
@@ -230,9 +236,8 @@ class TableStore:
                           iterative_scan=iterative_scan, max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
         if max_distance is not None:
             check_number(max_distance, "max_distance", low=-1e12, high=1e12, integer=False)
-        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None,
-                                 cutoff=False)  # fmt: skip
-        params = self._params(app, user, q=q.vector_param(vector, self._dimension(plan)), k=k)
+        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None)
+        params = self._params(app, user, q=q.vector_param(vector, self._dimension(plan)), k=k, dim=np.size(vector))
         with self.connection.work(plan.knobs) as work:
             rows = work.execute(statement, params).fetchall()
         hits = [TableHit(*r[:5], distance=float(r[5])) for r in rows]
@@ -247,9 +252,8 @@ class TableStore:
         the same read-only transaction and settings) and whether its plan used the vector index."""
         plan = self._plan(app, user, k=k, strategy=strategy, distance=distance, ef_search=ef_search,
                           iterative_scan=iterative_scan, max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
-        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None,
-                                 cutoff=False)  # fmt: skip
-        params = self._params(app, user, q=q.vector_param(vector, self._dimension(plan)), k=k)
+        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None)
+        params = self._params(app, user, q=q.vector_param(vector, self._dimension(plan)), k=k, dim=np.size(vector))
         with self.connection.work(plan.knobs) as work:
             raw = work.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + statement, params).fetchone()[0]
         doc = (raw if isinstance(raw, list) else json.loads(raw))[0]
