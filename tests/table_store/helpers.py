@@ -102,6 +102,8 @@ def brute_force(dsn: str, sql: str, params: list, query: np.ndarray, distance: s
             d = 1.0 - float(v @ q) / (np.linalg.norm(v) * np.linalg.norm(q))
         elif distance == "l2":
             d = float(np.linalg.norm(v - q))
+        elif distance == "inner_product":  # pgvector's <#> is the negative inner product
+            d = -float(v @ q)
         else:
             raise ValueError(distance)
         out.append((str(row_id), d))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import psycopg
@@ -73,8 +74,11 @@ def mapped(store, embedder):
                          "WITH (m = 8, ef_construction = 32)")  # fmt: skip
             conn.execute("CREATE INDEX half_store_hnsw ON half_store USING hnsw ((embedding::halfvec(384)) "
                          "halfvec_cosine_ops)")  # fmt: skip
+            conn.execute("CREATE TABLE ivf_store AS SELECT id, user_id, body, embedding FROM half_store")
+            conn.execute("CREATE INDEX ivf_store_ip ON ivf_store USING ivfflat (embedding vector_ip_ops) "
+                         "WITH (lists = 4)")  # fmt: skip
             conn.execute("ANALYZE")
-        role, ro_dsn = select_only_role(dsn, ["lc_store", "half_store", "messy"])
+        role, ro_dsn = select_only_role(dsn, ["lc_store", "half_store", "messy", "ivf_store"])
         queries = {}
         for question in data.questions:
             queries.setdefault(question.user_id, question.text)
@@ -130,6 +134,29 @@ def test_a_halfvec_expression_index_on_integer_user_ids_without_app_or_session(m
         distances = {h.event_id: h.distance for h in exact}
         assert all(abs(h.distance - distances[h.event_id]) < 2e-3 for h in hnsw if h.event_id in distances)
         assert all(h.session is None and h.author is None for h in exact)
+
+
+def test_an_ivfflat_inner_product_index_on_two_connections(mapped):
+    user = max(mapped["sizes"], key=mapped["sizes"].get)
+    query, uid = mapped["queries"][user], str(int(user[1:]))
+    limits = ReadOnlyLimits(max_qps=None, connections=2)
+    with open_table(mapped["ro_dsn"], Layout("ivf_store", HALF_LAYOUT.columns), limits=limits) as table:
+        [index] = table.catalog.indexes
+        assert (index.method, index.distance, index.params) == ("ivfflat", "inner_product", {"lists": 4})
+        assert table.catalog.index_used_for("inner_product") and not table.catalog.index_used_for("cosine")
+        walked = table.explain("x", uid, query, strategy="ivfflat", probes=4)
+        assert walked.index_used and walked.access == "ivf_store_ip"
+        assert table.explain("x", uid, query, strategy="hnsw").index is None  # no hnsw index serves it
+        with pytest.raises(memlab.ConfigError, match="ivfflat has no strict_order"):
+            table.search("x", uid, query, strategy="ivfflat", iterative_scan="strict_order")
+        truth = brute_force(mapped["dsn"], "SELECT id, embedding FROM ivf_store WHERE user_id = %s", [int(uid)], query,
+                            distance="inner_product")  # fmt: skip
+        with ThreadPoolExecutor(4) as pool:  # every list probed: the index returns the exact top k
+            found = list(pool.map(lambda _: table.search("x", uid, query, k=10, strategy="ivfflat", probes=4),
+                                  range(8)))  # fmt: skip
+        for hits in found:
+            assert hits.index == "ivf_store_ip"
+            assert_same_top_k(hits.event_ids, [h.distance for h in hits], truth, 10)
 
 
 def test_a_vector_column_without_a_dimension_reports_nulls_and_other_sizes(mapped, embedder):
