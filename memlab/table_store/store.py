@@ -48,8 +48,9 @@ class TableHit:
 
 class TableHits(list[TableHit]):
     """The hits of one search, nearest first, and how they were found: `strategy` run (exact, hnsw, ivfflat),
-    `distance` measured, `index` the index that serves it (None: no index serves that distance, so the search
-    scanned the scope whatever the strategy), `dropped_by_cutoff` hits of the top k beyond `max_distance`."""
+    `distance` measured, `index` the index of that method serving that distance (None for exact; None for hnsw or
+    ivfflat means no such index serves the distance, so the search scanned the scope: an operator that does not
+    match the index's class), `dropped_by_cutoff` hits of the top k beyond `max_distance`."""
 
     def __init__(self, hits: list[TableHit], *, strategy: str, distance: str, index: str | None,
                  dropped_by_cutoff: int = 0) -> None:  # fmt: skip
@@ -232,12 +233,11 @@ class TableStore:
         `ivfflat` walk that index with `ef_search` (hnsw) or `probes` (ivfflat) and `iterative_scan`, `auto` is
         exact up to memlab's exact threshold of rows and the table's index above it. `distance` (cosine, l2,
         inner_product, l1) defaults to what the index serves; `max_distance` drops hits of the top k beyond it."""
-        plan = self._plan(app, user, k=k, strategy=strategy, distance=distance, ef_search=ef_search,
-                          iterative_scan=iterative_scan, max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
         if max_distance is not None:
             check_number(max_distance, "max_distance", low=-1e12, high=1e12, integer=False)
-        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None)
-        params = self._params(app, user, q=q.vector_param(vector, self._dimension(plan)), k=k, dim=np.size(vector))
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
         with self.connection.work(plan.knobs) as work:
             rows = work.execute(statement, params).fetchall()
         hits = [TableHit(*r[:5], distance=float(r[5])) for r in rows]
@@ -250,10 +250,9 @@ class TableStore:
                 max_scan_tuples: int | None = None, probes: int | None = None) -> TableExplain:  # fmt: skip
         """EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of `search` with the same arguments (ANALYZE runs the SELECT, in
         the same read-only transaction and settings) and whether its plan used the vector index."""
-        plan = self._plan(app, user, k=k, strategy=strategy, distance=distance, ef_search=ef_search,
-                          iterative_scan=iterative_scan, max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
-        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None)
-        params = self._params(app, user, q=q.vector_param(vector, self._dimension(plan)), k=k, dim=np.size(vector))
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
         with self.connection.work(plan.knobs) as work:
             raw = work.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + statement, params).fetchone()[0]
         doc = (raw if isinstance(raw, list) else json.loads(raw))[0]
@@ -267,10 +266,15 @@ class TableStore:
                             shared_hit=int(top.get("Shared Hit Blocks", 0)),
                             shared_read=int(top.get("Shared Read Blocks", 0)), plan=doc)  # fmt: skip
 
-    def _dimension(self, plan: _SearchPlan) -> int | None:
+    def _statement(self, app: str, user: str, vector: np.ndarray, **settings) -> tuple[_SearchPlan, sql.Composed, dict]:
+        """The plan, statement and parameters of one search (shared by `search` and `explain`)."""
+        plan = self._plan(app, user, **settings)
+        dimension = self.catalog.dimension
         if plan.index is not None and plan.index.cast is not None:
-            return int(plan.index.cast.split("(")[1].rstrip(")"))
-        return self.catalog.dimension
+            dimension = int(plan.index.cast.split("(")[1].rstrip(")"))
+        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None)
+        params = self._params(app, user, q=q.vector_param(vector, dimension), k=settings["k"], dim=np.size(vector))
+        return plan, statement, params
 
     def _plan(self, app: str, user: str, *, k: int, strategy: str, distance: str | None, ef_search: int,
               iterative_scan: str, max_scan_tuples: int | None, probes: int | None) -> _SearchPlan:  # fmt: skip
@@ -290,7 +294,7 @@ class TableStore:
             big = index is not None and self.count(app, user) > EXACT_BELOW
             strategy = index.method if big and index is not None else "exact"
         if strategy == "exact":
-            return _SearchPlan("exact", distance, index, [])
+            return _SearchPlan("exact", distance, None, [])  # the column itself, at its own precision
         if index is not None and index.method != strategy:
             index = None  # the index that serves this distance is of the other method
         iterative = _version(self.catalog.vector_version) >= ITERATIVE_SINCE
