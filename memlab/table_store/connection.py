@@ -132,10 +132,14 @@ class ReadOnlyConnection:
         try:
             conn = psycopg.connect(self.dsn, **self._kwargs)
         except psycopg.Error as exc:
+            detail = _first_line(exc)
+            fix = ("GRANT CONNECT ON DATABASE to the DSN's role (memlab needs CONNECT, USAGE on the table's schema and "
+                   "SELECT on the table)" if "permission denied" in detail else
+                   "check that the server is up and reachable from here, and the DSN's host, port, dbname, user and "
+                   "password (MEMLAB_DSN or dsn=...)")  # fmt: skip
             raise DatabaseUnavailableError(self.safe(
-                f"cannot connect to {self.shown} (waited at most {self.timeout:g} s): {_first_line(exc)}. Fix: check "
-                "that the server is up and reachable from here, and the DSN's host, port, dbname, user and password"
-                " (MEMLAB_DSN or dsn=...).")) from None  # fmt: skip
+                f"cannot connect to {self.shown} (waited at most {self.timeout:g} s): {detail}. Fix: {fix}."
+            )) from None
         conn.read_only = True
         return conn
 

@@ -144,7 +144,7 @@ def test_exact_search_is_the_brute_force_top_k_of_the_table_rows(agent, table):
 def test_recall_against_the_read_back_vectors_equals_a_recount_from_the_table(agent, table):
     """The recall memlab reports for the index (against its exact baseline from `vectors`, as FAISS will compute
     it) is the recall a brute-force recount of the table's rows gives."""
-    k, found_memlab, found_recount, total = 10, 0, 0, 0
+    k, found_memlab, found_recount, total, trapped = 10, 0, 0, 0, 0
     for user in agent["users"]:
         query = agent["queries"][user]
         ids, matrix = table.vectors(agent["app"], user)
@@ -158,8 +158,11 @@ def test_recall_against_the_read_back_vectors_equals_a_recount_from_the_table(ag
         found_memlab += len(baseline & set(hits.event_ids))
         found_recount += len({i for i, _ in truth[:k]} & set(hits.event_ids))
         total += min(k, len(truth))
+        plain = table.search(agent["app"], user, query, k=k, strategy="hnsw", ef_search=10, iterative_scan="off")
+        trapped += len({i for i, _ in truth[:k]} & set(plain.event_ids))
     assert found_memlab == found_recount
     assert found_recount / total >= 0.9  # iterative scans keep a small user's recall up in a shared index
+    assert trapped / total < 0.7  # without them, the article's filtered-search trap: other users' rows fill ef_search
 
 
 def test_auto_and_the_cutoff(agent, table):
@@ -282,10 +285,14 @@ def test_nothing_in_the_database_changes(agent, embedder):
     assert after == before
 
 
-def test_a_role_without_select_is_told_the_grant(agent):
+def test_a_role_without_select_or_connect_is_told_the_grant(agent):
     role, dsn = select_only_role(agent["dsn"], [])
     try:
         with pytest.raises(memlab.ConfigError, match=f"GRANT SELECT ON public.agent_memory TO {role}"):
+            open_table(dsn, "agent-memory")
+        with psycopg.connect(agent["dsn"], autocommit=True) as conn:
+            conn.execute(f"REVOKE CONNECT ON DATABASE {conn.info.dbname} FROM {role}")
+        with pytest.raises(memlab.DatabaseUnavailableError, match="GRANT CONNECT ON DATABASE"):
             open_table(dsn, "agent-memory")
     finally:
         drop_role(agent["dsn"], role)
