@@ -192,10 +192,10 @@ def mem0_memories(dsn: str, records: Sequence[Record], state_dir: Path, *, model
     """mem0's `Memory.add(..., infer=False)` on its pgvector store: each message stored as it is, no LLM call.
 
     mem0 embeds with its own `huggingface` embedder, here the packaged MiniLM folder. Its LLM is configured (mem0
-    builds one) at a closed loopback port, so a call would fail rather than reach a network. Telemetry is off and
-    mem0's folder (config.json, the SQLite history) is `state_dir`: mem0 reads both settings from the environment
-    when first imported, so they are set before that. `created_at` comes from the record through the metadata,
-    which mem0 keeps when given."""
+    builds one) at a closed loopback port, so a call would fail rather than reach a network. Telemetry is off, and
+    mem0's folder (its config.json) is `state_dir` unless MEM0_DIR is set: mem0 reads both from the environment when
+    first imported, so they are set before that. Its SQLite history goes in `state_dir`. `created_at` comes from
+    the record through the metadata, which mem0 keeps when given."""
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ.setdefault("MEM0_DIR", str(state_dir))
     from mem0 import Memory
