@@ -25,6 +25,9 @@ $(STAMP): pyproject.toml
 	# setuptools, networkx, jupyterlab, babel, packages' own tests, and transformers' models other than BERT's.
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
+	# every langchain-postgres release caps pgvector<0.4 (memlab needs >=0.4, which it runs on): its dependencies come
+	# with the stores extra above, the package itself without its pins
+	$(BIN)/pip install --quiet --no-compile --no-deps langchain-postgres==0.0.19
 	$(BIN)/python -m compileall -q -j 0 -x '$(NOT_IMPORTED)' "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" memlab >/dev/null || true
 	touch $(STAMP)
 
