@@ -38,14 +38,14 @@ eval: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# pytest-xdist workers, each with its own embedded server and model (tests/conftest.py groups a module's tests on
-# one worker and hands out the longest first): one more than the cores, since a worker waits on its PostgreSQL,
+# pytest-xdist workers, each with its own embedded server and model; xdist's loadscope keeps a module's tests on one
+# worker (tests/conftest.py hands out the longest first): one more than the cores, since a worker waits on its PostgreSQL,
 # kernels and child processes part of the time (docs/results.md). --durations lists the slowest tests of every run.
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 test: $(STAMP) browser
 	$(BIN)/ruff check memlab tests
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=25
 
 reliability: $(STAMP)
 	$(BIN)/memlab check reliability --size ci
@@ -55,7 +55,7 @@ gate: $(STAMP) browser
 	$(BIN)/memlab report --baseline reports/baseline.json --run reports/ci-gate
 	# the browser checks that read the gate's run; the hostile-text check makes and reads its own run (a new data
 	# folder, server and model), and `make test` runs it
-	MEMLAB_REPORT_RUN=reports/ci-gate $(BIN)/python -m pytest -q tests/lab/test_report_html.py -k "not hostile"
+	MEMLAB_REPORT_RUN=reports/ci-gate $(BIN)/python -m pytest -q tests/integration/lab/report/test_report_html.py -k "not hostile"
 
 # Performance at ci size (ratios; not gated on time): reports/bench/ci/bench.md. `--size full` goes to 1M rows.
 bench: $(STAMP)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from xdist.scheduler import LoadScopeScheduling
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENT_FIXTURES = ROOT / "fixtures" / "events"
@@ -60,58 +59,50 @@ def examples(ci: int) -> int:
     return ci * EXAMPLE_SCALE[HYPOTHESIS_PROFILE]
 
 
-# `make test` runs pytest-xdist workers (`--dist loadgroup --no-loadscope-reorder`, see the Makefile): each has its
-# own MEMLAB_HOME, embedded server and model (the session fixtures below). A module's tests stay on one worker, so a
-# module fixture is built once; the modules reading `fixtures_run` share a group, so that run is made once. The
-# groups that take longest (pytest --durations) are handed out first, so the workers finish close together.
-# The grouping is this file's scheduler (`pytest_xdist_make_scheduler`), not xdist's own: xdist 3.8 tags a test's
-# group by rewriting `item._nodeid`, which pytest 9 does not read, so every test would be its own unit and module
-# fixtures would be built on every worker (the long sweeps run once per worker).
-FIXTURES_RUN_MODULES = ("tests/test_cli.py", "tests/lab/test_report_html.py")  # the modules reading fixtures_run
-LONGEST_FIRST = ["tests/test_notebooks.py", "tests/lab/test_sweeps.py", "tests/lab/test_reliability.py",
-                 "tests/test_isolation.py", "fixtures_run", "tests/facts/test_rule_gates.py",
-                 "tests/test_concurrency.py", "tests/lab/test_experiment.py", "tests/lab/test_progress.py",
-                 "tests/lab/test_synth.py", "tests/storage/test_lexical_scaling.py",
-                 "tests/lab/test_leaks_run_folder.py", "tests/lab/test_ingest_bench.py", "tests/events/test_secrets.py",
-                 "tests/test_erasure_on_disk.py", "tests/lab/test_split_secrets_probe.py", "tests/test_make_lab.py",
-                 "tests/lab/test_labels_sweep.py", "tests/lab/test_probe_report.py", "tests/lab/test_probe_facts.py",
-                 ]  # fmt: skip
-
-
-def xdist_group(nodeid: str) -> str:
-    """The worker group of a test: its module, or `fixtures_run` for the modules that read that run."""
-    module = nodeid.split("::")[0]
-    return "fixtures_run" if module in FIXTURES_RUN_MODULES else module
-
-
-class ModuleGroups(LoadScopeScheduling):
-    """xdist's scope scheduling with `xdist_group` as the scope: each group is one unit of work on one worker."""
-
-    def _split_scope(self, nodeid: str) -> str:
-        return xdist_group(nodeid)
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log) -> LoadScopeScheduling | None:
-    """`--dist loadgroup` schedules by `xdist_group` (other modes: xdist's own scheduler)."""
-    return ModuleGroups(config, log) if config.getvalue("dist") == "loadgroup" else None
+# `make test` runs pytest-xdist workers with xdist's own `--dist loadscope` (see the Makefile): a module's tests stay
+# on one worker, so a module fixture is built once. Each worker has its own MEMLAB_HOME, embedded server and model
+# (the session fixtures below). On a worker the modules that take longest (pytest --durations) come first, so the
+# workers finish close together.
+LONGEST_FIRST = [
+    "tests/integration/notebooks/test_notebooks.py",
+    "tests/integration/lab/sweeps/test_sweeps.py",
+    "tests/reliability/test_reliability.py",
+    "tests/reliability/test_isolation.py",
+    "tests/integration/cli/test_cli.py",
+    "tests/integration/lab/report/test_report_html.py",
+    "tests/unit/facts/test_rule_gates.py",
+    "tests/reliability/test_concurrency.py",
+    "tests/integration/lab/experiment/test_experiment.py",
+    "tests/integration/lab/experiment/test_progress.py",
+    "tests/integration/lab/datasets/test_synth.py",
+    "tests/integration/storage/test_lexical_scaling.py",
+    "tests/reliability/test_leaks_run_folder.py",
+    "tests/integration/lab/bench/test_ingest_bench.py",
+    "tests/unit/safety/test_secrets.py",
+    "tests/reliability/test_erasure_on_disk.py",
+    "tests/reliability/test_split_secrets_probe.py",
+    "tests/integration/notebooks/test_make_lab.py",
+    "tests/integration/lab/sweeps/test_labels_sweep.py",
+    "tests/integration/lab/live/test_probe_report.py",
+    "tests/integration/lab/live/test_probe_facts.py",
+]
+KINDS = ("unit", "integration", "reliability")  # tests/<kind>/...: each test is marked with its folder's kind
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a test whose group the scheduler cannot see (it reads node ids only), and on a worker put the longest
-    groups first (one order on every worker; a plain run keeps the file order)."""
+    """Mark each test with its kind (`-m unit` runs the tests that need no server or model) and, on a worker, put
+    the longest modules first (one order on every worker; a plain run keeps the file order)."""
     for item in items:
-        wanted = [m.args[0] for m in item.iter_markers("xdist_group")]
-        if "fixtures_run" in item.fixturenames:
-            wanted.append("fixtures_run")
-        if any(w != xdist_group(item.nodeid) for w in wanted):
-            raise pytest.UsageError(f"{item.nodeid} wants the worker group {wanted[0]!r}: list its module in "
-                                    "FIXTURES_RUN_MODULES of tests/conftest.py (groups go by module)")
-        if not wanted:  # the marker says where the test runs (the scheduler reads xdist_group(nodeid))
-            item.add_marker(pytest.mark.xdist_group(xdist_group(item.nodeid)))
+        parts = Path(item.nodeid.split("::")[0]).parts
+        kind = parts[1] if len(parts) > 2 and parts[0] == "tests" else None
+        if kind not in KINDS:
+            raise pytest.UsageError(f"{item.nodeid}: a test lives under tests/unit, tests/integration or "
+                                    "tests/reliability (in the folder of the memlab part it tests)")
+        item.add_marker(getattr(pytest.mark, kind))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(xdist_group(item.nodeid), len(rank)))
+        items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 @pytest.fixture(scope="session")
@@ -205,19 +196,27 @@ def fixture_set():
 
 
 @pytest.fixture(scope="session")
-def fixtures_run(memlab_home: Path, store, tmp_path_factory):
-    """One `memlab eval --suite fixtures` run folder, made once through the CLI and shared by the tests that
-    read a finished run (the CLI's own checks, report.html in a browser). Without the suite's sweeps, which were
-    most of the run's CPU and which other tests run and check: ingest (test_experiment's every-sweep run,
-    test_progress) and facts on the fact fixtures with both extractors (test_fact_memory's run_fact_eval tests,
-    test_experiment)."""
+def fixtures_run(memlab_home: Path, store, tmp_path_factory, worker_id: str):
+    """One `memlab eval --suite fixtures` run folder, made once per test run through the CLI and read by the tests
+    of a finished run (the CLI's own checks, report.html in a browser). Under xdist the first worker that needs it
+    makes it under a file lock (pytest-xdist's recipe for a once-only session fixture) and every worker reads its
+    own copy, so no worker sees another's writes. Without the suite's sweeps, which other tests run and check."""
+    from filelock import FileLock
     from typer.testing import CliRunner
 
     from memlab.cli import app
 
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    made = shared / "fixtures-run"
+    with FileLock(str(made) + ".lock"):
+        if not (made / "DONE").exists():
+            shutil.rmtree(made, ignore_errors=True)
+            result = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(made / "run"),
+                                              "--set", "sweeps=[]"])  # fmt: skip
+            assert result.exit_code == 0, result.output
+            (made / "DONE").touch()
     out = tmp_path_factory.mktemp("fixtures-run") / "run"
-    result = CliRunner().invoke(app, ["eval", "--suite", "fixtures", "--out", str(out), "--set", "sweeps=[]"])
-    assert result.exit_code == 0, result.output
+    shutil.copytree(made / "run", out)
     return out
 
 
@@ -236,6 +235,8 @@ def app_name() -> str:
     """A fresh app name per test: rows of other tests can never match its scope."""
     return f"test-{uuid.uuid4().hex[:10]}"
 
+
+from tests.support.facts import fact_set  # noqa: E402, F401  (the fact fixtures, for every folder's fact tests)
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

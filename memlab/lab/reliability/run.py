@@ -1,7 +1,7 @@
 """The reliability report: `memlab check reliability [--size ci|full]`, `lab.run_reliability(out, size=...)`.
 
-Bounded versions of the test families (tests/test_isolation.py, test_concurrency.py, test_faults.py,
-test_erasure_everywhere.py, tests/events/test_bad_input.py), run against a fresh scratch database of the
+Bounded versions of the test families (tests/reliability/test_isolation.py, test_concurrency.py, test_faults.py,
+test_erasure_everywhere.py, tests/integration/events/test_bad_input.py), run against a fresh scratch database of the
 configured server (and, for faults, a private embedded server of its own), so no stored memory is touched:
 
 - isolation: random apps, users (look-alike ids: case, whitespace, NFC/NFD, `/ : % _ '`, LIKE patterns), texts

@@ -121,7 +121,7 @@ def writer_vectors(mems: dict, todo: list[memlab.Session], embedder: memlab.Embe
     texts: list[str] = []
     for session in todo:
         for version in (replace(session, events=session.events[:4]), session):
-            for name in ("event", "chunk"):  # every event of the script is kept (tests/test_concurrency.py)
+            for name in ("event", "chunk"):  # every event of the script is kept (tests/reliability/test_concurrency.py)
                 texts += [u.embed_text for u in mems[name].units_of(version, list(version.events))]
     texts = list(dict.fromkeys(texts))
     model = getattr(embedder, "inner", embedder)
