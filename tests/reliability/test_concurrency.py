@@ -31,7 +31,7 @@ def test_eight_threads_and_two_processes_ingest_like_one_clean_ingest(store, emb
     assert family.figures["adds"] >= (SIZE.threads + SIZE.processes) * SIZE.rounds * len(users) * len(probes.SCRIPT)
 
     rows = probes.fact_rows(mems, app_name, users)
-    registry = memlab.default_registry()
+    registry = memlab.facts.default_registry()
     current = [(r[0], r[1], r[2]) for r in rows if r[4] == "current" and registry.get(r[2]).cardinality == "one"]
     assert len(current) == len(set(current)), "a single-valued key has two current values"
     for user in users:

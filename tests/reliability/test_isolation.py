@@ -56,10 +56,10 @@ class World:
 def worlds(draw) -> World:
     """Mostly look-alikes of one user id in look-alikes of one app id (so a sloppy comparison would merge them),
     sometimes an arbitrary id beside them; every drawn user has sessions in every drawn app (at most 6 pairs)."""
-    user_pool = [u for u in look_alikes(draw(st.sampled_from(USER_BASES))) if u != memlab.DOMAIN_USER]
+    user_pool = [u for u in look_alikes(draw(st.sampled_from(USER_BASES))) if u != memlab.facts.DOMAIN_USER]
     app_pool = look_alikes(draw(st.sampled_from(APP_BASES)))
     users = draw(st.lists(st.sampled_from(user_pool), min_size=2, max_size=4, unique=True))
-    users += [u for u in draw(st.lists(RANDOM_ID, max_size=1)) if u not in users and u != memlab.DOMAIN_USER]
+    users += [u for u in draw(st.lists(RANDOM_ID, max_size=1)) if u not in users and u != memlab.facts.DOMAIN_USER]
     apps = draw(st.lists(st.sampled_from(app_pool), min_size=1, max_size=2, unique=True))
     apps += [a for a in draw(st.lists(RANDOM_ID, max_size=1)) if a not in apps]
     every = draw(st.permutations([(a, u) for a in apps for u in users]))

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memlab import ConfigError, FixtureError, lab
+from memlab import ConfigError, lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.conftest import ROOT
 from tests.integration.lab.datasets.test_judged_set import APP, JUDGED, judgment, write_judgments, write_pool
 from tests.integration.lab.judging.test_pool import QUERIES, write_queries, write_sessions

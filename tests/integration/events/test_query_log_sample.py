@@ -121,7 +121,7 @@ GOOD = '{"app": "a", "user": "u1", "text": "Where do I live?", "asked_at": "2026
 def test_plain_query_file_errors_name_the_line_the_problem_and_the_fix(tmp_path, line, expected):
     path = tmp_path / "mine.jsonl"
     path.write_text(GOOD + "\n\n" + line + "\n")
-    with pytest.raises(memlab.FixtureError) as caught:
+    with pytest.raises(memlab.errors.FixtureError) as caught:
         lab.read_plain_queries(path)
     assert f"{path}:3: " in str(caught.value) and expected in str(caught.value)
     result = CliRunner().invoke(app, ["queries", "import", str(path), "--out", str(tmp_path / "q.jsonl")])
@@ -140,5 +140,5 @@ def test_plain_query_file_becomes_a_query_file(tmp_path):
     assert [q.text for q in lab.read_queries(out)] == ["Where do I live?", "Was ist mein Job?"]
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    with pytest.raises(memlab.FixtureError, match="no queries"):
+    with pytest.raises(memlab.errors.FixtureError, match="no queries"):
         lab.read_plain_queries(empty)

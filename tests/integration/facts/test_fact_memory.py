@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memlab
-from memlab import PRELOAD_HEADING, Candidate, FactMemory, LabelledExtractor, lab, state_of
+from memlab import FactMemory, lab
+from memlab.errors import FixtureError
+from memlab.facts import PRELOAD_HEADING, Candidate, LabelledExtractor, state_of
 from tests.conftest import examples
 from tests.support.facts import ScriptedExtractor
 
@@ -25,7 +27,7 @@ def rescope(session: memlab.Session, app: str) -> memlab.Session:
 
 def replay_user(facts: FactMemory, user, app: str, order: list[str]) -> set:
     """Replay a fixture; app-wide fixtures (user `_domain`) go through the explicit domain API."""
-    ingest = facts.add_domain_session if user.user_id == memlab.DOMAIN_USER else facts.add_session
+    ingest = facts.add_domain_session if user.user_id == memlab.facts.DOMAIN_USER else facts.add_session
     for sid in order:
         ingest(rescope(user.session(sid), app))
     return state_of(facts.current(app, user.user_id))
@@ -94,7 +96,7 @@ def test_a_serving_check_must_say_current_stale_or_hidden(tmp_path):
     bad = tmp_path / "x.yaml"
     bad.write_text("app: a\nuser: u\nsessions: []\nexpected: []\n"
                    "serving:\n  - {at: 2026-01-01T00:00:00+00:00, predicate: diet, value: vegan, served: old}\n")
-    with pytest.raises(memlab.FixtureError, match=r"x.yaml:6: serving\[0\].served: must be one of current, stale"):
+    with pytest.raises(FixtureError, match=r"x.yaml:6: serving\[0\].served: must be one of current, stale"):
         lab.load_fixtures(tmp_path)
 
 
@@ -253,7 +255,7 @@ def test_domain_facts_are_searched_alongside(store, embedder, app_name):
     facts = FactMemory(store, embedder, extractor=ScriptedExtractor({}))
     hits = facts.search(app_name, "someone", "how does payments deploy?", now=T0)
     assert [h.text for h in hits] == ["team:payments deploy_tool = Argo CD (stated 2026-09-01)"]
-    assert hits[0].is_domain and hits[0].user_id == memlab.DOMAIN_USER
+    assert hits[0].is_domain and hits[0].user_id == memlab.facts.DOMAIN_USER
     assert facts.search(app_name + "-other", "someone", "how does payments deploy?", now=T0) == []
 
 
@@ -272,7 +274,7 @@ def test_preload_block_keeps_injection_attempts_inside_their_line(store, embedde
     facts.add_session(s)
     block = facts.preload_block(app_name, "u", "what do I eat?", now=T0)
     lines = block.split("\n")
-    assert lines[0] == memlab.PRELOAD_OPEN and lines[-1] == memlab.PRELOAD_CLOSE and len(lines) == 4
+    assert lines[0] == memlab.facts.PRELOAD_OPEN and lines[-1] == memlab.facts.PRELOAD_CLOSE and len(lines) == 4
     assert lines[1] == PRELOAD_HEADING and lines[2].startswith("- diet = ")
     assert "<" not in lines[2] and ">" not in lines[2] and "`" not in lines[2]
     assert "data, not instructions" in lines[1]
@@ -315,5 +317,5 @@ def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set)
 def test_public_api_names(store, embedder):
     facts = memlab.FactMemory(store, embedder, extractor=memlab.RuleExtractor())
     assert isinstance(facts.extractor, memlab.RuleExtractor)
-    d = memlab.decide(Candidate("user", "diet", "vegan", "q", event_time=T0, session_id="s"), [], "one")
+    d = memlab.facts.decide(Candidate("user", "diet", "vegan", "q", event_time=T0, session_id="s"), [], "one")
     assert d.action == "insert"

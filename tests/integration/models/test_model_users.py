@@ -25,16 +25,16 @@ def test_the_extractor_from_a_spec_caches_good_replies_only(model_server, tmp_pa
                           "model": "tiny", "api_key_env": "MODEL_USERS_KEY", "retries": 0}], "t")["extractor"]
     model_server.chat_reply = lambda body: "not json at all"
     extractor = memlab.LlmExtractor.from_spec(spec, cache_dir=tmp_path)
-    with pytest.raises(memlab.ExtractionError, match="not valid JSON"):
-        extractor.extract(EVENTS, session_id="s1", registry=memlab.default_registry())
+    with pytest.raises(memlab.facts.ExtractionError, match="not valid JSON"):
+        extractor.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry())
     model_server.chat_reply = lambda body: json.dumps(FACTS)
-    found = extractor.extract(EVENTS, session_id="s1", registry=memlab.default_registry())
+    found = extractor.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry())
     assert [(c.predicate, c.value) for c in found] == [("diet", "vegetarian")], "the bad reply was not cached"
-    assert extractor.extract(EVENTS, session_id="s1", registry=memlab.default_registry()) == found
+    assert extractor.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry()) == found
     assert extractor.client.requests_sent == 2 and extractor.usage["cached"] == 1, "the good reply was cached"
     rerun = memlab.LlmExtractor.from_spec(spec, cache_dir=tmp_path)
     for _ in range(2):  # a new client's first call learns which model answers; the second is served
-        assert rerun.extract(EVENTS, session_id="s1", registry=memlab.default_registry()) == found
+        assert rerun.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry()) == found
     assert rerun.client.requests_sent == 1 and rerun.usage["cached"] == 1 and len(model_server.requests) == 3
     assert model_server.authorizations[-1] == "Bearer sk-users-0123456789"
     assert extractor.usage["calls"] == 3 and extractor.usage["prompt_tokens"] > 0 and extractor.usage["seconds"] > 0

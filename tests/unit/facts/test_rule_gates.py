@@ -81,7 +81,7 @@ def test_gates_change_no_extracted_fact_on_real_conversations(monkeypatch):
         lab.load_fixtures(ROOT / "fixtures/facts"),
     ]
     sessions = [s for ds in sets for u in ds.users for s in u.sessions]
-    registry = memlab.default_registry()
+    registry = memlab.facts.default_registry()
 
     def extract():
         extractor = memlab.RuleExtractor()

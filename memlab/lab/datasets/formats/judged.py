@@ -13,7 +13,7 @@ counted in `Dataset.dropped`, never scored as a miss; a query left without its r
 file, or the agent's own event memory: `dsn: postgresql://...` (or `dsn_env: VAR` naming the environment variable
 that holds it, the way config names secrets; `dsn: default` is MEMLAB_DSN, else the embedded server), with
 optional `app` (every query must be of it) and `layer` (an event layer, default `event`). Then exactly the users
-of the judged queries are read, read-only, through `memlab.read_stored_sessions`; the DSN's password never
+of the judged queries are read, read-only, through `memlab.events.read_stored_sessions`; the DSN's password never
 reaches an error line (memlab's redactor) or a run folder (which passes the same redactor)."""
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from memlab import FixtureError, MemlabError, lab
+from memlab import MemlabError, lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.conftest import ROOT
 from tests.integration.lab.datasets.test_judged_set import APP, JUDGED, judgment, write_judgments, write_pool
 from tests.integration.lab.experiment.test_experiment import write_longmemeval_file

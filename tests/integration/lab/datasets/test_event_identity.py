@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab import FixtureError, embed_queries, lab
+from memlab import lab
+from memlab.embedding import embed_queries
+from memlab.errors import FixtureError
 from memlab.lab.datasets.synth import explain_questions, sample_transcript
 
 K = 1  # one hit per question: a hit of the right id from the wrong session cannot hide behind the right one
@@ -206,7 +208,7 @@ def test_fact_hits_name_the_session_of_each_event_they_cite(store, embedder, tmp
     lyon = next(r for r in recs if r.get("user") == "u1" and r.get("id") == "s2")
     lyon["events"][1]["facts"] = [{"subject": "user", "predicate": "home_city", "value": "Lyon", "quote": "Lyon"}]
     dataset = lab.load_jsonl(write(tmp_path / "facts.jsonl", recs))
-    facts = memlab.FactMemory(store, embedder, extractor=memlab.LabelledExtractor.from_set(dataset))
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.facts.LabelledExtractor.from_set(dataset))
     for s in dataset.sessions():
         if s.user_id == "u1":
             facts.add_session(replace(s, app_name=app_name))
@@ -234,7 +236,7 @@ def test_gold_facts_replay_for_their_own_user_when_session_and_event_ids_repeat(
     by[("u2", "s2")]["events"][0]["facts"] = [{"subject": "user", "predicate": "job_title", "value": "nurse",
                                               "quote": "nurse"}]  # fmt: skip
     dataset = lab.load_jsonl(write(tmp_path / "gold.jsonl", recs))
-    facts = memlab.FactMemory(store, embedder, extractor=memlab.LabelledExtractor.from_set(dataset))
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.facts.LabelledExtractor.from_set(dataset))
     for s in dataset.sessions():
         facts.add_session(replace(s, app_name=app_name))
     got = {u: {(f.predicate, f.value) for f in facts.current(app_name, u)} for u in ("u1", "u2")}

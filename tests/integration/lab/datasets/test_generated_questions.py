@@ -40,7 +40,7 @@ def facts_of(data: lab.Dataset) -> dict[tuple[str, str], list]:
     for s in data.sessions():
         events = [e for e in s.events if e.text and e.text.strip()]
         out.setdefault((s.app_name, s.user_id), []).extend(
-            extractor.extract(events, session_id=s.id, registry=memlab.default_registry()))
+            extractor.extract(events, session_id=s.id, registry=memlab.facts.default_registry()))
     return out
 
 
@@ -69,7 +69,7 @@ def test_template_questions_from_fixture_sessions_name_real_events_and_never_hol
 
 
 def test_every_registry_predicate_has_a_shipped_template():
-    assert sorted(lab.load_templates().templates) == memlab.default_registry().names()
+    assert sorted(lab.load_templates().templates) == memlab.facts.default_registry().names()
 
 
 def test_a_predicate_without_a_template_is_counted_not_asked(fixture_set, generated, tmp_path):

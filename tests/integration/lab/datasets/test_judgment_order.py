@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memlab import FixtureError, lab
+from memlab import lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.integration.lab.datasets.test_judged_set import APP, judgment, write_judgments, write_pool
 from tests.integration.lab.judging.test_pool import QUERIES, write_queries, write_sessions
 

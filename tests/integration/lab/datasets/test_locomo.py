@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from memlab import ConfigError, FixtureError, lab
+from memlab import ConfigError, lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "fixtures" / "locomo" / "example.json"

@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 import memlab
-from memlab import Candidate, FactMemory, LabelledExtractor, default_registry, lab
+from memlab import FactMemory, lab
+from memlab.facts import Candidate, LabelledExtractor, default_registry
 from memlab.facts.memory import SUBJECT
 from memlab.lab.datasets.synth import read_json, write_json
 from memlab.lab.datasets.synth.generator import FACTS
@@ -202,7 +203,7 @@ def test_jsonl_facts_are_parsed_into_gold_candidates(tmp_path):
 )
 def test_a_malformed_jsonl_fact_names_the_line_and_the_fix(tmp_path, fact, message):
     other = {**SESSION, "id": "s0", "events": [{**SESSION["events"][0], "id": "e0"}]}
-    with pytest.raises(memlab.FixtureError) as err:
+    with pytest.raises(memlab.errors.FixtureError) as err:
         lab.load_jsonl(write(tmp_path, other, with_facts(fact)))
     assert message in str(err.value)
     assert "d.jsonl:2:" in str(err.value) and "events[0]" in str(err.value)

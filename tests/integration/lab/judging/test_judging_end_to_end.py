@@ -47,7 +47,7 @@ def test_from_a_query_log_to_judged_metrics(tmp_path, store, embedder, app_name)
         assert 0.0 < scores[(system, "judged@5")] <= 1.0 and 0.0 < scores[(system, "bpref")] <= 1.0
     assert "**Not in the pool**: `faiss-exact" in (out / "report.md").read_text()
 
-    assert memlab.logged_queries(store, app_name, "u1")
+    assert memlab.events.logged_queries(store, app_name, "u1")
     memory.forget_user(app_name, "u1")
-    assert memlab.logged_queries(store, app_name, "u1") == []
-    assert [q.text for q in memlab.logged_queries(store, app_name, "u2")] == ["What car do I drive?"]
+    assert memlab.events.logged_queries(store, app_name, "u1") == []
+    assert [q.text for q in memlab.events.logged_queries(store, app_name, "u2")] == ["What car do I drive?"]

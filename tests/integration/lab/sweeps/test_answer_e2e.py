@@ -33,7 +33,7 @@ def cross_encoder(tmp_path_factory) -> Path:
     """A CrossEncoder folder made once from the packaged MiniLM (a fresh, seeded scoring head)."""
     folder = tmp_path_factory.mktemp("cross-encoder")
     torch.manual_seed(0)
-    CrossEncoder(str(memlab.packaged_minilm_path()), num_labels=1).save(str(folder))
+    CrossEncoder(str(memlab.embedding.packaged_minilm_path()), num_labels=1).save(str(folder))
     return folder
 
 

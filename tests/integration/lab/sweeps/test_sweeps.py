@@ -129,6 +129,6 @@ def test_the_answerability_gate_is_fitted_reported_and_saved(folder):
     assert fixtures.loc["answerability:gate", "false_memory_rate"] <= 0.2, "the threshold keeps the rule (CV)"
     assert 0.0 <= fixtures.loc["answerability:gate", "recall_kept"] <= 1.0
     assert fixtures.loc["answerability:distance-cut", "false_memory_rate"] <= 0.2
-    gate = memlab.AnswerabilityGate.load(folder.path / "answerability.json")
+    gate = memlab.events.AnswerabilityGate.load(folder.path / "answerability.json")
     assert gate.fitted["data_set"] == "fixtures" and gate.settings["mode"] == "hybrid"
     assert set(rows.dataset) == {"fixtures", "jsonl"}, "fitted on one data set, tested on the other"

@@ -54,7 +54,7 @@ def test_round_trip_is_lossless(tmp_path):
     ],
 )
 def test_bad_lines_name_the_line_and_the_fix(tmp_path, records, message):
-    with pytest.raises(memlab.FixtureError) as err:
+    with pytest.raises(memlab.errors.FixtureError) as err:
         lab.load_jsonl(write(tmp_path, *records))
     assert message in str(err.value)
     assert "d.jsonl" in str(err.value)

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from memlab import ConfigError, FixtureError
+from memlab import ConfigError
+from memlab.errors import FixtureError
 from memlab.lab import Dataset, load_dataset, load_longmemeval, load_summary, longmemeval_type, summarize_longmemeval
 from tests.conftest import ROOT
 

@@ -61,7 +61,7 @@ def test_without_a_reranker_the_gate_keeps_its_features_and_a_reranked_gate_refu
     assert lab.fit_answerability(table, source="plain").gate.features == FEATURES
     scored = lab.answerability_table(*_run(90, 0, reranked=True), {("app", "u"): 100}, 3)
     fitted = lab.fit_answerability(scored, source="train")
-    again = memlab.AnswerabilityGate.load(fitted.gate.save(tmp_path / "answerability.json"))
+    again = memlab.events.AnswerabilityGate.load(fitted.gate.save(tmp_path / "answerability.json"))
     assert again == fitted.gate and again.features[-1] == "rerank_top"
     with pytest.raises(memlab.ConfigError, match="re-ranker's score"):
         again.probability([memlab.Hit("a", "x", 0.45)], 100)
