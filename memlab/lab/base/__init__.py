@@ -5,7 +5,7 @@ from memlab.lab.base.identity import is_relevant
 from memlab.lab.base.outputs import BENCH as BENCH_FOLDER
 from memlab.lab.base.outputs import RELIABILITY as RELIABILITY_FOLDER
 from memlab.lab.base.outputs import RUN as RUN_FOLDER
-from memlab.lab.base.outputs import claim_file, claim_folder, folder_kind
+from memlab.lab.base.outputs import claim_file, claim_folder, folder_kind, is_gate_file
 from memlab.lab.base.tables import breakdown, format_cell, markdown_table, pivot_scores
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "claim_folder",
     "folder_kind",
     "format_cell",
+    "is_gate_file",
     "is_relevant",
     "markdown_table",
     "pivot_scores",
