@@ -440,8 +440,8 @@ def probe_command(
     lab = workbench()
     run_dir = out or Path("reports") / f"probe-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
     result = lab.live.run_probe(labels, run_dir, dsn=dsn, dataset=dataset, config=config, system=system, k=k,
-                           max_distance=max_distance, strategy=strategy, ef_search=ef_search, layer=layer,
-                           alerts=alert, against=against, textfile=textfile, progress=console.is_terminal)
+                                max_distance=max_distance, strategy=strategy, ef_search=ef_search, layer=layer,
+                                alerts=alert, against=against, textfile=textfile, progress=console.is_terminal)
     table = Table(title=f"probe {result.dataset}: {result.questions} questions, {len(result.stale)} stale labels")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -574,7 +574,7 @@ def questions_generate_command(
              "pool": pool or out.with_suffix(".pool.json")}  # fmt: skip
     lab.base.claim_file(files["queries"], lab.datasets.is_query_file, flag="--out", what="query file")
     lab.base.claim_file(files["judgments"], lab.datasets.is_generated_judgments, flag="--judgments",
-                           what="generated judgments file")  # fmt: skip
+                        what="generated judgments file")  # fmt: skip
     lab.base.claim_file(files["pool"], lab.datasets.is_generated_pool, flag="--pool", what="generated pool file")
     source = lab.datasets.load_jsonl(sessions, sessions.stem)
     if generator == "rules":

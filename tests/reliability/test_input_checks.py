@@ -118,7 +118,7 @@ def test_fact_texts_and_values_are_checked_and_bounded(store, embedder, app_name
     script = {"a1": [Candidate("user", "deploy_tool", long_value, "We deploy with Argo CD.", event_id="a1-e1"),
                      Candidate("user", "deploy_tool", "Ar\x00go", "We deploy with Argo CD.", event_id="a1-e1"),
                      Candidate("team:" + "p" * 400, "deploy_tool", "Argo CD", "We deploy with Argo CD.",
-                                      event_id="a1-e1")]}  # fmt: skip
+                               event_id="a1-e1")]}  # fmt: skip
     facts = memlab.FactMemory(store, embedder, extractor=ScriptedExtractor(script))
     report = facts.add_session(s)
     assert report.inserted == 0 and sum(report.dropped.values()) == 3, report

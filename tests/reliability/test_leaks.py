@@ -20,7 +20,7 @@ import memlab
 import memlab.safety.redact as redaction
 from memlab.cli import app
 from memlab.embedding import OpenAICompatibleEmbedder
-from memlab.lab.reliability.probes import MALFORMED_DSNS, MARK, EchoEndpoint
+from memlab.lab.reliability.probes.leaks import MALFORMED_DSNS, MARK, EchoEndpoint
 
 
 @pytest.mark.parametrize("dsn", MALFORMED_DSNS)

@@ -212,10 +212,10 @@ def test_a_tuned_gate_file_reaches_the_agent(store, embedder, tmp_path):
     unanswerable query gets no memories, and the gate's search settings (hybrid, time boost, preferred author)
     are used."""
     n = 8  # the gate's features (memlab.events.answerability.FEATURES)
+    settings = {"system": "text/hybrid/time-boost/author-user", "rendering": "text", "mode": "hybrid",
+                "time": "boost", "prefer_author": "user"}
     gate = memlab.events.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (n - 1), intercept=2.0, mean=(0.0,) * n,
-                                    scale=(1.0,) * n, threshold=0.5,
-                                    settings={"system": "text/hybrid/time-boost/author-user", "rendering": "text",
-                                              "mode": "hybrid", "time": "boost", "prefer_author": "user"})
+                                           scale=(1.0,) * n, threshold=0.5, settings=settings)
     path = gate.save(tmp_path / "answerability.json")
     service = EventMemoryService(memlab.EventMemory(store, embedder), gate=str(path))
     assert service.settings.mode == "hybrid" and service.settings.max_distance is None

@@ -143,7 +143,7 @@ def test_fact_memory_ids_round_trip_for_any_user_id(id_facts, user, value, subje
     session = memlab.Session(app, user, "s1", [memlab.Event("e1", "user", when, f"We deploy with {value}")])
     quote = session.events[0].text.strip()
     id_facts.extractor.by_session = {"s1": [memlab.facts.Candidate(subject, "deploy_tool", value, quote, event_id="e1",
-                                                             event_time=when, session_id="s1")]}  # fmt: skip
+                                                                   event_time=when, session_id="s1")]}  # fmt: skip
     id_facts.add_session(session)
     assert len(id_facts.current(app, user)) == 1
     service = FactMemoryService(id_facts)

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 import memlab
-from memlab.lab import probes
+from memlab.lab.reliability import probes
 from tests.conftest import T0, make_session
 
 KEPT = [

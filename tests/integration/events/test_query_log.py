@@ -118,7 +118,7 @@ def test_retention_purge_removes_rows_older_than_the_retention(recording, store,
     assert memlab.events.logged_queries(store, app_name, "u1") == []
     recording.search(app_name, "u1", QUESTION)
     assert memlab.events.purge_query_log(store, timedelta(days=1), now=datetime.now(UTC) + timedelta(days=2),
-                                  app_name=app_name) == 1  # fmt: skip
+                                         app_name=app_name) == 1  # fmt: skip
     recording.search(app_name, "u1", QUESTION)
     recording.search(app_name, "u1", "Who is Pixel?")
     with psycopg.connect(store.dsn, autocommit=True) as conn:  # one row recorded 31 days ago

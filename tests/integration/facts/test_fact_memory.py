@@ -49,10 +49,10 @@ def test_every_fixture_replays_to_its_expected_state(labelled_facts, fact_set, a
 def test_every_serving_check_of_the_fixtures_holds(store, embedder, fact_set):
     """The fixture runner replays each fixture as it stood at each `serving` check's time and asks for the key:
     served current, stale (under the confirm heading) or not at all, as the check says."""
-    frame = lab.run_fact_eval(store, embedder, fact_set, LabelledExtractor.from_set(fact_set))
+    frame = lab.systems.run_fact_eval(store, embedder, fact_set, LabelledExtractor.from_set(fact_set))
     assert frame.serving_checks.sum() >= 10
     assert (frame.serving_failed == "").all(), [f for f in frame.serving_failed if f]
-    summary = lab.summarize_facts(frame).iloc[0]
+    summary = lab.systems.summarize_facts(frame).iloc[0]
     assert summary.replaced_questions > 0 and summary.stale_recall == 0, "gold facts: no replaced value served"
     assert summary.stale_served > 0, "some fixtures end long after a high-impact fact was last confirmed"
 
@@ -84,11 +84,12 @@ def test_stale_recall_counts_a_replaced_value_served_and_a_wrong_check_is_named(
         def extract(self, events, *, session_id, registry, current_keys=()):
             return gold.extract(events, session_id=session_id, registry=registry) if session_id == "mo-f1" else []
 
-    frame = lab.run_fact_eval(store, embedder, data, MissesMoves())
+    frame = lab.systems.run_fact_eval(store, embedder, data, MissesMoves())
     row = frame.iloc[0]
     assert (row.replaced_questions, row.stale_answers) == (2, 2), "the end question and the check after the move"
-    assert lab.summarize_facts(frame).iloc[0].stale_recall == 1.0
-    assert lab.summarize_facts(lab.run_fact_eval(store, embedder, data, gold)).iloc[0].stale_recall == 0.0
+    assert lab.systems.summarize_facts(frame).iloc[0].stale_recall == 1.0
+    summary = lab.systems.summarize_facts(lab.systems.run_fact_eval(store, embedder, data, gold))
+    assert summary.iloc[0].stale_recall == 0.0
     assert row.serving_failed == ("user home_city = York at 2026-04-01: hidden, expected stale"), row.serving_failed
 
 
@@ -307,7 +308,7 @@ RULES_KEY_ACCURACY = 0.933
 
 
 def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set):
-    frame = lab.run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
+    frame = lab.systems.run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
     print(frame[["fixture", "key_accuracy", "candidate_recall", "candidate_precision"]].to_string())
     assert len(frame) == len(fact_set.users)
     assert frame.key_accuracy.mean() >= RULES_KEY_ACCURACY - 0.02

@@ -11,7 +11,7 @@ import pytest
 
 import memlab
 from memlab import FactMemory
-from memlab.lab import probes
+from memlab.lab.reliability import probes
 from tests.support.facts import ScriptedExtractor
 
 T0 = datetime(2025, 5, 1, 9, tzinfo=UTC)
@@ -27,7 +27,7 @@ def _session(app, user, sid, texts, start):
 def _cand(session, i, predicate, value, subject="user"):
     event = session.events[i]
     return memlab.facts.Candidate(subject, predicate, value, event.text, event_id=event.id, event_time=event.timestamp,
-                            session_id=session.id)  # fmt: skip
+                                  session_id=session.id)  # fmt: skip
 
 
 @pytest.fixture

@@ -43,11 +43,11 @@ def test_the_extractor_from_a_spec_caches_good_replies_only(model_server, tmp_pa
 
 
 def test_the_model_assessor_judges_through_a_chat_client_with_requests_in_flight(model_server, tmp_path):
-    pool = lab.read_pool(write_pool(tmp_path / "pool.json", write_sessions(tmp_path / "logs.jsonl", APP)))
+    pool = lab.datasets.read_pool(write_pool(tmp_path / "pool.json", write_sessions(tmp_path / "logs.jsonl", APP)))
     model_server.chat_reply = lambda body: json.dumps({"relevant": "cat" in body["messages"][1]["content"]})
     client = open_chat(ModelSpec("judge", "openai-chat", model_server.base_url, "tiny-judge", concurrency=3),
                        tmp_path / "cache")
-    lines = lab.model_judgments(pool, client)
+    lines = lab.judging.model_judgments(pool, client)
     hits = [(q, h) for q in pool.queries for h in q["hits"]]
     assert [(line["query"], line["event_id"]) for line in lines] == [(q["query_id"], h["event_id"]) for q, h in hits]
     assert [line["relevance"] for line in lines] == [int("cat" in h["text"]) for _, h in hits]

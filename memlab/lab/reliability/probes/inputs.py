@@ -202,7 +202,7 @@ def _scripted(facts: memlab.FactMemory, script: _Script, user: str, value: str) 
     session = _session(user, text="We deploy with Argo CD.")
     event = session.events[0]
     script.candidates = [memlab.facts.Candidate("user", "deploy_tool", value, event.text, event_id=event.id,
-                                          event_time=event.timestamp, session_id=session.id)]  # fmt: skip
+                                                event_time=event.timestamp, session_id=session.id)]  # fmt: skip
     return facts.add_session(session)
 
 

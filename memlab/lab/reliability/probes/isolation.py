@@ -49,7 +49,7 @@ class MarkerExtractor:
     def extract(self, events, *, session_id, registry, current_keys=()):
         return [
             memlab.facts.Candidate("user", PREDICATE, m, m, basis="stated" if e.author == "user" else "inferred",
-                             event_id=e.id, event_time=e.timestamp, session_id=session_id)
+                                   event_id=e.id, event_time=e.timestamp, session_id=session_id)
             for e in events
             for m in MARK.findall(e.text or "")
         ]

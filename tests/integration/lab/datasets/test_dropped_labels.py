@@ -85,7 +85,7 @@ def test_locomo_evidence_ids_outside_the_conversation_are_counted_and_mostly_los
     data = lab.load_dataset({"name": "locomo", "format": "locomo", "path": str(LOCOMO)})
     lost, given = data.label_loss()
     assert lost == 2 and given > lost  # conv-a/q5's D9:9 and conv-a/q6's D7:1
-    assert any("dropped 2 of" in w for w in lab.dataset_warnings([data], {"systems": [], "sweeps": []}))
+    assert any("dropped 2 of" in w for w in lab.datasets.dataset_warnings([data], {"systems": [], "sweeps": []}))
     samples = json.loads(LOCOMO.read_text())
     for sample in samples:
         for item in sample["qa"]:

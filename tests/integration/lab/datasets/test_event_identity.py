@@ -132,7 +132,7 @@ def test_the_viewer_marks_the_labelled_hit_not_the_same_id_of_another_session(re
     assert "kitten" in kitten.text.iloc[0], "the hit shows its own session's text"
     city = hits[(hits.question_id == "q-city") & (hits.system == "pg-exact")]
     assert city.relevant.all() and "Lyon" in city.text.iloc[0]
-    page = lab.write_html(repeated_run, [], []).read_text()
+    page = lab.report.write_html(repeated_run, [], []).read_text()
     start = page.index("const DATA = ") + len("const DATA = ")
     data = json.loads(page[start:page.index(";\n", start)])
     shown = data["hits"]["rep"]["pg-exact"]
@@ -152,7 +152,7 @@ def test_an_ambiguous_label_is_refused_and_a_session_qualified_one_round_trips(t
     q = {q.id: q for q in lab.load_jsonl(write(tmp_path / "narrowed.jsonl", narrowed)).questions}["q-city"]
     assert q.evidence == (("s2", "D1:2"),) and q.relevant == ("D1:2",)
     dataset = lab.load_jsonl(write(tmp_path / "qualified.jsonl", recs))
-    back = lab.load_jsonl(lab.write_jsonl(dataset, tmp_path / "back.jsonl"))
+    back = lab.load_jsonl(lab.datasets.write_jsonl(dataset, tmp_path / "back.jsonl"))
     assert [q.evidence for q in back.questions] == [q.evidence for q in dataset.questions]
     assert back.checksum() == dataset.checksum()
     moved = [dict(r, relevant=[{"session": "s1", "event": "D1:2"}]) if r.get("id") == "q-city" else r for r in recs]
@@ -169,11 +169,11 @@ def test_scoring_keys_hits_by_session(tmp_path):
                         "session_id": ["s1", "s2"], "event_ids": [["D1:2"], ["D1:2"]],
                         "event_sessions": [["s1"], ["s2"]], "distance": [0.1, 0.2], "chars": 5,
                         "latency_ms": 1.0, "plan": ""})  # fmt: skip
-    at1 = lab.score(run, [q], k=1)
-    at2 = lab.score(run, [q], k=2)
+    at1 = lab.metrics.score(run, [q], k=1)
+    at2 = lab.metrics.score(run, [q], k=2)
     assert at1.recall.iloc[0] == 0.0 and at2.recall.iloc[0] == 1.0 and at2.mrr.iloc[0] == 0.5
-    assert lab.session_recall(run, [q], 1).to_dict() == {"q": 0.0} and at1.session_recall.tolist() == [0.0]
-    assert lab.session_recall(run, [q], 2).to_dict() == {"q": 1.0} and at2.session_recall.tolist() == [1.0]
+    assert lab.metrics.session_recall(run, [q], 1).to_dict() == {"q": 0.0} and at1.session_recall.tolist() == [0.0]
+    assert lab.metrics.session_recall(run, [q], 2).to_dict() == {"q": 1.0} and at2.session_recall.tolist() == [1.0]
 
 
 def test_question_ids_are_unique_and_transcripts_show_each_labels_own_event(tmp_path):

@@ -156,7 +156,7 @@ def test_saved_forms_carry_the_gold(synth, tmp_path):
     session = next(s for u in raw["users"] for s in u["sessions"] if s.get("facts"))
     assert set(session["facts"][0]) >= {"subject", "predicate", "value", "quote", "event"}
 
-    again = lab.load_jsonl(lab.write_jsonl(synth, tmp_path / "synth.jsonl"))
+    again = lab.load_jsonl(lab.datasets.write_jsonl(synth, tmp_path / "synth.jsonl"))
     assert {u.user_id: u.gold_candidates for u in again.users} == {u.user_id: u.gold_candidates for u in synth.users}
     assert LabelledExtractor.from_set(again).gold == LabelledExtractor.from_set(synth).gold
 

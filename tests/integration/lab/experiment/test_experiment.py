@@ -180,7 +180,7 @@ def test_report_is_rebuilt_from_the_saved_runs_alone(user_run, tmp_path):
     pd.testing.assert_frame_equal(before[~volatile].reset_index(drop=True),
                                   again[~volatile.values].reset_index(drop=True))  # fmt: skip
     assert "## mine" in (copy / "report.md").read_text() and not list(copy.glob("*.png")), "the saved config's plots"
-    run = lab.Run.load(user_run / "runs" / "mine__event-exact.parquet")
+    run = lab.runs.Run.load(user_run / "runs" / "mine__event-exact.parquet")
     assert run.dataset == "mine" and run.system == "event-exact" and run.reference == "faiss-exact-event"
     assert set(run.to_dataframe().question_id) == {q.id for q in lab.load_jsonl(EXAMPLE_JSONL).questions}
 
@@ -208,12 +208,12 @@ def test_set_overrides_and_bad_configs_fail_clearly(tmp_path):
 
 
 def test_shipped_suites_parse_and_name_files_in_the_checkout():
-    for name in lab.suite_names():
+    for name in lab.config.suite_names():
         cfg = lab.load_suite(name)
         for spec in cfg.resolved["datasets"]:
             if "path" in spec:
                 assert (ROOT / spec["path"]).exists(), (name, spec["path"])
-    assert {"ci", "full", "fixtures"} <= set(lab.suite_names())
+    assert {"ci", "full", "fixtures"} <= set(lab.config.suite_names())
 
 
 def test_an_openai_compatible_embedder_runs_from_the_config(tmp_path, embedder, memlab_home, store, monkeypatch):

@@ -21,13 +21,13 @@ def test_from_a_query_log_to_judged_metrics(tmp_path, store, embedder, app_name)
     memory.add_sessions(sessions)
     for _, user, text in QUERIES:
         memory.search(app_name, user, text)
-    sample = lab.sample_logged_queries(store, n=10, app=app_name)
-    queries = lab.write_query_file(tmp_path / "queries.jsonl", sample.queries)
+    sample = lab.datasets.sample_logged_queries(store, n=10, app=app_name)
+    queries = lab.datasets.write_query_file(tmp_path / "queries.jsonl", sample.queries)
     assert sorted(q["text"] for q in sample.queries) == sorted(GOLD)
 
     config = lab.load_config(write_config(tmp_path / "exp.yaml", tmp_path / "logs.jsonl"))
-    pool = lab.pool_queries(config, queries, 2, store, embedders={"default": embedder})
-    lab.write_pool(pool, tmp_path / "pool.json")
+    pool = lab.judging.pool_queries(config, queries, 2, store, embedders={"default": embedder})
+    lab.datasets.write_pool(pool, tmp_path / "pool.json")
     assert [s["name"] for s in pool["systems"]] == ["event", "chunk3"]
     lines = [{"query": q["query_id"], "event_id": h["event_id"], "relevance": int(h["event_id"] in GOLD[q["text"]]),
               "assessor": "simulated", "time": "2026-12-01T10:00:00+00:00"}

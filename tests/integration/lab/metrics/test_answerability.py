@@ -46,10 +46,10 @@ def test_features_of_an_empty_and_a_full_result():
 
 def test_fit_picks_a_threshold_under_the_false_memory_rule_and_transfers(tmp_path):
     train, test = _table(300, 0), _table(200, 1, shift=0.02)
-    fitted = lab.fit_answerability(train, source="train")
+    fitted = lab.metrics.fit_answerability(train, source="train")
     assert fitted.cv["roc_auc"] > 0.9 and fitted.cv["false_memory_rate"] <= 0.2
     assert fitted.gate.features == FEATURE_NAMES
-    found = lab.evaluate_answerability(fitted, test)
+    found = lab.metrics.evaluate_answerability(fitted, test)
     assert found["roc_auc"] > 0.9 and found["recall_kept"] > 0.5
     path = fitted.gate.save(tmp_path / "answerability.json")
     again = memlab.events.AnswerabilityGate.load(path)
@@ -63,11 +63,11 @@ def test_calibration_reads_probabilities_against_outcomes():
     rng = np.random.default_rng(0)
     p = rng.random(20_000)
     honest = rng.random(20_000) < p  # p(answerable) = p exactly
-    assert lab.answerability_calibration(honest, p)["calibration_error"] < 0.02
+    assert lab.metrics.answerability_calibration(honest, p)["calibration_error"] < 0.02
     overconfident = rng.random(20_000) < 0.5  # a coin, however sure the model says it is
-    worse = lab.answerability_calibration(overconfident, p)
+    worse = lab.metrics.answerability_calibration(overconfident, p)
     assert worse["calibration_error"] == pytest.approx(0.25, abs=0.02) and worse["brier"] > 0.3
-    fitted = lab.fit_answerability(_table(300, 0), source="train")
+    fitted = lab.metrics.fit_answerability(_table(300, 0), source="train")
     assert 0.0 <= fitted.cv["calibration_error"] < 0.2 and 0.0 <= fitted.cv["brier"] < 0.25
 
 
@@ -97,7 +97,7 @@ def test_search_applies_the_gate(store, embedder, app_name):
     mem = memlab.EventMemory(store, embedder)
     mem.add_session(make_session(app_name, "u", "s1", ["I keep my bike in the basement storage room."]))
     strict = memlab.events.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (N - 1), intercept=2.0, mean=(0.0,) * N,
-                                      scale=(1.0,) * N, threshold=0.5)  # answerable when first distance < 0.4
+                                             scale=(1.0,) * N, threshold=0.5)  # answerable when first distance < 0.4
     near = mem.search(app_name, "u", "Where do I keep my bike?", gate=strict)
     far = mem.search(app_name, "u", "What is the capital of Australia?", gate=strict)
     assert [h.text for h in near] == ["I keep my bike in the basement storage room."]

@@ -109,8 +109,8 @@ def _rescored(folder: Path) -> pd.DataFrame:
 
 
 def test_a_run_writes_its_format_version(made):
-    assert json.loads((made / "manifest.json").read_text())["format_version"] == lab.FORMAT_VERSION
-    assert lab.RunFolder(made).version == lab.FORMAT_VERSION
+    assert json.loads((made / "manifest.json").read_text())["format_version"] == lab.runs.FORMAT_VERSION
+    assert lab.RunFolder(made).version == lab.runs.FORMAT_VERSION
     assert "event_sessions" in pd.read_parquet(next((made / "runs").glob("unique__*.parquet"))).columns
 
 
@@ -118,7 +118,7 @@ def test_a_format_1_folder_is_read_in_the_current_shape(old):
     folder = lab.RunFolder(old)
     assert folder.version == 1
     known: dict[str, set] = {"unique": set(), "turns": set()}
-    for run in lab.load_runs(old):
+    for run in lab.runs.load_runs(old):
         frame = run.frame
         assert {"session_id", "event_sessions", "lexical", "coverage", "score"} <= set(frame.columns), run.system
         assert all(len(s) == len(e) for s, e in zip(frame.event_sessions, frame.event_ids, strict=True))
@@ -129,7 +129,7 @@ def test_a_format_1_folder_is_read_in_the_current_shape(old):
         assert all(s in TOPICS for q in folder.questions(dataset) for s, _ in q.evidence), "labels placed again"
         assert {"author", "text"} <= set(folder.events(dataset).columns)
     assert "hit_distance_roc_auc" in set(folder.scores.metric) and "distance_roc_auc" not in set(folder.scores.metric)
-    metrics = lab.load_metrics(old)
+    metrics = lab.report.load_metrics(old)
     assert any(k.endswith("/hit_distance_roc_auc") for k in metrics)
     assert not any(k.endswith("/distance_roc_auc") and "hit_" not in k for k in metrics)
 
@@ -147,7 +147,7 @@ def test_a_format_1_folder_scores_as_it_did_when_it_was_made(made, old, tmp_path
         bare = run.frame.drop(columns=["session_id", "event_sessions"])
         exact = current.runs("turns").get(run.reference) if run.reference else None
         exact_bare = exact.frame.drop(columns=["session_id", "event_sessions"]) if exact is not None else None
-        expected = lab.score(bare, current.questions("turns"), k=10, exact=exact_bare).set_index("question_id")
+        expected = lab.metrics.score(bare, current.questions("turns"), k=10, exact=exact_bare).set_index("question_id")
         got = then.loc[("turns", system)]
         for column in SCORED:
             want = expected.loc[got.index, column].astype(float).tolist()
@@ -180,11 +180,12 @@ def test_a_folder_of_a_newer_format_is_refused_with_one_line(made, tmp_path):
     new = tmp_path / "new"
     shutil.copytree(made, new)
     manifest = json.loads((new / "manifest.json").read_text())
-    (new / "manifest.json").write_text(json.dumps({**manifest, "format_version": lab.FORMAT_VERSION + 1}))
-    with pytest.raises(ConfigError, match=rf"format version {lab.FORMAT_VERSION + 1}.*newer memlab.*upgrade memlab"):
+    (new / "manifest.json").write_text(json.dumps({**manifest, "format_version": lab.runs.FORMAT_VERSION + 1}))
+    newer = lab.runs.FORMAT_VERSION + 1
+    with pytest.raises(ConfigError, match=rf"format version {newer}.*newer memlab.*upgrade memlab"):
         lab.RunFolder(new).runs("unique")
     with pytest.raises(ConfigError, match="newer memlab"):
-        lab.load_metrics(new)
+        lab.report.load_metrics(new)
     for args in (["report", "--run", str(new)], ["export", "--run", str(new), "--out", str(tmp_path / "trec")],
                  ["report", "--run", str(made), "--against", str(new)]):  # fmt: skip
         result = CliRunner().invoke(app, args)
@@ -221,5 +222,5 @@ def test_format_1_sweep_tables_are_read_with_their_figures_marked_not_measured(o
     assert set(scored.metric) == {"key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped",
                                   "seconds_per_session"}, "no stale figure was measured"  # fmt: skip
     assert "Every serving check of the fixtures held." in sweep.section(lab.RunFolder(old), "unique", {})
-    shown = lab.write_html(old, [], []).read_text()
+    shown = lab.report.write_html(old, [], []).read_text()
     assert '"read":null' in shown, "how many hits the reader read was not recorded"

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 import memlab
 from memlab import lab
 from memlab.cli import app
+from memlab.lab.reliability.probes.leaks import page_data
 from tests.conftest import ROOT
 
 LOCOMO = ROOT / "fixtures" / "locomo" / "example.json"
@@ -132,7 +133,7 @@ def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_s
     assert "judge `judge` (model `fake-judge`)" in report and "95% CI" in report
     assert "1 answerable question(s) without a gold answer text were skipped" in report
 
-    shown = lab.probes.page_data((tmp_path / "run" / "report.html").read_text())["answers"][DATASET]
+    shown = page_data((tmp_path / "run" / "report.html").read_text())["answers"][DATASET]
     row = answers.iloc[0]
     got = shown[row.system][row.question_id]
     assert got["answer"] == row.answer and got["verdict"] == bool(row.verdict)

@@ -33,7 +33,7 @@ def test_the_example_loads_with_its_labels():
 
 def test_round_trip_is_lossless(tmp_path):
     data = lab.load_jsonl(EXAMPLE)
-    again = lab.load_jsonl(lab.write_jsonl(data, tmp_path / "copy.jsonl"), name=data.name)
+    again = lab.load_jsonl(lab.datasets.write_jsonl(data, tmp_path / "copy.jsonl"), name=data.name)
     assert again.checksum() == data.checksum()
 
 

@@ -7,17 +7,10 @@ import pandas as pd
 import pytest
 
 from memlab import lab
-from memlab.lab import (
-    RUN_COLUMNS,
-    Question,
-    cutoff_grid,
-    drift,
-    labelled_distances,
-    recommend,
-    score,
-    size_bucket,
-    summarize,
-)
+from memlab.lab import Question
+from memlab.lab.base.sizes import size_bucket
+from memlab.lab.metrics import cutoff_grid, drift, labelled_distances, recommend, score, summarize
+from memlab.lab.runs import RUN_COLUMNS
 
 Q = [
     Question("q1", "a", "u", "where do I live?", ("e1", "e2")),
@@ -88,8 +81,8 @@ def test_drift_flags_a_shifted_distribution():
 
 
 def test_run_roundtrip(tmp_path):
-    path = lab.Run("d", "s", RUN).save(tmp_path)
-    back = lab.Run.load(path).frame
+    path = lab.runs.Run("d", "s", RUN).save(tmp_path)
+    back = lab.runs.Run.load(path).frame
     assert back.event_ids.tolist() == RUN.event_ids.tolist() and back.distance.tolist() == RUN.distance.tolist()
 
 
