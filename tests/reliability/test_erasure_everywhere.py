@@ -5,9 +5,8 @@ table added later cannot escape) and no entry of the embedding cache holds a tra
 values, or the hash of any text embedded for them (searches' queries included). tests/integration/events/test_erasure.py
 covers event memory alone.
 
-The cases are the erasure family's of `memlab check reliability` (memlab.lab.reliability.probes.ErasureCase): the
-tests run
-them and assert the family's figures."""
+The cases are the erasure family's of `memlab check reliability` (ErasureCase, in
+memlab.lab.reliability.probes.erasure_traces): the tests run them and assert the family's figures."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 most recall@k whose false-memory rate on no-answer questions stays at or under the target, what it costs (recall@k
 kept, as a share of the recall without a cut-off) and what it buys (the false-memory rate), or why no cut-off is
 advised. The headline, the cut-off sweep's metrics, section and plot, the per-question viewer (through the sweep's
-`recommended_max_distance`) and `lab.recommend` all read `advise`, so a report cannot advise two things.
+`recommended_max_distance`) and `lab.metrics.recommend` all read `advise`, so a report cannot advise two things.
 
 A threshold someone pastes into production must come with its price, so no cut-off is advised when a data set
 cannot support one: no no-answer questions to measure false memories on, a nearest-hit distance that does not tell

@@ -5,7 +5,7 @@ Every metric the definitions know (each in a plain, a rank-cut and a breakdown k
 baseline is worsened in its bad direction, improved, and left alone, and the gate's own comparison must call it a
 regression, an improvement and ok (`wrong_verdicts`). A key that was gated while no definition covers it is a
 guessed direction (`guessed_directions`); an invented key must come out ungated. The cut-off advice is checked on
-hand-made runs whose right answer is known: the advice, `lab.recommend`, the sweep's stored figures and the
+hand-made runs whose right answer is known: the advice, `lab.metrics.recommend`, the sweep's stored figures and the
 headline's sentence must agree with each other and with the rule's guards (`contradicting_cutoff_advice`)."""
 
 from __future__ import annotations
@@ -127,8 +127,8 @@ CUTOFF_CASES: dict[str, tuple[Callable[[int, bool], Hits], int, int, bool]] = {
 
 
 def advice_contradictions(advice: CutoffAdvice, others: list[CutoffAdvice], k: int) -> list[str]:
-    """Where the advice disagrees with the rule's guards, with `lab.recommend`, with what the sweep stores or with
-    the headline's sentence (empty when it is consistent)."""
+    """Where the advice disagrees with the rule's guards, with `lab.metrics.recommend`, with what the sweep stores or
+    with the headline's sentence (empty when it is consistent)."""
     out = []
     d = advice.max_distance
     if [o.max_distance for o in others] != [d]:
