@@ -28,8 +28,9 @@ import memlab.facts.stored as stored
 import memlab.facts.write_guard as fact_guard
 import memlab.storage.fact_tables as tables
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, erasure_caches, forget_transient
+from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, erasure_caches
 from memlab.errors import ConfigError
+from memlab.events.forgetting import forget_in_process
 from memlab.events.query_log import QueryLog, QueryRecorder, check_context, fact_hits
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
@@ -53,8 +54,8 @@ from memlab.inputs import (
     text_problem,
     timestamp_problem,
 )
-from memlab.models import deriving_from, event_ref, forget_model_replies, scope_refs, session_ref, user_ref
-from memlab.safety.clean_texts import forget_scans, holds_secret
+from memlab.models import deriving_from, event_ref, scope_refs, session_ref, user_ref
+from memlab.safety.clean_texts import holds_secret
 from memlab.safety.redact import plain_digest
 from memlab.safety.split_secrets import split_secret_events
 from memlab.storage import erasures
@@ -478,8 +479,7 @@ class FactMemory:
                 after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
                          for r in resolve(rows, cardinality)]  # fmt: skip
                 stored.write_facts(conn, app_name, user_id, rows, after)
-        forget_model_replies(event_ref(app_name, user_id, e) for e in read)  # replies that read the value
-        forget_transient()
+        forget_in_process([event_ref(app_name, user_id, e) for e in read])  # replies that read the value
         self._vacuum(vacuum)
         return deleted
 
@@ -552,8 +552,7 @@ class FactMemory:
             for subject, predicate in touched:
                 self._rederive(conn, app, user, subject, predicate, report)
         scope = [session_ref(app, user, session_id)] if event_ids is None and session_id is not None else []
-        report.model_replies = forget_model_replies([*scope, *(event_ref(app, user, e) for e in event_ids or ())])
-        forget_transient()
+        report.model_replies = forget_in_process([*scope, *(event_ref(app, user, e) for e in event_ids or ())])
         report.vacuumed = self._vacuum(vacuum)
         return report
 
@@ -607,9 +606,7 @@ class FactMemory:
         counts["memory_unit"] = deleted.units
         refs = [*deleted.model_refs(), user_ref(app_name, user_id)]  # an embedding in flight of them stores nothing
         counts["cache_entries"] = sum(c.forget_erased(deleted.text_keys, refs) for c in erasure_caches(self.embedder))
-        counts["model_replies"] = forget_model_replies(refs)
-        forget_transient()
-        forget_scans()  # the digests of texts scanned clean, the erased ones among them
+        counts["model_replies"] = forget_in_process(refs)
         if vacuum:
             counts["vacuumed"] = len(self._vacuum(vacuum))
         return counts
