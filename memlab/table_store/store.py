@@ -333,7 +333,7 @@ def open_table(dsn: str | None, layout: Layout | str, *, table: str | None = Non
     if isinstance(layout, str):
         layout = Layout.preset(layout, table=table, **columns)
     elif table is not None or columns:
-        layout = Layout(table or layout.table, layout.columns.replace(**columns))
+        layout = layout.with_table(table).with_columns(**columns)
     connection = ReadOnlyConnection(dsn, limits)
     try:
         with connection.once() as work:
