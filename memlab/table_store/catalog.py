@@ -69,10 +69,6 @@ class AppTable:
     name: str
     key: str
 
-    @property
-    def qualified(self) -> str:
-        return f"{self.schema}.{self.table}"
-
 
 @dataclass
 class TableCatalog:
@@ -343,7 +339,7 @@ def time_sql(source: Source, catalog: TableCatalog) -> sql.Composable:
     return sql.SQL("(CASE WHEN {} THEN ({})::timestamptz END)").format(valid, expr)
 
 
-def app_match(layout: Layout, catalog: TableCatalog, app: sql.Composable) -> sql.Composable:
+def app_match(catalog: TableCatalog, app: sql.Composable) -> sql.Composable:
     """`app = %(app)s`, or with app names in another table: the app column in that table's keys of the name
     %(app)s (or of the key %(app)s, as text)."""
     names = catalog.app_names
@@ -361,7 +357,7 @@ def bind(layout: Layout, catalog: TableCatalog) -> Bound:
     present = frozenset(n for n, s in sources.items() if s.column is not None or s.constant is not None)
     return Bound(
         table=sql.Identifier(catalog.schema, catalog.table), fields=fields, present=present, catalog=catalog,
-        app_match=app_match(layout, catalog, fields["app"]) if "app" in present else None,
+        app_match=app_match(catalog, fields["app"]) if "app" in present else None,
     )
 
 

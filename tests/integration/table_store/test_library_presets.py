@@ -15,7 +15,7 @@ import pytest
 
 import memlab
 from memlab import lab
-from memlab.table_store import ModelMismatchError, ReadOnlyLimits, open_table
+from memlab.table_store import AppNames, Layout, ModelMismatchError, ReadOnlyLimits, open_table
 from memlab.table_store.catalog import bind
 from tests.support import library_tables as lt
 from tests.support.table_store import (
@@ -238,6 +238,20 @@ def test_langchain_collection_names_need_select_on_the_collection_table(built):
             assert sum(by_uuid.users("00000000-0000-0000-0000-000000000000").values()) == 0
     finally:
         drop_role(built["dsn"], role)
+
+
+@pytest.mark.parametrize(("names", "says"), [
+    (AppNames("langchain_pg_collection", "name", "cmetadata"), "app_names.key 'cmetadata' of "
+     "public.langchain_pg_collection is of type json and the table's app column of type uuid"),
+    (AppNames("langchain_pg_collection", "title", "uuid"), "app_names.name = 'title': public.langchain_pg_collection "
+     "has no column 'title'"),
+    (AppNames("langchain_pg_collections", "name", "uuid"), "Near names: public.langchain_pg_collection"),
+])  # fmt: skip
+def test_app_names_that_do_not_fit_are_refused_before_any_read(built, names, says):
+    layout = Layout("langchain_pg_embedding", Layout.preset("langchain-postgres").columns, names)
+    with pytest.raises(memlab.ConfigError) as err:
+        open_table(built["ro_dsn"], layout, limits=FAST)
+    assert says in str(err.value)
 
 
 def test_mem0_reads_every_agent_unless_scoped_to_one(built):
