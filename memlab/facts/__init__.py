@@ -7,7 +7,7 @@ from memlab.facts.extractors.labelled import LabelledExtractor
 from memlab.facts.extractors.llm import ExtractionError, LlmExtractor
 from memlab.facts.extractors.rules import RuleExtractor
 from memlab.facts.ids import fact_id, parse_fact_id
-from memlab.facts.memory import FactForgetReport, FactHit, FactIngestReport, FactMemory, state_of
+from memlab.facts.memory import FactMemory, state_of
 from memlab.facts.registry import PredicateRegistry, UnknownPredicateError, default_registry
 from memlab.facts.render import (
     DOMAIN_HEADING,
@@ -18,6 +18,7 @@ from memlab.facts.render import (
     neutralize_fences,
     render_fact,
 )
+from memlab.facts.results import FactForgetReport, FactHit, FactIngestReport, Provenance
 from memlab.facts.types import DOMAIN_USER, Candidate, Decision, Fact
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "LabelledExtractor",
     "LlmExtractor",
     "PredicateRegistry",
+    "Provenance",
     "RuleExtractor",
     "UnknownPredicateError",
     "decide",
