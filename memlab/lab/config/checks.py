@@ -160,6 +160,8 @@ def check_system_values(entry: Any, index: int, source: str) -> None:
     """Every value of one `systems` entry has its field's type (ranges are SearchSettings' own checks)."""
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: systems[{index}] must be a mapping with a `name`, got {_shown(entry)}")
+    if "store" in entry:
+        return  # a table-store system: memlab.lab.systems.table checks its values (strategy ivfflat, k, distance)
     hints = typing.get_type_hints(SearchSettings)
     name = entry.get("name")
     label = f"{source}: systems[{index}] ({name!r})" if isinstance(name, str) else f"{source}: systems[{index}]"
@@ -194,7 +196,7 @@ _DATASET = {
     # one judgments file, or several (a person's and the model's) read together
     "judgments": lambda w, v: check_list(w, v, lambda w2, v2: check_text(w2, v2, limit=4096)) if isinstance(
         v, list) else check_text(w, v, limit=4096),
-    **{key: lambda w, v: check_text(w, v) for key in ("assessor", "dsn_env", "app", "layer")},
+    **{key: lambda w, v: check_text(w, v) for key in ("assessor", "dsn_env", "app", "layer", "store")},
 }
 
 

@@ -32,6 +32,7 @@ from memlab.lab.config.checks import (
     check_top_values,
 )
 from memlab.lab.config.expansion import check_expansion
+from memlab.lab.config.stores import check_stores
 from memlab.lab.datasets.loaders import resolve_path
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.systems.kinds import system_from_config
@@ -40,7 +41,7 @@ from memlab.models import ModelSpec, parse_models
 
 SUITES_DIR = Path(__file__).with_name("suites")
 TOP_KEYS = {"name", "description", "k", "out", "embedders", "datasets", "systems", "sweeps", "options", "llm",
-            "models", "plots"}  # fmt: skip
+            "models", "plots", "stores"}  # fmt: skip
 
 
 @dataclass
@@ -245,6 +246,8 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
         check_rerank_model(system.rerank, system.name, models, source)
+    resolved["stores"] = data.get("stores") or []  # tables measured where they are (memlab.lab.config.stores)
+    check_stores(resolved, source)
     check_expansion(resolved, source)  # counted from the lists' lengths, before any sweep builds a system
     return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped, models)
 

@@ -35,7 +35,7 @@ from memlab.lab.datasets.synth import generate
 FORMATS = ("memlab", "longmemeval", "locomo", "beir", "fixtures", "synth", "judged")
 ALIASES = {"jsonl": "memlab"}  # `format: jsonl` reads memlab's JSON Lines, as `format: memlab` does
 _OPTIONS: dict[str, set[str]] = {
-    "memlab": {"path"},
+    "memlab": {"path", "store"},  # store: a table store's rows are the events (memlab.lab.datasets.stores)
     "longmemeval": {"path", "limit", "per_type", "question_types", "include_abstention"},
     "locomo": {"path", "conversations", "per_category"},
     "beir": {"path", "split", "limit"},
@@ -103,6 +103,9 @@ def _load(spec: dict[str, Any], base_dirs: list[Path] | None) -> Dataset:
         if not spec.get("path"):
             raise ConfigError(f"data set {name!r}: `path` is required for format {fmt}")
         path = resolve_path(spec["path"], base_dirs, f"data set {name!r}")
+    if fmt == "memlab" and spec.get("store") is not None:
+        raise ConfigError(f"data set {name!r} reads its events from store {spec['store']!r}: it loads in an experiment "
+                          "whose config has that store in `stores:` (memlab eval --config FILE)")  # fmt: skip
     if fmt == "memlab":
         data = load_jsonl(path, name)
     elif fmt == "fixtures":

@@ -29,9 +29,9 @@ from memlab.lab.base.hardware import peak_memory_mb
 from memlab.lab.base.outputs import claim_folder, replace_folder
 from memlab.lab.base.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.config.parse import ExperimentConfig
+from memlab.lab.config.stores import load_configured, open_stores
 from memlab.lab.datasets.checks import dataset_warnings
 from memlab.lab.datasets.label_loss import dropped_fields
-from memlab.lab.datasets.loaders import load_dataset
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.experiment.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.metrics.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
@@ -53,6 +53,7 @@ from memlab.lab.systems.roles import (
     SYSTEMS_FILE,
     SystemRole,
 )
+from memlab.lab.systems.table import fits, store_of_dataset
 from memlab.models import model_cache_dir
 from memlab.storage.store import scratch_store
 
@@ -125,11 +126,12 @@ def plan_systems(dataset: Dataset, config: dict[str, Any], embedders: dict[str, 
                  ) -> tuple[list, dict[str, SystemRole]]:  # fmt: skip
     """systems_for's systems and the role of each by name: the configured ones main, a sweep's a cut (of its
     parent) or that sweep's system, whatever they are named."""
-    context = SweepContext(config, [system_from_config(s) for s in config["systems"]])
+    store = store_of_dataset(config, dataset.name)  # a table store's data set: only its store's systems run on it
+    context = SweepContext(config, [s for s in map(system_from_config, config["systems"]) if fits(s, store)])
     roles = {s.name: SystemRole(MAIN) for s in context.systems}
     for name in applies(config, dataset.name):
         for system in get_sweep(name).systems(dataset, sweep_options(config, name), context):
-            if system.name not in {s.name for s in context.systems}:
+            if system.name not in {s.name for s in context.systems} and fits(system, store, context.systems):
                 context.systems.append(system)
                 roles[system.name] = SystemRole(CUT, name, system.parent) if isinstance(system, CutoffSystem) \
                     else SystemRole(SWEEP, name)  # fmt: skip
@@ -188,7 +190,7 @@ def run_experiment(
     started = time.perf_counter()
     out = claim_folder(out)  # a folder memlab did not make is refused before anything is read or written
     cfg = config.resolved
-    datasets = [load_dataset(spec, config.base_dirs) for spec in cfg["datasets"]]
+    datasets = [load_configured(spec, config) for spec in cfg["datasets"]]  # a table store's: read from its table
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("runs", "labels", "tables"):
         shutil.rmtree(out / stale, ignore_errors=True)
@@ -213,10 +215,12 @@ def run_experiment(
     embedders, skipped = make_embedders(cfg["embedders"], home=home)
     manifest["embedders"] = {name: e.model_id for name, e in embedders.items()}
     manifest["skipped_embedders"] = skipped
-    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps:
+    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps, \
+            open_stores(config) as tables:
         manifest["versions"] = _versions(store)
         # one overall display: the per-step bars (ingest, questions, extraction) stay off
         env = model_env(fresh, embedders, config, k=cfg["k"], home=home)
+        env.tables = tables  # the config's table stores, searched where they are
         work = []
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
@@ -232,6 +236,7 @@ def run_experiment(
                 get_sweep(name).measure(env, scoped, sweep_options(cfg, name), context, out)
         with steps.step("scores and report"):
             score_folder(out)
+            manifest["stores"] = tables.summary()  # each table's catalog and model checks
             manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             seconds=round(time.perf_counter() - started, 1), peak_memory_mb=peak_memory_mb())
             _write_manifest(out, manifest)

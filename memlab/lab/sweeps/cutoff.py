@@ -23,13 +23,15 @@ from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.kinds import CutoffSystem, EventSystem
 from memlab.lab.systems.roles import CUT, MEASURE, SystemRole, cut_parents
+from memlab.lab.systems.table import TableSystem
 
 DEFAULT_PARENTS = ("event", "chunk4o1")
 
 
 def parents(options: dict[str, Any], context: SweepContext) -> list[str]:
-    """Which systems are cut: `options.systems`, else the configured event systems plus event and chunk4o1."""
-    event_like = [s.name for s in context.systems if isinstance(s, EventSystem)]
+    """Which systems are cut: `options.systems`, else the configured event and table systems plus event and
+    chunk4o1 (a table system is cut on the table's own distances)."""
+    event_like = [s.name for s in context.systems if isinstance(s, EventSystem | TableSystem)]
     if options.get("systems"):
         return [n for n in options["systems"] if n in event_like]
     configured = [s["name"] for s in context.config.get("systems", []) if s.get("name") in event_like]
