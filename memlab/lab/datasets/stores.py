@@ -113,6 +113,12 @@ def table_dataset(name: str, questions: list[Question], table: TableStore, store
         if key not in users:
             rows = table.texts(*key)
             repeated = _repeated_ids(rows)
+            models = table.models(*key) if repeated and store.model is None else {}
+            if len(models) > 1:  # one row per event and model, as a migration between models leaves them
+                raise ConfigError(f"data set {name!r}: user {q.user_id!r} of app {q.app_name!r} has rows of "
+                                  f"{len(models)} embedding models in {table.catalog.qualified} ({', '.join(models)}), "
+                                  f"each event once per model; set `model: NAME` in stores.{store.name} to the model "
+                                  "the run's embedder is (memlab checks it before any search)")  # fmt: skip
             if repeated:
                 raise ConfigError(f"data set {name!r}: user {q.user_id!r} of app {q.app_name!r} has event id(s) "
                                   f"{sorted(set(repeated))[:5]} on several rows of {table.catalog.qualified}; memlab "

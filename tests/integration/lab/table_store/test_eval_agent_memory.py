@@ -204,3 +204,50 @@ def test_the_database_is_left_as_it_was(run, agent):
     assert relations == {"agent_memory", "agent_memory_id_seq", "agent_memory_pkey", "agent_memory_hnsw",
                          "agent_memory_scope", "agent_memory_app_name_user_id_event_id_embed_model_key"}
     assert {schema for schema, *_ in run["after"]["relations"]} == {"public"}
+
+
+def _refused(agent, tmp_path, name: str, cfg: dict) -> tuple[str, object]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENT_TABLE_DSN", agent["ro_dsn"])
+        result = CliRunner().invoke(app, ["eval", "--config", str(path), "--out", str(tmp_path / name)])
+    return " ".join(result.output.split()), result
+
+
+def test_an_embedder_that_is_not_the_tables_model_is_refused_before_any_search(agent, memlab_home, model_server,
+                                                                               tmp_path):  # fmt: skip
+    """Another model of the same size behind an OpenAI-compatible endpoint: the stored texts it re-embeds point
+    elsewhere than the stored vectors, so the run stops with one error before a question is embedded or asked."""
+    model_server.embedding_dim = 384
+    cfg = config(agent)
+    cfg["embedders"] = [{"name": "default", "kind": "openai", "base_url": model_server.base_url, "model": "other"}]
+    text, result = _refused(agent, tmp_path, "swapped", cfg)
+    assert result.exit_code == 2, result.output
+    assert text.count("error:") == 1 and "store 'agent', app 'memlab-synth', embedder 'default'" in text
+    assert "does not reproduce the vectors stored in public.agent_memory" in text and "another model" in text
+    assert not list((tmp_path / "swapped").glob("runs/*")), "no system was asked anything"
+    embedded = [t for path, body in model_server.requests if path == "/v1/embeddings" for t in body["input"]]
+    assert embedded and not {q["text"] for q in agent["questions"]} & set(embedded), "no question was embedded"
+
+
+def test_rows_of_two_models_need_the_store_scoped_to_one(agent, memlab_home, tmp_path):
+    cfg = config(agent)
+    del cfg["stores"][0]["model"]
+    text, result = _refused(agent, tmp_path, "two-models", cfg)
+    assert result.exit_code == 2
+    assert f"has rows of 2 embedding models in public.agent_memory ({agent['model']}, {OTHER_MODEL})" in text
+    assert "set `model: NAME` in stores.agent" in text
+    assert not list((tmp_path / "two-models").glob("runs/*"))
+
+
+def test_labels_must_name_rows_of_the_table(agent, memlab_home, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    first = agent["questions"][0]
+    bad.write_text(json.dumps({**first, "relevant": ["no-such-row"]}) + "\n")
+    cfg = config(agent)
+    cfg["datasets"][0]["path"] = str(bad)
+    text, result = _refused(agent, tmp_path, "bad-labels", cfg)
+    assert result.exit_code == 2
+    assert f"relevant event id(s) ['no-such-row'] are not rows of user '{first['user']}'" in text
+    assert "column event_id" in text
