@@ -149,7 +149,8 @@ def parse_stores(raw: Any, source: str) -> dict[str, StoreSpec]:
 def check_stores(resolved: dict[str, Any], source: str) -> None:
     """The `stores:` section, and every use of a store: each a system or data set names exists, a store's data
     set is a memlab questions file and has a system of its store to run, every table system has a data set of
-    its store, and only the sweeps that work on a table run on its data sets (the others would copy it)."""
+    its store, and only the sweeps that work on a table run on its data sets (the others would copy it). A data
+    set's format reads `store` only where it is memlab's JSONL (memlab.lab.datasets.loaders checks that)."""
     stores = parse_stores(resolved.get("stores"), source)
     systems = {s["name"]: s["store"] for s in resolved["systems"] if isinstance(s, dict) and "store" in s}
     datasets = {d["name"]: d["store"] for d in resolved["datasets"] if d.get("store") is not None}
@@ -159,17 +160,13 @@ def check_stores(resolved: dict[str, Any], source: str) -> None:
                 raise ConfigError(f"{source}: {kind} {name!r} names store {store!r}, which the config's stores: does "
                                   f"not hold{did_you_mean(store, stores)}; stores: {sorted(stores) or 'none'}")
     for name, store in datasets.items():
-        entry = next(d for d in resolved["datasets"] if d["name"] == name)
-        if entry.get("format") not in ("memlab", "jsonl"):
-            raise ConfigError(f"{source}: data set {name!r}: `store` goes with format memlab (a JSONL file of "
-                              f"questions whose labels name the table's event ids), not {entry.get('format')!r}")
         if store not in systems.values():
             raise ConfigError(f"{source}: data set {name!r} reads store {store!r}, but no system searches it; add "
                               f"one, e.g. {{name: {store}-hnsw, store: {store}, strategy: hnsw}}")  # fmt: skip
         copying = [sweep for sweep in applies(resolved, name) if sweep not in ON_TABLES]
         if copying:
-            raise ConfigError(f"{source}: sweep(s) {', '.join(copying)} would run on data set {name!r}, which is "
-                              f"store {store!r}'s table: they ingest a data set into memlab's own memory, and a "
+            raise ConfigError(f"{source}: sweep(s) {', '.join(copying)} would run on data set {name!r}, which reads "
+                              f"the table of store {store!r}: they ingest a data set into memlab's own memory, and a "
                               f"table is measured where it is (sweeps on a table: {', '.join(ON_TABLES)}). Give "
                               f"each `datasets:` in its options without {name!r}")  # fmt: skip
     for name, store in systems.items():

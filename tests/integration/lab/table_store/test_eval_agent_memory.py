@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from memlab import lab
 from memlab.cli import app
+from tests.conftest import ROOT
 from tests.integration.table_store.test_agent_memory import ARTICLE_DDL, INSERT
 from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role
 
@@ -33,6 +34,7 @@ SYSTEMS = [
     {"name": "exact", "store": "agent", "strategy": "exact"},
 ]
 REFERENCE = "faiss-exact-agent"
+EXAMPLE_JSONL = ROOT / "fixtures" / "jsonl" / "example.jsonl"
 
 
 def _text(vector: np.ndarray) -> str:
@@ -90,7 +92,7 @@ def config(agent, **store) -> dict:
         "stores": [{"name": "agent", "dsn_env": "AGENT_TABLE_DSN", "layout": "agent-memory", "app": agent["app"],
                     "model": agent["model"], "limits": {"max_qps": None}, **store}],
         "datasets": [{"name": DATASET, "format": "memlab", "path": str(agent["path"]), "store": "agent"}],
-        "systems": SYSTEMS,
+        "systems": [dict(s) for s in SYSTEMS],
         "sweeps": ["cutoff", "table"],
         "options": {"cutoff": {"grid": [0.5, 0.8]},
                     "table": {"systems": ["hnsw40"], "ef_search": [20, 80],
@@ -100,14 +102,18 @@ def config(agent, **store) -> dict:
 
 @pytest.fixture(scope="module")
 def run(agent, memlab_home):
-    """One `memlab eval --config` over the table, with the catalog read before and after."""
+    """One `memlab eval --config FILE --store agent` over the table (the file also names a data set and a system
+    of memlab's own, which --store leaves out), with the catalog read before and after."""
     before = catalog_snapshot(agent["dsn"])
     path = agent["folder"] / "experiment.yaml"
-    path.write_text(yaml.safe_dump(config(agent)))
+    cfg = config(agent)
+    cfg["datasets"].append({"name": "own", "format": "memlab", "path": str(EXAMPLE_JSONL)})
+    cfg["systems"].append({"name": "event", "granularity": "event"})
+    path.write_text(yaml.safe_dump(cfg))
     out = agent["folder"] / "run"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENT_TABLE_DSN", agent["ro_dsn"])
-        result = CliRunner().invoke(app, ["eval", "--config", str(path), "--out", str(out)])
+        result = CliRunner().invoke(app, ["eval", "--config", str(path), "--store", "agent", "--out", str(out)])
     assert result.exit_code == 0, result.output
     return {"out": out, "before": before, "after": catalog_snapshot(agent["dsn"]), "output": result.output}
 
@@ -180,6 +186,8 @@ def test_the_run_folder_is_a_run_folder_like_any_other(run, tmp_path):
     assert "### table (agent-q)" in report and "vector_cosine_ops" in report and "EXPLAIN" in report
     assert f"recall@{K} by memory size" in report
     manifest = json.loads((out / "manifest.json").read_text())
+    assert [d["name"] for d in manifest["datasets"]] == [DATASET], "--store agent: the store's data set only"
+    assert "event" not in set(pd.read_csv(out / "scores.csv").system)
     facts = manifest["stores"]["agent"]
     assert facts["table"] == "public.agent_memory" and facts["index_used_for"]["cosine"]
     assert not facts["index_used_for"]["l2"]
