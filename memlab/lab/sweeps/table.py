@@ -54,13 +54,13 @@ def _scans(options: dict[str, Any]) -> list[str]:
 
 
 def parents(options: dict[str, Any], context: SweepContext) -> list[TableSystem]:
-    """The table systems the grid varies: `options.systems`, else the first configured one of each (store,
-    distance, embedder)."""
+    """The table systems the grid varies: `options.systems`, else one configured system of each (store, distance,
+    embedder), the first that walks an index (strategy hnsw or auto) where one does."""
     tables = [s for s in context.systems if isinstance(s, TableSystem)]
     if options.get("systems"):
         return [s for s in tables if s.name in options["systems"]]
     first: dict[tuple, TableSystem] = {}
-    for system in tables:
+    for system in sorted(tables, key=lambda s: s.strategy not in ("hnsw", "auto")):  # stable: config order kept
         first.setdefault((system.store, system.distance, system.embedder), system)
     return list(first.values())
 

@@ -10,6 +10,8 @@ import pytest
 from memlab.errors import ConfigError
 from memlab.lab.config.parse import parse_config
 from memlab.lab.config.stores import only_store, store_specs
+from memlab.lab.sweeps.base import SweepContext
+from memlab.lab.sweeps.table import TableSweep
 from memlab.lab.systems.table import TableSystem
 
 DSN = "postgresql://reader:Secret-pw-9@db.example:5432/agent"
@@ -136,3 +138,15 @@ def test_only_store_keeps_one_store_its_data_sets_and_its_systems():
     assert len(config.resolved["datasets"]) == 3, "the config itself is unchanged"
     with pytest.raises(ConfigError, match=r"--store doc: exp.yaml has no store of that name \(did you mean 'docs'"):
         only_store(config, "doc")
+
+
+def test_the_table_sweep_grids_one_index_walking_system_per_store_and_distance():
+    systems = [TableSystem("exact", "agent", strategy="exact"), TableSystem("h40", "agent", strategy="hnsw"),
+               TableSystem("h10", "agent", strategy="hnsw", ef_search=10),
+               TableSystem("l2", "agent", strategy="exact", distance="l2")]  # fmt: skip
+    sweep, options = TableSweep(), {"ef_search": [80, 10], "iterative_scan": ["off", "strict_order"]}
+    grid = sweep.systems(None, options, SweepContext({"systems": []}, systems))
+    assert [s.name for s in grid] == ["h40@ef10-off", "h40@ef80-off", "h40@ef10-strict_order", "h40@ef80-strict_order",
+                                      "l2@ef10-off", "l2@ef80-off", "l2@ef10-strict_order", "l2@ef80-strict_order"]
+    assert {(s.strategy, s.store) for s in grid} == {("hnsw", "agent")} and grid[4].distance == "l2"
+    assert sweep.planned(options, {"systems": [{"name": n, "store": "agent"} for n in "abc"]}) == 3 * 4 + 2 * 3
