@@ -339,7 +339,7 @@ def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSys
     if not isinstance(raw, dict) or not raw.get("name"):
         raise ConfigError(f"every system needs a `name`; got {raw!r}")
     if is_table_entry(raw):
-        return table_system_from_config(raw, k=k)
+        return table_system_from_config(raw)
     name = str(raw["name"])
     rerank = parse_rerank(raw["rerank"], name, k=k) if raw.get("rerank") is not None else None
     if "extractor" in raw or raw.get("granularity") == "facts":

@@ -315,7 +315,7 @@ def _one_of(where: str, value: object, allowed: tuple[str, ...]) -> None:
                           f"{', '.join(allowed)}")  # fmt: skip
 
 
-def table_system_from_config(raw: dict[str, Any], *, k: int | None = None) -> TableSystem:
+def table_system_from_config(raw: dict[str, Any]) -> TableSystem:
     """A table system from its config entry (`store:` names an entry of `stores:`); unknown keys are refused with
     the nearest known one (a build key of memlab's own systems, such as granularity, does not apply here)."""
     name = str(raw["name"])
