@@ -63,7 +63,7 @@ def test_the_count_bounds_what_the_sweeps_build():
                                "options": {"retrieval": {"per_session": [2, 3], "authors": ["user", "model"]},
                                            "granularity": {"chunks": [[2, 0], [3, 1]]}}})  # fmt: skip
     data = lab.load_dataset(SYNTH)
-    built = systems_for(data, config.resolved, {"default": None})
+    built = systems_for(data, config, {"default": None})
     planned = sum(planned_runs(config.resolved)["s"].values())
     assert len(built) <= planned <= 1.2 * len(built), (len(built), planned)  # a bound, and a close one
 
