@@ -209,8 +209,8 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         raise ConfigError(f"{source}: `options` maps a sweep name ({sorted(SWEEPS)}) to its settings; got "
                           f"{sorted(options) if isinstance(options, dict) else options!r}"
                           f"{did_you_mean(wrong, SWEEPS) if wrong is not None else ''}")  # fmt: skip
-    for sweep, settings in options.items():  # each sweep's typed options: the one check of them all, before any work
-        SWEEPS[sweep].parse_options(settings, f"{source}: options.{sweep}")
+    for sweep in dict.fromkeys([*sweeps, *options]):  # each sweep's typed options (none given: its defaults, and a
+        SWEEPS[sweep].parse_options(options.get(sweep), f"{source}: options.{sweep}")  # required one is missing)
     options = {sweep: settings or {} for sweep, settings in options.items()}  # `retrieval:` alone: its defaults
     check_distinct_files("embedders", [e["name"] for e in embedders], source)
     for i, entry in enumerate(embedders):
