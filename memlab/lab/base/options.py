@@ -162,6 +162,8 @@ def _one(where: str, value: Any, annotation: Any, meta: dict[str, Any]) -> Any:
         item = args[0] if args else Any
         return [check_value(f"{where}[{i}]", v, item, {**meta, "min_items": 0}) for i, v in enumerate(value)]
     if is_dataclass(annotation):
+        if not isinstance(value, dict):
+            raise wrong()
         return check_options(annotation, value, where, owner=f"`{where.rsplit('.', 1)[-1]}`")
     if origin is dict or annotation is dict:
         if not isinstance(value, dict):
