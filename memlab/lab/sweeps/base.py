@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.lab.base.options import OptionRow, check_options, check_value, option_rows
+from memlab.lab.base.options import OptionRow, check_options, check_value, describe, option_rows
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder
@@ -43,6 +43,7 @@ class NoOptions:
     """A sweep that reads no option but `datasets`."""
 
 
+DATASETS = list[str] | None  # every sweep's `datasets`: where it runs
 DATASETS_DOC = "the data sets the sweep runs on (default: every one)"
 
 
@@ -62,7 +63,7 @@ class Sweep:
         settings = {} if settings is None else settings
         if isinstance(settings, dict) and "datasets" in settings:
             try:
-                check_value(f"{where}.datasets", settings["datasets"], list[str] | None)
+                check_value(f"{where}.datasets", settings["datasets"], DATASETS)
             except ConfigError as exc:
                 raise ConfigError(f"{exc}; e.g. `datasets: [NAME]`, or leave it out (every data set)") from None
         given = {k: v for k, v in settings.items() if k != "datasets"} if isinstance(settings, dict) else settings
@@ -75,7 +76,7 @@ class Sweep:
     def option_rows(self) -> list[OptionRow]:
         """The sweep's options as rows (sweep, key, type, default, description), `datasets` last."""
         return [*option_rows(self.options_type, self.name),
-                OptionRow(self.name, "datasets", "a list of text or null", "none", DATASETS_DOC)]  # fmt: skip
+                OptionRow(self.name, "datasets", describe(DATASETS, {}), "none", DATASETS_DOC)]  # fmt: skip
 
     def check_models(self, options: dict[str, Any], models: dict[str, ModelSpec], source: str) -> None:
         """Refuse options naming a model the config's `models:` section lacks, or one of the wrong kind (raise
