@@ -210,6 +210,12 @@ class ReadOnlyConnection:
             return ConfigError(self.safe(
                 f"{self.shown} refused a read: {detail}. Fix: GRANT SELECT on the table (and USAGE on its schema) to "
                 "the DSN's role; memlab needs no other privilege."))
+        if isinstance(exc, psycopg.DataError):
+            return ConfigError(self.safe(
+                f"{self.shown} could not convert a value ({detail}); nothing was read. Either the app, user or model "
+                "asked for is not of its column's type (a name where the column holds uuids or numbers: ask for a "
+                "value the column holds), or a value in the table is not of its field's type (a date that does not "
+                "exist: map that field, such as time, to None or to another column, or correct the row)."))  # fmt: skip
         if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
             return ConfigError(self.safe(f"a statement tried to write on {self.shown} and the read-only transaction "
                                          f"refused it ({detail}); nothing was changed."))  # fmt: skip

@@ -12,12 +12,12 @@ from memlab.table_store.catalog import DISTANCES, Bound, VectorIndex
 
 def scope(bound: Bound, *, model: bool, user: bool = True) -> sql.Composable:
     """`user = %(user)s AND app = %(app)s [AND model = %(model)s]` through the layout (an app the table does not
-    have is no condition: the table is one app)."""
+    have is no condition: the table is one app; apps named in another table match through it)."""
     parts = []
     if user:
         parts.append(sql.SQL("{} = %(user)s").format(bound.expr("user")))
-    if "app" in bound.present:
-        parts.append(sql.SQL("{} = %(app)s").format(bound.expr("app")))
+    if bound.app_match is not None:
+        parts.append(bound.app_match)
     if model:
         parts.append(sql.SQL("{} = %(model)s").format(bound.expr("model")))
     return sql.SQL(" AND ").join(parts) if parts else sql.SQL("true")

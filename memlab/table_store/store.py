@@ -35,8 +35,9 @@ MAX_MODEL_VALUES = 8  # model values compared when the store is not scoped to on
 @dataclass(frozen=True)
 class TableHit:
     """One row of the table: its event id, text, session, author and time as stored (None where the layout
-    has no such field), and its `distance` to the query (the operator's value: cosine distance, L2 distance,
-    negative inner product or L1; None for rows read without a query)."""
+    has no such field; a time kept as text comes as a datetime, None where it is not a time), and its `distance`
+    to the query (the operator's value: cosine distance, L2 distance, negative inner product or L1; None for rows
+    read without a query)."""
 
     event_id: str
     text: str | None
@@ -333,7 +334,7 @@ def open_table(dsn: str | None, layout: Layout | str, *, table: str | None = Non
     if isinstance(layout, str):
         layout = Layout.preset(layout, table=table, **columns)
     elif table is not None or columns:
-        layout = Layout(table or layout.table, layout.columns.replace(**columns))
+        layout = layout.with_table(table).with_columns(**columns)
     connection = ReadOnlyConnection(dsn, limits)
     try:
         with connection.once() as work:

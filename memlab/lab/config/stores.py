@@ -210,7 +210,7 @@ def only_store(config: Any, name: str) -> Any:
     resolved["stores"] = [s for s in resolved["stores"] if s["name"] == name]
     resolved["datasets"] = [d for d in resolved["datasets"] if d.get("store") == name]
     resolved["systems"] = [s for s in resolved["systems"] if isinstance(s, dict) and s.get("store") == name]
-    return replace(config, resolved=resolved)
+    return replace(config, resolved=resolved, systems=[s for s in config.systems if getattr(s, "store", None) == name])
 
 
 __all__ = ["ON_TABLES", "check_stores", "load_configured", "only_store", "open_stores", "parse_stores",

@@ -41,7 +41,7 @@ from memlab.lab.runs.folder import RunFolder, save_labels
 from memlab.lab.runs.format import run_mark
 from memlab.lab.runs.records import Run, slug
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
-from memlab.lab.systems.kinds import CutoffSystem, Env, system_from_config
+from memlab.lab.systems.kinds import CutoffSystem, Env
 from memlab.lab.systems.roles import (
     CUT,
     MAIN,
@@ -117,20 +117,21 @@ def model_env(store: memlab.Store, embedders: dict[str, Embedder], config: Exper
                model_cache=cache)  # fmt: skip
 
 
-def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]) -> list:
+def systems_for(dataset: Dataset, config: ExperimentConfig, embedders: dict[str, Embedder]) -> list:
     """The configured systems, then each sweep's, in order; names are unique per data set."""
     return plan_systems(dataset, config, embedders)[0]
 
 
-def plan_systems(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]
+def plan_systems(dataset: Dataset, config: ExperimentConfig, embedders: dict[str, Embedder]
                  ) -> tuple[list, dict[str, SystemRole]]:  # fmt: skip
-    """systems_for's systems and the role of each by name: the configured ones main, a sweep's a cut (of its
-    parent) or that sweep's system, whatever they are named."""
-    store = store_of_dataset(config, dataset.name)  # a table store's data set: only its store's systems run on it
-    context = SweepContext(config, [s for s in map(system_from_config, config["systems"]) if fits(s, store)])
+    """systems_for's systems and the role of each by name: the configured ones (parsed with the config) main, a
+    sweep's a cut (of its parent) or that sweep's system, whatever they are named."""
+    cfg = config.resolved
+    store = store_of_dataset(cfg, dataset.name)  # a table store's data set: only its store's systems run on it
+    context = SweepContext(cfg, [s for s in config.systems if fits(s, store)])
     roles = {s.name: SystemRole(MAIN) for s in context.systems}
-    for name in applies(config, dataset.name):
-        for system in get_sweep(name).systems(dataset, sweep_options(config, name), context):
+    for name in applies(cfg, dataset.name):
+        for system in get_sweep(name).systems(dataset, sweep_options(cfg, name), context):
             if system.name not in {s.name for s in context.systems} and fits(system, store, context.systems):
                 context.systems.append(system)
                 roles[system.name] = SystemRole(CUT, name, system.parent) if isinstance(system, CutoffSystem) \
@@ -224,7 +225,7 @@ def run_experiment(
         work = []
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
-            systems, roles = plan_systems(scoped, cfg, embedders) if scoped.questions else ([], {})
+            systems, roles = plan_systems(scoped, config, embedders) if scoped.questions else ([], {})
             work.append((scoped, systems, roles, [n for n in applies(cfg, dataset.name) if get_sweep(n).measures]))
         steps.plan(sum(sum(map(counted_step, systems)) + len(measured) for _, systems, _, measured in work) + 1)
         for scoped, systems, roles, measured in work:

@@ -14,15 +14,14 @@ distance), `ef_search` ([10, 40, 100, 200]), `iterative_scan` ([off, relaxed_ord
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from memlab.errors import ConfigError
-from memlab.lab.base.suggest import unknown_keys
+from memlab.lab.base.options import option
 from memlab.lab.base.tables import breakdown, markdown_table
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
@@ -35,30 +34,33 @@ from memlab.table_store.store import HNSW_MAX_EF_SEARCH, ITERATIVE_SCANS
 
 NAME = "table"
 DEFAULT_EF_SEARCH = (10, 40, 100, 200)
-OPTIONS = ("datasets", "systems", "ef_search", "iterative_scan", "explain")
 _GRID_NAME = re.compile(r"^(?P<parent>.+)@ef(?P<ef>\d+)-(?P<scan>off|relaxed_order|strict_order)$")
 EXPLAIN_COLUMNS = ["system", "user_size", "user_id", "rows", "strategy", "distance", "index", "index_used", "access",
                    "planning_ms", "execution_ms", "shared_hit", "shared_read"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    systems: list[str] | None = option(None, "the table systems the grid varies (default: one per store and "
+                                             "distance, the first that walks an index)")  # fmt: skip
+    ef_search: list[int] = option(list(DEFAULT_EF_SEARCH), "the hnsw.ef_search values of the grid", low=1,
+                                  high=HNSW_MAX_EF_SEARCH)  # fmt: skip
+    iterative_scan: list[str] = option(list(ITERATIVE_SCANS), "the hnsw.iterative_scan values of the grid",
+                                       choices=ITERATIVE_SCANS)  # fmt: skip
+    explain: bool = option(True, "EXPLAIN (ANALYZE, BUFFERS) each configured table system's search for the "
+                                 "smallest and the largest user")  # fmt: skip
 
 
 def grid_name(parent: str, ef_search: int, iterative_scan: str) -> str:
     return f"{parent}@ef{ef_search}-{iterative_scan}"
 
 
-def _ef(options: dict[str, Any]) -> list[int]:
-    return sorted({int(v) for v in options.get("ef_search", DEFAULT_EF_SEARCH)})
-
-
-def _scans(options: dict[str, Any]) -> list[str]:
-    return list(dict.fromkeys(options.get("iterative_scan", ITERATIVE_SCANS)))
-
-
-def parents(options: dict[str, Any], context: SweepContext) -> list[TableSystem]:
+def parents(options: TableOptions, context: SweepContext) -> list[TableSystem]:
     """The table systems the grid varies: `options.systems`, else one configured system of each (store, distance,
     embedder), the first that walks an index (strategy hnsw or auto) where one does."""
     tables = [s for s in context.systems if isinstance(s, TableSystem)]
-    if options.get("systems"):
-        return [s for s in tables if s.name in options["systems"]]
+    if options.systems:
+        return [s for s in tables if s.name in options.systems]
     first: dict[tuple, TableSystem] = {}
     for system in sorted(tables, key=lambda s: s.strategy not in ("hnsw", "auto")):  # stable: config order kept
         first.setdefault((system.store, system.distance, system.embedder), system)
@@ -142,41 +144,24 @@ class TableSweep(Sweep):
     name = NAME
     measures = True
 
-    def check_options(self, options: dict[str, Any], source: str) -> None:
-        where = f"{source}: options.{NAME}"
-        extra = set(options) - set(OPTIONS)
-        if extra:
-            raise ConfigError(f"{where}: {unknown_keys(extra, OPTIONS)}; known: {list(OPTIONS)}")
-        for value in options.get("ef_search", DEFAULT_EF_SEARCH):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= HNSW_MAX_EF_SEARCH:
-                raise ConfigError(f"{where}.ef_search takes whole numbers in 1..{HNSW_MAX_EF_SEARCH} (pgvector's "
-                                  f"range), got {value!r}")  # fmt: skip
-        for value in options.get("iterative_scan", ITERATIVE_SCANS):
-            if value not in ITERATIVE_SCANS:
-                raise ConfigError(f"{where}.iterative_scan takes {list(ITERATIVE_SCANS)}, got {value!r}")
-        if not all(isinstance(s, str) for s in options.get("systems") or []):
-            raise ConfigError(f"{where}.systems lists table systems by name, got {options['systems']!r}")
-        if not isinstance(options.get("explain", True), bool):
-            raise ConfigError(f"{where}.explain must be true or false, got {options['explain']!r}")
-        for key in ("ef_search", "iterative_scan", "systems"):
-            if key in options and not isinstance(options[key], list):
-                raise ConfigError(f"{where}.{key} must be a list, got {options[key]!r}")
+    options_type = TableOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
+        typed = self.typed(options)
         tables = sum(1 for s in config.get("systems") or [] if isinstance(s, dict) and "store" in s)
-        named = distinct(options["systems"]) if options.get("systems") else tables
-        grid = distinct(options.get("ef_search", list(DEFAULT_EF_SEARCH))) * distinct(
-            options.get("iterative_scan", list(ITERATIVE_SCANS)))  # fmt: skip
-        return named * grid + 2 * tables
+        named = distinct(typed.systems) if typed.systems else tables
+        return named * distinct(typed.ef_search) * distinct(typed.iterative_scan) + 2 * tables
 
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[TableSystem]:
+        typed = self.typed(options)
+        efs, scans = sorted(set(typed.ef_search)), list(dict.fromkeys(typed.iterative_scan))
         return [replace(p, name=grid_name(p.name, ef, scan), strategy="hnsw", ef_search=ef, iterative_scan=scan)
-                for p in parents(options, context) for scan in _scans(options) for ef in _ef(options)]  # fmt: skip
+                for p in parents(typed, context) for scan in scans for ef in efs]  # fmt: skip
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
         systems = _explained(context)
-        if options.get("explain", True) and systems:
+        if self.typed(options).explain and systems:
             save_table(out, NAME, dataset.name, explain_frame(env, dataset, systems))
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
@@ -214,4 +199,4 @@ class TableSweep(Sweep):
         return "\n".join(parts).rstrip() or None
 
 
-__all__ = ["TableSweep", "explain_frame", "grid_name", "parents"]
+__all__ = ["TableOptions", "TableSweep", "explain_frame", "grid_name", "parents"]

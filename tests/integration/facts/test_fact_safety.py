@@ -237,3 +237,23 @@ def test_a_fact_row_stored_past_year_9999_before_the_checks_does_not_break_reads
     assert facts.why(app_name, "alice", "user", "diet")
     again = facts.add_session(_session(app_name, "alice", "a1", ["I'm vegetarian."]))
     assert again.inserted == 0
+
+
+# -- what the process still holds after an erasure -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("erase", ["forget_session", "forget_events", "delete_fact", "forget_user"])
+def test_every_fact_erasure_drops_the_memo_of_texts_scanned_clean(store, embedder, app_name, erase):
+    from memlab.safety import clean_texts
+
+    s1, s2, script = _moves(app_name, "u")
+    facts = FactMemory(store, embedder, extractor=ScriptedExtractor(script))
+    facts.add_session(s1)
+    facts.add_session(s2)
+    assert clean_texts._CLEAN, "ingest scanned the session's texts and remembered them as clean"
+    calls = {"forget_session": lambda: facts.forget_session(app_name, "u", "s2"),
+             "forget_events": lambda: facts.forget_events(app_name, "u", ["s2-e0"]),
+             "delete_fact": lambda: facts.delete_fact(app_name, "u", "user", "home_city", "Madrid"),
+             "forget_user": lambda: facts.forget_user(app_name, "u")}  # fmt: skip
+    calls[erase]()
+    assert not clean_texts._CLEAN, f"{erase} left digests of the erased texts in the process"

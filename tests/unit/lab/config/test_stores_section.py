@@ -121,7 +121,8 @@ def test_sweeps_that_would_copy_the_table_are_refused_on_its_data_sets():
     assert "sweeps on a table: cutoff, table" in text
     parsed(sweeps=["cutoff", "table"], options={"table": {"ef_search": [10, 40], "iterative_scan": ["off"]}})
     assert "options.table: unknown key(s) ['ef']" in refused(sweeps=["table"], options={"table": {"ef": [1]}})
-    assert "iterative_scan takes" in refused(sweeps=["table"], options={"table": {"iterative_scan": ["on"]}})
+    text = refused(sweeps=["table"], options={"table": {"iterative_scan": ["on"]}})
+    assert "options.table.iterative_scan[0] must be one of ['off', 'relaxed_order', 'strict_order'], got 'on'" in text
 
 
 def test_only_store_keeps_one_store_its_data_sets_and_its_systems():
