@@ -122,6 +122,8 @@ def eval_command(
     baseline: Path = typer.Option(Path("reports/baseline.json"), help="Baseline to compare with in report.md."),
     force: bool = typer.Option(False, help="Run again even if --out already holds a finished run."),
     notebooks: bool = typer.Option(False, help="Also execute the notebooks and render them to HTML in the run."),
+    store: str | None = typer.Option(None, "--store", help="With --config: run only this entry of the config's "
+                                     "stores: (a table measured where it is), its data sets and systems."),
 ) -> None:
     """Run an experiment: every data set x system, saved as runs, scored, reported (report.md, scores.csv,
     metrics.json, manifest.json, plots) in one run folder."""
@@ -135,6 +137,8 @@ def eval_command(
         experiment = lab.config.load_config(config, set_)
     else:
         experiment = lab.config.load_suite(suite or DEFAULT_SUITE, set_)
+    if store is not None:
+        experiment = lab.config.only_store(experiment, store)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     run_dir = Path(out or experiment.resolved.get("out") or lab.experiment.default_run_folder(experiment, stamp))
     lab.base.claim_folder(run_dir)  # only a new, empty or memlab run folder: never the user's own files

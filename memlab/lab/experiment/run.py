@@ -29,9 +29,9 @@ from memlab.lab.base.hardware import peak_memory_mb
 from memlab.lab.base.outputs import claim_folder, replace_folder
 from memlab.lab.base.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.config.parse import ExperimentConfig
+from memlab.lab.config.stores import load_configured, open_stores
 from memlab.lab.datasets.checks import dataset_warnings
 from memlab.lab.datasets.label_loss import dropped_fields
-from memlab.lab.datasets.loaders import load_dataset
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.experiment.progress import NoProgress, RunProgress, run_progress
 from memlab.lab.metrics.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
@@ -41,7 +41,7 @@ from memlab.lab.runs.folder import RunFolder, save_labels
 from memlab.lab.runs.format import run_mark
 from memlab.lab.runs.records import Run, slug
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
-from memlab.lab.systems.kinds import CutoffSystem, Env, system_from_config
+from memlab.lab.systems.kinds import CutoffSystem, Env
 from memlab.lab.systems.roles import (
     CUT,
     MAIN,
@@ -53,6 +53,7 @@ from memlab.lab.systems.roles import (
     SYSTEMS_FILE,
     SystemRole,
 )
+from memlab.lab.systems.table import fits, store_of_dataset
 from memlab.models import model_cache_dir
 from memlab.storage.store import scratch_store
 
@@ -116,20 +117,22 @@ def model_env(store: memlab.Store, embedders: dict[str, Embedder], config: Exper
                model_cache=cache)  # fmt: skip
 
 
-def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]) -> list:
+def systems_for(dataset: Dataset, config: ExperimentConfig, embedders: dict[str, Embedder]) -> list:
     """The configured systems, then each sweep's, in order; names are unique per data set."""
     return plan_systems(dataset, config, embedders)[0]
 
 
-def plan_systems(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]
+def plan_systems(dataset: Dataset, config: ExperimentConfig, embedders: dict[str, Embedder]
                  ) -> tuple[list, dict[str, SystemRole]]:  # fmt: skip
-    """systems_for's systems and the role of each by name: the configured ones main, a sweep's a cut (of its
-    parent) or that sweep's system, whatever they are named."""
-    context = SweepContext(config, [system_from_config(s) for s in config["systems"]])
+    """systems_for's systems and the role of each by name: the configured ones (parsed with the config) main, a
+    sweep's a cut (of its parent) or that sweep's system, whatever they are named."""
+    cfg = config.resolved
+    store = store_of_dataset(cfg, dataset.name)  # a table store's data set: only its store's systems run on it
+    context = SweepContext(cfg, [s for s in config.systems if fits(s, store)])
     roles = {s.name: SystemRole(MAIN) for s in context.systems}
-    for name in applies(config, dataset.name):
-        for system in get_sweep(name).systems(dataset, sweep_options(config, name), context):
-            if system.name not in {s.name for s in context.systems}:
+    for name in applies(cfg, dataset.name):
+        for system in get_sweep(name).systems(dataset, sweep_options(cfg, name), context):
+            if system.name not in {s.name for s in context.systems} and fits(system, store, context.systems):
                 context.systems.append(system)
                 roles[system.name] = SystemRole(CUT, name, system.parent) if isinstance(system, CutoffSystem) \
                     else SystemRole(SWEEP, name)  # fmt: skip
@@ -188,7 +191,7 @@ def run_experiment(
     started = time.perf_counter()
     out = claim_folder(out)  # a folder memlab did not make is refused before anything is read or written
     cfg = config.resolved
-    datasets = [load_dataset(spec, config.base_dirs) for spec in cfg["datasets"]]
+    datasets = [load_configured(spec, config) for spec in cfg["datasets"]]  # a table store's: read from its table
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("runs", "labels", "tables"):
         shutil.rmtree(out / stale, ignore_errors=True)
@@ -213,14 +216,16 @@ def run_experiment(
     embedders, skipped = make_embedders(cfg["embedders"], home=home)
     manifest["embedders"] = {name: e.model_id for name, e in embedders.items()}
     manifest["skipped_embedders"] = skipped
-    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps:
+    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps, \
+            open_stores(config) as tables:
         manifest["versions"] = _versions(store)
         # one overall display: the per-step bars (ingest, questions, extraction) stay off
         env = model_env(fresh, embedders, config, k=cfg["k"], home=home)
+        env.tables = tables  # the config's table stores, searched where they are
         work = []
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
-            systems, roles = plan_systems(scoped, cfg, embedders) if scoped.questions else ([], {})
+            systems, roles = plan_systems(scoped, config, embedders) if scoped.questions else ([], {})
             work.append((scoped, systems, roles, [n for n in applies(cfg, dataset.name) if get_sweep(n).measures]))
         steps.plan(sum(sum(map(counted_step, systems)) + len(measured) for _, systems, _, measured in work) + 1)
         for scoped, systems, roles, measured in work:
@@ -232,6 +237,7 @@ def run_experiment(
                 get_sweep(name).measure(env, scoped, sweep_options(cfg, name), context, out)
         with steps.step("scores and report"):
             score_folder(out)
+            manifest["stores"] = tables.summary()  # each table's catalog and model checks
             manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             seconds=round(time.perf_counter() - started, 1), peak_memory_mb=peak_memory_mb())
             _write_manifest(out, manifest)

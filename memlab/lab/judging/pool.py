@@ -29,7 +29,6 @@ from memlab.lab.datasets.loaders import check_spec, load_dataset, resolve_path
 from memlab.lab.datasets.model import Dataset, Question, UserHistory
 from memlab.lab.experiment.run import make_embedders, model_env
 from memlab.lab.runs.asking import QueryVectors, ask
-from memlab.lab.systems.kinds import system_from_config
 from memlab.storage.store import Store, scratch_store
 from memlab.types import Event
 
@@ -97,8 +96,7 @@ def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int,
     data = queries_dataset(name, source, queries)
     if embedders is None:
         embedders, _ = make_embedders(cfg["embedders"], home=home)
-    systems = [system_from_config(s) for s in cfg["systems"]]
-    systems = [s for s in systems if s.embedder in embedders]
+    systems = [s for s in config.systems if s.embedder in embedders]  # parsed with the config
     if not systems:
         raise ConfigError(f"{config.source}: no system to pool; list at least one under `systems`")
     events = _event_index(data)

@@ -51,7 +51,7 @@ from memlab.lab.report.writer import write_report
 from memlab.lab.runs.folder import RunFolder, save_labels
 from memlab.lab.runs.format import run_mark
 from memlab.lab.runs.records import Run, collect
-from memlab.lab.systems.kinds import EventSystem, FactSystem, system_from_config
+from memlab.lab.systems.kinds import EventSystem, FactSystem
 from memlab.safety.redact import redact, redact_error
 from memlab.storage.store import Store, open_store
 from memlab.types import Hits, SearchSettings
@@ -68,10 +68,10 @@ def _system(config: Any, name: str | None, overrides: dict[str, Any]) -> EventSy
     if config is None:
         raise ConfigError(f"--system {name!r} names a system of an experiment config; give --config (or a config as "
                           "--labels)")  # fmt: skip
-    entries = {str(s.get("name")): s for s in config.resolved.get("systems", [])}
-    if name not in entries:
-        raise ConfigError(f"{config.source} has no system {name!r}; it has {', '.join(entries) or 'none'}")
-    system = system_from_config(entries[name])
+    parsed = {s.name: s for s in config.systems}  # parsed with the config
+    if name not in parsed:
+        raise ConfigError(f"{config.source} has no system {name!r}; it has {', '.join(parsed) or 'none'}")
+    system = parsed[name]
     if isinstance(system, FactSystem):
         if overrides:
             raise ConfigError(f"system {name!r} is a fact system, which has no {', '.join(sorted(overrides))}: "

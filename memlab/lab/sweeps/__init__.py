@@ -19,11 +19,12 @@ from memlab.lab.sweeps.ingest import IngestSweep
 from memlab.lab.sweeps.labels import LabelsSweep
 from memlab.lab.sweeps.models import ModelsSweep
 from memlab.lab.sweeps.retrieval import RetrievalSweep
+from memlab.lab.sweeps.table import TableSweep
 
 SWEEPS: Mapping[str, Sweep] = MappingProxyType({
     sweep.name: sweep
     for sweep in (GranularitySweep(), RetrievalSweep(), CutoffSweep(), FilteredSweep(), ModelsSweep(), FactsSweep(),
-                  IngestSweep(), LabelsSweep(), AnswerSweep())
+                  IngestSweep(), LabelsSweep(), AnswerSweep(), TableSweep())
 })  # fmt: skip
 
 

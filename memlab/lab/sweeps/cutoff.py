@@ -2,16 +2,18 @@
 queries), the cut-off advised per parent (memlab.lab.metrics.cutoffs, the rule the headline uses too) with its recall
 and false-memory rate, a transfer test (`apply_from`: a data set's parents cut at the distance advised on another
 data set) and, against the previous run, drift of hit distances. The analysis itself is memlab.lab.metrics.distances.
-Options: `systems`, `grid`, `target`, `apply_from`."""
+Options: CutoffOptions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from memlab.lab.base.options import option
 from memlab.lab.base.plots import cutoff_curves, distance_histograms
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.model import Dataset
@@ -23,13 +25,26 @@ from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.kinds import CutoffSystem, EventSystem
 from memlab.lab.systems.roles import CUT, MEASURE, SystemRole, cut_parents
+from memlab.lab.systems.table import TableSystem
 
 DEFAULT_PARENTS = ("event", "chunk4o1")
 
 
+@dataclass(frozen=True)
+class CutoffOptions:
+    systems: list[str] | None = option(None, "the systems cut (default: the configured event systems, event and "
+                                             "chunk4o1)")  # fmt: skip
+    grid: list[float] = option([float(d) for d in DEFAULT_GRID], "the max_distance values each system is cut at",
+                               low=0.0, high=2.0)  # fmt: skip
+    target: float = option(FALSE_MEMORY_TARGET, "the false-memory rate the advised cut-off keeps under", low=0.0,
+                           high=1.0)  # fmt: skip
+    apply_from: str | None = option(None, "a data set whose advised cut-off is applied here too (does it transfer?)")
+
+
 def parents(options: dict[str, Any], context: SweepContext) -> list[str]:
-    """Which systems are cut: `options.systems`, else the configured event systems plus event and chunk4o1."""
-    event_like = [s.name for s in context.systems if isinstance(s, EventSystem)]
+    """Which systems are cut: `options.systems`, else the configured event and table systems plus event and
+    chunk4o1 (a table system is cut on the table's own distances)."""
+    event_like = [s.name for s in context.systems if isinstance(s, EventSystem | TableSystem)]
     if options.get("systems"):
         return [n for n in options["systems"] if n in event_like]
     configured = [s["name"] for s in context.config.get("systems", []) if s.get("name") in event_like]
@@ -91,6 +106,7 @@ class CutoffSweep(Sweep):
     """Distance cut-offs of the event-like systems: the grid, the recommendation, transfer and drift."""
 
     name = "cutoff"
+    options_type = CutoffOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         """Parents (those named, else the configured systems and the defaults) x distinct grid distances."""

@@ -3,15 +3,7 @@ with the same k, by question type and memory size, with the context each configu
 bought with more text shows as one). Answerability (when to return nothing) is fitted from these runs in
 `memlab.lab.metrics.answerability` and reported here.
 
-Options (all optional): `renderings` ([text, speaker, speaker_date, context]), `modes` ([vector, lexical,
-hybrid]), `fact_keys` ([rules, labelled]: labelled only where the data set has gold candidates),
-`fact_rendering` (speaker_date), `time` ([boost, filter]), `time_rendering` (speaker_date), `query_renderings`
-([first_person]: the question put in the memory's first person, on text and fact_rendering), `per_session` ([]:
-caps on the hits one session may hold in the top k, on every rendering with vector and hybrid search), `authors`
-([]: authors whose units count as nearer, e.g. [user], on every rendering with vector and hybrid search, alone
-and under every cap),
-`granularity` (event), `strategy` (exact: retrieval quality is measured without index approximation), `answerability`
-({train: <data set>, system: <name>}; see answerability.py)."""
+Options (all optional): RetrievalOptions."""
 
 from __future__ import annotations
 
@@ -23,7 +15,8 @@ import pandas as pd
 import memlab.lab.metrics.answerability as answerability
 from memlab.errors import ConfigError
 from memlab.events.answerability import AnswerabilityGate
-from memlab.events.renderings import RENDERINGS
+from memlab.events.renderings import QUERY_RENDERINGS, RENDERINGS
+from memlab.lab.base.options import option
 from memlab.lab.base.plots import answerability_curves
 from memlab.lab.base.redacted import write_csv
 from memlab.lab.base.tables import breakdown, markdown_table, pivot_scores
@@ -33,11 +26,44 @@ from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems.kinds import EventSystem
+from memlab.lab.systems.kinds import EXTRACTORS, GRANULARITIES, EventSystem
 from memlab.lab.systems.roles import MEASURE, SWEEP
-from memlab.types import SEARCH_MODES, SearchSettings
+from memlab.types import SEARCH_MODES, STRATEGIES, SearchSettings
 
 BASELINE = "text/vector"  # plain vector search on the raw text: what every gain is measured against
+TIMED = ("boost", "filter")  # the time handlings a cell may add (`off` is every other cell)
+
+
+@dataclass(frozen=True)
+class AnswerabilityOptions:
+    train: str = option("synth", "the data set the answerability gate is fitted on (cross-validated there)")
+    system: str | None = option(None, "the system whose hits the gate reads (default: the first hybrid system on a "
+                                      "rendered text, else the baseline)")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    renderings: list[str] = option(list(RENDERINGS), "what is embedded of each event", choices=RENDERINGS)
+    modes: list[str] = option(list(SEARCH_MODES), "how each rendering is searched", choices=SEARCH_MODES)
+    fact_keys: list[str] = option(["rules", "labelled"], "extractors whose fact keys are added to the rendered text "
+                                  "(labelled only where the data set has gold candidates)",
+                                  choices=EXTRACTORS)  # fmt: skip
+    fact_rendering: str = option("speaker_date", "the rendering the fact keys are added to", choices=RENDERINGS)
+    time: list[str] = option(list(TIMED), "time handling cells (on text and time_rendering)", choices=TIMED)
+    time_rendering: str = option("speaker_date", "the rendering the time cells search besides text",
+                                 choices=RENDERINGS)  # fmt: skip
+    query_renderings: list[str] = option(["first_person"], "the question re-rendered (first_person: in the "
+                                         "memory's person), on text and fact_rendering",
+                                         choices=QUERY_RENDERINGS)  # fmt: skip
+    per_session: list[int] = option([], "caps on the hits one session may hold in the top k, on every rendering "
+                                    "with vector and hybrid search", low=1, high=1000)  # fmt: skip
+    authors: list[str] = option([], "authors whose units count as nearer (e.g. user), on every rendering with vector "
+                                "and hybrid search, alone and under every cap", blank=False)  # fmt: skip
+    granularity: str = option("event", "the unit every cell remembers", choices=GRANULARITIES)
+    strategy: str = option("exact", "the search strategy (exact: quality without index approximation)",
+                           choices=STRATEGIES)  # fmt: skip
+    answerability: AnswerabilityOptions = option(AnswerabilityOptions(), "where the answerability gate is fitted "
+                                                 "and which system's hits it reads")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -230,6 +256,7 @@ class RetrievalSweep(Sweep):
     """Renderings x search modes x fact keys x time handling, and the answerability gate fitted on their hits."""
 
     name = "retrieval"
+    options_type = RetrievalOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         return grid_size(options)

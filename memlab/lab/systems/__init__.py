@@ -1,5 +1,6 @@
 """Systems: what a question is asked of (event memory at a granularity, fact memory, FAISS exact, a cut-off
-variant), its re-rank stage, and its role in a run. Modules here are internal; use the names below."""
+variant, a user's own pgvector table), its re-rank stage, and its role in a run.
+Modules here are internal; use the names below."""
 
 from memlab.lab.systems.facts import run_fact_eval, summarize_facts
 from memlab.lab.systems.faiss_exact import FaissExact
@@ -14,6 +15,7 @@ from memlab.lab.systems.kinds import (
 )
 from memlab.lab.systems.rerank import RerankSpec
 from memlab.lab.systems.roles import SystemRole
+from memlab.lab.systems.table import TableExactSystem, TableSystem
 
 __all__ = [
     "CutoffSystem",
@@ -25,6 +27,8 @@ __all__ = [
     "RerankSpec",
     "System",
     "SystemRole",
+    "TableExactSystem",
+    "TableSystem",
     "run_fact_eval",
     "summarize_facts",
     "system_from_config",

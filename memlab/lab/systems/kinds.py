@@ -34,6 +34,7 @@ from memlab.lab.base.suggest import unknown_keys
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.lab.systems.rerank import Reranking, RerankSpec, parse_rerank, rerank_search, reranking
+from memlab.lab.systems.table import TableStores, TableSystem, is_table_entry, table_system_from_config
 from memlab.models import ChatClient, ModelSpec, Reranker, open_chat, open_reranker
 from memlab.storage.store import Store
 from memlab.types import Hit, Hits, SearchSettings
@@ -55,6 +56,7 @@ class Env:
     extractor_options: dict[str, Any] = field(default_factory=dict)
     models: dict[str, ModelSpec] = field(default_factory=dict)
     model_cache: Path | None = None
+    tables: TableStores | None = None  # the config's table stores (memlab.lab.systems.table), opened by the run
     _built: dict[tuple, Any] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -329,13 +331,15 @@ _EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder",
 _FACT_KEYS = {"name", "extractor", "embedder", "rerank"}
 
 
-def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSystem | FactSystem:
+def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSystem | FactSystem | TableSystem:
     """A system from its config entry: build keys (granularity, chunk_size, chunk_overlap, embedder) and query
     keys (any SearchSettings field: strategy, ef_search, iterative_scan, max_scan_tuples, exact_below,
     max_distance; `rerank: {model, depth}`, at least the experiment's `k` deep); or a fact system
-    (`extractor: rules|labelled|llm`)."""
+    (`extractor: rules|labelled|llm`); or a table-store system (`store: NAME`, memlab.lab.systems.table)."""
     if not isinstance(raw, dict) or not raw.get("name"):
         raise ConfigError(f"every system needs a `name`; got {raw!r}")
+    if is_table_entry(raw):
+        return table_system_from_config(raw)
     name = str(raw["name"])
     rerank = parse_rerank(raw["rerank"], name, k=k) if raw.get("rerank") is not None else None
     if "extractor" in raw or raw.get("granularity") == "facts":

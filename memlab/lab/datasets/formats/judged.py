@@ -37,7 +37,6 @@ from memlab.lab.datasets.judged.pools import read_pool
 from memlab.lab.datasets.judged.queries import Query, read_queries
 from memlab.lab.datasets.model import Dataset, Question, UserHistory
 
-OPTIONS = {"queries", "sessions", "judgments", "pool", "assessor", "dsn", "dsn_env", "app", "layer"}
 MISSING = "relevant judgments of events not in the sessions"  # labels lost: the pool's events are gone (erased,
 # or another sessions file than the pool was made from)
 MISSING_NOT_RELEVANT = "not-relevant judgments of events not in the sessions"

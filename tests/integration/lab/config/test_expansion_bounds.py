@@ -63,7 +63,7 @@ def test_the_count_bounds_what_the_sweeps_build():
                                "options": {"retrieval": {"per_session": [2, 3], "authors": ["user", "model"]},
                                            "granularity": {"chunks": [[2, 0], [3, 1]]}}})  # fmt: skip
     data = lab.load_dataset(SYNTH)
-    built = systems_for(data, config.resolved, {"default": None})
+    built = systems_for(data, config, {"default": None})
     planned = sum(planned_runs(config.resolved)["s"].values())
     assert len(built) <= planned <= 1.2 * len(built), (len(built), planned)  # a bound, and a close one
 
@@ -91,7 +91,7 @@ MODEL = "{name: m, kind: openai-chat, base_url: 'http://127.0.0.1:9/v1', model: 
     ("options.filtered.shares=[0.5, 0.9]", r"sum\(shares\) x relations"),
     ("options.filtered.iterative=[sideways]", r"iterative\[0\] must be one of"),
     ("options.filtered.queries=100000", r"expands to [\d,]+ runs .*filtered sweep"),
-    ("options.labels.depths=[100000]", r"depths must be a non-empty list of whole numbers in 1..1000"),
+    ("options.labels.depths=[100000]", r"depths\[0\] must be a whole number in 1..1000"),
     ("options.ingest.repeat=100000", r"repeat must be a whole number in 1..100"),
     ("datasets.2.users=10000", r"users x max_events = 10,000 x 300"),
     ("embedders=[{name: default, kind: packaged, batch_size: 100000000}]", r"batch_size must be a whole number"),

@@ -234,11 +234,11 @@ BASE = {"name": "x", "datasets": [{"name": "d", "format": "locomo", "path": str(
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({}, "options.answer.reader is required"),
-    ({"reader": "reader", "judges": "reader"}, r"unknown setting\(s\) \['judges'\]"),
+    ({}, "options.answer: the answer sweep needs `reader`"),
+    ({"reader": "reader", "judges": "reader"}, r"unknown key\(s\) \['judges'\] \(did you mean 'judge'\?\)"),
     ({"reader": "reader", "k": 0}, "options.answer.k must be a whole number"),
     ({"reader": "reader", "systems": "event"}, "options.answer.systems must be a non-empty list"),
-    ({"reader": 3}, "options.answer.reader must be the name of a model"),
+    ({"reader": 3}, "options.answer.reader must be non-empty text, got 3; .*name of an openai-chat model"),
     ({"reader": "nobody"}, "nobody"),  # not under `models:`
     ({"reader": "reader", "judge": "nobody"}, "nobody"),
 ])  # fmt: skip
