@@ -114,7 +114,7 @@ def face_problems(where: str, trees: Iterable[ast.AST], calls: dict[str, str] | 
     for kind, visit in ((ast.Import | ast.ImportFrom, use.visit), (ast.Assign, use.visit_Assign),
                         (ast.Attribute, use.visit_Attribute)):  # fmt: skip
         for i, tree in enumerate(trees):
-            use.where = f"{where} cell {i}" if len(trees) > 1 else where
+            use.where = f"{where} code cell {i}" if len(trees) > 1 else where
             for node in sorted((n for n in ast.walk(tree) if isinstance(n, kind)), key=_position):
                 visit(node)
     return use.problems
