@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from memlab.lab.datasets.judged.pools import POOL_KIND, POOL_VERSION
 from memlab.lab.datasets.judged.queries import Query, read_queries
 from memlab.lab.datasets.loaders import check_spec, load_dataset, resolve_path
 from memlab.lab.datasets.model import Dataset, Question, UserHistory
-from memlab.lab.datasets.stores import table_dataset
+from memlab.lab.datasets.stores import query_users
 from memlab.lab.experiment.run import make_embedders, model_env
 from memlab.lab.runs.asking import QueryVectors, ask
 from memlab.lab.systems.table import TableSystem, fits
@@ -91,7 +92,10 @@ def pool_source(config: ExperimentConfig, dataset: str | None, queries: list[Que
         return queries_dataset(name, session_source(config, dataset)[1], queries), None
     table_store = store_spec(config, store, f"data set {name!r}: store")
     with table_store.open() as table:
-        return table_dataset(name, as_questions(queries), table, table_store, f"store {store!r}"), store
+        users = query_users(name, table, table_store, [(q.app, q.user) for q in queries], f"store {store!r}")
+    held = {(u.app_name, u.user_id): u for u in users.values()}  # apps as the table names them
+    asked = [replace(q, app_name=table_store.app_of(q.app_name)) for q in as_questions(queries)]
+    return Dataset(name, list(held.values()), asked), store
 
 
 def _event_index(dataset: Dataset) -> dict[tuple[str, str, str | None, str], Event]:

@@ -220,3 +220,29 @@ def test_a_judged_set_names_one_source_of_sessions(agent, generated, tmp_path):
                                      "--pool", str(agent["folder"] / "agent.pool.json"), "--judgments",
                                      str(agent["folder"] / "agent.judgments.jsonl")])  # fmt: skip
     assert alone.exit_code == 2 and "give exactly one, got none" in " ".join(alone.output.split())
+
+
+def _refused(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 2, result.output
+    return " ".join(result.output.split())
+
+
+def test_bad_sources_of_questions_and_queries_are_refused_naming_the_fix(agent, generated, tmp_path):
+    cfg, out = str(generated["config"]), str(tmp_path / "q.jsonl")
+    assert "exactly one" in _refused("questions", "generate", "--out", out)
+    assert "exactly one" in _refused("questions", "generate", "--out", out, "--sessions", cfg, "--config", cfg,
+                                     "--store", "agent")  # fmt: skip
+    assert "--store NAME goes with --config FILE" in _refused("questions", "generate", "--out", out, "--store", "agent")
+    assert "--app goes with --store" in _refused("questions", "generate", "--out", out, "--sessions", cfg, "--app", "a")
+    assert "has no store of that name (did you mean 'agent'?)" in _refused(
+        "questions", "generate", "--out", out, "--config", cfg, "--store", "agnet")
+    several = write_config(agent, "several", app=None)  # the table's app column holds the apps: name one
+    text = _refused("questions", "generate", "--out", out, "--config", str(several), "--store", "several")
+    assert "holds the rows of several apps (column app_name); name the app to read with --app" in text
+    nobody = tmp_path / "nobody.jsonl"
+    nobody.write_text(json.dumps({"query_id": "q1", "app": "default", "user": "nobody", "text": "Where do I live?",
+                                  "asked_at": "2027-01-01T00:00:00+00:00", "origin": "file"}) + "\n")  # fmt: skip
+    text = _refused("judge", "pool", "--config", cfg, "--queries", str(nobody), "--out", str(tmp_path / "p.json"))
+    assert f"user 'nobody' of app '{agent['app']}' has no row in public.agent_memory (store 'agent')" in text
+    assert not (tmp_path / "q.jsonl").exists() and not (tmp_path / "p.json").exists()
