@@ -63,7 +63,7 @@ from memlab.inputs import InputLimits
 from memlab.safety.redact import install_log_redaction as _install_log_redaction
 from memlab.safety.redact import redact as redact_secrets
 from memlab.safety.secrets import find_secrets
-from memlab.storage import Store, open_store
+from memlab.storage import Store, open_server, open_store
 from memlab.storage.store import scratch_store
 from memlab.types import (
     SEARCH_MODES,
@@ -165,6 +165,7 @@ __all__ = [
     "memlab_home",
     "migrate_embeddings",
     "neutralize_fences",
+    "open_server",
     "open_store",
     "packaged_minilm_path",
     "parse_fact_id",

@@ -13,6 +13,7 @@ from memlab.lab.base import outputs, plots
 from memlab.lab.base.identity import is_relevant
 from memlab.lab.base.tables import breakdown, format_cell, markdown_table
 from memlab.lab.config.parse import ExperimentConfig, load_config, load_suite, parse_config, suite_names
+from memlab.lab.config.stores import only_store, store_sessions
 from memlab.lab.datasets.checks import author_note, dataset_warnings, load_summary
 from memlab.lab.datasets.formats.beir import load_beir
 from memlab.lab.datasets.formats.fixtures import load_event_fixtures as load_fixtures
@@ -265,6 +266,7 @@ __all__ = [
     "metrics_experiment",
     "model_judgments",
     "model_questions",
+    "only_store",
     "origin_lines",
     "outputs",
     "paired_differences",
@@ -300,6 +302,7 @@ __all__ = [
     "score_folder",
     "session_recall",
     "size_bucket",
+    "store_sessions",
     "suite_names",
     "summarize",
     "summarize_facts",
