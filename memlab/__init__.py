@@ -22,7 +22,7 @@ from memlab.inputs import InputLimits
 from memlab.safety.redact import install_log_redaction as _install_log_redaction
 from memlab.safety.redact import redact as redact_secrets
 from memlab.safety.secrets import find_secrets
-from memlab.storage import Store, open_store, scratch_store
+from memlab.storage import Store, open_server, open_store, scratch_store
 from memlab.types import (
     AutoPolicy,
     Event,
@@ -74,6 +74,7 @@ __all__ = [
     "forget_session",
     "make_embedder",
     "memlab_home",
+    "open_server",
     "open_store",
     "redact_secrets",
     "scratch_store",

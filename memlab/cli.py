@@ -118,7 +118,9 @@ def eval_command(
                                    "datasets.0.limit=20, --set options.cutoff.target=0.1 (repeatable)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/<name>-<time>, copied to "
                                     "reports/latest)."),
-    dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server)."),
+    dsn: str | None = typer.Option(None, help="PostgreSQL DSN of the server the run's scratch database is made on "
+                                   "(default: MEMLAB_DSN, else the embedded server); the database it names is never "
+                                   "written to."),
     baseline: Path = typer.Option(Path("reports/baseline.json"), help="Baseline to compare with in report.md."),
     force: bool = typer.Option(False, help="Run again even if --out already holds a finished run."),
     notebooks: bool = typer.Option(False, help="Also execute the notebooks and render them to HTML in the run."),
@@ -316,15 +318,18 @@ def judge_pool_command(
     depth: int = typer.Option(10, help="Events each system contributes per query (its first d events)."),
     out: Path = typer.Option(..., help="The pool file to write (JSON)."),
     dataset: str | None = typer.Option(None, help="The config's data set holding the queries' sessions (needed "
-                                       "when it has several)."),
+                                       "when it has several); one with `store:` pools that table's systems over "
+                                       "its rows."),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server); "
-                                   "the systems are built in a throw-away database on it."),
+                                   "memlab's own systems are built in a throw-away database on its server, and the "
+                                   "database it names is never written to."),
 ) -> None:
-    """Run every system of an experiment on the queries and pool the union of their top-d hits per query."""
+    """Run every system of an experiment on the queries and pool the union of their top-d hits per query. A data
+    set read from a table store (`store:`) is pooled by that store's systems, on the table where it is."""
     lab = workbench()
+    memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is read
     experiment = lab.config.load_config(config)
-    with memlab.open_store(dsn) as store:
-        pool = lab.judging.pool_queries(experiment, queries, depth, store, dataset=dataset)
+    pool = lab.judging.pool_queries(experiment, queries, depth, dataset=dataset, dsn=dsn)
     lab.datasets.write_pool(pool, out)
     hits = sum(len(q["hits"]) for q in pool["queries"])
     console.print(f"[green]wrote[/] {out}: {len(pool['queries'])} queries, {hits} pooled events from "
@@ -556,8 +561,15 @@ app.add_typer(questions_app, name="questions")
 def questions_generate_command(
     out: Path = typer.Option(..., help="The query file to write (origin \"generated\"); the judgments and pool "
                              "files go beside it (<out>.judgments.jsonl, <out>.pool.json) unless given."),
-    sessions: Path = typer.Option(..., help="The users' sessions: a memlab JSONL file (what `format: judged` "
-                                  "reads them from)."),
+    sessions: Path | None = typer.Option(None, help="The users' sessions: a memlab JSONL file (what `format: "
+                                         "judged` reads them from); or --config and --store."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="With --store: the experiment config whose "
+                                       "stores: entry names the table."),
+    store: str | None = typer.Option(None, "--store", help="Read the sessions from this table store of --config "
+                                     "(read-only): each user's rows, in sessions by the table's session field (one "
+                                     "session per user where it has none)."),
+    app_name: str | None = typer.Option(None, "--app", help="With --store: the app whose users are read (default: "
+                                        "the store's `app`; needed where the table holds several)."),
     generator: str = typer.Option("rules", help="rules (offline: the rule fact extractor and a question template "
                                   "per predicate) or model (a chat endpoint writes one question per session)."),
     templates: Path | None = typer.Option(None, help="With rules: your own templates YAML (default: memlab's)."),
@@ -567,9 +579,16 @@ def questions_generate_command(
     base_url: str | None = typer.Option(None, help="With model: chat endpoint (default: MEMLAB_LLM_BASE_URL)."),
     model: str | None = typer.Option(None, help="With model: model name (default: MEMLAB_LLM_MODEL)."),
 ) -> None:
-    """Generate questions from the users' own sessions and write them as a judged set (query file, judgments,
-    pool): load it with `format: judged`. Counts what was made and what was skipped, by reason."""
+    """Generate questions from the users' own sessions (a file, or a table store's rows) and write them as a judged
+    set (query file, judgments, pool): load it with `format: judged`. Counts what was made and what was skipped, by
+    reason."""
     lab = workbench()
+    if (sessions is None) == (store is None):
+        fail("give the sessions as --sessions FILE or as --config FILE --store NAME (a table store), exactly one")
+    if (config is None) != (store is None):
+        fail("--store NAME goes with --config FILE (the config whose stores: entry names the table)")
+    if app_name is not None and store is None:
+        fail("--app goes with --store (a sessions file names its own apps)")
     if generator not in ("rules", "model"):
         fail(f"--generator must be rules or model, got {generator!r}")
     if templates is not None and generator != "rules":
@@ -580,7 +599,12 @@ def questions_generate_command(
     lab.base.claim_file(files["judgments"], lab.datasets.is_generated_judgments, flag="--judgments",
                         what="generated judgments file")  # fmt: skip
     lab.base.claim_file(files["pool"], lab.datasets.is_generated_pool, flag="--pool", what="generated pool file")
-    source = lab.datasets.load_jsonl(sessions, sessions.stem)
+    if sessions is None:  # a table store of the config, read-only
+        source = lab.config.store_sessions(lab.config.load_config(config), str(store), app=app_name)
+        where = {"store": str(store)}
+    else:
+        source = lab.datasets.load_jsonl(sessions, sessions.stem)
+        where = {"sessions": str(sessions.resolve())}
     if generator == "rules":
         made = lab.datasets.template_questions(source, lab.datasets.load_templates(templates) if templates else None)
     else:
@@ -594,12 +618,11 @@ def questions_generate_command(
         table.add_row(f"skipped: {reason}", str(count), style="yellow")
     console.print(table)
     if not made.queries:
-        fail(f"no question was generated from {sessions}; see the counts above (the rule extractor "
-             "found no fact with a template, or every model reply was refused)")
+        fail(f"no question was generated from {sessions or f'store {store}'}; see the counts above (the rule "
+             "extractor found no fact with a template, or every model reply was refused)")
     written = lab.datasets.write_generated(made, source, files["queries"], files["judgments"], files["pool"])
-    entry = {"name": "generated", "format": "judged", "queries": str(written["queries"].resolve()),
-             "sessions": str(sessions.resolve()), "pool": str(written["pool"].resolve()),
-             "judgments": str(written["judgments"].resolve())}  # fmt: skip
+    entry = {"name": "generated", "format": "judged", "queries": str(written["queries"].resolve()), **where,
+             "pool": str(written["pool"].resolve()), "judgments": str(written["judgments"].resolve())}  # fmt: skip
     console.print(f"[green]wrote[/] {len(made.queries)} questions to {out}, with {written['judgments']} and "
                   f"{written['pool']}. As a data set:\n  {json.dumps(entry)}", soft_wrap=True, highlight=False)
 

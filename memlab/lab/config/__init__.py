@@ -2,6 +2,14 @@
 checked before anything runs. Modules here are internal; use the names below."""
 
 from memlab.lab.config.parse import ExperimentConfig, load_config, load_suite, parse_config, suite_names
-from memlab.lab.config.stores import only_store
+from memlab.lab.config.stores import only_store, store_sessions
 
-__all__ = ["ExperimentConfig", "load_config", "load_suite", "only_store", "parse_config", "suite_names"]
+__all__ = [
+    "ExperimentConfig",
+    "load_config",
+    "load_suite",
+    "only_store",
+    "parse_config",
+    "store_sessions",
+    "suite_names",
+]

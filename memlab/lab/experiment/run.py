@@ -55,7 +55,7 @@ from memlab.lab.systems.roles import (
 )
 from memlab.lab.systems.table import fits, store_of_dataset
 from memlab.models import model_cache_dir
-from memlab.storage.store import scratch_store
+from memlab.storage.store import open_server, scratch_store
 
 
 def git_commit() -> str:
@@ -107,10 +107,11 @@ def make_embedders(specs: list[dict[str, Any]], *, home: str | Path | None = Non
     return out, skipped
 
 
-def model_env(store: memlab.Store, embedders: dict[str, Embedder], config: ExperimentConfig, *, k: int,
+def model_env(store: memlab.Store | None, embedders: dict[str, Embedder], config: ExperimentConfig, *, k: int,
               home: str | Path | None = None) -> Env:  # fmt: skip
     """The Env a run builds systems in, with the config's models (one client per model per run) and the LLM
-    extractor's settings; model replies are cached under `home`'s (else MEMLAB_HOME's) cache/models."""
+    extractor's settings; model replies are cached under `home`'s (else MEMLAB_HOME's) cache/models. `store` None:
+    only table systems are built (they search a table where it is and keep nothing in memlab's memory)."""
     cache = model_cache_dir(home)
     options = {"llm": config.resolved.get("llm"), "models": config.models, "model_cache": cache}
     return Env(store, embedders, k=k, progress=False, extractor_options=options, models=config.models,
@@ -183,11 +184,12 @@ def run_experiment(
     progress: bool | RunProgress = False, log=print, previous: Path | None = None, baseline: Path | None = None,
 ) -> Path:  # fmt: skip
     """Run a configured experiment into `out` and return it. Data sets are loaded and checked before anything
-    else; then every data set runs on a fresh database (`dsn`, else the embedded server under `home`, else
-    MEMLAB_HOME). Results of an earlier run in `out` are removed first: a folder holds one run. `previous`
-    names an earlier run folder to compare hit distances with (drift); `baseline` the committed metrics report.md
-    compares the run with (none: no comparison). `progress` draws one overall line (steps done of the total,
-    ETA): True on the terminal, or a given RunProgress; no bar per step."""
+    else; then every data set runs on a fresh database of the server of `dsn` (else the embedded server under
+    `home`, else MEMLAB_HOME); the database `dsn` names is never written to. Results of an earlier run in `out`
+    are removed first: a folder holds one run. `previous` names an earlier run folder to compare hit distances with
+    (drift); `baseline` the committed metrics report.md compares the run with (none: no comparison). `progress`
+    draws one overall line (steps done of the total, ETA): True on the terminal, or a given RunProgress; no bar per
+    step."""
     started = time.perf_counter()
     out = claim_folder(out)  # a folder memlab did not make is refused before anything is read or written
     cfg = config.resolved
@@ -216,9 +218,10 @@ def run_experiment(
     embedders, skipped = make_embedders(cfg["embedders"], home=home)
     manifest["embedders"] = {name: e.model_id for name, e in embedders.items()}
     manifest["skipped_embedders"] = skipped
-    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps, \
+    # the server only: its scratch database holds the run; the database `dsn` names gets nothing of memlab's
+    with open_server(dsn, home=home) as server, scratch_store(server) as fresh, run_progress(progress) as steps, \
             open_stores(config) as tables:
-        manifest["versions"] = _versions(store)
+        manifest["versions"] = _versions(fresh)
         # one overall display: the per-step bars (ingest, questions, extraction) stay off
         env = model_env(fresh, embedders, config, k=cfg["k"], home=home)
         env.tables = tables  # the config's table stores, searched where they are

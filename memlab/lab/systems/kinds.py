@@ -49,7 +49,7 @@ class Env:
     (one client each per run, replies cached in `model_cache`, default model_cache_dir()), and a cache of built
     handles (one ingest per build key and data set)."""
 
-    store: Store
+    store: Store | None  # None: table systems only (memlab.lab.systems.table), which need no memory of memlab's
     embedders: dict[str, Embedder]
     k: int = 10
     progress: bool = False

@@ -112,7 +112,7 @@ def test_every_store_a_system_or_data_set_names_must_exist_and_be_used():
     assert "system 'hnsw' searches store 'agent', but no data set asks it questions" in text
     extra = {"name": "spare", "dsn_env": "TEST_AGENT_DSN", "layout": "agent-memory"}
     assert "store(s) ['spare'] are named by no system" in refused(stores=[*BASE["stores"], extra])
-    assert "'store' is read by format(s) memlab, not beir" in refused(datasets__0__format="beir")
+    assert "'store' is read by format(s) memlab, judged, not beir" in refused(datasets__0__format="beir")
 
 
 def test_sweeps_that_would_copy_the_table_are_refused_on_its_data_sets():
