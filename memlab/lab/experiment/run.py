@@ -55,7 +55,7 @@ from memlab.lab.systems.roles import (
 )
 from memlab.lab.systems.table import fits, store_of_dataset
 from memlab.models import model_cache_dir
-from memlab.storage.store import open_server, scratch_store
+from memlab.storage.servers import open_server, scratch_store
 
 
 def git_commit() -> str:

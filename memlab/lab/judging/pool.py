@@ -35,7 +35,8 @@ from memlab.lab.datasets.stores import query_users
 from memlab.lab.experiment.run import make_embedders, model_env
 from memlab.lab.runs.asking import QueryVectors, ask
 from memlab.lab.systems.table import TableSystem, fits
-from memlab.storage.store import Server, Store, open_server, scratch_store
+from memlab.storage.servers import Server, open_server, scratch_store
+from memlab.storage.store import Store
 from memlab.types import Event
 
 MAX_POOL_DEPTH = 1000  # events per system per query: each is to be judged, and pgvector's HNSW walk stops there

@@ -70,7 +70,7 @@ from memlab.lab.reliability.probes.scratch_leftovers import scratch_leftovers_fa
 from memlab.lab.reliability.probes.secret_rates import secrets_family
 from memlab.lab.reliability.probes.sizes import SIZES, memory_cached_embedder
 from memlab.lab.reliability.probes.split_secrets import split_secrets_family
-from memlab.storage.store import Server
+from memlab.storage.servers import Server
 
 SECOND_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]] = {
     "folders": folders_family, "input_checks": inputs_family, "races": races_family, "lexical": lexical_family,

@@ -38,7 +38,8 @@ from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.lab.systems.kinds import Env
-from memlab.storage.store import Store, scratch_store
+from memlab.storage.servers import scratch_store
+from memlab.storage.store import Store
 from memlab.types import ITERATIVE_SCANS, SearchSettings
 
 APP = "memlab-filtered"
