@@ -77,7 +77,7 @@ from memlab.lab.metrics.answerability import calibration as answerability_calibr
 from memlab.lab.metrics.answerability import evaluate as evaluate_answerability
 from memlab.lab.metrics.answerability import fit as fit_answerability
 from memlab.lab.metrics.answerability import question_table as answerability_table
-from memlab.lab.metrics.cutoffs import CutoffAdvice, recommend
+from memlab.lab.metrics.cutoffs import CutoffAdvice, CutRun, cutoff_grid, recommend
 from memlab.lab.metrics.cutoffs import advise as advise_cutoff
 from memlab.lab.metrics.definitions import ALL as ALL_QUESTIONS
 from memlab.lab.metrics.definitions import ANSWERABLE, NO_ANSWER, MetricDefinition
@@ -87,7 +87,7 @@ from memlab.lab.metrics.definitions import definitions as metric_registry
 from memlab.lab.metrics.definitions import register as register_metric
 from memlab.lab.metrics.definitions import registered as registered_metrics
 from memlab.lab.metrics.definitions import unregister as unregister_metric
-from memlab.lab.metrics.distances import cutoff_grid, drift, labelled_distances
+from memlab.lab.metrics.distances import drift, labelled_distances
 from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit
 from memlab.lab.metrics.scoring import (
     flat_metrics,
@@ -141,7 +141,7 @@ from memlab.lab.runs.records import RUN_COLUMNS, Run, collect
 from memlab.lab.sweeps import SWEEPS, Sweep
 from memlab.lab.systems.facts import run_fact_eval, summarize_facts
 from memlab.lab.systems.faiss_exact import FaissExact
-from memlab.lab.systems.kinds import CutoffSystem, Env, EventSystem, FactSystem, FaissExactSystem, System
+from memlab.lab.systems.kinds import Env, EventSystem, FactSystem, FaissExactSystem, System
 from memlab.lab.systems.rerank import RerankSpec
 from memlab.lab.systems.roles import SystemRole
 
@@ -160,8 +160,8 @@ __all__ = [
     "Alert",
     "AlertResult",
     "Comparison",
+    "CutRun",
     "CutoffAdvice",
-    "CutoffSystem",
     "Dataset",
     "Env",
     "EventSystem",

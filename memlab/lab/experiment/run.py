@@ -34,14 +34,15 @@ from memlab.lab.datasets.label_loss import dropped_fields
 from memlab.lab.datasets.loaders import load_dataset
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.experiment.progress import NoProgress, RunProgress, run_progress
-from memlab.lab.metrics.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
+from memlab.lab.metrics.scoring import SCORE_COLUMNS, flat_metrics, long_scores, score
 from memlab.lab.report.writer import write_report
 from memlab.lab.runs.asking import QueryVectors, ask
 from memlab.lab.runs.folder import RunFolder, save_labels
 from memlab.lab.runs.format import run_mark
 from memlab.lab.runs.records import Run, slug
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
-from memlab.lab.systems.kinds import CutoffSystem, Env, system_from_config
+from memlab.lab.systems.derived import derivation, role_of_derived
+from memlab.lab.systems.kinds import Env, system_from_config
 from memlab.lab.systems.roles import (
     CUT,
     MAIN,
@@ -123,44 +124,45 @@ def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, E
 
 def plan_systems(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]
                  ) -> tuple[list, dict[str, SystemRole]]:  # fmt: skip
-    """systems_for's systems and the role of each by name: the configured ones main, a sweep's a cut (of its
-    parent) or that sweep's system, whatever they are named."""
+    """systems_for's systems and the role of each by name: the configured ones main, a sweep's derived run the role
+    its kind states (a cut of its parent), any other that sweep's system, whatever they are named."""
     context = SweepContext(config, [system_from_config(s) for s in config["systems"]])
     roles = {s.name: SystemRole(MAIN) for s in context.systems}
     for name in applies(config, dataset.name):
         for system in get_sweep(name).systems(dataset, sweep_options(config, name), context):
             if system.name not in {s.name for s in context.systems}:
                 context.systems.append(system)
-                roles[system.name] = SystemRole(CUT, name, system.parent) if isinstance(system, CutoffSystem) \
-                    else SystemRole(SWEEP, name)  # fmt: skip
+                derived = derivation(system)
+                roles[system.name] = SystemRole(SWEEP, name) if derived is None else role_of_derived(derived, name)
     kept = [s for s in context.systems if not hasattr(s, "embedder") or s.embedder in embedders]
     return kept, roles
 
 
 def counted_step(system: Any) -> bool:
-    """A system that asks questions is a step of the progress line; a cut of another system's saved run is not
+    """A system that asks questions is a step of the progress line; a run derived from another's saved run is not
     (a grid of cuts would be dozens of instant steps and make the ETA far too short)."""
-    return not isinstance(system, CutoffSystem)
+    return derivation(system) is None
 
 
 def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: RunProgress | None = None,
                 roles: Mapping[str, SystemRole] | None = None) -> list[Run]:  # fmt: skip
     """Ask every system every question of `dataset`; save each run (and each reference run once) with its role
-    (`roles` by name; a system not there: main, a cut-off one a cut of its parent). Each system (with its
-    reference run) is one step of `steps`, the experiment's progress display."""
+    (`roles` by name; a system not there: main, a derived run its kind's role). A derived run
+    (memlab.lab.systems.derived) is made from its parent's run, asked earlier, without asking again. Each system
+    (with its reference run) is one step of `steps`, the experiment's progress display."""
     done: dict[str, Run] = {}
     roles = roles or {}
     vectors = QueryVectors(env)
     for system in (steps or NoProgress()).each(systems, lambda s: f"{dataset.name}: {s.name}", counted_step):
-        if isinstance(system, CutoffSystem):
-            parent = done.get(system.parent)
+        derived = derivation(system)
+        if derived is not None:
+            parent = done.get(derived.parent)
             if parent is None:
-                raise ConfigError(f"cut-off system {system.name!r}: no system named {system.parent!r} ran on "
-                                  f"{dataset.name!r}")  # fmt: skip
-            frame = cut(parent.frame, system.max_distance).assign(system=system.name)
-            role = roles.get(system.name, SystemRole(CUT, None, system.parent))
-            done[system.name] = Run(dataset.name, system.name, frame, None, role)
-            done[system.name].save(out)
+                raise ConfigError(f"{derived.kind} run {derived.name!r}: no system named {derived.parent!r} ran on "
+                                  f"{dataset.name!r} before it; name a system the config runs")  # fmt: skip
+            role = roles.get(derived.name, role_of_derived(derived, None))
+            done[derived.name] = Run(dataset.name, derived.name, derived.derive(parent.frame), None, role)
+            done[derived.name].save(out)
             continue
         to_run = [system]
         ref = system.reference()

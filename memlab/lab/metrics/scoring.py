@@ -5,8 +5,8 @@ under the same name: adding a metric is adding its entry, with nothing to change
 
 A unit is relevant if it holds a relevant event: rankings are mapped to events first (each event at the
 rank of the first unit that holds it). Events and units are compared by (session, id) within the question's app
-and user (memlab.lab.base.identity): the same event id in another session is another event. A cut-off
-(`max_distance`) is applied to the run before scoring."""
+and user (memlab.lab.base.identity): the same event id in another session is another event. A cut-off is applied to
+the run before scoring (memlab.lab.metrics.cutoffs)."""
 
 from __future__ import annotations
 
@@ -24,39 +24,22 @@ from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit
 from memlab.lab.metrics.ranking import events_in_rank_order
 
 
-def cut(run: pd.DataFrame, max_distance: float | None) -> pd.DataFrame:
-    """Drop hits beyond the cut-off; questions left with nothing keep one empty row."""
-    if max_distance is None:
-        return run
-    kept = run[(run["rank"] == 0) | (run["distance"] <= max_distance)]
-    lost = set(zip(run.system, run.question_id, strict=True)) - set(zip(kept.system, kept.question_id, strict=True))
-    empty = run.drop_duplicates(["system", "question_id"]).set_index(["system", "question_id"]).loc[sorted(lost)]
-    empty = empty.reset_index().assign(rank=0, unit_id=None, event_ids=[[] for _ in range(len(lost))],
-                                       distance=np.nan, chars=0)  # fmt: skip
-    if "event_sessions" in empty.columns:
-        empty = empty.assign(session_id=None, event_sessions=[[] for _ in range(len(lost))])
-    if "rerank" in empty.columns:  # the question's re-rank cost stays; the dropped hit's score goes
-        empty = empty.assign(rerank=np.nan)
-    return pd.concat([kept, empty], ignore_index=True) if len(lost) else kept
-
-
 def score(
     run: pd.DataFrame,
     questions: Sequence[Question],
     *,
     k: int = 10,
-    max_distance: float | None = None,
     exact: pd.DataFrame | None = None,
     memory_sizes: dict[tuple[str, str], int] | None = None,
 ) -> pd.DataFrame:
     """One row per (system, question): what the search gave (`returned`, `empty`, `latency_ms`, `plan`, a
     re-ranked run's `rerank_error`) and one column per metric the registry scores per question
-    (memlab.lab.metrics.definitions), under the metric's name, NaN outside the questions it averages over. Recall
-    against the `exact` run's system of the same questions is measured before the cut-off (it measures the index,
-    not the threshold)."""
+    (memlab.lab.metrics.definitions), under the metric's name, NaN outside the questions it averages over, against
+    `exact`, the exact reference's run of the same questions (recall_vs_exact). A cut-off is applied to the run
+    before (memlab.lab.metrics.cutoffs.cut)."""
     by_id = {q.id: q for q in questions}
     run = run[run.question_id.isin(by_id)]
-    trimmed = cut(run[run["rank"] <= k], max_distance)
+    trimmed = run[run["rank"] <= k]
     entries = [d for d in summarized() if d.scored and d.applies(run, questions)]
     measures = {d.name: d.question.at(k) for d in entries if isinstance(d.question, IrMeasure)}
     qrels = [ir_measures.Qrel(q.id, doc_id(key), 1) for q in questions for key in q.evidence]

@@ -19,6 +19,7 @@ import pandas as pd
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder
+from memlab.lab.systems.derived import DerivedRun
 from memlab.lab.systems.kinds import Env, System
 from memlab.models import ModelSpec
 
@@ -50,8 +51,10 @@ class Sweep:
         """Refuse options naming a model the config's `models:` section lacks, or one of the wrong kind (raise
         ConfigError), when the config is read."""
 
-    def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
-        """Systems to run on `dataset` besides the configured ones (names already taken are skipped)."""
+    def systems(self, dataset: Dataset, options: dict[str, Any],
+                context: SweepContext) -> list[System | DerivedRun]:  # fmt: skip
+        """Systems to run on `dataset` besides the configured ones (names already taken are skipped), and runs
+        derived from their saved runs (memlab.lab.systems.derived), each after its parent."""
         return []
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:

@@ -1,5 +1,6 @@
-"""The cut-off sweep: each parent system cut at every distance of a grid (derived from its saved run, no new
-queries), the cut-off advised per parent (memlab.lab.metrics.cutoffs, the rule the headline uses too) with its recall
+"""The cut-off sweep: each parent system cut at every distance of a grid (a derived run of its saved run, no new
+queries: memlab.lab.metrics.cutoffs.CutRun), the cut-off advised per parent (memlab.lab.metrics.cutoffs, the rule the
+headline uses too) with its recall
 and false-memory rate, a transfer test (`apply_from`: a data set's parents cut at the distance advised on another
 data set) and, against the previous run, drift of hit distances. The analysis itself is memlab.lab.metrics.distances.
 Options: `systems`, `grid`, `target`, `apply_from`."""
@@ -15,13 +16,13 @@ import pandas as pd
 from memlab.lab.base.plots import cutoff_curves, distance_histograms
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.model import Dataset
-from memlab.lab.metrics.cutoffs import advice_metrics, advice_table, folder_advice, rule_text, sentence
+from memlab.lab.metrics.cutoffs import CutRun, advice_metrics, advice_table, folder_advice, rule_text, sentence
 from memlab.lab.metrics.distances import DEFAULT_GRID, FALSE_MEMORY_TARGET, drift, labelled_distances
-from memlab.lab.metrics.scoring import SCORE_COLUMNS, cut, long_scores, score
+from memlab.lab.metrics.scoring import SCORE_COLUMNS, long_scores, score
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems.kinds import CutoffSystem, EventSystem
+from memlab.lab.systems.kinds import EventSystem
 from memlab.lab.systems.roles import CUT, MEASURE, SystemRole, cut_parents
 
 DEFAULT_PARENTS = ("event", "chunk4o1")
@@ -68,7 +69,7 @@ def transferred(folder: RunFolder, dataset: str, parent: str, source: str, dista
     if parent not in runs:
         return []
     name = f"{parent}@cut-from-{source}"
-    scored = score(cut(runs[parent].frame, distance).assign(system=name), folder.questions(dataset), k=folder.k)
+    scored = score(CutRun(name, parent, distance).derive(runs[parent].frame), folder.questions(dataset), k=folder.k)
     keep = {f"recall@{folder.k}", "empty_rate", "correct_empty_rate"}
     frame = long_scores(scored, dataset, folder.k, groups=("qtype",))
     frame = frame[frame.metric.str.split("[").str[0].isin(keep)]
@@ -98,9 +99,9 @@ class CutoffSweep(Sweep):
         named = options.get("systems")
         return (distinct(named) if named else len(config.get("systems") or []) + len(DEFAULT_PARENTS)) * len(grid)
 
-    def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[CutoffSystem]:
+    def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[CutRun]:
         grid = sorted({round(float(x), 3) for x in options.get("grid", DEFAULT_GRID)})
-        return [CutoffSystem(cut_name(p, d), p, d) for p in parents(options, context) for d in grid]
+        return [CutRun(cut_name(p, d), p, d) for p in parents(options, context) for d in grid]
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
         """Per cut parent: the cut-off advice (memlab.lab.metrics.cutoffs, the one rule) read from its saved run: the
