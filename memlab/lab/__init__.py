@@ -88,11 +88,11 @@ from memlab.lab.metrics.definitions import register as register_metric
 from memlab.lab.metrics.definitions import registered as registered_metrics
 from memlab.lab.metrics.definitions import unregister as unregister_metric
 from memlab.lab.metrics.distances import drift, labelled_distances
+from memlab.lab.metrics.keys import ScoreKey, metric_key
 from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit
 from memlab.lab.metrics.scoring import (
     flat_metrics,
     long_scores,
-    metric_key,
     score,
     session_recall,
     size_bucket,
@@ -187,6 +187,7 @@ __all__ = [
     "Run",
     "RunFolder",
     "RunProgress",
+    "ScoreKey",
     "ScoredHit",
     "Sweep",
     "System",

@@ -34,7 +34,8 @@ from memlab.lab.datasets.label_loss import dropped_fields
 from memlab.lab.datasets.loaders import load_dataset
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.experiment.progress import NoProgress, RunProgress, run_progress
-from memlab.lab.metrics.scoring import SCORE_COLUMNS, flat_metrics, long_scores, score
+from memlab.lab.metrics.keys import overall
+from memlab.lab.metrics.scoring import LONG_COLUMNS, flat_metrics, long_scores, score, with_groups
 from memlab.lab.report.writer import write_report
 from memlab.lab.runs.asking import QueryVectors, ask
 from memlab.lab.runs.folder import RunFolder, save_labels
@@ -257,8 +258,8 @@ def question_scores(folder: RunFolder, dataset: str) -> pd.DataFrame:
 
 
 def score_folder(out: Path) -> pd.DataFrame:
-    """scores.csv / scores.parquet (long form), systems.parquet (each system's role), question_scores.parquet and
-    metrics.json, from saved runs."""
+    """scores.csv / scores.parquet (long form, a breakdown in its own columns), systems.parquet (each system's
+    role), question_scores.parquet and metrics.json (flat keys), from saved runs."""
     folder = RunFolder(Path(out))
     cfg = folder.manifest.get("config", {}).get("resolved", {})
     long_frames, per_question = [], []
@@ -270,20 +271,20 @@ def score_folder(out: Path) -> pd.DataFrame:
             base = pd.concat([long_scores(qs[~is_cut], dataset, folder.k),
                               long_scores(qs[is_cut], dataset, folder.k, groups=())], ignore_index=True)
         else:
-            base = pd.DataFrame(columns=SCORE_COLUMNS)
+            base = pd.DataFrame(columns=LONG_COLUMNS)
         base = _with_roles(base, roles, SystemRole())
         parts = [base]
         for name in applies(cfg, dataset):
             earlier = pd.concat([*long_frames, base], ignore_index=True)  # a sweep may read earlier data sets
-            made = get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier)
+            made = with_groups(get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier))
             parts.append(_with_roles(made, roles, SystemRole(MEASURE, name)))
         long_frames.append(pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts)
                            else base)  # fmt: skip
         per_question.append(qs)
     scores = pd.concat(long_frames, ignore_index=True) if long_frames else \
-        pd.DataFrame(columns=[*SCORE_COLUMNS, *ROLE_COLUMNS])  # fmt: skip
+        pd.DataFrame(columns=[*LONG_COLUMNS, *ROLE_COLUMNS])  # fmt: skip
     write_parquet(scores.drop_duplicates(["dataset", "system"])[SYSTEM_COLUMNS], out / SYSTEMS_FILE)
-    scores = scores[SCORE_COLUMNS]
+    scores = scores[LONG_COLUMNS]
     write_csv(scores, out / "scores.csv")
     write_parquet(scores, out / "scores.parquet")
     qs_all = pd.concat([q for q in per_question if len(q)], ignore_index=True) if any(len(q) for q in per_question) \
@@ -329,7 +330,7 @@ def headline(out: Path) -> pd.DataFrame:
     folder = RunFolder(Path(out))
     k = folder.k
     s = folder.scores
-    s = s[(s.metric == f"recall@{k}") & s.role.isin([MAIN, SWEEP])]
+    s = s[(s.metric == f"recall@{k}") & overall(s) & s.role.isin([MAIN, SWEEP])]
     if s.empty:
         return pd.DataFrame()
     return s.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()

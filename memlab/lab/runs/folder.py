@@ -5,7 +5,7 @@
     labels/<dataset>.events.parquet    app, user, session, event id of every event (memory size, texts)
     tables/<sweep>__<dataset>.parquet  what a sweep measured that is not a ranked list (filtered search, ingest)
     question_scores.parquet            per-question scores
-    scores.csv / scores.parquet        long form: dataset, system, metric, value, questions
+    scores.csv / scores.parquet        long form: dataset, system, metric, group, group_value, value, questions
     systems.parquet                    each data set x system's role, sweep and parent (memlab.lab.systems.roles)
     metrics.json                       flat keys dataset/system/metric
     manifest.json, report.md, *.png
@@ -30,6 +30,7 @@ from memlab.lab.base.redacted import write_parquet  # every run-folder file pass
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.metrics.uncertainty import QuestionTable
 from memlab.lab.runs.format import (
+    GROUPS_RECORDED,
     ROLES_RECORDED,
     SESSIONS_RECORDED,
     configured_systems,
@@ -40,6 +41,7 @@ from memlab.lab.runs.format import (
     upgrade_run,
     upgrade_run_role,
     upgrade_scores,
+    upgrade_scores_groups,
     upgrade_scores_roles,
     upgrade_table,
 )
@@ -232,8 +234,10 @@ class RunFolder:
         return self.memo("scores", None, self._read_scores)
 
     def _read_scores(self) -> pd.DataFrame:
-        frame = pd.read_parquet(self.path / "scores.parquet")
-        frame = self.current(frame, lambda: upgrade_scores(frame))
+        path = self.path / "scores.parquet"
+        read = pd.read_parquet(path)
+        renamed = self.current(read, lambda: upgrade_scores(read))
+        frame = self.current(renamed, lambda: upgrade_scores_groups(renamed, self._where(path)), GROUPS_RECORDED)
         systems = self.path / SYSTEMS_FILE
         if systems.exists():
             return with_roles(frame, pd.read_parquet(systems))
