@@ -3,7 +3,7 @@
     from memlab import lab
     config = lab.load_config("experiment.yaml")          # or lab.load_suite("ci")
     folder = lab.run_experiment(config, Path("reports/my-run"))
-    scores = lab.RunFolder(folder).scores                 # dataset, system, metric, value, questions
+    scores = lab.RunFolder(folder).scores                 # dataset, system, metric, group, group_value, value, ...
     result = lab.run_reliability("reports/reliability", size="ci")   # memlab check reliability
 
 The memory library (memlab) never imports this package; the CLI, the notebooks and the tests use these names."""
