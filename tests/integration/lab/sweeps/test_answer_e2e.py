@@ -21,6 +21,7 @@ import memlab
 from memlab import lab
 from memlab.cli import app
 from tests.conftest import ROOT
+from tests.support.scores import labelled
 
 LOCOMO = ROOT / "fixtures" / "locomo" / "example.json"
 DATASET = "locomo-tiny"
@@ -118,7 +119,7 @@ def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_s
         "once per distinct reply to grade; an abstention is graded without it"
     assert sent - len(graded) >= QUESTIONS + 1, "the reader answers every question with a gold answer or none"
 
-    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet")
+    scores = labelled(pd.read_parquet(tmp_path / "run" / "scores.parquet"))
     for system in SYSTEMS:
         mine = scores[(scores.dataset == DATASET) & (scores.system == system)].set_index("metric").value
         rows = answers[answers.system == system]

@@ -8,6 +8,7 @@ import pytest
 import memlab
 from memlab import lab
 from tests.conftest import EVENT_FIXTURES
+from tests.support.scores import labelled
 
 JSONL_EXAMPLE = "fixtures/jsonl/example.jsonl"
 
@@ -47,7 +48,7 @@ def folder(tmp_path_factory, memlab_home, store):
 
 
 def _wide(folder, dataset: str) -> pd.DataFrame:
-    s = folder.scores[folder.scores.dataset == dataset]
+    s = labelled(folder.scores[folder.scores.dataset == dataset])
     return s.pivot_table(index="system", columns="metric", values="value")
 
 
