@@ -178,7 +178,7 @@ def test_a_failing_model_server_leaves_per_question_errors_not_a_failed_run(
     kind = {"malformed": "malformed", "slow": "timeout", "unreachable": "unreachable"}[failure]
     assert answers.error.str.startswith(f"reader ({kind}): ").all(), answers.error.iloc[0]
     assert answers.verdict.isna().all() and answers.f1.isna().all()
-    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet").set_index(["system", "metric"]).value
+    scores = labelled(pd.read_parquet(tmp_path / "run" / "scores.parquet")).set_index(["system", "metric"]).value
     assert scores[("reranked", "answer_errors")] == QUESTIONS and ("reranked", "answer_accuracy") not in scores
     assert f"{len(answers)} question(s) failed" in (tmp_path / "run" / "report.md").read_text()
 
@@ -207,7 +207,7 @@ def test_only_a_whole_abstention_skips_the_judge_and_an_empty_reply_is_a_reader_
     assert answers.abstained.sum() == (len(answers) if outcome == "abstained" else 0)
     assert (judge_calls > 0) == (outcome == "judge")
     assert (answers.judge_reason == "judged").all() == (outcome == "judge")
-    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet").set_index(["system", "metric"]).value
+    scores = labelled(pd.read_parquet(tmp_path / "run" / "scores.parquet")).set_index(["system", "metric"]).value
     if outcome == "error":
         assert answers.error.str.startswith("reader (empty): ").all() and answers.verdict.isna().all()
         assert scores[("reranked", "answer_errors")] == QUESTIONS and ("reranked", "answer_accuracy") not in scores
