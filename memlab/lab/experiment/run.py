@@ -178,6 +178,17 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: 
     return list(done.values())
 
 
+def described(systems: list, runs: list[Run]) -> dict[str, dict[str, Any]]:
+    """Each system that ran, as the manifest records it: its role, the sweep that made it and its parent ("":
+    none), and what it is (`describe()`: a cut's parent and max_distance, an event system's settings), so a reader
+    never reads that from its name."""
+    made = {s.name: s for s in systems}
+    made.update({r.name: r for s in systems if derivation(s) is None and (r := s.reference()) is not None})
+    return {run.system: {**made[run.system].describe(), "role": run.role.role, "sweep": run.role.sweep or "",
+                         "parent": run.role.parent or ""}
+            for run in runs if run.system in made and run.role is not None}  # fmt: skip
+
+
 def run_experiment(
     config: ExperimentConfig, out: Path, *, dsn: str | None = None, home: str | Path | None = None,
     progress: bool | RunProgress = False, log=print, previous: Path | None = None, baseline: Path | None = None,
@@ -229,7 +240,8 @@ def run_experiment(
         for scoped, systems, roles, measured in work:
             save_labels(out, scoped)
             log(f"{scoped.name}: {scoped.summary()}")
-            run_systems(env, scoped, systems, out, steps=steps, roles=roles)
+            runs = run_systems(env, scoped, systems, out, steps=steps, roles=roles)
+            manifest.setdefault("systems", {})[scoped.name] = described(systems, runs)
             context = SweepContext(cfg, systems)
             for name in steps.each(measured, lambda n, d=scoped.name: f"{d}: {n} sweep"):
                 get_sweep(name).measure(env, scoped, sweep_options(cfg, name), context, out)

@@ -34,6 +34,7 @@ from memlab.lab.runs.format import (
     ROLES_RECORDED,
     SESSIONS_RECORDED,
     configured_systems,
+    derived_description,
     folder_version,
     upgrade_events,
     upgrade_labels,
@@ -136,6 +137,13 @@ class RunFolder:
         """What was `read`, or `upgrade()` of it in a folder older than the format version `step` brings files to
         (run_format's steps)."""
         return read if self.version >= step else upgrade()
+
+    def described(self, dataset: str, system: str) -> dict:
+        """What a system of the run is, as the manifest records it (its role, sweep, parent and `describe()`:
+        memlab.lab.experiment.run); a folder that recorded none (an older one, a probe's) gets what the format's
+        upgrade step derives (memlab.lab.runs.format.derived_description)."""
+        recorded = self.manifest.get("systems", {}).get(dataset, {})
+        return recorded[system] if system in recorded else derived_description(system)
 
     @property
     def k(self) -> int:

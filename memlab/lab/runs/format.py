@@ -29,7 +29,10 @@ roles derived once, here, from the configured systems' names (main) and the name
 Versions 1 to 4 wrote a breakdown into the metric of scores.parquet (`recall@10[qtype=temporal]`); version 5 gives it
 columns (`group`, `group_value`: memlab.lab.metrics.keys) beside the metric (`recall@10`). Such a scores file is read
 with its breakdowns taken out of the metric into those columns (`upgrade_scores_groups`): this is the one place a
-metric's name says what breakdown it is. metrics.json's flat keys are the same in every version.
+metric's name says what breakdown it is. metrics.json's flat keys are the same in every version. Version 5 also
+records in the manifest what each system is (`systems`: its role, sweep, parent and description, such as a cut's
+max_distance or what a system embeds); a folder without that record gets what its names say
+(`derived_description`).
 
 A folder or baseline of a newer version than this memlab reads, or a version-1 file missing what every version
 held, is refused with one line: what, where, and what to do."""
@@ -283,6 +286,12 @@ def derived_role(system: str, configured: Collection[str]) -> SystemRole:
     return SystemRole(MAIN)
 
 
+def derived_description(system: str) -> dict[str, str]:
+    """What a system of a folder that recorded no descriptions (before format 5, or a probe's) embeds, as the name
+    memlab gave it says: the retrieval sweep's names start with their rendering; others embed the text."""
+    return {"rendering": system.split("/")[0].split("+")[0] if "/" in system else "text"}
+
+
 def configured_systems(manifest: Mapping[str, Any]) -> set[str]:
     """The names of a run folder's configured systems, as its manifest records them."""
     listed = manifest.get("config", {}).get("resolved", {}).get("systems") or []
@@ -332,6 +341,6 @@ def read_baseline(data: object, path: Path) -> dict[str, Any]:
 
 __all__ = ["FORMAT_VERSION", "GROUPS_RECORDED", "METRIC_COLUMNS", "ROLES_RECORDED", "SESSIONS_RECORDED",
            "VERSION_KEY", "baseline_roles", "baseline_version", "configured_systems", "current_key", "current_metric",
-           "current_metrics", "derived_role", "folder_version", "read_baseline", "run_mark", "upgrade_events",
-           "upgrade_labels", "upgrade_question_scores", "upgrade_run", "upgrade_run_role", "upgrade_scores",
-           "upgrade_scores_groups", "upgrade_scores_roles", "upgrade_table"]
+           "current_metrics", "derived_description", "derived_role", "folder_version", "read_baseline", "run_mark",
+           "upgrade_events", "upgrade_labels", "upgrade_question_scores", "upgrade_run", "upgrade_run_role",
+           "upgrade_scores", "upgrade_scores_groups", "upgrade_scores_roles", "upgrade_table"]

@@ -23,7 +23,6 @@ from typer.testing import CliRunner
 from memlab import ConfigError, lab
 from memlab.cli import app
 from memlab.lab.metrics.distances import DEFAULT_GRID
-from memlab.lab.sweeps.cutoff import cut_name
 
 TOPICS = {
     "trip": ["I am flying to Oslo in March for a conference.", "The hotel near the station costs 120 a night.",
@@ -229,9 +228,15 @@ def test_cut_offs_are_saved_as_runs_derived_from_their_parent(made):
     cuts = {name: run for name, run in runs.items() if run.role is not None and run.role.role == "cut"}
     assert cuts and {r.role.sweep for r in cuts.values()} == {"cutoff"}
     assert {r.role.parent for r in cuts.values()} == {"event-exact", "chunk2"}
+    recorded = folder.manifest["systems"]["unique"]  # what each system is, as the run recorded it
+    assert {recorded[n]["role"] for n in ("event-exact", "chunk2", "faiss-exact-event")} == {"main", "reference"}
+    assert sorted(recorded[name]["max_distance"] for name in cuts if cuts[name].role.parent == "chunk2") == \
+        sorted(DEFAULT_GRID)  # fmt: skip
     for name, run in cuts.items():
-        grid = [lab.CutRun(name, run.role.parent, d) for d in DEFAULT_GRID if cut_name(run.role.parent, d) == name]
-        assert len(grid) == 1, name
+        info = recorded[name]
+        assert (info["kind"], info["role"], info["sweep"], info["parent"]) == ("cutoff", "cut", "cutoff",
+                                                                              run.role.parent), name  # fmt: skip
+        grid = [lab.CutRun(name, info["parent"], info["max_distance"])]
         derived = grid[0].derive(runs[run.role.parent].frame)
         same = ["system", "question_id", "rank", "distance", "chars", "latency_ms"]
         pd.testing.assert_frame_equal(run.frame[same].reset_index(drop=True), derived[same].reset_index(drop=True),
