@@ -68,8 +68,9 @@ class Sweep:
         """Measurements that are not ranked lists, saved as tables in the run folder `out`."""
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
-        """Extra long-form scores (SCORE_COLUMNS) from saved runs and tables; `base` holds the scores so far,
-        earlier data sets included."""
+        """Extra long-form scores from saved runs and tables: SCORE_COLUMNS for figures over all questions, or
+        LONG_COLUMNS with a breakdown in its group columns (memlab.lab.metrics.keys); `base` holds the scores so
+        far, earlier data sets included."""
         return pd.DataFrame(columns=SCORE_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
