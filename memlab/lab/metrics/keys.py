@@ -18,25 +18,21 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from memlab.lab.base.sizes import SIZE_LABELS
-
 GROUP_COLUMNS = ["group", "group_value"]  # "" and "": the figure is over all the questions
 
 
 @dataclass(frozen=True)
 class Breakdown:
-    """A way scores are broken down: its `name` (the `group` column, the flat key's tag), the per-question
-    column its values come from ("": a sweep's own breakdown, no per-question values), and the order tables list
-    its values in (empty: as found)."""
+    """A way scores are broken down: its `name` (the `group` column, the flat key's tag) and the per-question
+    column its values come from ("": a sweep's own breakdown, no per-question values)."""
 
     name: str
     column: str
-    order: tuple[str, ...] = ()
 
 
 BREAKDOWNS = {b.name: b for b in (
     Breakdown("qtype", "qtype"),  # the question's type
-    Breakdown("size", "size_bucket", SIZE_LABELS),  # the memory's size in units: <=50, 51-500, 501-2000, >2000
+    Breakdown("size", "size_bucket"),  # the memory's size in units: <=50, 51-500, 501-2000, >2000
     Breakdown("share", ""),  # the filtered sweep's tenant share of the table (no per-question column)
     Breakdown("pool", ""),  # the labels sweep's pool (depth x systems; no per-question column)
 )}  # fmt: skip
