@@ -454,8 +454,8 @@ def probe_command(
     table = Table(title=f"probe {result.dataset}: {result.questions} questions, {len(result.stale)} stale labels")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for name, value in result.metrics.items():
-        if "[" not in name and name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p",
+    for name, value in result.overall_metrics.items():
+        if name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p",
                                                 "lost_", "new_lost_")):
             table.add_row(name, lab.base.format_cell(value))
     console.print(table)

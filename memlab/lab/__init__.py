@@ -3,7 +3,7 @@
     from memlab import lab
     config = lab.load_config("experiment.yaml")          # or lab.load_suite("ci")
     folder = lab.run_experiment(config, Path("reports/my-run"))
-    scores = lab.RunFolder(folder).scores                 # dataset, system, metric, value, questions
+    scores = lab.RunFolder(folder).scores                 # dataset, system, metric, group, group_value, value, ...
     result = lab.run_reliability("reports/reliability", size="ci")   # memlab check reliability
 
 Here are the entry points a notebook starts from, and each stage of the workbench as a package with a small face

@@ -45,6 +45,7 @@ from memlab.lab.live.probe_plans import ef_search_given, plan_notes, plans_ran
 from memlab.lab.live.probe_report import ProbeResult, textfile_rows
 from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, shown_events, stored_dataset, stored_events
 from memlab.lab.live.textfile import check_textfile, write_failed_textfile, write_textfile
+from memlab.lab.metrics.keys import keys_of
 from memlab.lab.report.gate import metrics_experiment
 from memlab.lab.report.probe_section import is_probe, save_probe_tables
 from memlab.lab.report.writer import write_report
@@ -146,7 +147,7 @@ def _flat(folder: RunFolder, probed: tuple[str, str] | None) -> dict[str, float]
         return {}
     scores = folder.scores
     mine = scores[(scores.dataset == probed[0]) & (scores.system == probed[1])]
-    return {str(m): float(v) for m, v in zip(mine.metric, mine.value, strict=True)}
+    return {key.label: float(v) for key, v in zip(keys_of(mine), mine.value, strict=True)}
 
 
 def _question_scores(folder: RunFolder, probed: tuple[str, str] | None) -> pd.DataFrame | None:

@@ -5,7 +5,7 @@ from memlab.lab.metrics.answerability import calibration as answerability_calibr
 from memlab.lab.metrics.answerability import evaluate as evaluate_answerability
 from memlab.lab.metrics.answerability import fit as fit_answerability
 from memlab.lab.metrics.answerability import question_table as answerability_table
-from memlab.lab.metrics.cutoffs import CutoffAdvice, recommend
+from memlab.lab.metrics.cutoffs import CutoffAdvice, CutRun, cutoff_grid, recommend
 from memlab.lab.metrics.cutoffs import advise as advise_cutoff
 from memlab.lab.metrics.definitions import ALL as ALL_QUESTIONS
 from memlab.lab.metrics.definitions import ANSWERABLE, NO_ANSWER, MetricDefinition
@@ -15,9 +15,10 @@ from memlab.lab.metrics.definitions import definitions as metric_registry
 from memlab.lab.metrics.definitions import register as register_metric
 from memlab.lab.metrics.definitions import registered as registered_metrics
 from memlab.lab.metrics.definitions import unregister as unregister_metric
-from memlab.lab.metrics.distances import cutoff_grid, drift, labelled_distances
+from memlab.lab.metrics.distances import drift, labelled_distances
+from memlab.lab.metrics.keys import ScoreKey, metric_key
 from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit
-from memlab.lab.metrics.scoring import flat_metrics, long_scores, metric_key, score, session_recall, summarize
+from memlab.lab.metrics.scoring import flat_metrics, long_scores, score, session_recall, summarize
 from memlab.lab.metrics.uncertainty import (
     QuestionTable,
     bootstrap_ci,
@@ -33,11 +34,13 @@ __all__ = [
     "ANSWERABLE",
     "METRIC_DEFINITIONS",
     "NO_ANSWER",
+    "CutRun",
     "CutoffAdvice",
     "IrMeasure",
     "MetricDefinition",
     "QuestionResult",
     "QuestionTable",
+    "ScoreKey",
     "ScoredHit",
     "advise_cutoff",
     "answerability_calibration",

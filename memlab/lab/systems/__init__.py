@@ -5,7 +5,6 @@ Modules here are internal; use the names below."""
 from memlab.lab.systems.facts import run_fact_eval, summarize_facts
 from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.lab.systems.kinds import (
-    CutoffSystem,
     Env,
     EventSystem,
     FactSystem,
@@ -18,7 +17,6 @@ from memlab.lab.systems.roles import SystemRole
 from memlab.lab.systems.table import TableExactSystem, TableSystem
 
 __all__ = [
-    "CutoffSystem",
     "Env",
     "EventSystem",
     "FactSystem",

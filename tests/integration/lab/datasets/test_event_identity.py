@@ -15,6 +15,7 @@ from memlab import lab
 from memlab.embedding import embed_queries
 from memlab.errors import FixtureError
 from memlab.lab.datasets.synth import explain_questions, sample_transcript
+from tests.support.scores import labelled
 
 K = 1  # one hit per question: a hit of the right id from the wrong session cannot hide behind the right one
 TEXTS = {
@@ -107,7 +108,7 @@ def test_recall_and_session_recall_match_a_brute_force_recount(repeated_run, emb
     for qid, want in truth.items():
         assert mine.at[qid, "recall"] == pytest.approx(want["recall"]), (system, qid)
         assert mine.at[qid, "session_recall"] == pytest.approx(want["session_recall"]), (system, qid)
-    scores = repeated_run.scores.set_index(["system", "metric"]).value
+    scores = labelled(repeated_run.scores).set_index(["system", "metric"]).value
     assert scores[(system, f"recall@{K}")] == pytest.approx(np.mean([v["recall"] for v in truth.values()]))
     assert scores[(system, f"session_recall@{K}")] == pytest.approx(
         np.mean([v["session_recall"] for v in truth.values()]))

@@ -15,6 +15,7 @@ import memlab
 from memlab import lab
 from memlab.cli import app
 from tests.conftest import ROOT
+from tests.support.scores import labelled
 
 EXAMPLE_JSONL = ROOT / "fixtures" / "jsonl" / "example.jsonl"
 
@@ -96,8 +97,8 @@ def test_output_contract(user_run):
     for name in ("runs", "scores.csv", "scores.parquet", "manifest.json", "metrics.json", "report.md"):
         assert (user_run / name).exists(), name
     assert not list(user_run.glob("*.png")) and "![" not in (user_run / "report.md").read_text(), "plots: false"
-    scores = pd.read_csv(user_run / "scores.csv")
-    assert list(scores.columns) == ["dataset", "system", "metric", "value", "questions"]
+    scores = labelled(pd.read_csv(user_run / "scores.csv"))
+    assert list(scores.columns) == ["dataset", "system", "metric", "group", "group_value", "value", "questions"]
     assert set(scores.dataset) == {"mine", "lme-format"}, "the dataset name is the one given in the config"
     for dataset in ("mine", "lme-format"):
         mine = scores[(scores.dataset == dataset) & (scores.system == "event-exact")].set_index("metric").value
@@ -133,7 +134,7 @@ def test_every_sweep_appears_for_both_data_sets(user_run):
 
 
 def test_labels_are_scored_as_written(user_run):
-    scores = pd.read_csv(user_run / "scores.csv")
+    scores = labelled(pd.read_csv(user_run / "scores.csv"))
     s = scores[(scores.dataset == "lme-format") & (scores.system == "event-exact")].set_index("metric")
     assert s.loc["recall@10", "questions"] == 1, "the abstention question is not answerable"
     assert s.loc["correct_empty_rate", "questions"] == 1
@@ -243,7 +244,7 @@ def test_an_openai_compatible_embedder_runs_from_the_config(tmp_path, embedder, 
         server.shutdown()
         server.server_close()
     folder = lab.RunFolder(out)
-    by = folder.scores.pivot_table(index="system", columns="metric", values="value")
+    by = labelled(folder.scores).pivot_table(index="system", columns="metric", values="value")
     assert by.loc["event[api]", "recall@10"] == pytest.approx(by.loc["event[default]", "recall@10"])
     assert by.loc["event-api-exact", "recall_vs_exact"] == 1.0
     assert folder.manifest["embedders"]["api"].startswith("openai:minilm-behind-http@127.0.0.1")

@@ -9,6 +9,7 @@ import json
 import memlab
 from memlab import lab
 from tests.integration.lab.judging.test_pool import QUERIES, write_config, write_sessions
+from tests.support.scores import labelled
 
 # what answers each query: the simulated assessor judges a pooled event relevant when it is listed here
 GOLD = {"What pet do I have?": {"s0-e0"}, "Where does my sister live?": {"s0-e2"},
@@ -41,7 +42,7 @@ def test_from_a_query_log_to_judged_metrics(tmp_path, store, embedder, app_name)
                                "judgments": str(tmp_path / "judgments.jsonl")}])  # fmt: skip
     out = lab.run_experiment(lab.parse_config(raw, source="e2e"), tmp_path / "run", dsn=store.dsn,
                              log=lambda *a: None)  # fmt: skip
-    scores = lab.RunFolder(out).scores.set_index(["system", "metric"]).value
+    scores = labelled(lab.RunFolder(out).scores).set_index(["system", "metric"]).value
     for system in ("event", "chunk3"):
         assert scores[(system, "recall@5")] == 1.0  # the pooled systems find every judged answer
         assert 0.0 < scores[(system, "judged@5")] <= 1.0 and 0.0 < scores[(system, "bpref")] <= 1.0

@@ -177,7 +177,8 @@ def test_a_config_data_set_and_system(live, tmp_path):
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["probe"]["system"] == "exact-cut" and manifest["config"]["resolved"]["k"] == 2
     assert manifest["config"]["resolved"]["systems"][0]["settings"]["max_distance"] == 0.9
-    assert lab.RunFolder(tmp_path / "run").scores.query("metric == 'recall@2'").dataset.tolist() == ["mine"]
+    scores = lab.RunFolder(tmp_path / "run").scores
+    assert scores.query("metric == 'recall@2' and group == ''").dataset.tolist() == ["mine"]
     wrong = probe("--dsn", dsn, "--labels", str(tmp_path / "experiment.yaml"), "--system", "nope",
                   "--out", str(tmp_path / "run2"))  # fmt: skip
     assert wrong.exit_code == 2 and "exact-cut" in wrong.output

@@ -123,20 +123,25 @@ def test_one_registered_entry_is_scored_written_explained_and_gated(run, tmp_pat
         ranks = [v for saved in runs.values() for v in _by_hand(saved.frame, questions).values()]
         assert min(ranks) == 1 and max(ranks) > 1, "the ranks differ between questions: the mean means something"
 
-        # scores, metrics.json and the per-question table of the folder: same name, breakdowns too
+        # scores, metrics.json and the per-question table of the folder: same name, breakdowns too (in scores as
+        # the group columns, in metrics.json as the flat key's `[group=value]`)
         lab.score_folder(run)
         metrics = json.loads((run / "metrics.json").read_text())
-        scores = pd.read_csv(run / "scores.csv")
+        scores = pd.read_parquet(run / "scores.parquet")
         for system, saved in runs.items():
             key = f"mine/{system}/first_hit_rank"
             assert metrics[key] == pytest.approx(np.mean(list(_by_hand(saved.frame, questions).values())))
             assert f"{key}[qtype=default]" in metrics and f"mine/{system}/top1" in metrics
-            row = scores[(scores.system == system) & (scores.metric == "first_hit_rank")]
+            mine = scores[(scores.system == system) & (scores.metric == "first_hit_rank")]
+            row = mine[mine.group == ""]
             assert row.questions.tolist() == [answerable]
+            by_type = mine[mine.group == "qtype"]
+            assert by_type.group_value.tolist() == ["default"] and by_type.value.tolist() == row.value.tolist()
+            assert set(mine.group) == {"", "qtype", "size"}, "each breakdown of the entry is a row of its own"
         table = pd.read_parquet(run / "question_scores.parquet")
         assert {"first_hit_rank", "top1", "hits_given_no_answer"} <= set(table.columns)
         no_answer = table[(table.system == "chunk2") & ~table.answerable]
-        row = scores[(scores.system == "chunk2") & (scores.metric == "hits_given_no_answer")]
+        row = scores[(scores.system == "chunk2") & (scores.metric == "hits_given_no_answer") & (scores.group == "")]
         assert row.value.tolist() == [no_answer.returned.mean()] and row.questions.tolist() == [len(no_answer)] == [2]
         interval = lab.metrics.intervals(table, ["mine/event-exact/first_hit_rank"])
         assert interval.value.tolist() == pytest.approx([metrics["mine/event-exact/first_hit_rank"]])
@@ -152,6 +157,10 @@ def test_one_registered_entry_is_scored_written_explained_and_gated(run, tmp_pat
             assert (moved.at[key, "better"], moved.at[key, "verdict"]) == ("lower", verdict), step
         same = lab.report.gate_table(baseline, run).set_index("metric")
         assert same.at[key, "verdict"] == "ok" and same.at[key, "tolerance"] == 0.5
+        assert (same.at[f"{key}[qtype=default]", "better"], same.at[f"{key}[qtype=default]", "verdict"]) == \
+            ("lower", "ok"), "its breakdowns are gated by the same entry"  # fmt: skip
+        worse = lab.report.compare(base, {**base, f"{key}[size=<=50]": base[f"{key}[size=<=50]"] + 1.0}).set_index("metric")
+        assert worse.at[f"{key}[size=<=50]", "verdict"] == "regression"
         assert same.at["mine/chunk2/top1", "better"] == "higher"
 
         # report.md: its note beside the others, and a column of the main table
@@ -177,7 +186,7 @@ def test_every_metric_scored_per_question_is_the_mean_of_its_own_column(run):
     scores = pd.read_parquet(run / "scores.parquet")
     table = pd.read_parquet(run / "question_scores.parquet")
     entries = {d.name: d for d in lab.metrics.metric_registry() if d.summarized}
-    plain = scores[~scores.metric.str.contains("[", regex=False)]
+    plain = scores[scores.group == ""]
     checked = set()
     for r in plain.itertuples(index=False):
         name = r.metric.split("@")[0]

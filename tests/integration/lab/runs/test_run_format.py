@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from memlab import ConfigError, lab
 from memlab.cli import app
+from memlab.lab.metrics.distances import DEFAULT_GRID
 
 TOPICS = {
     "trip": ["I am flying to Oslo in March for a conference.", "The hotel near the station costs 120 a night.",
@@ -88,12 +89,28 @@ def format_1(run: Path, old: Path) -> Path:
         frame.drop(columns=[c for c in frame.columns if c.startswith(("evidence_", "judged_"))]).to_parquet(path)
     for path in (old / "labels").glob("*.events.parquet"):
         pd.read_parquet(path).drop(columns=["author", "text"]).to_parquet(path)
-    scores = pd.read_parquet(old / "scores.parquet")
+    scores = format_4_scores(pd.read_parquet(old / "scores.parquet"))
     scores.assign(metric=scores.metric.replace("hit_distance_roc_auc", "distance_roc_auc")).to_parquet(
         old / "scores.parquet")  # fmt: skip
     metrics = json.loads((old / "metrics.json").read_text())
     (old / "metrics.json").write_text(json.dumps({k.replace("/hit_distance_roc_auc", "/distance_roc_auc"): v
                                                   for k, v in metrics.items()}))  # fmt: skip
+    return old
+
+
+def format_4_scores(scores: pd.DataFrame) -> pd.DataFrame:
+    """Long-form scores as formats 1 to 4 wrote them: a breakdown written into the metric, no group columns."""
+    labels = [m if not g else f"{m}[{g}={v}]" for m, g, v in zip(scores.metric, scores.group, scores.group_value,
+                                                                  strict=True)]  # fmt: skip
+    return scores.assign(metric=labels).drop(columns=["group", "group_value"])
+
+
+def format_4(run: Path, old: Path) -> Path:
+    """A copy of `run` as format 4 wrote it: everything as now but the scores' breakdowns, in the metric."""
+    shutil.copytree(run, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps({**manifest, "format_version": 4}))
+    format_4_scores(pd.read_parquet(old / "scores.parquet")).to_parquet(old / "scores.parquet")
     return old
 
 
@@ -174,6 +191,60 @@ def test_a_format_1_folder_exports_what_memlab_scores(old, tmp_path):
         mine = scores.loc[(entry["dataset"], entry["system"])]
         mine = mine[mine.answerable]
         assert theirs == pytest.approx({q.replace(" ", "%20"): v for q, v in mine.recall.items()}), entry
+
+
+def test_a_format_4_folder_reads_its_breakdowns_into_the_group_columns(made, tmp_path):
+    """Format 4 wrote `recall@10[qtype=default]` as a metric of scores.parquet: read, it is `recall@10` with group
+    `qtype` and value `default`, as a current folder holds it, and the report reads its breakdowns so."""
+    old = format_4(made, tmp_path / "v4")
+    assert "recall@10[qtype=default]" in set(pd.read_parquet(old / "scores.parquet").metric), "the old shape on disk"
+    now, then = lab.RunFolder(made).scores, lab.RunFolder(old).scores
+    assert lab.RunFolder(old).version == 4 < lab.runs.FORMAT_VERSION
+    columns = ["dataset", "system", "metric", "group", "group_value", "value", "questions", "role", "sweep", "parent"]
+    pd.testing.assert_frame_equal(then[columns], now[columns])
+    typed = then[(then.metric == "recall@10") & (then.group == "qtype")]
+    asked = then[(then.metric == "recall@10") & (then.group == "") & (then.role != "cut")]  # cuts: no breakdowns
+    assert set(typed.group_value) == {"default"} and sorted(typed.system) == sorted(asked.system)
+    assert lab.report.load_metrics(old) == lab.report.load_metrics(made), "metrics.json's flat keys are the same in every format"
+    lab.write_report(old)
+    assert "## Reading the numbers" in (old / "report.md").read_text()
+
+
+def test_a_format_4_scores_file_missing_what_every_format_held_is_refused_with_one_line(made, tmp_path):
+    old = format_4(made, tmp_path / "v4")
+    pd.read_parquet(old / "scores.parquet").drop(columns=["metric"]).to_parquet(old / "scores.parquet")
+    with pytest.raises(ConfigError, match=r"scores\.parquet lacks metric"):
+        lab.RunFolder(old).scores  # noqa: B018  (reading it is the test)
+    result = CliRunner().invoke(app, ["report", "--run", str(old)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "scores.parquet" in result.output and "metric" in result.output and "memlab eval" in result.output
+
+
+def test_cut_offs_are_saved_as_runs_derived_from_their_parent(made):
+    """The cut-off sweep's grid points are derived runs: each saved with role `cut`, the sweep and its parent
+    recorded, and holding exactly its parent's saved run cut at its distance (no question asked again)."""
+    folder = lab.RunFolder(made)
+    runs = folder.runs("unique")
+    cuts = {name: run for name, run in runs.items() if run.role is not None and run.role.role == "cut"}
+    assert cuts and {r.role.sweep for r in cuts.values()} == {"cutoff"}
+    assert {r.role.parent for r in cuts.values()} == {"event-exact", "chunk2"}
+    recorded = folder.manifest["systems"]["unique"]  # what each system is, as the run recorded it
+    assert {recorded[n]["role"] for n in ("event-exact", "chunk2", "faiss-exact-event")} == {"main", "reference"}
+    assert sorted(recorded[name]["max_distance"] for name in cuts if cuts[name].role.parent == "chunk2") == \
+        sorted(DEFAULT_GRID)  # fmt: skip
+    for name, run in cuts.items():
+        info = recorded[name]
+        assert (info["kind"], info["role"], info["sweep"], info["parent"]) == ("cutoff", "cut", "cutoff",
+                                                                              run.role.parent), name  # fmt: skip
+        grid = [lab.metrics.CutRun(name, info["parent"], info["max_distance"])]
+        derived = grid[0].derive(runs[run.role.parent].frame)
+        same = ["system", "question_id", "rank", "distance", "chars", "latency_ms"]
+        pd.testing.assert_frame_equal(run.frame[same].reset_index(drop=True), derived[same].reset_index(drop=True),
+                                      check_dtype=False)  # fmt: skip
+        assert run.frame.unit_id.fillna("").tolist() == derived.unit_id.fillna("").tolist(), name
+        assert not run.frame.distance.max() > grid[0].max_distance, name
+    recorded = folder.scores.drop_duplicates(["dataset", "system"]).set_index(["dataset", "system"]).parent
+    assert all(recorded[("unique", name)] == run.role.parent for name, run in cuts.items())
 
 
 def test_a_folder_of_a_newer_format_is_refused_with_one_line(made, tmp_path):

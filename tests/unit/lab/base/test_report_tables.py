@@ -35,7 +35,8 @@ def test_missing_values_and_numpy_scalars():
 
 def test_memory_size_buckets_are_in_size_order():
     scores = pd.DataFrame([
-        {"dataset": "d", "system": "s", "metric": f"recall@10[size={b}]", "value": v, "questions": 3}
+        {"dataset": "d", "system": "s", "metric": "recall@10", "group": "size", "group_value": b, "value": v,
+         "questions": 3}
         for b, v in ((">2000", 0.1), ("51-500", 0.5), ("<=50", 0.9), ("501-2000", 0.3))
     ])  # fmt: skip
     assert list(lab.base.breakdown(scores, ["s"], "recall@10", "size").columns) == [

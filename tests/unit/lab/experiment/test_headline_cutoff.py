@@ -19,7 +19,7 @@ from sklearn.metrics import roc_auc_score
 
 import memlab
 from memlab import lab
-from memlab.lab.metrics.scoring import cut
+from memlab.lab.metrics.cutoffs import cut
 from memlab.lab.metrics.uncertainty import MIN_QUESTIONS, tied, too_few
 from memlab.lab.runs.folder import save_labels  # the writer a run uses for its labels
 from memlab.lab.sweeps.cutoff import DEFAULT_GRID, cut_name

@@ -79,7 +79,8 @@ def _check_readers(out: Path) -> None:
 def test_systems_named_like_memlab_made_ones_are_main_when_recorded_so(tmp_path):
     out = _folder(tmp_path, recorded=True)
     assert (out / "systems.parquet").exists()
-    assert list(pd.read_csv(out / "scores.csv").columns) == ["dataset", "system", "metric", "value", "questions"]
+    assert list(pd.read_csv(out / "scores.csv").columns) == ["dataset", "system", "metric", "group", "group_value",
+                                                              "value", "questions"]  # fmt: skip
     _check_readers(out)
 
 
