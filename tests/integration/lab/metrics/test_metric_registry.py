@@ -159,7 +159,8 @@ def test_one_registered_entry_is_scored_written_explained_and_gated(run, tmp_pat
         assert same.at[key, "verdict"] == "ok" and same.at[key, "tolerance"] == 0.5
         assert (same.at[f"{key}[qtype=default]", "better"], same.at[f"{key}[qtype=default]", "verdict"]) == \
             ("lower", "ok"), "its breakdowns are gated by the same entry"  # fmt: skip
-        worse = lab.report.compare(base, {**base, f"{key}[size=<=50]": base[f"{key}[size=<=50]"] + 1.0}).set_index("metric")
+        bumped = {**base, f"{key}[size=<=50]": base[f"{key}[size=<=50]"] + 1.0}
+        worse = lab.report.compare(base, bumped).set_index("metric")
         assert worse.at[f"{key}[size=<=50]", "verdict"] == "regression"
         assert same.at["mine/chunk2/top1", "better"] == "higher"
 
