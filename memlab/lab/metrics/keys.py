@@ -35,6 +35,7 @@ BREAKDOWNS = {b.name: b for b in (
     Breakdown("size", "size_bucket"),  # the memory's size in units: <=50, 51-500, 501-2000, >2000
     Breakdown("share", ""),  # the filtered sweep's tenant share of the table (no per-question column)
     Breakdown("pool", ""),  # the labels sweep's pool (depth x systems; no per-question column)
+    Breakdown("user", ""),  # the table sweep's plans: the smallest and the largest user (no per-question column)
 )}  # fmt: skip
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"

@@ -13,7 +13,6 @@ distance), `ef_search` ([10, 40, 100, 200]), `iterative_scan` ([off, relaxed_ord
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import pandas as pd
 from memlab.lab.base.options import option
 from memlab.lab.base.tables import breakdown, markdown_table
 from memlab.lab.datasets.model import Dataset
-from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.metrics.scoring import LONG_COLUMNS
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.kinds import Env
@@ -34,7 +33,6 @@ from memlab.table_store.store import HNSW_MAX_EF_SEARCH, ITERATIVE_SCANS
 
 NAME = "table"
 DEFAULT_EF_SEARCH = (10, 40, 100, 200)
-_GRID_NAME = re.compile(r"^(?P<parent>.+)@ef(?P<ef>\d+)-(?P<scan>off|relaxed_order|strict_order)$")
 EXPLAIN_COLUMNS = ["system", "user_size", "user_id", "rows", "strategy", "distance", "index", "index_used", "access",
                    "planning_ms", "execution_ms", "shared_hit", "shared_read"]  # fmt: skip
 
@@ -124,16 +122,17 @@ def _catalog_lines(folder: RunFolder, dataset: str) -> list[str]:
     return lines
 
 
-def _grid_table(scores: pd.DataFrame, k: int) -> pd.DataFrame:
+def _grid_table(folder: RunFolder, dataset: str, scores: pd.DataFrame, k: int) -> pd.DataFrame:
     points = scores[(scores.role == SWEEP) & (scores.sweep == NAME)]
     metrics = [f"recall@{k}", "recall_vs_exact", "empty_rate", "latency_ms_p50", "latency_ms_p95"]
     points = points[points.metric.isin(metrics)]
     if points.empty:
         return pd.DataFrame()
     wide = points.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
-    parsed = wide.system.str.extract(_GRID_NAME)
-    wide = wide.assign(parent=parsed.parent, ef_search=parsed.ef.astype(float).astype("Int64"),
-                       iterative_scan=parsed.scan)  # fmt: skip
+    point = {name: folder.described(dataset, name) for name in wide.system}  # the settings as recorded, by system
+    wide = wide.assign(parent=[point[n].get("grid_of", n) for n in wide.system],
+                       ef_search=pd.array([point[n].get("ef_search") for n in wide.system], dtype="Int64"),
+                       iterative_scan=[point[n].get("iterative_scan") for n in wide.system])  # fmt: skip
     cols = ["parent", "ef_search", "iterative_scan", *[m for m in metrics if m in wide.columns]]
     return wide[cols].sort_values(["parent", "iterative_scan", "ef_search"]).reset_index(drop=True)
 
@@ -155,8 +154,8 @@ class TableSweep(Sweep):
     def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[TableSystem]:
         typed = self.typed(options)
         efs, scans = sorted(set(typed.ef_search)), list(dict.fromkeys(typed.iterative_scan))
-        return [replace(p, name=grid_name(p.name, ef, scan), strategy="hnsw", ef_search=ef, iterative_scan=scan)
-                for p in parents(typed, context) for scan in scans for ef in efs]  # fmt: skip
+        return [replace(p, name=grid_name(p.name, ef, scan), strategy="hnsw", ef_search=ef, iterative_scan=scan,
+                        grid_of=p.name) for p in parents(typed, context) for scan in scans for ef in efs]  # fmt: skip
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
@@ -169,10 +168,10 @@ class TableSweep(Sweep):
         time, as `index_used[user=smallest]` and `explain_ms[user=largest]`."""
         frame = folder.table(NAME, dataset)
         if frame is None or frame.empty:
-            return pd.DataFrame(columns=SCORE_COLUMNS)
-        rows = [(dataset, r.system, f"{metric}[user={r.user_size}]", float(value), 1) for r in frame.itertuples()
+            return pd.DataFrame(columns=LONG_COLUMNS)
+        rows = [(dataset, r.system, metric, "user", r.user_size, float(value), 1) for r in frame.itertuples()
                 for metric, value in (("index_used", r.index_used), ("explain_ms", r.execution_ms))]  # fmt: skip
-        return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+        return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         cfg = folder.manifest.get("config", {}).get("resolved", {})
@@ -182,7 +181,7 @@ class TableSweep(Sweep):
         scores = folder.scores[folder.scores.dataset == dataset]
         runs = folder.runs(dataset)
         parts = _catalog_lines(folder, dataset)
-        grid = _grid_table(scores, k)
+        grid = _grid_table(folder, dataset, scores, k)
         if len(grid):
             parts += ["HNSW walked with each `ef_search` x `iterative_scan` (recall_vs_exact against FAISS exact over "
                       "the table's own vectors):", "", markdown_table(grid), ""]  # fmt: skip

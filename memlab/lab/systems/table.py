@@ -54,6 +54,7 @@ class TableSystem:
     k: int | None = None
     embedder: str = "default"
     rerank: None = None  # no re-rank stage on a table system (yet)
+    grid_of: str | None = None  # the table sweep's grid point: the system whose settings it varies
 
     def __post_init__(self) -> None:
         where = f"system {self.name!r} (store {self.store!r})"
@@ -100,7 +101,8 @@ class TableSystem:
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "table", "store": self.store, "embedder": self.embedder, "k": self.k,
-                "max_distance": self.max_distance, **self.search_settings()}  # fmt: skip
+                "max_distance": self.max_distance, **self.search_settings(),
+                **({"grid_of": self.grid_of} if self.grid_of else {})}  # fmt: skip
 
 
 def plan_name(found: TableHits) -> str:

@@ -21,6 +21,7 @@ from memlab import lab
 from memlab.cli import app
 from tests.conftest import ROOT
 from tests.integration.table_store.test_agent_memory import ARTICLE_DDL, INSERT
+from tests.support.scores import labelled
 from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role
 
 OTHER_MODEL = "other-model@v2"
@@ -156,14 +157,16 @@ def test_recall_and_recall_vs_exact_equal_a_recount_from_the_table_rows(run, age
 
 
 def test_recall_and_empty_rate_by_memory_size_and_the_cutoff_on_table_distances(run, agent):
-    scores = pd.read_csv(run["out"] / "scores.csv")
+    scores = labelled(pd.read_csv(run["out"] / "scores.csv"))
     exact = scores[(scores.dataset == DATASET) & (scores.system == "exact")].set_index("metric")
     buckets = {"<=50" if n <= 50 else "51-500" for n in agent["sizes"].values()}
     assert buckets == {"<=50", "51-500"}
     for bucket in buckets:
         assert f"recall@{K}[size={bucket}]" in exact.index and f"empty_rate[size={bucket}]" in exact.index
-    cut = scores[scores.system.str.startswith("hnsw40@cut")]
-    assert set(cut.system) >= {"hnsw40@cut0.5", "hnsw40@cut0.8"}
+    folder = lab.RunFolder(run["out"])
+    cut = folder.scores[(folder.scores.role == "cut") & (folder.scores.parent == "hnsw40")]
+    assert set(cut.system) >= {"hnsw40@cut0.5", "hnsw40@cut0.8"}, "cut-offs are derived runs of their parent"
+    assert {folder.described(DATASET, s)["max_distance"] for s in cut.system} >= {0.5, 0.8}
     assert (scores[(scores.system == "exact")].metric == "recommended_max_distance").any()
     events = lab.RunFolder(run["out"]).events(DATASET)
     assert events.groupby("user_id").size().to_dict() == {u: n for u, n in agent["sizes"].items()
