@@ -409,8 +409,10 @@ def reliability_command(
 @app.command("probe")
 @user_errors
 def probe_command(
-    labels: Path = typer.Option(..., help="The labelled set: a memlab JSONL file of questions naming the live "
-                                "store's apps, users and event ids, or an experiment config (YAML) holding it."),
+    labels: Path | None = typer.Option(None, help="The labelled set: a memlab JSONL file of questions naming the "
+                                       "live store's apps, users and event ids (a table's: its rows' event ids), or "
+                                       "an experiment config (YAML) holding it. With --store: default the store's "
+                                       "data set in --config."),
     dsn: str | None = typer.Option(None, help="The store to probe, read-only (SELECT privilege is enough; default: "
                                    "MEMLAB_DSN, else the embedded server)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/probe-<time>)."),
@@ -433,15 +435,20 @@ def probe_command(
                                         "the gate's paired test so noise alone does not fire."),
     textfile: Path | None = typer.Option(None, help="Write a Prometheus textfile (node_exporter's textfile "
                                          "collector) here, e.g. /var/lib/node_exporter/memlab.prom."),
+    store: str | None = typer.Option(None, "--store", help="With --config: probe this entry of the config's stores: "
+                                     "(a pgvector table of your own, read-only, with the store's limits) through its "
+                                     "systems, else an hnsw and an exact one."),
 ) -> None:
-    """Probe the live memory: ask a labelled set's questions of an existing store (event memory, or fact memory with
-    a config's fact system), read-only, and write a run folder (report.md with stale labels, alerts, drift, index
-    health; `memlab report --run FOLDER` redoes it). Exit 0: no alert fired; 3: one fired; 2: bad input."""
+    """Probe the live memory: ask a labelled set's questions of an existing store (event memory, fact memory with
+    a config's fact system, or with --store a table of your own), read-only, and write a run folder (report.md with
+    stale labels, alerts, drift, index health; `memlab report --run FOLDER` redoes it). Exit 0: no alert fired; 3:
+    one fired; 2: bad input."""
     lab = workbench()
     run_dir = out or Path("reports") / f"probe-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
     result = lab.run_probe(labels, run_dir, dsn=dsn, dataset=dataset, config=config, system=system, k=k,
                            max_distance=max_distance, strategy=strategy, ef_search=ef_search, layer=layer,
-                           alerts=alert, against=against, textfile=textfile, progress=console.is_terminal)
+                           alerts=alert, against=against, textfile=textfile, progress=console.is_terminal,
+                           store=store)
     table = Table(title=f"probe {result.dataset}: {result.questions} questions, {len(result.stale)} stale labels")
     table.add_column("metric")
     table.add_column("value", justify="right")

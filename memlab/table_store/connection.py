@@ -104,6 +104,15 @@ class Work:
         self.statements += 1
         return self.conn.execute(query, params)
 
+    def timed(self, query, params=None) -> tuple[list[tuple], float]:
+        """`execute` and fetch every row, with the seconds the statement took from sending it to its last row
+        (the rate limit's wait before it not counted)."""
+        self._limit.wait()
+        self.statements += 1
+        started = time.perf_counter()
+        rows = self.conn.execute(query, params).fetchall()
+        return rows, time.perf_counter() - started
+
 
 class ReadOnlyConnection:
     """Read-only connections to `dsn` under `limits` (see the module docstring). Thread-safe; close when done."""
@@ -122,6 +131,11 @@ class ReadOnlyConnection:
         self._kwargs = {"autocommit": True, "prepare_threshold": None, "connect_timeout": max(2, round(self.timeout)),
                         "options": self.limits.options(given), "application_name": APPLICATION_NAME}  # fmt: skip
         self._pool: ConnectionPool | None = None
+
+    @property
+    def waited(self) -> float:
+        """Seconds statements have waited for the rate limit (`max_qps`) so far, over every connection."""
+        return self._limit.waited
 
     def safe(self, text: str) -> str:
         """`text` through the redactor, which also knows this DSN's password in every form."""

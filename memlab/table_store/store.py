@@ -267,6 +267,19 @@ class TableStore:
                             shared_hit=int(top.get("Shared Hit Blocks", 0)),
                             shared_read=int(top.get("Shared Read Blocks", 0)), plan=doc)  # fmt: skip
 
+    def bare_seconds(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
+                     distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
+                     max_scan_tuples: int | None = None, probes: int | None = None) -> float:  # fmt: skip
+        """Seconds the statement `search` runs with the same arguments takes alone: sent and every row fetched on
+        the same connection, after its read-only transaction and settings are in place (those and the rate limit
+        are not counted, nor is making hits of the rows). What `search` takes beyond it is memlab's own cost."""
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
+        with self.connection.work(plan.knobs) as work:
+            _, seconds = work.timed(statement, params)
+        return seconds
+
     def _statement(self, app: str, user: str, vector: np.ndarray, **settings) -> tuple[_SearchPlan, sql.Composed, dict]:
         """The plan, statement and parameters of one search (shared by `search` and `explain`)."""
         plan = self._plan(app, user, **settings)
