@@ -4,9 +4,10 @@ The store is an entry of the config's `stores:` (memlab.lab.config.stores): its 
 `limits` (timeouts, max_qps), so the probe reads the table as `memlab eval --store` does, through a
 `TableStore`: every statement one READ ONLY transaction, bounded and rate-limited; nothing is created or written.
 The labelled set is a memlab JSONL file of questions whose labels name the table's event ids (`--labels`), or the
-store's data set in the config. The systems are the store's table systems in the config, else a pair: `hnsw`
-(the table's own index) and `exact` (every row of the user scored); the probed one (`--system`, else the first that
-walks an index) is alerted and exported, and an exact system of the store is its reference (recall_vs_exact).
+store's data set in the config. The systems are the store's table systems in the config (where it names none:
+`<store>-hnsw` and `<store>-exact`, memlab.lab.config.stores.default_systems); the probed one (`--system`, else the
+first that walks an index) is alerted and exported, and an exact system of the store is its reference
+(recall_vs_exact).
 
 Before a question is embedded, each embedder must reproduce the stored vectors (`TableStore.check_model`): a
 swapped query embedder is refused with one error. A label whose row is gone (deleted by the table's owner) is a
@@ -42,7 +43,6 @@ from memlab.lab.runs.records import collect
 from memlab.lab.systems.table import TableHandle, TableStores, TableSystem
 from memlab.table_store import TableStore
 
-DEFAULT_SYSTEMS = (TableSystem("hnsw", "", strategy="hnsw"), TableSystem("exact", "", strategy="exact"))
 INDEX_STRATEGIES = ("hnsw", "ivfflat", "auto")
 SHOWN_USERS = 5
 
@@ -93,8 +93,7 @@ def _systems(config: ExperimentConfig, store: str, name: str | None,
              overrides: Mapping[str, Any]) -> tuple[list[TableSystem], str | None]:  # fmt: skip
     """The store's systems, the probed one first with the flags' settings, and the exact system its
     recall_vs_exact is measured against (None: the store has none besides it)."""
-    configured = [s for s in config.systems if isinstance(s, TableSystem) and s.store == store]
-    systems = configured or [replace(s, store=store) for s in DEFAULT_SYSTEMS]
+    systems = [s for s in config.systems if isinstance(s, TableSystem) and s.store == store]
     names = [s.name for s in systems]
     if name is not None and name not in names:
         raise ConfigError(f"--system {name!r}: store {store!r} has no system of that name{did_you_mean(name, names)}; "
@@ -197,4 +196,4 @@ def probe_table(labels: str | Path | None, store: str, finishing: Callable[[Aske
         return finishing(asked)
 
 
-__all__ = ["DEFAULT_SYSTEMS", "probe_table"]
+__all__ = ["probe_table"]
