@@ -114,7 +114,7 @@ def vector_param(vector: np.ndarray, dimension: int | None) -> str:
                              "embed the query with the model that wrote the table (check_model tells which fits).")
     if not np.isfinite(values).all():
         raise ValueError("a query vector with NaN or infinite values cannot be searched")
-    return "[" + ",".join(repr(float(x)) for x in values) + "]"
+    return "[" + ",".join(map(repr, values.tolist())) + "]"  # tolist: the same floats, without numpy scalars
 
 
 def plan_uses_index(plan: dict, index_names: set[str]) -> tuple[bool, str]:
