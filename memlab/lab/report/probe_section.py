@@ -106,10 +106,14 @@ def _timing_lines(probe: dict) -> list[str]:
     t = probe.get("timing")
     if not t:
         return []
+    if "ratio_to_bare_sql" not in t:
+        return []
     return ["### Time per question", "",
             f"{fmt(t.get('seconds_per_question'))} s per question through memlab's search, "
             f"{fmt(t.get('bare_sql_seconds_per_question'))} s for the bare SQL of the same searches "
-            f"({t.get('bare_sql')}): {fmt(t.get('ratio_to_bare_sql'))}x. Of that, "
+            f"({t.get('bare_sql')}): {fmt(t.get('ratio_to_bare_sql'))}x (p50s: "
+            f"{fmt(t.get('p50_seconds_per_question'))} s and {fmt(t.get('bare_sql_p50_seconds_per_question'))} s, "
+            f"{fmt(t.get('p50_ratio_to_bare_sql'))}x). Of the search's time, "
             f"{fmt(t.get('rate_limit_seconds_per_question'))} s per question waited for the store's rate limit "
             f"(max_qps {t.get('max_qps')}).", ""]  # fmt: skip
 
