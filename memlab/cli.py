@@ -457,8 +457,14 @@ def probe_command(
                                                 "lost_", "new_lost_")):
             table.add_row(name, lab.format_cell(value))
     console.print(table)
-    for note in lab.RunFolder(result.folder).manifest.get("probe", {}).get("plan_notes", []):
+    probed = lab.RunFolder(result.folder).manifest.get("probe", {})
+    for note in probed.get("plan_notes", []):
         console.print(f"[yellow]note[/] {escape(note)}", soft_wrap=True, highlight=False)
+    timing = probed.get("timing", {})
+    if "ratio_to_bare_sql" in timing:  # a table probe: what memlab's search costs beyond its bare SQL
+        console.print(f"time per question {timing['seconds_per_question'] * 1000:.2f} ms, the bare SQL "
+                      f"{timing['bare_sql_seconds_per_question'] * 1000:.2f} ms ({timing['ratio_to_bare_sql']:.2f}x; "
+                      f"p50s {timing['p50_ratio_to_bare_sql']:.2f}x)", soft_wrap=True, highlight=False)
     for a in result.alerts:
         console.print(f"[{'red' if a.fired else 'green'}]{'FIRING' if a.fired else 'ok'}[/] {escape(a.alert.text)}: "
                       f"{escape(a.reason)}", soft_wrap=True, highlight=False)  # fmt: skip

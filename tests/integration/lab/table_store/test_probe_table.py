@@ -12,6 +12,7 @@ refused with one error before any question is embedded, and the database's catal
 from __future__ import annotations
 
 import json
+import shutil
 from collections import defaultdict
 
 import numpy as np
@@ -215,6 +216,17 @@ def test_the_manifest_holds_the_time_per_question_against_the_bare_sql(probes):
         assert probe_s > 0 and bare_s > 0 and timing[f"{mean}ratio_to_bare_sql"] == pytest.approx(probe_s / bare_s)
     assert timing["max_qps"] is None and timing["rate_limit_seconds_per_question"] == 0
     assert "### Time per question" in (probes["second"] / "report.md").read_text()
+    assert "the bare SQL" in probes["output"] and "x; p50s" in probes["output"]
+
+
+def test_the_report_is_redone_from_the_folder_alone(probes, agent, tmp_path):
+    folder = tmp_path / "copy"
+    shutil.copytree(probes["second"], folder)
+    (folder / "report.md").unlink()
+    result = CliRunner().invoke(cli, ["report", "--run", str(folder)])
+    assert result.exit_code == 0, result.output
+    redone = (folder / "report.md").read_text()
+    assert "## Index health" in redone and "### Plan per labelled user" in redone and "lost_labels = 1" in redone
 
 
 def test_the_database_is_left_as_it_was_by_each_probe(probes):
@@ -271,3 +283,58 @@ def test_bad_store_arguments_are_named(agent, memlab_home, tmp_path):
     assert result.exit_code == 2 and "give that config as --config FILE" in " ".join(result.output.split())
     result = probe(agent, "--config", config, "--dsn", agent["ro_dsn"], "--out", str(tmp_path / "w"))
     assert result.exit_code == 2 and "drop --dsn and --layer" in " ".join(result.output.split())
+
+
+BARE_DDL = """
+CREATE TABLE agent_memory (
+    id bigserial PRIMARY KEY, app_name text NOT NULL, user_id text NOT NULL, session_id text NOT NULL,
+    event_id text NOT NULL, author text, occurred_at timestamptz NOT NULL, body text NOT NULL,
+    embed_model text NOT NULL, embedding vector
+)"""
+TEXTS = ["I moved to Lyon last spring.", "My sister Ana plays the cello.", "I am allergic to peanuts.",
+         "Our dog Rex is a border collie.", "I work as a nurse at night."]  # fmt: skip
+
+
+def test_index_health_warns_of_a_missing_index_and_rows_no_search_finds(store, embedder, memlab_home, tmp_path):
+    """A table without a vector index, with a NULL embedding and a row of another dimension: the probe (its labels
+    given as --labels) names each problem, and its hnsw searches scanned every user's rows."""
+    with own_database(store.dsn, "ts_probe_bare") as dsn:
+        rows = [("bot", f"u{u}", "s1", f"e{i}", "user", f"2024-01-0{i + 1}", text)
+                for u in range(3) for i, text in enumerate(TEXTS)]  # fmt: skip
+        vectors = embedder.embed_documents([r[6] for r in rows])
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(BARE_DDL)
+            with conn.cursor() as cur:
+                cur.executemany(INSERT, [(*r, embedder.model_id, _text(v)) for r, v in zip(rows, vectors, strict=True)])
+                cur.execute(INSERT.replace("%s::vector)", "NULL)"), ("bot", "u0", "s2", "e-null", "user",
+                                                                    "2024-02-01", "Not embedded yet.", "m"))
+                cur.execute(INSERT, ("bot", "u1", "s2", "e-small", "user", "2024-02-01", "A tiny vector.", "m",
+                                     "[1,0,0]"))  # fmt: skip
+            conn.execute("VACUUM ANALYZE agent_memory")
+        role, ro_dsn = select_only_role(dsn, ["agent_memory"])
+        try:
+            labels = tmp_path / "labels.jsonl"
+            labels.write_text("".join(json.dumps({"type": "question", "id": f"q{u}", "user": f"u{u}",
+                                                  "text": "Which city did I move to?", "relevant": ["e0"]}) + "\n"
+                                      for u in range(3)))  # fmt: skip
+            config = tmp_path / "bare.yaml"
+            config.write_text(yaml.safe_dump({
+                "name": "bare", "k": 3, "stores": [{"name": "agent", "dsn_env": VARIABLE, "layout": "agent-memory",
+                                                    "app": "bot", "limits": {"max_qps": None}}],
+                "datasets": [{"name": "bare-q", "format": "memlab", "path": str(labels), "store": "agent"}]}))
+            result = probe({"ro_dsn": ro_dsn}, "--config", str(config), "--labels", str(labels), "--out",
+                           str(tmp_path / "out"))  # fmt: skip
+        finally:
+            drop_role(dsn, role)
+    assert result.exit_code == 0, result.output
+    entry = lab.RunFolder(tmp_path / "out").manifest["probe"]
+    warnings = " ".join(entry["table_health"]["warnings"])
+    assert "no valid vector index of public.agent_memory serves cosine distance" in warnings
+    assert "1 of 17 rows have a NULL embedding" in warnings
+    assert "1 rows have embeddings of another dimension than 384 (3: 1, 384: 15)" in warnings
+    assert "strategy hnsw was asked for, but the plan scanned the rows of 3 of 3 users exactly" in warnings
+    assert entry["table_health"]["exact_users"] == ["bot/u0", "bot/u1", "bot/u2"]
+    assert entry["plans"] == {"hnsw-scan": 3} and "(plan hnsw-scan)" in " ".join(entry["plan_notes"])
+    assert entry["metrics"]["lost_labels"] == 0 and entry["dataset"] == "labels"
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "No vector index: every search scans the user's rows." in report and "Not embedded yet" not in report
