@@ -1,4 +1,5 @@
 """Measure a pgvector table you already have, where it is, strictly read-only.
+Modules here are internal; use the names below.
 
 memlab's own memory lives in its `memory_unit` table (memlab.storage). This package reads someone else's table
 instead (an agent's `agent_memory`, a LangChain or LlamaIndex store) through a mapping of memlab's fields to its

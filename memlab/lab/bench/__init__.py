@@ -1,30 +1,20 @@
 """memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
 on corpora that look like real memory, the scaling curve, lexical and hybrid search against vector per user size,
 search while sessions are written, search from concurrent clients, FAISS against the memory bandwidth, bulk writes
-and HNSW builds. `run_bench` runs them all (what `memlab bench` calls); the parts are public for notebooks."""
+and HNSW builds. `run_bench` runs them all (what `memlab bench` calls); each bench's run, summary and section
+are public for notebooks. Modules here are internal (corpus and hardware helpers included); use the names below."""
 
 from __future__ import annotations
 
-from memlab.lab.base.hardware import faiss_scan, memory_bandwidth
 from memlab.lab.bench.bulk import bulk_write, hnsw_build
 from memlab.lab.bench.concurrency import (
     CONCURRENCY_SIZES,
     ConcurrencySize,
     concurrency_bench,
     concurrency_section,
-    saturation,
     summarize_concurrency,
 )
-from memlab.lab.bench.corpora import (
-    corpus,
-    distribution_table,
-    embedded,
-    matched_vectors,
-    near_duplicate_vectors,
-    nn_distances,
-    real_questions,
-    real_texts,
-)
+from memlab.lab.bench.corpora import corpus, real_questions, real_texts
 from memlab.lab.bench.ingest_sets import INGEST_SETS, IngestSet, ingest_set
 from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
 from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, latency_verdict, run_bench
@@ -33,7 +23,6 @@ from memlab.lab.bench.streaming import (
     STREAMING_SIZES,
     StreamingRun,
     StreamingSize,
-    half_written,
     streaming_bench,
     streaming_section,
     summarize_streaming,
@@ -67,25 +56,16 @@ __all__ = [
     "concurrency_bench",
     "concurrency_section",
     "corpus",
-    "distribution_table",
-    "embedded",
-    "faiss_scan",
-    "half_written",
     "hnsw_build",
     "ingest_set",
     "latency_verdict",
     "lexical_bench",
-    "matched_vectors",
     "measure_batch_sizes",
     "measure_ingest",
-    "memory_bandwidth",
     "model_threads",
-    "near_duplicate_vectors",
-    "nn_distances",
     "real_questions",
     "real_texts",
     "run_bench",
-    "saturation",
     "scaling_curve",
     "search_bench",
     "streaming_bench",

@@ -25,15 +25,14 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import fields, replace
-from pathlib import Path
 from typing import Any
 
 from memlab.config import configured_dsn
 from memlab.errors import ConfigError
 from memlab.lab.base.suggest import did_you_mean, unknown_keys
-from memlab.lab.datasets.loaders import load_dataset, resolve_path
+from memlab.lab.datasets.loaders import load_dataset
 from memlab.lab.datasets.model import Dataset
-from memlab.lab.datasets.stores import StoreSpec, load_table_dataset
+from memlab.lab.datasets.stores import StoreSpec, load_store_dataset, table_sessions
 from memlab.lab.sweeps import applies
 from memlab.lab.systems.table import TableStores
 from memlab.table_store import PRESETS, Columns, Layout, ReadOnlyLimits
@@ -204,19 +203,27 @@ def load_configured(spec: dict[str, Any], config: Any) -> Dataset:
     """A configured data set: read from its store's table where it names one, else by its format."""
     if spec.get("store") is None:
         return load_dataset(spec, config.base_dirs)
-    name = str(spec["name"])
-    if not spec.get("path"):
-        raise ConfigError(f"data set {name!r}: `path` (the JSONL file of questions) is required with `store`")
-    path = resolve_path(spec["path"], config.base_dirs, f"data set {name!r}")
-    return load_table_dataset(spec, Path(path), store_specs(config)[spec["store"]])
+    return load_store_dataset(spec, config.base_dirs, store_specs(config)[spec["store"]])
+
+
+def store_spec(config: Any, name: str, flag: str = "--store") -> StoreSpec:
+    """The config's store `name`; an unknown name is refused with the nearest and the list."""
+    stores = store_specs(config)
+    if name not in stores:
+        raise ConfigError(f"{flag} {name}: {config.source} has no store of that name{did_you_mean(name, stores)}; "
+                          f"its stores: {sorted(stores) or 'none (add a stores: section)'}")  # fmt: skip
+    return stores[name]
+
+
+def store_sessions(config: Any, name: str, *, app: str | None = None) -> Dataset:
+    """Every user of the app of the config's store `name` (or `app`) with their rows as sessions, read-only: what
+    `memlab questions generate --config FILE --store NAME` writes questions from."""
+    return table_sessions(store_spec(config, name), app=app, name=name)
 
 
 def only_store(config: Any, name: str) -> Any:
     """`config` narrowed to store `name`: its data sets and systems only (`memlab eval --store NAME`)."""
-    stores = store_specs(config)
-    if name not in stores:
-        raise ConfigError(f"--store {name}: {config.source} has no store of that name{did_you_mean(name, stores)}; "
-                          f"its stores: {sorted(stores) or 'none (add a stores: section)'}")  # fmt: skip
+    store_spec(config, name)
     resolved = copy.deepcopy(config.resolved)
     resolved["stores"] = [s for s in resolved["stores"] if s["name"] == name]
     resolved["datasets"] = [d for d in resolved["datasets"] if d.get("store") == name]
@@ -225,4 +232,4 @@ def only_store(config: Any, name: str) -> Any:
 
 
 __all__ = ["ON_TABLES", "check_stores", "default_systems", "load_configured", "only_store", "open_stores",
-           "parse_stores", "store_specs"]  # fmt: skip
+           "parse_stores", "store_sessions", "store_spec", "store_specs"]  # fmt: skip

@@ -40,7 +40,12 @@ def load_dataset(spec: dict[str, Any], base_dirs: list[Path] | None = None) -> D
 def _load(spec: dict[str, Any], base_dirs: list[Path] | None) -> Dataset:
     name = str(spec["name"])
     fmt, options = entry_options(spec, f"data set {name!r}")
-    data = fmt.read(name, options, base_dirs or [])
+    return checked(name, fmt.read(name, options, base_dirs or []))
+
+
+def checked(name: str, data: Dataset) -> Dataset:
+    """A loaded data set under its configured name, refused when most of its labels point outside it or it has
+    no questions (nor facts to check)."""
     data.name = name
     refuse_lost_labels(data)  # most labels pointing outside the data: its scores would measure the loader
     if not data.questions and not any(u.expected_facts is not None for u in data.users):
@@ -48,4 +53,4 @@ def _load(spec: dict[str, Any], base_dirs: list[Path] | None) -> Dataset:
     return data
 
 
-__all__ = ["ALIASES", "CHECKOUT", "FORMATS", "check_spec", "load_dataset", "resolve_path"]
+__all__ = ["ALIASES", "CHECKOUT", "FORMATS", "check_spec", "checked", "load_dataset", "resolve_path"]

@@ -31,6 +31,7 @@ from memlab.lab.live.probe_plans import plans_ran
 from memlab.lab.live.probe_report import ProbeResult, textfile_rows
 from memlab.lab.live.probe_set import ProbeSet, UserKey, shown_events, stored_dataset
 from memlab.lab.live.textfile import write_textfile
+from memlab.lab.metrics.keys import keys_of
 from memlab.lab.report.gate import metrics_experiment
 from memlab.lab.report.probe_section import save_probe_tables
 from memlab.lab.report.writer import write_report
@@ -150,7 +151,7 @@ def _flat(folder: RunFolder, probed: tuple[str, str] | None) -> dict[str, float]
         return {}
     scores = folder.scores
     mine = scores[(scores.dataset == probed[0]) & (scores.system == probed[1])]
-    return {str(m): float(v) for m, v in zip(mine.metric, mine.value, strict=True)}
+    return {key.label: float(v) for key, v in zip(keys_of(mine), mine.value, strict=True)}
 
 
 def _question_scores(folder: RunFolder, probed: tuple[str, str] | None) -> pd.DataFrame | None:

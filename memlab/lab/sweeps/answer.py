@@ -30,7 +30,7 @@ from memlab.lab.base.options import option
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.metrics.answers import is_empty_reply, token_f1
-from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.metrics.scoring import LONG_COLUMNS, SCORE_COLUMNS
 from memlab.lab.metrics.uncertainty import bootstrap_ci
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.runs.records import Run
@@ -278,13 +278,14 @@ class AnswerSweep(Sweep):
         if frame is None or frame.empty:
             return pd.DataFrame(columns=SCORE_COLUMNS)
         out = []
+        graded = {"answer_accuracy", "answer_accuracy_ci_low", "answer_accuracy_ci_high"}  # over graded answers
         for r in answer_summary(frame).to_dict("records"):
-            tag = "" if r["question_type"] == "all" else f"[qtype={r['question_type']}]"
+            group, value = ("", "") if r["question_type"] == "all" else ("qtype", str(r["question_type"]))
             for metric in (*METRICS, "answer_accuracy_ci_low", "answer_accuracy_ci_high"):
                 if not pd.isna(r[metric]):
-                    n = r["graded"] if metric.startswith("answer_accuracy") else r["questions"]
-                    out.append((dataset, r["system"], metric + tag, float(r[metric]), int(n)))
-        return pd.DataFrame(out, columns=SCORE_COLUMNS)
+                    n = r["graded"] if metric in graded else r["questions"]
+                    out.append((dataset, r["system"], metric, group, value, float(r[metric]), int(n)))
+        return pd.DataFrame(out, columns=LONG_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         frame = folder.table(TABLE, dataset)

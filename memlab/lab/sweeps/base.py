@@ -21,6 +21,7 @@ from memlab.lab.base.options import OptionRow, check_options, check_value, descr
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder
+from memlab.lab.systems.derived import DerivedRun
 from memlab.lab.systems.kinds import Env, System
 from memlab.models import ModelSpec
 
@@ -82,8 +83,10 @@ class Sweep:
         """Refuse options naming a model the config's `models:` section lacks, or one of the wrong kind (raise
         ConfigError), when the config is read."""
 
-    def systems(self, dataset: Dataset, options: dict[str, Any], context: SweepContext) -> list[System]:
-        """Systems to run on `dataset` besides the configured ones (names already taken are skipped)."""
+    def systems(self, dataset: Dataset, options: dict[str, Any],
+                context: SweepContext) -> list[System | DerivedRun]:  # fmt: skip
+        """Systems to run on `dataset` besides the configured ones (names already taken are skipped), and runs
+        derived from their saved runs (memlab.lab.systems.derived), each after its parent."""
         return []
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
@@ -97,8 +100,9 @@ class Sweep:
         """Measurements that are not ranked lists, saved as tables in the run folder `out`."""
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
-        """Extra long-form scores (SCORE_COLUMNS) from saved runs and tables; `base` holds the scores so far,
-        earlier data sets included."""
+        """Extra long-form scores from saved runs and tables: SCORE_COLUMNS for figures over all questions, or
+        LONG_COLUMNS with a breakdown in its group columns (memlab.lab.metrics.keys); `base` holds the scores so
+        far, earlier data sets included."""
         return pd.DataFrame(columns=SCORE_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:

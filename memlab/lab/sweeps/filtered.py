@@ -33,12 +33,14 @@ from memlab.lab.base.redacted import write_csv
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.datasets.synth.vectors import background_rows, jitter
+from memlab.lab.metrics.scoring import LONG_COLUMNS
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.lab.systems.kinds import Env
-from memlab.storage.store import Store, scratch_store
+from memlab.storage.servers import scratch_store
+from memlab.storage.store import Store
 from memlab.types import ITERATIVE_SCANS, SearchSettings
 
 APP = "memlab-filtered"
@@ -262,15 +264,15 @@ def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFr
     frame = folder.table("filtered", dataset)
     rows = []
     if frame is None:
-        return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+        return pd.DataFrame(rows, columns=LONG_COLUMNS)
     summary = summarize_filtered(frame)
     queries = frame.groupby(["share", "config"]).size()
     for r in summary.itertuples(index=False):
         n = int(queries[(r.share, r.config)])
         for metric in ("recall", "empty_rate", "latency_ms_p50", "latency_ms_p95"):
             name = "recall_vs_exact" if metric == "recall" else metric
-            rows.append((dataset, system_name(r.config), f"{name}[share={r.share:g}]", float(getattr(r, metric)), n))
-    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+            rows.append((dataset, system_name(r.config), name, "share", f"{r.share:g}", float(getattr(r, metric)), n))
+    return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
 
 def section(folder, dataset: str, options: dict) -> str | None:

@@ -27,7 +27,7 @@ from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.generated.templates import template_questions
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.metrics.label_validation import Validation, generated_vs_own, largest_swap, ranking_tau, validate
-from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.metrics.scoring import LONG_COLUMNS, SCORE_COLUMNS
 from memlab.lab.runs.asking import QueryVectors, ask
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
@@ -230,22 +230,24 @@ class LabelsSweep(Sweep):
         k = folder.k
         rows = []
         for r in result.pools.itertuples(index=False):
-            tag = f"[pool={r.pool}]"
-            rows += [(dataset, "labels", f"pool_capture{tag}", r.capture, r.questions),
-                     (dataset, "labels", f"pool_capture_mean{tag}", r.capture_mean, r.questions),
-                     (dataset, "labels", f"pool_tau{tag}", r.tau, r.questions),
-                     (dataset, "labels", f"pool_tests_agree{tag}", r.tests_agree / r.tests if r.tests else np.nan,
+            pool = ("pool", str(r.pool))
+            rows += [(dataset, "labels", "pool_capture", *pool, r.capture, r.questions),
+                     (dataset, "labels", "pool_capture_mean", *pool, r.capture_mean, r.questions),
+                     (dataset, "labels", "pool_tau", *pool, r.tau, r.questions),
+                     (dataset, "labels", "pool_tests_agree", *pool, r.tests_agree / r.tests if r.tests else np.nan,
                       r.tests)]  # fmt: skip
         for r in result.recall.itertuples(index=False):
             for pool in result.pools.pool:
-                rows.append((dataset, r.system, f"pooled_recall@{k}[pool={pool}]", getattr(r, pool), 0))
+                rows.append((dataset, r.system, f"pooled_recall@{k}", "pool", str(pool), getattr(r, pool), 0))
+        none = ("", "")  # over all questions, no breakdown
         for r in result.leave_one_out.itertuples(index=False):
-            rows += [(dataset, r.system, f"loo_recall@{k}", r.pooled_without, 0),
-                     (dataset, r.system, "loo_bias", r.bias, 0), (dataset, r.system, "loo_gap_change", r.gap_change, 0)]
+            rows += [(dataset, r.system, f"loo_recall@{k}", *none, r.pooled_without, 0),
+                     (dataset, r.system, "loo_bias", *none, r.bias, 0),
+                     (dataset, r.system, "loo_gap_change", *none, r.gap_change, 0)]  # fmt: skip
         generated = self.generated(folder, dataset)
         for r in (generated.itertuples(index=False) if generated is not None else ()):
-            rows.append((dataset, r.system, f"generated_recall@{k}", r.generated, r.generated_questions))
-        return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+            rows.append((dataset, r.system, f"generated_recall@{k}", *none, r.generated, r.generated_questions))
+        return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         result = self.validation(folder, dataset, options)

@@ -22,6 +22,7 @@ from memlab.lab.base.redacted import write_csv
 from memlab.lab.base.tables import breakdown, markdown_table, pivot_scores
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.cutoffs import HIT_AUC, QUESTION_AUC
+from memlab.lab.metrics.keys import by_group, overall
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.runs.records import slug
@@ -235,19 +236,19 @@ def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
     metric = f"recall@{k}"
     for dataset, s in scores.groupby("dataset", sort=False):
         own = s[_grid_rows(s)]
-        overall = own[own.metric == metric].set_index("system").value
-        if BASELINE not in overall or len(overall) < 2:
+        over_all = own[(own.metric == metric) & overall(own)].set_index("system").value
+        if BASELINE not in over_all or len(over_all) < 2:
             continue
-        best = overall.drop(BASELINE).idxmax()
+        best = over_all.drop(BASELINE).idxmax()
         worse = []
-        by_type = own[own.metric.str.startswith(f"{metric}[qtype=")]
-        for qtype_metric, g in by_type.groupby("metric"):
+        by_type = own[(own.metric == metric) & by_group(own, "qtype")]
+        for qtype, g in by_type.groupby("group_value"):
             values = g.set_index("system").value
             if best in values and BASELINE in values and values[best] < values[BASELINE] - 0.02:
-                worse.append(f"{qtype_metric[len(metric) + 7 : -1]} ({values[BASELINE]:.3f} -> {values[best]:.3f})")
-        rows.append({"dataset": dataset, "baseline": round(float(overall[BASELINE]), 3), "best": best,
-                     "best_recall": round(float(overall[best]), 3),
-                     "gain_points": round(100 * float(overall[best] - overall[BASELINE]), 1),
+                worse.append(f"{qtype} ({values[BASELINE]:.3f} -> {values[best]:.3f})")
+        rows.append({"dataset": dataset, "baseline": round(float(over_all[BASELINE]), 3), "best": best,
+                     "best_recall": round(float(over_all[best]), 3),
+                     "gain_points": round(100 * float(over_all[best] - over_all[BASELINE]), 1),
                      "worse_types": "; ".join(worse) or "none"})  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -331,16 +332,14 @@ class RetrievalSweep(Sweep):
         gate = scores[(scores.role == MEASURE) & (scores.sweep == "retrieval")]
         parts += _curve_plot(folder, dataset, options)
         if len(gate):
-            per_hit = gate.system.isin(HIT_SYSTEMS) & (gate.metric == "roc_auc")
-            gate = gate.assign(metric=gate.metric.mask(per_hit, HIT_AUC).mask(
-                ~per_hit & (gate.metric == "roc_auc"), QUESTION_AUC))  # the two AUCs, named apart
             wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
             parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
                       "questions; gate and boosting read the hits' distances, gaps, full-text ranks and coverage and "
                       "the memory size; distance-cut is the one max_distance picked on the train data set to compare "
                       "the gate with, not the cut-off advice; thresholds picked on the train data set; "
-                      f"{QUESTION_AUC} tells answerable from no-answer questions, {HIT_AUC} (hit-model, "
-                      "hit-distance) hits holding a labelled event from the rest; brier and calibration_error "
+                      f"roc_auc is the {QUESTION_AUC} telling answerable from no-answer questions on the rows of "
+                      f"gate, boosting and distance-cut, and the {HIT_AUC} telling hits holding a labelled event "
+                      "from the rest on the rows of hit-model and hit-distance; brier and calibration_error "
                       "(expected, 10 bins) say how far the gate's p(answerable) reads as a probability, 0 = "
                       "calibrated):", "", markdown_table(wide)]  # fmt: skip
         return "\n".join(parts)

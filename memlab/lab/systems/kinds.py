@@ -1,13 +1,15 @@
 """Systems: everything the workbench can ask a question of, behind one interface (as ann-benchmarks' BaseANN).
 
 A system keeps its build arguments (what is stored: granularity, chunk shape, embedder, extractor) apart from
-its query arguments (how it is searched: strategy, ef_search, iterative scan, cut-off). Systems with the same
+its query arguments (how it is searched: strategy, ef_search, iterative scan, max_distance). Systems with the same
 `build_key` share one ingest, so a grid of search settings costs one ingest and many cheap queries.
 
 - `EventSystem`: event memory (events, chunks or whole sessions) in PostgreSQL + pgvector, any SearchSettings.
 - `FaissExactSystem`: FAISS exact over the very rows an EventSystem stored: the ground truth of recall_vs_exact.
 - `FactSystem`: fact memory with an extractor (rules, labelled gold candidates, or an LLM endpoint).
-- `CutoffSystem`: another system's run cut at a distance (no new queries: the cut is applied to the saved run).
+
+A run derived from another system's saved run without asking again (a cut-off) is no System: see
+memlab.lab.systems.derived.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Env:
     (one client each per run, replies cached in `model_cache`, default model_cache_dir()), and a cache of built
     handles (one ingest per build key and data set)."""
 
-    store: Store
+    store: Store | None  # None: table systems only (memlab.lab.systems.table), which need no memory of memlab's
     embedders: dict[str, Embedder]
     k: int = 10
     progress: bool = False
@@ -314,18 +316,6 @@ class FactSystem:
         return {"kind": "facts", "extractor": self.extractor, "embedder": self.embedder, **_described(self.rerank)}
 
 
-@dataclass(frozen=True)
-class CutoffSystem:
-    """`parent`'s run with hits beyond `max_distance` dropped; computed from the saved run, never re-queried."""
-
-    name: str
-    parent: str
-    max_distance: float
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "cutoff", "parent": self.parent, "max_distance": self.max_distance}
-
-
 SETTINGS_KEYS = {f for f in SearchSettings.__dataclass_fields__ if f != "top_k"}
 _EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder", "rendering", "fact_keys", "rerank"}
 _FACT_KEYS = {"name", "extractor", "embedder", "rerank"}
@@ -369,7 +359,6 @@ def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSys
 
 
 __all__ = [
-    "CutoffSystem",
     "Env",
     "EventSystem",
     "FactSystem",

@@ -180,7 +180,7 @@ def test_a_database_without_the_vector_extension_is_named(store):
     with own_database(store.dsn, "ts_novector", vector=False) as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE TABLE notes (id text, user_id text, body text)")
-        with pytest.raises(memlab.ExtensionError) as err:
+        with pytest.raises(memlab.errors.ExtensionError) as err:
             open_table(dsn, Layout("notes", Columns(user="user_id", event_id="id", text="body", embedding="body")))
         message = str(err.value)
         assert "'vector' is not installed" in message and "ts_novector" in message and "CREATE EXTENSION" in message

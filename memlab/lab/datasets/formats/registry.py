@@ -27,7 +27,7 @@ from memlab.lab.base.suggest import did_you_mean
 from memlab.lab.datasets.formats.beir import load_beir
 from memlab.lab.datasets.formats.fixtures import load_event_fixtures, load_fixture_file
 from memlab.lab.datasets.formats.jsonl import load_jsonl
-from memlab.lab.datasets.formats.judged import load_judged, sessions_source
+from memlab.lab.datasets.formats.judged import TableSessions, load_judged, sessions_source
 from memlab.lab.datasets.formats.locomo import load_locomo
 from memlab.lab.datasets.formats.longmemeval import load_longmemeval
 from memlab.lab.datasets.model import Dataset
@@ -116,13 +116,15 @@ class JudgedOptions:
     judgments: str | list[str] = option(doc="the judgments file, or several read as one (a person's and a "
                                             "model's)", chars=PATH_CHARS, min_items=1)  # fmt: skip
     sessions: str | None = option(None, "the sessions the queries were asked against (a memlab JSONL file); or "
-                                        "`dsn`/`dsn_env`", chars=PATH_CHARS)  # fmt: skip
+                                        "`dsn`/`dsn_env`, or `store`", chars=PATH_CHARS)  # fmt: skip
     dsn: str | None = option(None, "read the sessions from the agent's event memory at this DSN (`default`: "
                                    "MEMLAB_DSN, else the embedded server)", chars=PATH_CHARS, secret=True)  # fmt: skip
     dsn_env: str | None = option(None, "the environment variable holding that DSN")
     app: str | None = option(None, "with a DSN: the app every query must be of")
     layer: str | None = option(None, "with a DSN: the event layer read (default: event)")
     assessor: str | None = option(None, "count only this assessor's judgments")
+    store: str | None = option(None, "read the sessions from a table store of the config's stores: (its rows; "
+                                     "memlab.lab.datasets.stores)")  # fmt: skip
 
 
 def _memlab(name: str, options: JsonlOptions, base_dirs: list[Path]) -> Dataset:
@@ -174,21 +176,33 @@ def _synth(name: str, options: SynthOptions, base_dirs: list[Path]) -> Dataset:
                     near_miss=options.near_miss)  # fmt: skip
 
 
+def judged_path(name: str, base_dirs: list[Path], key: str, raw: str, label: str | None = None) -> Path:
+    """One file of a judged set resolved, an error naming its key (`judgments[1]` of several)."""
+    return resolve_path(raw, base_dirs, f"data set {name!r} `{label or key}`", key)
+
+
+def judged_files(name: str, options: JudgedOptions, base_dirs: list[Path]) -> tuple[Path, Path | list[Path], Path]:
+    """A judged set's query file, judgments (one file or several) and pool file, resolved."""
+    given = options.judgments
+    judgments: Path | list[Path] = ([judged_path(name, base_dirs, "judgments", raw, f"judgments[{i}]")
+                                     for i, raw in enumerate(given)] if isinstance(given, list)
+                                    else judged_path(name, base_dirs, "judgments", given))  # fmt: skip
+    return (judged_path(name, base_dirs, "queries", options.queries), judgments,
+            judged_path(name, base_dirs, "pool", options.pool))  # fmt: skip
+
+
 def _judged(name: str, options: JudgedOptions, base_dirs: list[Path]) -> Dataset:
     """The judged set's files resolved, each error naming its key (`judgments` may list several), and its
-    sessions: a file, or the agent's memory by DSN (memlab.lab.datasets.formats.judged)."""
+    sessions: a file, or the agent's memory by DSN (memlab.lab.datasets.formats.judged). A set whose sessions
+    are a table store's rows loads in its experiment (memlab.lab.datasets.stores)."""
     spec = {key: value for key, value in asdict(options).items() if value is not None}
     store = sessions_source(name, spec)
-
-    def one(key: str, raw: str, label: str) -> Path:
-        return resolve_path(raw, base_dirs, f"data set {name!r} `{label}`", key)
-
-    given = options.judgments
-    judgments: Path | list[Path] = ([one("judgments", raw, f"judgments[{i}]") for i, raw in enumerate(given)]
-                                    if isinstance(given, list) else one("judgments", given, "judgments"))  # fmt: skip
-    sessions = store if store is not None else one("sessions", str(options.sessions), "sessions")
-    return load_judged(name, one("queries", options.queries, "queries"), sessions, judgments,
-                       one("pool", options.pool, "pool"), assessor=options.assessor)  # fmt: skip
+    if isinstance(store, TableSessions):
+        raise ConfigError(f"data set {name!r} reads its sessions from store {store.store!r}: it loads in an "
+                          "experiment whose config has that store in `stores:` (memlab eval --config FILE)")
+    queries, judgments, pool = judged_files(name, options, base_dirs)
+    sessions = store if store is not None else judged_path(name, base_dirs, "sessions", str(options.sessions))
+    return load_judged(name, queries, sessions, judgments, pool, assessor=options.assessor)
 
 
 DATA_FORMATS: Mapping[str, Format] = MappingProxyType({f.name: f for f in (
@@ -241,4 +255,5 @@ def format_options() -> list[OptionRow]:
     return [row for f in DATA_FORMATS.values() for row in option_rows(f.options, f.name)]
 
 
-__all__ = ["DATA_FORMATS", "Format", "aliases", "entry_options", "format_of", "format_options"]
+__all__ = ["DATA_FORMATS", "Format", "JudgedOptions", "aliases", "entry_options", "format_of", "format_options",
+           "judged_files"]  # fmt: skip

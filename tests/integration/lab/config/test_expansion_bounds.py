@@ -69,7 +69,7 @@ def test_the_count_bounds_what_the_sweeps_build():
 
 
 def test_every_suite_is_within_the_bound():
-    for name in lab.suite_names():
+    for name in lab.config.suite_names():
         runs = planned_runs(lab.load_suite(name).resolved)
         assert 0 < sum(sum(p.values()) for p in runs.values()) < MAX_RUNS / 5, name
 
@@ -122,4 +122,4 @@ def test_a_long_list_of_chunk_sizes_over_many_data_sets_is_refused():
 def test_the_pool_depth_is_bounded_before_anything_runs(depth):
     config = lab.parse_config({"name": "p", "datasets": [SYNTH]})
     with pytest.raises(ConfigError, match=r"--depth must be a whole number in 1..1000"):
-        lab.pool_queries(config, "queries.jsonl", depth, None)  # no store needed: refused first
+        lab.judging.pool_queries(config, "queries.jsonl", depth, None)  # no store needed: refused first

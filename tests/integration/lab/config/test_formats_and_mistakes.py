@@ -144,7 +144,7 @@ def test_every_option_a_sweep_reads_is_a_known_key(tmp_path):
                           "sweeps": [sweep], "options": {sweep: {**options, "datasets": ["d"]}},
                           "models": [{"name": "m", "kind": "openai-chat", "base_url": "http://127.0.0.1:9/v1",
                                       "model": "m"}]})  # fmt: skip
-    for name in lab.suite_names():
+    for name in lab.config.suite_names():
         lab.load_suite(name)
 
 

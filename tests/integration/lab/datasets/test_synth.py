@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memlab import lab, skip_reason
+from memlab import lab
+from memlab.events import skip_reason
 from memlab.lab.datasets.synth import (
     NO_ANSWER,
     QTYPES,

@@ -7,6 +7,7 @@ import pytest
 
 from memlab import ConfigError, lab
 from tests.conftest import EVENT_FIXTURES
+from tests.support.scores import labelled
 
 SYSTEMS = ["event", "text/lexical", "chunk4o1"]
 
@@ -25,7 +26,7 @@ def folder(tmp_path_factory, memlab_home, store):
 
 
 def _value(folder, system: str, metric: str) -> float:
-    s = folder.scores
+    s = labelled(folder.scores)
     return float(s[(s.dataset == "fixtures") & (s.system == system) & (s.metric == metric)].value.iloc[0])
 
 

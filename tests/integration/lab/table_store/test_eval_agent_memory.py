@@ -21,6 +21,7 @@ from memlab import lab
 from memlab.cli import app
 from tests.conftest import ROOT
 from tests.integration.table_store.test_agent_memory import ARTICLE_DDL, INSERT
+from tests.support.scores import labelled
 from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role
 
 OTHER_MODEL = "other-model@v2"
@@ -156,7 +157,7 @@ def test_recall_and_recall_vs_exact_equal_a_recount_from_the_table_rows(run, age
 
 
 def test_recall_and_empty_rate_by_memory_size_and_the_cutoff_on_table_distances(run, agent):
-    scores = pd.read_csv(run["out"] / "scores.csv")
+    scores = labelled(pd.read_csv(run["out"] / "scores.csv"))  # breakdowns named as metrics.json names them
     exact = scores[(scores.dataset == DATASET) & (scores.system == "exact")].set_index("metric")
     buckets = {"<=50" if n <= 50 else "51-500" for n in agent["sizes"].values()}
     assert buckets == {"<=50", "51-500"}

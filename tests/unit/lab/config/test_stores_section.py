@@ -112,7 +112,7 @@ def test_every_store_a_system_or_data_set_names_must_exist_and_be_used():
     assert "system 'hnsw' searches store 'agent', but no data set asks it questions" in text
     extra = {"name": "spare", "dsn_env": "TEST_AGENT_DSN", "layout": "agent-memory"}
     assert "store(s) ['spare'] are named by no system" in refused(stores=[*BASE["stores"], extra])
-    assert "'store' is read by format(s) memlab, not beir" in refused(datasets__0__format="beir")
+    assert "'store' is read by format(s) memlab, judged, not beir" in refused(datasets__0__format="beir")
 
 
 def test_a_store_whose_data_set_no_system_searches_gets_an_hnsw_and_an_exact_system():
@@ -162,3 +162,31 @@ def test_the_table_sweep_grids_one_index_walking_system_per_store_and_distance()
                                       "l2@ef10-off", "l2@ef80-off", "l2@ef10-strict_order", "l2@ef80-strict_order"]
     assert {(s.strategy, s.store) for s in grid} == {("hnsw", "agent")} and grid[4].distance == "l2"
     assert sweep.planned(options, {"systems": [{"name": n, "store": "agent"} for n in "abc"]}) == 3 * 4 + 2 * 3
+
+
+def _readme_store_configs() -> list[dict]:
+    from tests.conftest import ROOT
+
+    section = (ROOT / "README.md").read_text().split("## Your own store", 1)[1].split("\n## ", 1)[0]
+    blocks = [block.split("```", 1)[0] for block in section.split("```yaml\n")[1:]]
+    import yaml
+
+    return [yaml.safe_load(block) for block in blocks]
+
+
+def test_the_readme_store_configs_parse_as_written(monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENT_DSN", DSN)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "questions.jsonl").write_text("")
+    full, others = _readme_store_configs()
+    config = parse_config({"name": "readme", **full}, base_dirs=[tmp_path])
+    assert [s.name for s in config.systems] == ["exact", "hnsw40"]
+    stores = others["stores"]
+    systems = [{"name": f"exact-{s['name']}", "store": s["name"], "strategy": "exact"} for s in stores]
+    config = parse_config({"name": "readme", "stores": stores, "systems": systems,
+                           "datasets": [{"name": f"q-{s['name']}", "format": "memlab", "path": "questions.jsonl",
+                                         "store": s["name"]} for s in stores],
+                           "sweeps": []}, base_dirs=[tmp_path])  # fmt: skip
+    specs = store_specs(config)
+    assert sorted(specs) == sorted(s["name"] for s in stores)
+    assert {name: spec.layout.table for name, spec in specs.items()}["mine"] == "support.memories"
