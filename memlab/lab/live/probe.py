@@ -10,7 +10,11 @@ counted and alerted as lost labels (memlab.lab.live.lost_labels). On top of the 
 metrics (`stale_rate`, the lost labels, and `drift_p` against the previous probe), the alerts judged on them
 (memlab.lab.live.alerts), the plans the searches ran (memlab.lab.live.probe_plans), the index health of the live
 store (memlab.lab.live.index_health), a section of report.md on all of these, and optionally a Prometheus
-textfile (memlab.lab.live.textfile), which a failed probe marks failed."""
+textfile (memlab.lab.live.textfile), which a failed probe marks failed.
+
+`--store NAME` probes a user's own pgvector table of a config's `stores:` instead (memlab.lab.live.probe_table,
+with its index health in memlab.lab.live.table_health); both probes write their folder the same way
+(memlab.lab.live.probe_folder)."""
 
 from __future__ import annotations
 
