@@ -418,8 +418,10 @@ def reliability_command(
 @app.command("probe")
 @user_errors
 def probe_command(
-    labels: Path = typer.Option(..., help="The labelled set: a memlab JSONL file of questions naming the live "
-                                "store's apps, users and event ids, or an experiment config (YAML) holding it."),
+    labels: Path | None = typer.Option(None, help="The labelled set: a memlab JSONL file of questions naming the "
+                                       "live store's apps, users and event ids (a table's: its rows' event ids), or "
+                                       "an experiment config (YAML) holding it. With --store: default the store's "
+                                       "data set in --config."),
     dsn: str | None = typer.Option(None, help="The store to probe, read-only (SELECT privilege is enough; default: "
                                    "MEMLAB_DSN, else the embedded server)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/probe-<time>)."),
@@ -442,15 +444,20 @@ def probe_command(
                                         "the gate's paired test so noise alone does not fire."),
     textfile: Path | None = typer.Option(None, help="Write a Prometheus textfile (node_exporter's textfile "
                                          "collector) here, e.g. /var/lib/node_exporter/memlab.prom."),
+    store: str | None = typer.Option(None, "--store", help="With --config: probe this entry of the config's stores: "
+                                     "(a pgvector table of your own, read-only, with the store's limits) through its "
+                                     "systems, else an hnsw and an exact one."),
 ) -> None:
-    """Probe the live memory: ask a labelled set's questions of an existing store (event memory, or fact memory with
-    a config's fact system), read-only, and write a run folder (report.md with stale labels, alerts, drift, index
-    health; `memlab report --run FOLDER` redoes it). Exit 0: no alert fired; 3: one fired; 2: bad input."""
+    """Probe the live memory: ask a labelled set's questions of an existing store (event memory, fact memory with
+    a config's fact system, or with --store a table of your own), read-only, and write a run folder (report.md with
+    stale labels, alerts, drift, index health; `memlab report --run FOLDER` redoes it). Exit 0: no alert fired; 3:
+    one fired; 2: bad input."""
     lab = workbench()
     run_dir = out or Path("reports") / f"probe-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
     result = lab.live.run_probe(labels, run_dir, dsn=dsn, dataset=dataset, config=config, system=system, k=k,
                                 max_distance=max_distance, strategy=strategy, ef_search=ef_search, layer=layer,
-                                alerts=alert, against=against, textfile=textfile, progress=console.is_terminal)
+                                alerts=alert, against=against, textfile=textfile, progress=console.is_terminal,
+                                store=store)
     table = Table(title=f"probe {result.dataset}: {result.questions} questions, {len(result.stale)} stale labels")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -459,8 +466,14 @@ def probe_command(
                                                 "lost_", "new_lost_")):
             table.add_row(name, lab.base.format_cell(value))
     console.print(table)
-    for note in lab.runs.RunFolder(result.folder).manifest.get("probe", {}).get("plan_notes", []):
+    probed = lab.runs.RunFolder(result.folder).manifest.get("probe", {})
+    for note in probed.get("plan_notes", []):
         console.print(f"[yellow]note[/] {escape(note)}", soft_wrap=True, highlight=False)
+    timing = probed.get("timing", {})
+    if "ratio_to_bare_sql" in timing:  # a table probe: what memlab's search costs beyond its bare SQL
+        console.print(f"time per question {timing['seconds_per_question'] * 1000:.2f} ms, the bare SQL "
+                      f"{timing['bare_sql_seconds_per_question'] * 1000:.2f} ms ({timing['ratio_to_bare_sql']:.2f}x; "
+                      f"p50s {timing['p50_ratio_to_bare_sql']:.2f}x)", soft_wrap=True, highlight=False)
     for a in result.alerts:
         console.print(f"[{'red' if a.fired else 'green'}]{'FIRING' if a.fired else 'ok'}[/] {escape(a.alert.text)}: "
                       f"{escape(a.reason)}", soft_wrap=True, highlight=False)  # fmt: skip

@@ -58,13 +58,15 @@ Opening and reading::
         table.users("my-app")                                   # {user: rows}
         hits = table.search("my-app", "u1", vector, k=10, strategy="hnsw", ef_search=100)   # TableHits
         table.explain("my-app", "u1", vector, strategy="hnsw").index_used                  # TableExplain
+        table.bare_seconds("my-app", "u1", vector, strategy="hnsw")     # the search's statement alone, timed
         ids, matrix = table.vectors("my-app", "u1")             # for an exact search in FAISS
         table.texts("my-app", "u1")                             # TableHit rows, for writing questions
         table.check_model(embedder, "my-app")                   # ModelCheck list, or ModelMismatchError
 
-Every read is one READ ONLY transaction with statement_timeout and lock_timeout, on one connection by default,
-at most `max_qps` statements a second (`ReadOnlyLimits`), scoped in SQL by app and user (and `model=` when the
-store is opened for one model value). A role with SELECT on the table (and USAGE on its schema) is enough.
+Every read is one READ ONLY transaction with statement_timeout and lock_timeout (sent in one pipeline: a search is
+one round trip), on one connection by default, at most `max_qps` statements a second (`ReadOnlyLimits`), scoped
+in SQL by app and user (and `model=` when the store is opened for one model value). A role with SELECT on the
+table (and USAGE on its schema) is enough.
 """
 
 from memlab.table_store.catalog import TableCatalog, VectorIndex

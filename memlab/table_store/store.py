@@ -112,6 +112,7 @@ class TableStore:
                               f"{catalog.qualified}; map columns.model or leave model out.")  # fmt: skip
         self.model = None if model is None else check_text(model, "model")
         self._counts: dict[tuple[str, str], int] = {}
+        self._searches: dict[tuple[str, str, str | None], sql.Composed] = {}  # composed once per plan shape
 
     # -- context -------------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -240,7 +241,8 @@ class TableStore:
                                                   ef_search=ef_search, iterative_scan=iterative_scan,
                                                   max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
         with self.connection.work(plan.knobs) as work:
-            rows = work.execute(statement, params).fetchall()
+            found = work.execute(statement, params)  # read after COMMIT: the whole search is one round trip
+        rows = found.fetchall()
         hits = [TableHit(*r[:5], distance=float(r[5])) for r in rows]
         kept = hits if max_distance is None else [h for h in hits if h.distance <= max_distance]
         return TableHits(kept, strategy=plan.strategy, distance=plan.distance,
@@ -267,13 +269,30 @@ class TableStore:
                             shared_hit=int(top.get("Shared Hit Blocks", 0)),
                             shared_read=int(top.get("Shared Read Blocks", 0)), plan=doc)  # fmt: skip
 
+    def bare_seconds(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
+                     distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
+                     max_scan_tuples: int | None = None, probes: int | None = None) -> float:  # fmt: skip
+        """Seconds the statement `search` runs with the same arguments takes alone: sent and every row fetched on
+        the same connection, after its read-only transaction and settings are in place (those and the rate limit
+        are not counted, nor is making hits of the rows). What `search` takes beyond it is memlab's own cost."""
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
+        with self.connection.work(plan.knobs) as work:
+            _, seconds = work.timed(statement, params, shown=self.connection.shown)
+        return seconds
+
     def _statement(self, app: str, user: str, vector: np.ndarray, **settings) -> tuple[_SearchPlan, sql.Composed, dict]:
         """The plan, statement and parameters of one search (shared by `search` and `explain`)."""
         plan = self._plan(app, user, **settings)
         dimension = self.catalog.dimension
         if plan.index is not None and plan.index.cast is not None:
             dimension = int(plan.index.cast.split("(")[1].rstrip(")"))
-        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None)
+        key = (plan.distance, plan.strategy, plan.index.name if plan.index else None)
+        statement = self._searches.get(key)
+        if statement is None:
+            statement = self._searches[key] = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index,
+                                                           model=self.model is not None)  # fmt: skip
         params = self._params(app, user, q=q.vector_param(vector, dimension), k=settings["k"], dim=np.size(vector))
         return plan, statement, params
 

@@ -31,7 +31,7 @@ from memlab.lab.config.checks import (
     check_top_values,
 )
 from memlab.lab.config.expansion import check_expansion
-from memlab.lab.config.stores import check_stores
+from memlab.lab.config.stores import check_stores, default_systems
 from memlab.lab.datasets.loaders import resolve_path
 from memlab.lab.sweeps import SWEEPS
 from memlab.lab.systems.kinds import EventSystem, FactSystem, system_from_config
@@ -201,6 +201,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
     systems = data.get("systems") or []
     if not isinstance(systems, list):
         raise ConfigError(f"{source}: `systems` must be a list of {{name, ...}} entries")
+    systems = [*systems, *default_systems(data.get("stores"), data["datasets"], systems)]
     embedders = data.get("embedders") or [{"name": "default", "kind": "packaged"}]
     if not isinstance(embedders, list) or not all(isinstance(e, dict) and e.get("name") for e in embedders):
         raise ConfigError(f"{source}: `embedders` must be a list of {{name, kind, ...}} entries")

@@ -12,7 +12,7 @@
     datasets:
       - {name: mine, format: memlab, path: questions.jsonl, store: agent}   # questions only; events: the rows
     systems:
-      - {name: hnsw40, store: agent, strategy: hnsw, ef_search: 40}
+      - {name: hnsw40, store: agent, strategy: hnsw, ef_search: 40}   # none: agent-hnsw and agent-exact
 
 Everything is checked when the config is read (unknown keys, a variable that is not set, a layout that does not
 parse, a store no system or data set names), before any database is opened; the table and its columns are
@@ -145,6 +145,17 @@ def parse_stores(raw: Any, source: str) -> dict[str, StoreSpec]:
     return out
 
 
+def default_systems(stores: Any, datasets: Any, systems: list[Any]) -> list[dict[str, Any]]:
+    """The systems of a store that data sets read and no system searches: `<store>-hnsw` (the table's own index)
+    and `<store>-exact` (every row of the user scored), so a store needs no systems: of its own."""
+    known = {e.get("name") for e in stores or [] if isinstance(e, dict)}
+    named = {s.get("store") for s in systems if isinstance(s, dict)}
+    read = [d.get("store") for d in datasets or [] if isinstance(d, dict) and isinstance(d.get("store"), str)]
+    return [{"name": f"{store}-{strategy}", "store": store, "strategy": strategy}
+            for store in dict.fromkeys(read) if store in known and store not in named
+            for strategy in ("hnsw", "exact")]  # fmt: skip
+
+
 def check_stores(resolved: dict[str, Any], source: str) -> None:
     """The `stores:` section, and every use of a store: each a system or data set names exists, a store's data
     set is a memlab questions file and has a system of its store to run, every table system has a data set of
@@ -220,5 +231,5 @@ def only_store(config: Any, name: str) -> Any:
     return replace(config, resolved=resolved, systems=[s for s in config.systems if getattr(s, "store", None) == name])
 
 
-__all__ = ["ON_TABLES", "check_stores", "load_configured", "only_store", "open_stores", "parse_stores",
-           "store_sessions", "store_spec", "store_specs"]  # fmt: skip
+__all__ = ["ON_TABLES", "check_stores", "default_systems", "load_configured", "only_store", "open_stores",
+           "parse_stores", "store_sessions", "store_spec", "store_specs"]  # fmt: skip

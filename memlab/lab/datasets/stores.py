@@ -69,7 +69,7 @@ def session_of(hit: TableHit) -> str:
     return NO_SESSION if hit.session is None else str(hit.session)
 
 
-def _time(hit: TableHit) -> datetime:
+def row_time(hit: TableHit) -> datetime:
     """A row's time as an aware datetime (a timestamp without zone is read as UTC; text as ISO 8601)."""
     at = hit.time
     if isinstance(at, str):
@@ -87,8 +87,8 @@ def _history(app: str, user: str, rows: list[TableHit], source: str) -> UserHist
     place: it can be found and labelled, as in the table."""
     sessions: dict[str, list[Event]] = defaultdict(list)
     for row in rows:
-        sessions[session_of(row)].append(Event(id=row.event_id, author=row.author or NO_AUTHOR, timestamp=_time(row),
-                                               text=row.text))  # fmt: skip
+        sessions[session_of(row)].append(Event(id=row.event_id, author=row.author or NO_AUTHOR,
+                                               timestamp=row_time(row), text=row.text))  # fmt: skip
     made = [Session(app_name=app, user_id=user, id=sid, events=events) for sid, events in sessions.items()]
     return UserHistory(app, user, made, source=source, replay=[s.id for s in made])
 
@@ -241,4 +241,4 @@ def load_table_dataset(spec: dict[str, Any], path: Path, store: StoreSpec) -> Da
 
 
 __all__ = ["NO_SESSION", "StoreSpec", "load_store_dataset", "load_table_dataset", "load_table_judged", "query_users",
-           "session_of", "store_app", "table_dataset", "table_sessions", "user_history"]  # fmt: skip
+           "row_time", "session_of", "store_app", "table_dataset", "table_sessions", "user_history"]  # fmt: skip

@@ -12,6 +12,7 @@ import pandas as pd
 from memlab.lab.datasets.model import Question
 from memlab.lab.live.alerts import AlertResult
 from memlab.lab.live.index_health import IndexHealth
+from memlab.lab.live.table_health import TableHealth
 from memlab.lab.metrics.keys import label_key
 from memlab.lab.metrics.scoring import long_scores
 from memlab.lab.runs.folder import RunFolder
@@ -31,7 +32,7 @@ class ProbeResult:
     stale: pd.DataFrame
     alerts: list[AlertResult] = field(default_factory=list)
     drift_p: float | None = None
-    health: IndexHealth | None = None
+    health: IndexHealth | TableHealth | None = None
     seconds_per_question: float = float("nan")
 
     @property

@@ -115,6 +115,17 @@ def test_every_store_a_system_or_data_set_names_must_exist_and_be_used():
     assert "'store' is read by format(s) memlab, judged, not beir" in refused(datasets__0__format="beir")
 
 
+def test_a_store_whose_data_set_no_system_searches_gets_an_hnsw_and_an_exact_system():
+    config = parsed(systems=...)
+    assert [(s.name, s.store, s.strategy) for s in config.systems] == [("agent-hnsw", "agent", "hnsw"),
+                                                                      ("agent-exact", "agent", "exact")]
+    assert [s["name"] for s in only_store(config, "agent").resolved["systems"]] == ["agent-hnsw", "agent-exact"]
+    own = parsed(systems=[{"name": "event"}], datasets=[*BASE["datasets"], {"name": "own", "format": "memlab",
+                                                                             "path": "own.jsonl"}])  # fmt: skip
+    assert [s.name for s in own.systems] == ["event", "agent-hnsw", "agent-exact"]
+    assert [s.name for s in parsed().systems] == ["hnsw", "ivf"], "a store with systems of its own gets no others"
+
+
 def test_sweeps_that_would_copy_the_table_are_refused_on_its_data_sets():
     text = refused(sweeps=["cutoff", "granularity"])
     assert "sweep(s) granularity would run on data set 'q', which reads the table of store 'agent'" in text
