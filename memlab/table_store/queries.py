@@ -105,16 +105,16 @@ def sample_sql(bound: Bound, *, user: bool, model: bool) -> sql.Composed:
         w=scope(bound, model=model, user=user), dims=same_dimension(bound))  # fmt: skip
 
 
-def vector_param(vector: np.ndarray, dimension: int | None) -> str:
-    """A query vector in pgvector's text form (exact for float32); DimensionError for a wrong size, ValueError
-    for NaN or infinite values."""
-    values = np.asarray(vector, dtype=np.float32).reshape(-1)
+def vector_param(vector: np.ndarray, dimension: int | None) -> np.ndarray:
+    """A query vector as float32, which the connection (pgvector's adapters) sends in pgvector's binary form: exact,
+    and no text to format for each search. DimensionError for a wrong size, ValueError for NaN or infinite values."""
+    values = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
     if dimension is not None and values.size != dimension:
         raise DimensionError(f"the query vector has {values.size} dimensions and the table's embeddings {dimension}: "
                              "embed the query with the model that wrote the table (check_model tells which fits).")
     if not np.isfinite(values).all():
         raise ValueError("a query vector with NaN or infinite values cannot be searched")
-    return "[" + ",".join(repr(float(x)) for x in values) + "]"
+    return values
 
 
 def plan_uses_index(plan: dict, index_names: set[str]) -> tuple[bool, str]:

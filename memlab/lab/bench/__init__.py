@@ -1,7 +1,8 @@
 """memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
 on corpora that look like real memory, the scaling curve, lexical and hybrid search against vector per user size,
 search while sessions are written, search from concurrent clients, FAISS against the memory bandwidth, bulk writes
-and HNSW builds. `run_bench` runs them all (what `memlab bench` calls); the parts are public for notebooks."""
+and HNSW builds, and `memlab eval` on a user's own pgvector table at 100,000 rows (table_store). `run_bench` runs
+them all (what `memlab bench` calls); the parts are public for notebooks."""
 
 from __future__ import annotations
 
@@ -27,7 +28,16 @@ from memlab.lab.bench.corpora import (
 )
 from memlab.lab.bench.ingest_sets import INGEST_SETS, IngestSet, ingest_set
 from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
-from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, latency_verdict, run_bench
+from memlab.lab.bench.run import (
+    PARTS,
+    SIZES,
+    BenchSize,
+    auto_goal,
+    bench_parts,
+    calibrate,
+    latency_verdict,
+    run_bench,
+)
 from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
 from memlab.lab.bench.streaming import (
     STREAMING_SIZES,
@@ -38,6 +48,7 @@ from memlab.lab.bench.streaming import (
     streaming_section,
     summarize_streaming,
 )
+from memlab.lab.bench.table_store import TABLE_SIZES, TableSize, table_store_bench
 from memlab.lab.systems.ingest_timing import (
     BENCH_APP,
     STAGES,
@@ -51,17 +62,21 @@ __all__ = [
     "BENCH_APP",
     "CONCURRENCY_SIZES",
     "INGEST_SETS",
+    "PARTS",
     "SIZES",
     "STAGES",
     "STRATEGIES",
     "STREAMING_SIZES",
+    "TABLE_SIZES",
     "BenchSize",
     "ConcurrencySize",
     "IngestBench",
     "IngestSet",
     "StreamingRun",
     "StreamingSize",
+    "TableSize",
     "auto_goal",
+    "bench_parts",
     "bulk_write",
     "calibrate",
     "concurrency_bench",
@@ -94,4 +109,5 @@ __all__ = [
     "summarize_lexical",
     "summarize_search",
     "summarize_streaming",
+    "table_store_bench",
 ]
