@@ -285,7 +285,7 @@ class TableStore:
         dimension = self.catalog.dimension
         if plan.index is not None and plan.index.cast is not None:
             dimension = int(plan.index.cast.split("(")[1].rstrip(")"))
-        key = (plan.distance, plan.strategy, plan.index)
+        key = (plan.distance, plan.strategy, plan.index.name if plan.index else None)
         statement = self._statements.get(key)
         if statement is None:
             # rendered to text once: composing it and rendering its identifiers on every search cost as much as
