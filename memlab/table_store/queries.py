@@ -106,9 +106,10 @@ def sample_sql(bound: Bound, *, user: bool, model: bool) -> sql.Composed:
 
 
 def vector_param(vector: np.ndarray, dimension: int | None) -> np.ndarray:
-    """A query vector as float32, which the connection (pgvector's adapters) sends in pgvector's binary form: exact,
-    and no text to format for each search. DimensionError for a wrong size, ValueError for NaN or infinite values."""
-    values = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
+    """A query vector as the float32 array the connection binds in pgvector's binary form (its adapters, registered
+    on every pooled connection): exact, with nothing to format here or parse in the server. DimensionError for a
+    wrong size, ValueError for NaN or infinite values."""
+    values = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
     if dimension is not None and values.size != dimension:
         raise DimensionError(f"the query vector has {values.size} dimensions and the table's embeddings {dimension}: "
                              "embed the query with the model that wrote the table (check_model tells which fits).")

@@ -112,7 +112,7 @@ class TableStore:
                               f"{catalog.qualified}; map columns.model or leave model out.")  # fmt: skip
         self.model = None if model is None else check_text(model, "model")
         self._counts: dict[tuple[str, str], int] = {}
-        self._statements: dict[tuple, sql.SQL] = {}  # each plan's statement, composed and rendered once
+        self._searches: dict[tuple[str, str, str | None], sql.Composed] = {}  # composed once per plan shape
 
     # -- context -------------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -247,6 +247,17 @@ class TableStore:
         return TableHits(kept, strategy=plan.strategy, distance=plan.distance,
                          index=plan.index.name if plan.index else None, dropped_by_cutoff=len(hits) - len(kept))
 
+    def search_statement(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
+                         distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
+                         max_scan_tuples: int | None = None,
+                         probes: int | None = None) -> tuple[sql.Composed, dict, list[tuple[str, str]]]:  # fmt: skip
+        """What `search` runs with the same arguments, to run it elsewhere (a bare connection, to time memlab's
+        overhead against it): the SELECT, its parameters, and the settings SET LOCAL before it as (name, value)."""
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
+        return statement, params, list(plan.knobs)
+
     def explain(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
                 distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
                 max_scan_tuples: int | None = None, probes: int | None = None) -> TableExplain:  # fmt: skip
@@ -268,31 +279,17 @@ class TableStore:
                             shared_hit=int(top.get("Shared Hit Blocks", 0)),
                             shared_read=int(top.get("Shared Read Blocks", 0)), plan=doc)  # fmt: skip
 
-    def search_statement(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
-                         distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
-                         max_scan_tuples: int | None = None,
-                         probes: int | None = None) -> tuple[sql.SQL, dict, list[tuple[str, str]]]:  # fmt: skip
-        """What `search` runs with the same arguments, to run it elsewhere (a bare connection, to time memlab's
-        overhead against it): the SELECT, its parameters, and the settings SET LOCAL before it as (name, value)."""
-        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
-                                                  ef_search=ef_search, iterative_scan=iterative_scan,
-                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
-        return statement, params, list(plan.knobs)
-
-    def _statement(self, app: str, user: str, vector: np.ndarray, **settings) -> tuple[_SearchPlan, sql.SQL, dict]:
+    def _statement(self, app: str, user: str, vector: np.ndarray, **settings) -> tuple[_SearchPlan, sql.Composed, dict]:
         """The plan, statement and parameters of one search (shared by `search` and `explain`)."""
         plan = self._plan(app, user, **settings)
         dimension = self.catalog.dimension
         if plan.index is not None and plan.index.cast is not None:
             dimension = int(plan.index.cast.split("(")[1].rstrip(")"))
         key = (plan.distance, plan.strategy, plan.index.name if plan.index else None)
-        statement = self._statements.get(key)
+        statement = self._searches.get(key)
         if statement is None:
-            # rendered to text once: composing it and rendering its identifiers on every search cost as much as
-            # the rest of memlab's part of a search (the text is the same whatever the connection's encoding)
-            statement = sql.SQL(q.search_sql(self.bound, plan.distance, plan.strategy, plan.index,
-                                             model=self.model is not None).as_string(None))  # fmt: skip
-            self._statements[key] = statement
+            statement = self._searches[key] = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index,
+                                                           model=self.model is not None)  # fmt: skip
         params = self._params(app, user, q=q.vector_param(vector, dimension), k=settings["k"], dim=np.size(vector))
         return plan, statement, params
 
