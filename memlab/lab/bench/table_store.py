@@ -109,7 +109,7 @@ TABLE_SIZES = {
                     cutoff_grid=tuple(round(0.2 + 0.1 * i, 1) for i in range(11))),
     # over 100,000 rows of 1,000 users
     "full": TableSize(users=1_000, min_events=5, max_events=600, questions_per_user=2, ef_search=(10, 40, 100, 200),
-                      iterative_scan=("off", "relaxed_order", "strict_order"), timed_questions=300, timed_rounds=5),
+                      iterative_scan=("off", "relaxed_order", "strict_order"), timed_questions=200, timed_rounds=3),
 }  # fmt: skip
 
 
