@@ -132,12 +132,13 @@ def labelled_set(spec: TableSize) -> Labelled:
     up to `questions_per_user` questions of each user, drawn with the seed (answerable and no-answer ones alike),
     each label naming a row that was written."""
     data = generate(seed=spec.seed, users=spec.users, min_events=spec.min_events, max_events=spec.max_events)
-    rows, seen = [], set()
+    rows, texts, ids = [], set(), set()
     for session in data.sessions():
         for event in session.events:
-            if not event.text or (session.user_id, event.text) in seen or (session.user_id, event.id) in seen:
+            if not event.text or (session.user_id, event.text) in texts or (session.user_id, event.id) in ids:
                 continue
-            seen.update({(session.user_id, event.text), (session.user_id, event.id)})
+            texts.add((session.user_id, event.text))
+            ids.add((session.user_id, event.id))
             rows.append((session.app_name, session.user_id, session.id, event.id, event.author, event.timestamp,
                          event.text))  # fmt: skip
     sizes: dict[str, int] = defaultdict(int)
