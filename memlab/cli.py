@@ -492,21 +492,28 @@ def bench_command(
                                    "The bench writes to its own app and layers and removes them afterwards."),
     calibrate: bool = typer.Option(False, "--calibrate/--no-calibrate", help="Save the auto policy calibrated "
                                    "from this run into the database, for every process that opens it."),
+    part: list[str] = typer.Option([], "--part", help="Run only this part (repeatable; default all): memory "
+                                   "(memlab's own memory) or table-store (`memlab eval` on an agent_memory table of "
+                                   "its own: a few thousand rows at ci, over 100,000 rows of 1,000 users at full)."),
 ) -> None:
     """Measure ingest vs the model, search latency and recall per strategy and tenant size vs FAISS exact, the
-    scaling curve, FAISS vs the memory bandwidth, bulk writes and HNSW builds; write bench.md and bench.json."""
+    scaling curve, FAISS vs the memory bandwidth, bulk writes and HNSW builds, and a user's own pgvector table
+    measured where it is; write bench.md and bench.json."""
     lab = workbench()
     memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
+    lab.bench.bench_parts(part)  # an unknown part is refused before anything is written
     if out is not None:
         lab.base.claim_folder(out, lab.base.BENCH_FOLDER)
     folder = lab.bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
-                             log=console.print)  # fmt: skip
+                                 log=console.print, parts=part)  # fmt: skip
     results = json.loads((folder / "bench.json").read_text())["results"]
     table = Table(title=f"bench ({size})")
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key in ("ingest.ratio", "ingest.reingest_share", "auto.goal_met_buckets", "auto.goal_clearly_met_buckets",
-                "auto.buckets", "faiss.bandwidth_fraction", "memory.bandwidth_gb_per_s"):  # fmt: skip
+                "auto.buckets", "faiss.bandwidth_fraction", "memory.bandwidth_gb_per_s", "table_store.rows",
+                "table_store.hnsw.recall_vs_exact", "table_store.timing.hnsw.p50_ratio",
+                "table_store.timing.exact.p50_ratio"):  # fmt: skip
         if key in results:
             table.add_row(key, f"{results[key]:.3g}")
     console.print(table)

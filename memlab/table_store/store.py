@@ -248,6 +248,17 @@ class TableStore:
         return TableHits(kept, strategy=plan.strategy, distance=plan.distance,
                          index=plan.index.name if plan.index else None, dropped_by_cutoff=len(hits) - len(kept))
 
+    def search_statement(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
+                         distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
+                         max_scan_tuples: int | None = None,
+                         probes: int | None = None) -> tuple[sql.Composed, dict, list[tuple[str, str]]]:  # fmt: skip
+        """What `search` runs with the same arguments, to run it elsewhere (a bare connection, to time memlab's
+        overhead against it): the SELECT, its parameters, and the settings SET LOCAL before it as (name, value)."""
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
+        return statement, params, list(plan.knobs)
+
     def explain(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
                 distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
                 max_scan_tuples: int | None = None, probes: int | None = None) -> TableExplain:  # fmt: skip

@@ -1,8 +1,9 @@
 """memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
 on corpora that look like real memory, the scaling curve, lexical and hybrid search against vector per user size,
 search while sessions are written, search from concurrent clients, FAISS against the memory bandwidth, bulk writes
-and HNSW builds. `run_bench` runs them all (what `memlab bench` calls); each bench's run, summary and section
-are public for notebooks. Modules here are internal (corpus and hardware helpers included); use the names below."""
+and HNSW builds, and `memlab eval` on a user's own pgvector table at 100,000 rows (table_store). `run_bench` runs
+them all (what `memlab bench` calls); each bench's run, summary and section are public for notebooks. Modules here
+are internal (corpus and hardware helpers included); use the names below."""
 
 from __future__ import annotations
 
@@ -14,10 +15,19 @@ from memlab.lab.bench.concurrency import (
     concurrency_section,
     summarize_concurrency,
 )
-from memlab.lab.bench.corpora import corpus, real_questions, real_texts
-from memlab.lab.bench.ingest_sets import INGEST_SETS, IngestSet, ingest_set
+from memlab.lab.bench.corpora import corpus
+from memlab.lab.bench.ingest_sets import ingest_set
 from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
-from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, latency_verdict, run_bench
+from memlab.lab.bench.run import (
+    PARTS,
+    SIZES,
+    BenchSize,
+    auto_goal,
+    bench_parts,
+    calibrate,
+    latency_verdict,
+    run_bench,
+)
 from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
 from memlab.lab.bench.streaming import (
     STREAMING_SIZES,
@@ -27,6 +37,7 @@ from memlab.lab.bench.streaming import (
     streaming_section,
     summarize_streaming,
 )
+from memlab.lab.bench.table_store import TABLE_SIZES, TableSize, table_store_bench
 from memlab.lab.systems.ingest_timing import (
     BENCH_APP,
     STAGES,
@@ -39,18 +50,20 @@ from memlab.lab.systems.ingest_timing import (
 __all__ = [
     "BENCH_APP",
     "CONCURRENCY_SIZES",
-    "INGEST_SETS",
+    "PARTS",
     "SIZES",
     "STAGES",
     "STRATEGIES",
     "STREAMING_SIZES",
+    "TABLE_SIZES",
     "BenchSize",
     "ConcurrencySize",
     "IngestBench",
-    "IngestSet",
     "StreamingRun",
     "StreamingSize",
+    "TableSize",
     "auto_goal",
+    "bench_parts",
     "bulk_write",
     "calibrate",
     "concurrency_bench",
@@ -63,8 +76,6 @@ __all__ = [
     "measure_batch_sizes",
     "measure_ingest",
     "model_threads",
-    "real_questions",
-    "real_texts",
     "run_bench",
     "scaling_curve",
     "search_bench",
@@ -74,4 +85,5 @@ __all__ = [
     "summarize_lexical",
     "summarize_search",
     "summarize_streaming",
+    "table_store_bench",
 ]
