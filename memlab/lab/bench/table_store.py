@@ -40,6 +40,7 @@ from psycopg import sql
 
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
+from memlab.lab.base.sizes import SIZE_LABELS
 from memlab.lab.bench.table_section import table_store_section
 from memlab.lab.bench.table_timing import time_searches
 from memlab.lab.config.parse import parse_config
@@ -319,18 +320,14 @@ def size_table(folder: RunFolder) -> pd.DataFrame:
     """recall@k and recall_vs_exact per memory-size bucket (users by their rows in the table; smallest first),
     for exact, hnsw, FAISS exact and the grid's points."""
     scores = folder.scores
-    scores = scores[(scores.dataset == DATASET) & scores.metric.str.contains(r"\[size=", regex=True)]
-    scores = scores[scores.metric.str.startswith((f"recall@{K}[", "recall_vs_exact["))]
+    scores = scores[(scores.dataset == DATASET) & (scores.group == "size")
+                    & scores.metric.isin([f"recall@{K}", "recall_vs_exact"])]  # fmt: skip
     if scores.empty:
         return pd.DataFrame()
-    wide = scores.pivot_table(index="system", columns="metric", values="value", sort=False)
-
-    def order(column: str) -> tuple[str, int]:
-        name, bucket = column.rstrip("]").split("[size=")
-        return name, int("".join(c for c in bucket.split("-")[0] if c.isdigit()) or 0)
-
-    wide = wide[sorted(wide.columns, key=order)]
-    wide.columns = [c.replace("[size=", " (").replace("]", " rows)") for c in wide.columns]
+    smallest_first = {b: i for i, b in enumerate(SIZE_LABELS)}
+    scores = scores.assign(order=scores.group_value.map(smallest_first)).sort_values(["metric", "order"])
+    scores = scores.assign(column=scores.metric + " (" + scores.group_value + " rows)")
+    wide = scores.pivot_table(index="system", columns="column", values="value", sort=False)
     return wide.reset_index()
 
 

@@ -43,8 +43,9 @@ def test_a_system_that_asks_is_not_derived_and_counts_as_a_step():
 
 
 def test_the_plan_records_each_cut_with_the_sweep_and_its_parent_whatever_the_names():
-    config = {"systems": [{"name": "faiss-exact-mine"}, {"name": "x@cut0.3"}], "sweeps": ["cutoff"],
-              "options": {"cutoff": {"systems": ["faiss-exact-mine"], "grid": [0.4, 0.8]}}}  # fmt: skip
+    config = lab.parse_config({"name": "t", "datasets": [{"name": "d", "format": "synth"}],
+                               "systems": [{"name": "faiss-exact-mine"}, {"name": "x@cut0.3"}], "sweeps": ["cutoff"],
+                               "options": {"cutoff": {"systems": ["faiss-exact-mine"], "grid": [0.4, 0.8]}}})
     dataset = lab.Dataset("d", [], [])
     systems, roles = plan_systems(dataset, config, {"default": None})
     assert [s.name for s in systems] == ["faiss-exact-mine", "x@cut0.3", "faiss-exact-mine@cut0.4",
