@@ -53,6 +53,17 @@ def drop_role(dsn: str, role: str) -> None:
         conn.execute(f"DROP ROLE {role}")
 
 
+def settle(dsn: str) -> None:
+    """Turn autovacuum off for every user table (as their owner would for a test) and vacuum and analyse them
+    once: a late flush of the writes' statistics cannot make the daemon analyse a table between two catalog
+    snapshots, while a manual ANALYZE or VACUUM by memlab still shows. Call it after the writing connections
+    are closed."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for schema, table in conn.execute("SELECT schemaname, relname FROM pg_stat_user_tables").fetchall():
+            conn.execute(f'ALTER TABLE "{schema}"."{table}" SET (autovacuum_enabled = false)')
+        conn.execute("VACUUM ANALYZE")
+
+
 SNAPSHOT_QUERIES = {
     "relations": "SELECT n.nspname, c.relname, c.relkind, c.relpersistence FROM pg_class c JOIN pg_namespace n ON "
                  "n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') "

@@ -27,6 +27,7 @@ from tests.support.table_store import (
     own_database,
     rotation,
     select_only_role,
+    settle,
 )
 
 FAST = ReadOnlyLimits(max_qps=None)
@@ -105,8 +106,7 @@ def built(store, embedder, tmp_path_factory):
         lt.langchain_pgvectorstore(dsn, records, embedder, table="memlab_langchain_columns", metadata_columns=True)
         lt.llamaindex_pgvectorstore(dsn, records, embedder)
         lt.mem0_memories(dsn, records, tmp_path_factory.mktemp("mem0"))
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("VACUUM ANALYZE")  # no autovacuum or autoanalyze is due while the tests read
+        settle(dsn)
         tables = sorted({c.table for c in CASES.values()} | {"langchain_pg_collection"})
         role, ro_dsn = select_only_role(dsn, tables)
         try:

@@ -22,7 +22,7 @@ from memlab.cli import app
 from tests.conftest import ROOT
 from tests.integration.table_store.test_agent_memory import ARTICLE_DDL, INSERT
 from tests.support.scores import labelled
-from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role
+from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role, settle
 
 OTHER_MODEL = "other-model@v2"
 DATASET = "agent-q"
@@ -78,7 +78,7 @@ def agent(store, embedder, tmp_path_factory):
                 cur.executemany(INSERT, [(*r, embedder.model_id, _text(v)) for r, v in zip(rows, vectors, strict=True)])
                 others = [(r, v) for r, v in zip(rows, vectors, strict=True) if r[1] == largest][:8]
                 cur.executemany(INSERT, [(*r, OTHER_MODEL, _text(-v)) for r, v in others])
-            conn.execute("VACUUM ANALYZE agent_memory")
+        settle(dsn)
         role, ro_dsn = select_only_role(dsn, ["agent_memory"])
         try:
             yield {"dsn": dsn, "ro_dsn": ro_dsn, "app": rows[0][0], "model": embedder.model_id, "sizes": dict(sizes),

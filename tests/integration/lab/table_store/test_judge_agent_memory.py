@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from memlab import lab
 from memlab.cli import app
 from tests.integration.table_store.test_agent_memory import ARTICLE_DDL, INSERT
-from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role
+from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role, settle
 
 K = 10
 DEPTH = 5
@@ -53,7 +53,7 @@ def agent(store, embedder, tmp_path_factory):
             conn.execute(ARTICLE_DDL.replace("vector(768)", f"vector({embedder.dimension})"))
             with conn.cursor() as cur:
                 cur.executemany(INSERT, [(*r, embedder.model_id, _text(v)) for r, v in zip(rows, vectors, strict=True)])
-            conn.execute("VACUUM ANALYZE agent_memory")
+        settle(dsn)
         role, ro_dsn = select_only_role(dsn, ["agent_memory"])
         try:
             with pytest.MonkeyPatch.context() as patch:

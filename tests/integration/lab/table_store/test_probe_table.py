@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from memlab import lab
 from memlab.cli import app as cli
 from tests.integration.table_store.test_agent_memory import ARTICLE_DDL, INSERT
-from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role
+from tests.support.table_store import brute_force, catalog_snapshot, drop_role, own_database, select_only_role, settle
 
 DATASET = "agent-q"
 K = 10
@@ -72,7 +72,7 @@ def agent(store, embedder, tmp_path_factory):
             conn.execute(ARTICLE_DDL.replace("vector(768)", f"vector({embedder.dimension})"))
             with conn.cursor() as cur:
                 cur.executemany(INSERT, [(*r, embedder.model_id, _text(v)) for r, v in zip(rows, vectors, strict=True)])
-            conn.execute("VACUUM ANALYZE agent_memory")
+        settle(dsn)
         role, ro_dsn = select_only_role(dsn, ["agent_memory"])
         try:
             yield {"dsn": dsn, "ro_dsn": ro_dsn, "app": rows[0][0], "model": embedder.model_id, "sizes": dict(sizes),
@@ -310,7 +310,7 @@ def test_index_health_warns_of_a_missing_index_and_rows_no_search_finds(store, e
                                                                     "2024-02-01", "Not embedded yet.", "m"))
                 cur.execute(INSERT, ("bot", "u1", "s2", "e-small", "user", "2024-02-01", "A tiny vector.", "m",
                                      "[1,0,0]"))  # fmt: skip
-            conn.execute("VACUUM ANALYZE agent_memory")
+        settle(dsn)
         role, ro_dsn = select_only_role(dsn, ["agent_memory"])
         try:
             labels = tmp_path / "labels.jsonl"
