@@ -367,8 +367,7 @@ def table_store_bench(admin_dsn: str, embedder: Embedder, size: str, out: Path, 
             timing, figures = time_searches(table.reader_dsn, labelled.app, embedder, timed,
                                             [TableSystem(**s) for s in SYSTEMS], rounds=spec.timed_rounds, k=K)
             step("timing")
-            bare = timing.set_index("system").bare_ms_p50.get("hnsw", float("nan"))
-            probed, _ = probe_timing(folder / "probe", raw, STORE, timed, bare)
+            probed, _ = probe_timing(folder / "probe", raw, STORE, timed)
             step("probe")
     results, tables, cutoffs = run_figures(folder / "run", spec)
     tables["table_store_timing"] = timing

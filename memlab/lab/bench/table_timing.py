@@ -17,7 +17,8 @@ Each question's time is its median over the rounds; the ratios are of the median
 `memlab` over `bare` with a bootstrap interval over the questions (the goal: at most GOAL).
 
 `probe_timing` runs `memlab probe --store` (a process of its own, as a user runs it) on the same questions and
-reads what it measured: its time per question against the bare statement on its own connection."""
+reads what it measured: its time per question against the bare statement on its own connection (the two measured
+in the probe's run; times from runs minutes apart on a shared machine do not compare)."""
 
 from __future__ import annotations
 
@@ -148,12 +149,13 @@ def summarize(system: str, mine: np.ndarray, theirs: np.ndarray) -> dict[str, An
     return out
 
 
-def probe_timing(folder: Path, config: dict[str, Any], store: str, records: Sequence[dict[str, Any]],
-                 bare_ms_p50: float) -> tuple[dict[str, float], dict[str, Any]]:  # fmt: skip
+def probe_timing(folder: Path, config: dict[str, Any], store: str,
+                 records: Sequence[dict[str, Any]]) -> tuple[dict[str, float], dict[str, Any]]:  # fmt: skip
     """`memlab probe --store STORE` on `records` (written as its labels) with `config` (written as its config),
     in a process of its own under this one's environment (the reader's DSN variable included). Returns
-    bench.json's `table_store.probe.*` figures (its timing, its p50 per question over `bare_ms_p50`: the bare
-    statement's p50 on the same questions, measured here) and its manifest's timing."""
+    bench.json's `table_store.probe.*` figures (its time per question and the bare statement's, both measured by
+    the probe in its run: times taken minutes apart on a shared machine do not compare) and its manifest's
+    timing."""
     folder.mkdir(parents=True, exist_ok=True)
     labels, cfg = folder / "labels.jsonl", folder / "probe.yaml"
     labels.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -169,8 +171,6 @@ def probe_timing(folder: Path, config: dict[str, Any], store: str, records: Sequ
                           f"{(done.stderr or done.stdout).strip()[-2000:]}")  # fmt: skip
     timing = json.loads((out / "manifest.json").read_text()).get("probe", {}).get("timing", {})
     figures = {f"table_store.probe.{name}": float(timing[name]) for name in PROBE_FIGURES if name in timing}
-    p50 = timing.get("p50_seconds_per_question")
-    figures["table_store.probe.p50_vs_bench_bare"] = p50 * 1000 / bare_ms_p50 if p50 and bare_ms_p50 else np.nan
     figures["table_store.probe.questions"] = float(len(records))
     figures["table_store.probe.wall_seconds"] = seconds
     return figures, timing
