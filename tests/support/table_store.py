@@ -63,7 +63,9 @@ SNAPSHOT_QUERIES = {
     "extensions": "SELECT extname, extversion FROM pg_extension ORDER BY 1",
     "settings": "SELECT name, setting FROM pg_settings WHERE context NOT IN ('user', 'superuser') ORDER BY 1",
     "database_settings": "SELECT setdatabase, setrole, setconfig FROM pg_db_role_setting ORDER BY 1, 2",
-    "stats": "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del, n_live_tup, n_dead_tup, last_analyze, last_vacuum, "
+    # writes, analyses and vacuums; not n_live_tup/n_dead_tup, estimates the owner's own writes update whenever
+    # their backend flushes its statistics (late on a loaded server)
+    "stats": "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del, last_analyze, last_vacuum, "
              "last_autoanalyze, last_autovacuum, analyze_count, vacuum_count, autoanalyze_count, autovacuum_count "
              "FROM pg_stat_user_tables ORDER BY 1",
     "roles": "SELECT rolname, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles ORDER BY 1",

@@ -12,14 +12,12 @@ from memlab.lab.bench import (
     StreamingRun,
     StreamingSize,
     corpus,
-    real_questions,
-    real_texts,
     search_bench,
     streaming_bench,
     streaming_section,
     summarize_streaming,
 )
-from memlab.lab.bench.corpora import embedded
+from memlab.lab.bench.corpora import embedded, real_questions, real_texts
 from memlab.lab.bench.streaming import half_written
 
 ROWS = 2_000
