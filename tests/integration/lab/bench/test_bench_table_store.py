@@ -62,11 +62,17 @@ def test_plans_cutoff_and_timing_figures(bench):
     for system in ("exact", "hnsw"):
         assert 0.0 <= r[f"table_store.cutoff.{system}.recall_at_recommended"] <= 1.0
         assert f"table_store.cutoff.{system}.recommended_max_distance" in r
-        for figure in ("p50_ratio", "p50_ratio_low", "p50_ratio_high", "guard_ratio", "p95_ratio"):
+        for figure in ("p50_ratio", "p50_ratio_low", "p50_ratio_high", "app_ratio", "memlab_vs_app", "p95_ratio"):
             value = r[f"table_store.timing.{system}.{figure}"]
             assert math.isfinite(value) and value > 0, (system, figure, value)
         assert r[f"table_store.timing.{system}.p50_ratio_low"] <= r[f"table_store.timing.{system}.p50_ratio"]
     assert r["table_store.timing.exact.same_results"] == 1.0, "memlab and the bare SELECT return the same rows"
+    # memlab probe --store ran on the same questions, as a user runs it, and says what it measured
+    assert r["table_store.probe.questions"] == CI.timed_questions
+    for figure in ("p50_ratio_to_bare_sql", "ratio_to_bare_sql", "p50_seconds_per_question"):
+        assert math.isfinite(r[f"table_store.probe.{figure}"]) and r[f"table_store.probe.{figure}"] > 0, figure
+    probe = json.loads((bench["out"] / "table-store" / "probe" / "run" / "manifest.json").read_text())["probe"]
+    assert probe["timing"]["p50_ratio_to_bare_sql"] == pytest.approx(r["table_store.probe.p50_ratio_to_bare_sql"])
     timing = pd.read_csv(bench["out"] / "table_store_timing.csv")
     assert set(timing.system) == {"exact", "hnsw"} and set(timing.verdict) <= {"met", "missed", "within noise"}
     grid = pd.read_csv(bench["out"] / "table_store_grid.csv")
@@ -75,6 +81,7 @@ def test_plans_cutoff_and_timing_figures(bench):
 
 def test_bench_md_has_the_section_and_the_run_folder_its_report(bench):
     md = bench["md"]
+    assert "`memlab probe --store`" in md
     for heading in ("## Table store", "### ef_search x iterative scan", "### Recall by memory size",
                     "### Plans of the smallest and the largest user", "### memlab against the bare statement"):
         assert heading in md, heading
