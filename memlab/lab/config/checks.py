@@ -150,8 +150,8 @@ def check_system_values(entry: Any, index: int, source: str) -> None:
     """Every value of one `systems` entry has its field's type (ranges are SearchSettings' own checks)."""
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: systems[{index}] must be a mapping with a `name`, got {_shown(entry)}")
-    if "store" in entry:
-        return  # a table-store system: memlab.lab.systems.table checks its values (strategy ivfflat, k, distance)
+    if "store" in entry or "kind" in entry:
+        return  # a table-store system or a black box: memlab.lab.systems.table and .services check their values
     hints = typing.get_type_hints(SearchSettings)
     name = entry.get("name")
     label = f"{source}: systems[{index}] ({name!r})" if isinstance(name, str) else f"{source}: systems[{index}]"

@@ -249,7 +249,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
-        check_rerank_model(system.rerank, system.name, models, source)
+        check_rerank_model(getattr(system, "rerank", None), system.name, models, source)  # a black box has none
     resolved["stores"] = data.get("stores") or []  # tables measured where they are (memlab.lab.config.stores)
     check_stores(resolved, source)
     check_expansion(resolved, source)  # counted from the lists' lengths, before any sweep builds a system

@@ -41,6 +41,7 @@ from memlab.lab.metrics.per_question import (
     no_hit,
     recorded,
     rerank_failed,
+    unmatched_share,
 )
 from memlab.lab.systems.roles import CUT, SystemRole
 
@@ -137,6 +138,8 @@ SESSION_LABELS = Requirement("answer-session labels", lambda run, qs: any(q.rele
 JUDGED_SET = Requirement("a judged set (judged non-relevant events beside the relevant ones)",
                          lambda run, qs: any(q.judged for q in qs))  # fmt: skip
 RERANKED = Requirement("a re-ranked run", lambda run, qs: "rerank_seconds" in run.columns)
+BLACK_BOX = Requirement("a black box's run (memlab.lab.systems.services)",
+                        lambda run, qs: "unmatched" in run.columns)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,12 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
        question=recorded("rerank_tokens"), population=ALL, needs=RERANKED, paired=False, main_table=False),
     _q("rerank_errors", LOWER, 0.0, "questions whose re-ranking failed and kept the embedding order",
        question=rerank_failed, population=ALL, statistic=SUM, needs=RERANKED),
+    # black boxes (memlab.lab.systems.services): what matching their entries to labelled events left over
+    _q("unmatched_hits", LOWER, 0.02, "share of a black box's hits within k that match no labelled event (it "
+       "rewrote or merged what it was given): they count as misses, never dropped", question=unmatched_share,
+       population=ALL, needs=BLACK_BOX),
+    _off("service_returned", None, COUNT, "entries a black box returned per question before the cut to k",
+         question=recorded("service_returned"), population=ALL, needs=BLACK_BOX, paired=False, main_table=False),
     # the answer sweep (memlab.lab.sweeps.answer)
     _q("answer_accuracy", HIGHER, 0.02, "share of graded answers the judge called correct"),
     _off("answer_accuracy_ci_low", HIGHER, INTERVAL, "lower bound of answer_accuracy's 95% bootstrap interval"),

@@ -106,6 +106,14 @@ def recorded(name: str) -> QuestionFunction:
     return read
 
 
+def unmatched_share(result: QuestionResult, question: Question) -> float:
+    """Share of a black box's hits within k that matched no labelled event (NaN: no hit, or not a black box)."""
+    value = result.searched.get("unmatched")
+    if value is None or not result.hits or np.isnan(float(value)):
+        return np.nan
+    return float(value) / len(result.hits)
+
+
 def rerank_failed(result: QuestionResult, question: Question) -> float:
     """1.0 when re-ranking failed and the embedding order was kept, 0.0 when it was re-ranked, NaN when the question
     was not re-ranked."""

@@ -53,7 +53,7 @@ def score(
         ranked = exact[exact["rank"] > 0].sort_values("rank", kind="stable")
         for qid, unit in zip(ranked.question_id, unit_keys(ranked), strict=True):
             exact_ids.setdefault(qid, []).append(unit)
-    searched = ["latency_ms", "plan", *[c for c in RERANK_RECORDED if c in trimmed.columns]]
+    searched = ["latency_ms", "plan", *[c for c in (*RERANK_RECORDED, *SERVICE_RECORDED) if c in trimmed.columns]]
     columns = ["question_id", "rank", "distance", "chars", *searched]
     for system, sys_run in trimmed.groupby("system", sort=False):
         docs = []
@@ -99,6 +99,7 @@ def score(
 
 
 RERANK_RECORDED = ("rerank_seconds", "rerank_tokens", "rerank_error")  # a re-ranked run's per-question costs
+SERVICE_RECORDED = ("service_returned", "unmatched")  # a black box's per-question counts (memlab.lab.runs.records)
 
 
 def _value(definition: MetricDefinition, result: QuestionResult, question: Question,

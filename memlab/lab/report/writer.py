@@ -66,6 +66,18 @@ def _ranked(scores: pd.DataFrame) -> pd.Series:
 REFERENCES = ("text/vector", "pg-exact", "event", "auto")  # plain vector search on the raw text, by name
 
 
+NOT_APPLICABLE = "n/a"
+
+
+def not_applicable(table: pd.DataFrame) -> pd.DataFrame:
+    """recall_vs_exact of a system with no exact reference (a black box, fact memory) shown as not applicable: it
+    has no distances or units to compare, which is not a score of zero."""
+    if "recall_vs_exact" not in table:
+        return table
+    return table.assign(recall_vs_exact=table.recall_vs_exact.astype(object).where(table.recall_vs_exact.notna(),
+                                                                                  NOT_APPLICABLE))
+
+
 def with_interval(folder, dataset: str, table: pd.DataFrame, metric: str) -> pd.DataFrame:
     """`table` (one row per system) with the 95% bootstrap interval of `metric` over questions beside it."""
     if metric not in table.columns or folder.question_scores.empty:
@@ -248,7 +260,7 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
         parts += pool_lines(_pool(folder, dataset), list(dict.fromkeys(sub.system)), k, parents)  # pool, unpooled
         if systems:
             main = with_interval(folder, dataset, pivot_scores(sub, systems, main_metrics(k)), f"recall@{k}")
-            parts += [markdown_table(main), ""]
+            parts += [markdown_table(not_applicable(main)), ""]
             answered = int(main["questions"].max()) if "questions" in main and len(main) else 0
             if answered and too_few(answered):
                 parts += [f"**Too few questions to judge**: at most {answered} answerable questions (under "

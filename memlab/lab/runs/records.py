@@ -34,6 +34,9 @@ LIST_COLUMNS = {"event_ids", "event_sessions"}  # a list per row
 # and
 # per question (repeated on its rows) the model call's seconds, tokens, cache hit and the error it fell back on
 RERANK_COLUMNS = ["rerank", "rerank_seconds", "rerank_tokens", "rerank_cached", "rerank_error"]
+# a black box's runs only (memlab.lab.systems.services), per question on its rows: the entries it returned before
+# the cut to k, and how many of its hits within k matched no labelled event
+SERVICE_COLUMNS = ["service_returned", "unmatched"]
 
 Searcher = Callable[[Question, np.ndarray], Sequence[Hit]]
 
@@ -46,6 +49,7 @@ def collect(
     re-ranked system, what re-ranking cost: RERANK_COLUMNS)."""
     rows: list[tuple] = []
     reranked: list[tuple] = []
+    served: list[tuple] = []
     items: Sequence[Question] = questions
     if progress:
         items = track(questions, description=progress, transient=True)
@@ -57,6 +61,8 @@ def collect(
         cost = getattr(hits, "rerank", None)
         asked = (np.nan, np.nan, None, None) if cost is None else (
             cost.seconds, np.nan if cost.tokens is None else cost.tokens, cost.cached, cost.error)  # fmt: skip
+        service = (float(getattr(hits, "returned", np.nan)), float(getattr(hits, "unmatched", np.nan)))
+        served.extend([service] * max(1, len(hits)))
         if not hits:
             rows.append((system, q.id, 0, None, [], np.nan, 0, latency, plan, np.nan, np.nan, np.nan, None, []))
             reranked.append((np.nan, *asked))
@@ -72,6 +78,8 @@ def collect(
         extra = pd.DataFrame(reranked, columns=RERANK_COLUMNS, index=frame.index)
         frame = pd.concat([frame, extra.astype({"rerank": float, "rerank_seconds": float, "rerank_tokens": float})],
                           axis=1)  # fmt: skip
+    if any(r[0] == r[0] for r in served):  # a black box (its counts are not NaN)
+        frame = pd.concat([frame, pd.DataFrame(served, columns=SERVICE_COLUMNS, index=frame.index)], axis=1)
     return frame
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memlab.errors import ConfigError
 from memlab.lab.base.options import option
 from memlab.lab.base.plots import cutoff_curves, distance_histograms
 from memlab.lab.base.tables import markdown_table
@@ -28,6 +29,7 @@ from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.derived import role_of_derived
 from memlab.lab.systems.kinds import EventSystem
 from memlab.lab.systems.roles import CUT, MEASURE, SystemRole, cut_parents
+from memlab.lab.systems.services import AdkSystem, Mem0System
 from memlab.lab.systems.table import TableSystem
 
 DEFAULT_PARENTS = ("event", "chunk4o1")
@@ -49,6 +51,11 @@ def parents(options: dict[str, Any], context: SweepContext) -> list[str]:
     chunk4o1 (a table system is cut on the table's own distances)."""
     event_like = [s.name for s in context.systems if isinstance(s, EventSystem | TableSystem)]
     if options.get("systems"):
+        black_boxes = [s.name for s in context.systems
+                       if s.name in options["systems"] and isinstance(s, AdkSystem | Mem0System)]
+        if black_boxes:
+            raise ConfigError(f"the cutoff sweep cannot cut {black_boxes}: a black box gives no distances (its "
+                              "cut-off is not applicable); name event or table systems in cutoff.systems")
         return [n for n in options["systems"] if n in event_like]
     configured = [s["name"] for s in context.config.get("systems", []) if s.get("name") in event_like]
     return list(dict.fromkeys([*configured, *[p for p in DEFAULT_PARENTS if p in event_like]])) or event_like[:1]

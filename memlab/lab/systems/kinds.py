@@ -36,6 +36,13 @@ from memlab.lab.base.suggest import unknown_keys
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.lab.systems.rerank import Reranking, RerankSpec, parse_rerank, rerank_search, reranking
+from memlab.lab.systems.services import (
+    SERVICE_KINDS,
+    AdkSystem,
+    Mem0System,
+    is_service_entry,
+    service_system_from_config,
+)
 from memlab.lab.systems.table import TableStores, TableSystem, is_table_entry, table_system_from_config
 from memlab.models import ChatClient, ModelSpec, Reranker, open_chat, open_reranker
 from memlab.storage.store import Store
@@ -321,13 +328,21 @@ _EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder",
 _FACT_KEYS = {"name", "extractor", "embedder", "rerank"}
 
 
-def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSystem | FactSystem | TableSystem:
+def system_from_config(
+    raw: dict[str, Any], *, k: int | None = None
+) -> EventSystem | FactSystem | TableSystem | AdkSystem | Mem0System:
     """A system from its config entry: build keys (granularity, chunk_size, chunk_overlap, embedder) and query
     keys (any SearchSettings field: strategy, ef_search, iterative_scan, max_scan_tuples, exact_below,
     max_distance; `rerank: {model, depth}`, at least the experiment's `k` deep); or a fact system
-    (`extractor: rules|labelled|llm`); or a table-store system (`store: NAME`, memlab.lab.systems.table)."""
+    (`extractor: rules|labelled|llm`); or a table-store system (`store: NAME`, memlab.lab.systems.table); or a
+    black box (`kind: adk|mem0`, memlab.lab.systems.services)."""
     if not isinstance(raw, dict) or not raw.get("name"):
         raise ConfigError(f"every system needs a `name`; got {raw!r}")
+    if "kind" in raw and not is_service_entry(raw):
+        raise ConfigError(f"system {raw['name']!r}: kind {raw['kind']!r} is unknown; use one of "
+                          f"{list(SERVICE_KINDS)}, or leave `kind` out for memlab's own memory")  # fmt: skip
+    if is_service_entry(raw):
+        return service_system_from_config(raw)
     if is_table_entry(raw):
         return table_system_from_config(raw)
     name = str(raw["name"])
