@@ -108,7 +108,10 @@ def resolve_factory(spec: str, system: str) -> Any:
 
 def make_service(spec: str, context: ServiceContext, options: Mapping[str, Any]) -> Any:
     """The memory service `spec` makes: with the context when its factory takes a first argument, and `options`."""
-    from google.adk.memory import BaseMemoryService
+    try:
+        from google.adk.memory import BaseMemoryService
+    except ImportError as exc:
+        raise ConfigError(f"a `kind: adk` system needs google-adk ({exc}): pip install 'memlab[systems]'") from None
 
     factory = resolve_factory(spec, context.name)
     try:
@@ -230,7 +233,10 @@ def _mem0_memory(dsn: str, collection: str, model_path: str, dimension: int, sta
     telemetry off, its LLM pointed at a closed loopback port (never called: raw messages only)."""
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ.setdefault("MEM0_DIR", str(state))
-    from mem0 import Memory
+    try:
+        from mem0 import Memory
+    except ImportError as exc:
+        raise ConfigError(f"a `kind: mem0` system needs mem0 ({exc}): pip install 'memlab[systems]'") from None
 
     config = {
         "vector_store": {"provider": "pgvector", "config": {

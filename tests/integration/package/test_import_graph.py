@@ -50,6 +50,16 @@ DEFERRED: dict[tuple[str, str], str] = {
     "dependency (the `adk` extra)",
     ("memlab/lab/bench/concurrency.py", "memlab.adk"): "imports google-adk, an optional dependency (the `adk` "
     "extra): the bench's ADK path runs only where it is installed",
+    ("memlab/lab/systems/services.py", "google.adk.memory"): "optional dependency (the `adk` extra): only a "
+    "`kind: adk` system needs it",
+    ("memlab/lab/systems/services.py", "google.adk.events"): "optional dependency (the `adk` extra)",
+    ("memlab/lab/systems/services.py", "google.adk.sessions"): "optional dependency (the `adk` extra)",
+    ("memlab/lab/systems/services.py", "google.genai"): "optional dependency (the `adk` extra)",
+    ("memlab/lab/systems/services.py", "memlab.adapters.adk"): "imports google-adk, an optional dependency (the "
+    "`adk` extra)",
+    ("memlab/lab/systems/services.py", "memlab.events.memory"): "loaded with memlab's ADK service, deferred with it",
+    ("memlab/lab/systems/services.py", "mem0"): "optional dependency (the `stores` extra); reads MEM0_TELEMETRY and "
+    "MEM0_DIR from the environment when first imported, so they are set before",
 }
 
 
