@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 import memlab
 
@@ -102,7 +103,7 @@ def _summary_table(summary: pd.DataFrame, title: str) -> Table:
         numeric = is_numeric_dtype(summary[col])
         table.add_column(str(col), justify="right" if numeric else "left", overflow="fold")
     for row in summary.itertuples(index=False, name=None):
-        table.add_row(*[lab.base.format_cell(v) for v in row])
+        table.add_row(*[Text(lab.base.format_cell(v)) for v in row])  # a metric key's [qtype=x] is text, not markup
     return table
 
 
@@ -464,7 +465,7 @@ def probe_command(
     for name, value in result.overall_metrics.items():
         if name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p",
                                                 "lost_", "new_lost_")):
-            table.add_row(name, lab.base.format_cell(value))
+            table.add_row(Text(name), lab.base.format_cell(value))
     console.print(table)
     probed = lab.runs.RunFolder(result.folder).manifest.get("probe", {})
     for note in probed.get("plan_notes", []):
@@ -515,7 +516,7 @@ def bench_command(
                 "table_store.hnsw.recall_vs_exact", "table_store.timing.hnsw.p50_ratio",
                 "table_store.timing.exact.p50_ratio"):  # fmt: skip
         if key in results:
-            table.add_row(key, f"{results[key]:.3g}")
+            table.add_row(Text(key), f"{results[key]:.3g}")
     console.print(table)
     console.print(f"[green]wrote[/] {folder / 'bench.md'} and bench.json")
 

@@ -30,13 +30,14 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.progress import track
 
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
@@ -70,6 +71,13 @@ class ServiceContext:
     embedder: Embedder
     k: int
     name: str
+
+
+def _sessions(dataset: Dataset, progress: bool, name: str) -> Iterable:
+    """The data set's sessions, with a progress bar when the run shows progress (a black box writes one call at a
+    time)."""
+    sessions = list(dataset.sessions())
+    return track(sessions, description=f"{name}: writing", transient=True) if progress else sessions
 
 
 def _hits(matcher: EventMatcher, question: Question, returned: list[Returned], k: int) -> ServiceHits:
@@ -160,7 +168,7 @@ def _entry_time(value: Any) -> datetime | None:
 def returned_entry(entry: Any) -> Returned:
     """An ADK MemoryEntry as what matching reads: memlab's services keep `event_ids` and `session_id` in
     custom_metadata; ADK's own keep the event id as the entry id."""
-    parts = entry.content.parts or [] if entry.content is not None else []
+    parts = (entry.content.parts or []) if entry.content is not None else []
     meta = entry.custom_metadata or {}
     ids = meta.get("event_ids") or ([meta["event_id"]] if meta.get("event_id") else [])
     return Returned(text="\n".join(p.text for p in parts if getattr(p, "text", None)), entry_id=entry.id,
@@ -198,7 +206,7 @@ class AdkSystem:
         context = ServiceContext(env.store, env.embedder(self.embedder), env.k, self.name)
         built = _Service(make_service(self.service, context, dict(self.options)), EventMatcher.of(dataset),
                          asyncio.new_event_loop())  # fmt: skip
-        for session in dataset.sessions():
+        for session in _sessions(dataset, env.progress, self.name):
             built.run(built.service.add_session_to_memory(adk_session(session)))
         return built
 
@@ -278,7 +286,7 @@ class Mem0System:
         state = Path(tempfile.mkdtemp(prefix="memlab-mem0-"))  # its history database: nothing memlab reads
         collection = "mem0_" + "".join(c if c.isalnum() else "_" for c in f"{self.name}_{dataset.name}").lower()
         memory = _mem0_memory(env.store.dsn, collection[:60], _model_folder(embedder), embedder.dimension, state)
-        for session in dataset.sessions():
+        for session in _sessions(dataset, env.progress, self.name):
             for event in session.events:
                 if not event.text:
                     continue

@@ -134,3 +134,15 @@ def test_a_baseline_of_another_suite_is_refused_with_the_reason(tmp_path):
     old.write_text(json.dumps({"synth/auto/recall@10": 0.9}))
     worse = runner.invoke(app, ["report", "--baseline", str(old), "--run", str(tmp_path / "ci-run")])
     assert worse.exit_code == 1 and "regression" in worse.output
+
+
+def test_the_terminal_table_keeps_breakdown_names(tmp_path):
+    """A breakdown's key (`[qtype=x]`, `[size=<=50]`) is printed as text, not read as rich markup and dropped."""
+    keys = {"synth/auto/recall@10[qtype=1]": 0.8, "synth/auto/recall@10[size=<=50]": 0.8}
+    _run_folder(tmp_path / "run", "ci", keys)
+    base = tmp_path / "baseline.json"
+    base.write_text(json.dumps({k: 0.9 for k in keys}))
+    worse = CliRunner().invoke(app, ["report", "--baseline", str(base), "--run", str(tmp_path / "run")])
+    assert worse.exit_code == 1
+    flat = worse.output.replace("\n", "").replace("│", "").replace(" ", "")  # a folded cell spans lines
+    assert "[qtype=1]" in flat and "[size=<=50]" in flat
