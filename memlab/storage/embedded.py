@@ -10,8 +10,7 @@ would ever be "the last one" and the server would outlive them all. `start_embed
 processes that no longer exist each time a process opens (or reopens) the server; the last live process to exit
 then stops it again. Until some process opens that home again, a server orphaned this way stays up, idle, with no
 client connections; stop it with `memlab db stop`, or open and close any memlab store on that home once. A recycled
-pid (an unrelated live process that
-got the dead one's number) is kept until that process exits too.
+pid (an unrelated live process that got the dead one's number) is kept until that process exits too.
 
 If the server stops while a process uses it (`pg_ctl stop`, SIGINT/SIGTERM to the postmaster, a crash), the call in
 flight fails with `DatabaseUnavailableError` and the next call (or the next `open_store()`) starts it again, in

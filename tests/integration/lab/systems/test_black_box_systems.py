@@ -17,7 +17,7 @@ from memlab.lab.metrics.uncertainty import intervals
 from tests.conftest import EVENT_FIXTURES
 
 K = 5
-LME = {"name": "lme", "format": "longmemeval", "path": "datasets/longmemeval/longmemeval_oracle.json.gz", "per_type": 1}
+LME = {"name": "lme", "format": "longmemeval", "path": "datasets/longmemeval/longmemeval_oracle.json.gz", "limit": 4}
 DATASETS = ("fixtures", "lme")
 SYSTEMS = [
     {"name": "event", "strategy": "exact"},
@@ -67,7 +67,7 @@ def test_every_system_has_recall_with_an_interval(folder, dataset):
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_memlab_through_adk_agrees_with_memlab_on_every_question(folder, dataset):
     own, through_adk = _ranked(folder, "event", dataset), _ranked(folder, "memlab-adk", dataset)
-    assert own.keys() == through_adk.keys() and len(own) >= 5
+    assert own.keys() == through_adk.keys() and len(own) >= 4
     assert own == through_adk
 
 
@@ -95,7 +95,7 @@ def test_a_black_box_has_no_exact_reference_and_no_cut(folder):
         assert not any(s.startswith(f"{system}@cut") for s in systems), system
     assert _metric(folder, "event", "recall_vs_exact") == 1.0
     rows = [line for line in (folder.path / "report.md").read_text().splitlines() if line.startswith("| mem0 |")]
-    assert rows and "| n/a |" in rows[0], "not applicable, not zero or blank"
+    assert sum("| n/a |" in row for row in rows) == len(DATASETS), "not applicable, not zero or blank, per data set"
 
 
 def test_the_manifest_records_each_black_box_and_its_matching_rule(folder):
