@@ -235,6 +235,8 @@ def report_command(
                                      "(systems named differently in the two runs; repeatable)."),
     out: Path | None = typer.Option(None, help="With --against: where the comparison goes (default: "
                                     "<run>/compare.md)."),
+    junit: Path | None = typer.Option(None, help="Also write the gate's verdicts as JUnit XML here (a test case "
+                                      "per gated metric, a failure per regression) for a CI's test view."),
 ) -> None:
     """Compare a run with the baseline; exit 1 when a metric dropped beyond its tolerance and, where the metric
     averages questions, the drop is significant (paired test on the questions, Holm-corrected). With --against,
@@ -266,6 +268,8 @@ def report_command(
                       "better, so they were not compared (add them to memlab/lab/metrics/definitions.py)",
                       soft_wrap=True, highlight=False)  # fmt: skip
     (folder / "gate.md").write_text(lab.report.gate_markdown(table))
+    if junit is not None:
+        lab.report.write_junit(table, junit)
     if len(bad):
         console.print(f"[red]{len(bad)} regression(s)[/] against {baseline}")
         raise typer.Exit(1)
@@ -658,8 +662,7 @@ app.add_typer(db_app, name="db")
 @db_app.command("dsn")
 @user_errors
 def db_dsn() -> None:
-    """Start the embedded server (if it is not running) and print its DSN. It stays up after this command, until
-    `memlab db stop` (or until the last memlab process that uses it afterwards exits)."""
+    """Print the embedded server's DSN, starting it; it stays up until `memlab db stop` (or a later memlab exits)."""
     print(start_embedded(memlab.memlab_home(), keep=True))
 
 
@@ -669,8 +672,7 @@ def db_status() -> None:
     """Whether the embedded server runs (without starting it): its data folder, pid, socket, port and the memlab
     processes holding it open. Exit code 0 when it runs, 3 when not."""
     status = embedded_status(memlab.memlab_home())
-    for key, value in status.items():
-        console.print(f"{key}: {escape(str(value))}", highlight=False)
+    console.print("\n".join(f"{key}: {escape(str(value))}" for key, value in status.items()), highlight=False)
     raise typer.Exit(0 if status["running"] else 3)
 
 
@@ -678,20 +680,18 @@ def db_status() -> None:
 @user_errors
 def db_stop() -> None:
     """Stop the embedded server (a fast shutdown; works as root too). The next memlab command starts it again."""
-    home = memlab.memlab_home()
-    console.print("stopped" if stop_embedded(home) else f"not running ({home / 'pgdata'})", highlight=False)
+    stopped = stop_embedded(memlab.memlab_home())
+    console.print("stopped" if stopped else f"not running ({memlab.memlab_home() / 'pgdata'})", highlight=False)
 
 
 @db_app.command("psql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @user_errors
 def db_psql(ctx: typer.Context) -> None:
-    """psql on the embedded server (starting it): the psql that comes with the server, else one on PATH. Extra
-    arguments go to psql (`memlab db psql -c 'SELECT 1'`)."""
+    """psql on the embedded server (starting it); extra arguments go to psql (`memlab db psql -c 'SELECT 1'`)."""
     dsn = start_embedded(memlab.memlab_home(), keep=True)
     psql = psql_path() or shutil.which("psql")
     if psql is None:
-        fail(f"no psql found: install PostgreSQL's client (e.g. `apt-get install postgresql-client`) and run "
-             f"`psql '{dsn}'`")  # fmt: skip
+        fail(f"no psql found: install PostgreSQL's client (apt-get install postgresql-client), run `psql '{dsn}'`")
     os.execv(psql, [psql, dsn, *ctx.args])
 
 

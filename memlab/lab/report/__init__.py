@@ -22,6 +22,7 @@ from memlab.lab.report.gate import (
     write_baseline,
 )
 from memlab.lab.report.judged_lines import pool_lines as judged_pool_lines
+from memlab.lab.report.junit import write_junit
 from memlab.lab.report.notebooks import render_notebooks
 from memlab.lab.report.viewer import question_hits, viewer_systems, write_html
 from memlab.lab.report.writer import write_report
@@ -53,5 +54,6 @@ __all__ = [
     "write_baseline",
     "write_comparison",
     "write_html",
+    "write_junit",
     "write_report",
 ]

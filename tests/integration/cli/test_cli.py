@@ -146,3 +146,26 @@ def test_the_terminal_table_keeps_breakdown_names(tmp_path):
     assert worse.exit_code == 1
     flat = worse.output.replace("\n", "").replace("│", "").replace(" ", "")  # a folded cell spans lines
     assert "[qtype=1]" in flat and "[size=<=50]" in flat
+
+
+def test_report_writes_the_verdicts_as_junit(tmp_path):
+    """`memlab report --junit FILE`: a test case per gated metric, a failure for each regression, an ungated key
+    skipped; the file parses as XML."""
+    import xml.etree.ElementTree as ET
+
+    _run_folder(tmp_path / "run", "ci", {"synth/auto/recall@10": 0.7, "synth/auto/mrr@10": 0.6,
+                                         "synth/auto/made_up_figure": 1.0})  # fmt: skip
+    base = tmp_path / "baseline.json"
+    base.write_text(json.dumps({"synth/auto/recall@10": 0.9, "synth/auto/mrr@10": 0.6,
+                                "synth/auto/made_up_figure": 1.0}))  # fmt: skip
+    junit = tmp_path / "ci" / "gate.xml"
+    result = CliRunner().invoke(app, ["report", "--baseline", str(base), "--run", str(tmp_path / "run"),
+                                      "--junit", str(junit)])  # fmt: skip
+    assert result.exit_code == 1
+    suite = ET.parse(junit).getroot()
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert set(cases) == {"synth/auto/recall@10", "synth/auto/mrr@10", "synth/auto/made_up_figure"}
+    assert cases["synth/auto/recall@10"].find("failure") is not None
+    assert cases["synth/auto/mrr@10"].find("failure") is None and cases["synth/auto/mrr@10"].find("skipped") is None
+    assert cases["synth/auto/made_up_figure"].find("skipped") is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
