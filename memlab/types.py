@@ -166,7 +166,7 @@ class Session:
 class FactKeys(Protocol):
     """What event memory needs of fact memory to add a unit's facts to the text it embeds ("fact keys"):
     a name (part of the layer) and, for a session's kept events, event id -> lines such as
-    'user lives in: Lisbon'. Fact memory provides it (`memlab.ExtractorKeys`); event memory imports
+    'user lives in: Lisbon'. Fact memory provides it (`memlab.facts.ExtractorKeys`); event memory imports
     nothing of fact memory, which builds on it."""
 
     name: str

@@ -45,7 +45,7 @@ def long_turns_and_secret_fixtures() -> list[str]:
     texts the secret scan's shortcuts are checked against (each must give what the plain scan gives)."""
     from memlab import lab
 
-    texts = [e.text for s in lab.load_longmemeval(
+    texts = [e.text for s in lab.datasets.load_longmemeval(
         ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1).sessions() for e in s.events]
     for path in sorted((ROOT / "fixtures/secrets").rglob("*")):
         if path.is_file():
@@ -158,7 +158,7 @@ def own_home():
     """A private MEMLAB_HOME with an embedded server of its own, for a module that stops or kills its server
     (the session's server is never touched); stopped and deleted after the module (memlab.lab.reliability.probes, the
     helper `memlab check reliability` uses for the same)."""
-    from memlab.lab import probes
+    from memlab.lab.reliability import probes
 
     with probes.private_home("memlab-own-") as home:
         yield home

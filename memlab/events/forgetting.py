@@ -4,7 +4,7 @@ the cached vectors of the deleted texts and, when asked, runs the disk erasure l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from memlab.embedding.cache import forget_transient
@@ -21,6 +21,17 @@ from memlab.storage import units as sqlu
 from memlab.types import DeletionReport
 
 
+def forget_in_process(refs: Iterable[str]) -> int:
+    """After an erasure committed, what this process still holds of the erased data goes: cached model replies
+    derived from `refs` (calls in flight cancelled), transient vectors, and the memo of texts scanned clean (its
+    digests cost only a scan again). Every erasure of either memory calls this one function, so none skips a part.
+    Returns the model replies dropped."""
+    replies = forget_model_replies(refs)
+    forget_transient()
+    forget_scans()
+    return replies
+
+
 class Forgetting:
     """The erasure paths of one EventMemory (see the module docstring)."""
 
@@ -35,9 +46,7 @@ class Forgetting:
         self.core.changed()
         refs = [*deleted.model_refs(), *scope]
         cache_entries = self.core.forget_erased(deleted.text_keys, refs)
-        model_replies = forget_model_replies(refs)
-        forget_transient()
-        forget_scans()  # digests of the erased texts, among others: they only cost a scan again
+        model_replies = forget_in_process(refs)
         vacuumed: tuple[str, ...] = ()
         if vacuum:
             vacuumed = disk_erasure.after_erasure(self.core.store, vacuum)  # every table holding users' rows

@@ -93,8 +93,8 @@ class EventMemory:
         # The rendering (what is embedded) and fact keys are part of the layer, so they coexist in one table.
         rendering = check_rendering(rendering)
         if fact_keys is not None and not callable(getattr(fact_keys, "fact_lines", None)):
-            raise ConfigError(f"fact_keys must be a memlab.FactKeys (e.g. memlab.ExtractorKeys(extractor)), got "
-                              f"{type(fact_keys).__name__}.")  # fmt: skip
+            raise ConfigError("fact_keys must be a memlab.types.FactKeys (e.g. memlab.facts.ExtractorKeys(extractor)), "
+                              f"got {type(fact_keys).__name__}.")  # fmt: skip
         if timestamps is not None and not isinstance(timestamps, TimestampWindow):
             raise ConfigError(f"timestamps must be a memlab.TimestampWindow, got {type(timestamps).__name__}.")
         if limits is not None and not isinstance(limits, InputLimits):

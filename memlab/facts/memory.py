@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import memlab.facts.confirmation as confirmation
@@ -28,17 +28,18 @@ import memlab.facts.stored as stored
 import memlab.facts.write_guard as fact_guard
 import memlab.storage.fact_tables as tables
 from memlab.embedding.base import Embedder
-from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, erasure_caches, forget_transient
+from memlab.embedding.cache import caches_of, embed_query_transient, embed_transient, erasure_caches
 from memlab.errors import ConfigError
+from memlab.events.forgetting import forget_in_process
 from memlab.events.query_log import QueryLog, QueryRecorder, check_context, fact_hits
 from memlab.events.units import render_lines
 from memlab.events.write_guard import ERASED_DURING_INGEST, erasing
 from memlab.facts.decide import decide, observe, resolve
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.extractors.rules import RuleExtractor
-from memlab.facts.ids import fact_id
 from memlab.facts.registry import PredicateRegistry, default_registry
 from memlab.facts.render import preload_text, render_fact
+from memlab.facts.results import FactForgetReport, FactHit, FactIngestReport, Provenance
 from memlab.facts.staleness import serving_state
 from memlab.facts.types import DOMAIN_USER, Candidate, Cardinality, Fact, Sensitivity
 from memlab.inputs import (
@@ -53,8 +54,8 @@ from memlab.inputs import (
     text_problem,
     timestamp_problem,
 )
-from memlab.models import deriving_from, event_ref, forget_model_replies, scope_refs, session_ref, user_ref
-from memlab.safety.clean_texts import forget_scans, holds_secret
+from memlab.models import deriving_from, event_ref, scope_refs, session_ref, user_ref
+from memlab.safety.clean_texts import holds_secret
 from memlab.safety.redact import plain_digest
 from memlab.safety.split_secrets import split_secret_events
 from memlab.storage import erasures
@@ -70,86 +71,6 @@ USER_SUBJECT = re.compile(r"user(\.[a-z][a-z_]*)?")
 DOMAIN_DIRECT_SESSION = "__domain_direct__"  # session id of facts written with add_domain_fact
 DEFAULT_THRESHOLD = 0.7
 DEFAULT_LIMIT = 12
-
-
-@dataclass
-class FactIngestReport:
-    """What one `add_session` did. `dropped` counts candidates refused before consolidation, by reason."""
-
-    events: int = 0
-    candidates: int = 0
-    inserted: int = 0
-    reinforced: int = 0
-    superseded: int = 0
-    disputed: int = 0
-    retracted: int = 0
-    ignored: int = 0
-    duplicates: int = 0
-    dropped: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)  # events left out before extraction: `secret`
-    actions: list[tuple[str, str, str, str]] = field(default_factory=list)  # (subject, predicate, value, action)
-    accepted: list[Candidate] = field(default_factory=list)  # candidates that passed the checks, normalised
-    notes: list[str] = field(default_factory=list)  # why each dropped candidate was dropped, with the fix
-
-    def count(self, action: str) -> None:
-        name = {"insert": "inserted", "reinforce": "reinforced", "supersede": "superseded", "dispute": "disputed",
-                "retract": "retracted", "ignore": "ignored"}[action]  # fmt: skip
-        setattr(self, name, getattr(self, name) + 1)
-
-
-@dataclass(frozen=True)
-class FactHit:
-    """A served fact: the rendered line in `text`, cosine `distance` to the query, provenance event ids and the
-    session of each (an event id is unique within its session only)."""
-
-    fact: Fact
-    text: str
-    distance: float
-    confidence: float
-    user_id: str
-    event_ids: tuple[str, ...] = ()
-    event_sessions: tuple[str, ...] = ()
-    stale: bool = False  # served under STALE_HEADING: confirm with the user first (memlab.facts.staleness)
-
-    @property
-    def unit_id(self) -> str:
-        return fact_id(self.user_id, self.fact.subject, self.fact.predicate, self.fact.value)
-
-    @property
-    def is_domain(self) -> bool:
-        """An app-wide fact (reserved user `_domain`), not a fact about the user."""
-        return self.user_id == DOMAIN_USER
-
-
-@dataclass
-class FactForgetReport:
-    """What `forget_events` / `forget_session` did: observations removed, keys re-derived from what is left,
-    value rows deleted (no evidence left; with the status they had), values current again, other changes."""
-
-    observations: int = 0
-    keys: list[tuple[str, str]] = field(default_factory=list)
-    removed: list[tuple[str, str, str, str]] = field(default_factory=list)  # (subject, predicate, value, status)
-    restored: list[tuple[str, str, str]] = field(default_factory=list)  # (subject, predicate, value)
-    changed: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # (s, p, value, before, after)
-    vacuumed: tuple[str, ...] = ()  # what the `vacuum=` level vacuumed afterwards (memlab.storage.disk_erasure)
-    queries: int = 0  # logged queries whose hits touched the forgotten session (memlab.QueryLog)
-    model_replies: int = 0  # cached model replies derived from the forgotten events (memlab.models.refs)
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """One observation in a key's trail, with the status its value has now."""
-
-    value: str
-    status: str
-    negated: bool
-    basis: str
-    session_id: str
-    event_id: str
-    said_at: datetime
-    quote: str
-    action: str
-    reason: str
 
 
 def fact_events(session: Session) -> list[Event]:
@@ -558,8 +479,7 @@ class FactMemory:
                 after = [replace(r, cardinality=cardinality, sensitivity=sensitivity)
                          for r in resolve(rows, cardinality)]  # fmt: skip
                 stored.write_facts(conn, app_name, user_id, rows, after)
-        forget_model_replies(event_ref(app_name, user_id, e) for e in read)  # replies that read the value
-        forget_transient()
+        forget_in_process([event_ref(app_name, user_id, e) for e in read])  # replies that read the value
         self._vacuum(vacuum)
         return deleted
 
@@ -632,8 +552,7 @@ class FactMemory:
             for subject, predicate in touched:
                 self._rederive(conn, app, user, subject, predicate, report)
         scope = [session_ref(app, user, session_id)] if event_ids is None and session_id is not None else []
-        report.model_replies = forget_model_replies([*scope, *(event_ref(app, user, e) for e in event_ids or ())])
-        forget_transient()
+        report.model_replies = forget_in_process([*scope, *(event_ref(app, user, e) for e in event_ids or ())])
         report.vacuumed = self._vacuum(vacuum)
         return report
 
@@ -687,9 +606,7 @@ class FactMemory:
         counts["memory_unit"] = deleted.units
         refs = [*deleted.model_refs(), user_ref(app_name, user_id)]  # an embedding in flight of them stores nothing
         counts["cache_entries"] = sum(c.forget_erased(deleted.text_keys, refs) for c in erasure_caches(self.embedder))
-        counts["model_replies"] = forget_model_replies(refs)
-        forget_transient()
-        forget_scans()  # the digests of texts scanned clean, the erased ones among them
+        counts["model_replies"] = forget_in_process(refs)
         if vacuum:
             counts["vacuumed"] = len(self._vacuum(vacuum))
         return counts

@@ -3,7 +3,7 @@ and re-rankers (the /v1/rerank shape, or a local sentence-transformers CrossEnco
 deadline per call, bounded replies, no redirect to another origin (memlab.bounded_http), retries with backoff, a
 concurrency limit and a disk cache keyed by the request's content and the model that answered; each cached reply
 records what stored memory it was derived from (refs), so erasure drops it (forget_model_replies), and a call in
-flight during an erasure stores nothing."""
+flight during an erasure stores nothing. Modules here are internal; use the names below."""
 
 from memlab.models.cache import forget_model_replies, model_cache_dir
 from memlab.models.chat import ChatClient, ChatReply, ChatRequest, open_chat

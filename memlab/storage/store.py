@@ -25,7 +25,6 @@ from pathlib import Path
 
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 import memlab.storage.policy as policy
@@ -612,42 +611,6 @@ class Store:
         with self.connection() as conn:
             unit_table.vacuum_analyze(conn)
             sqlu.vacuum_postings(conn)
-
-
-@contextmanager
-def scratch_store(store: Store, *, prefix: str = "memlab_run") -> Iterator[Store]:
-    """A Store on a brand-new database of the same server, dropped afterwards: runs start from nothing, so
-    what one run left behind (rows, HNSW graphs) cannot change the next run's numbers. Its name records this
-    process (memlab.storage.scratch): scratch databases of runs that died without dropping theirs (SIGKILL) are
-    dropped first, and SIGTERM or SIGHUP meanwhile drop this one on the way out."""
-    timeout = _connect_timeout(store.timeout)
-    scratch.drop_dead_scratch(store.dsn, connect_timeout=timeout)
-    name = scratch.scratch_name(prefix)
-    with scratch.dropped_on_signal():
-        try:
-            with psycopg.connect(store.dsn, autocommit=True, connect_timeout=timeout) as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        except psycopg.Error as exc:
-            raise DatabaseUnavailableError(store._safe(
-                f"Cannot create a scratch database for this run on {_redact(store.dsn)}: {str(exc).strip()}. "
-                "Fix: grant CREATEDB to this role, or use the embedded PostgreSQL (unset MEMLAB_DSN)."
-            )) from exc
-        fresh = None
-        try:
-            fresh = Store(
-                psycopg.conninfo.make_conninfo(store.dsn, dbname=name),
-                embedded=store.embedded,
-                pool_size=store.pool_size,
-                timeout=store.timeout,
-                home=store.home,
-            )
-            yield fresh
-        finally:
-            with scratch.signals_held():
-                if fresh is not None:
-                    fresh.close()
-                with psycopg.connect(store.dsn, autocommit=True, connect_timeout=timeout) as conn:
-                    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def open_store(

@@ -15,7 +15,7 @@ import psycopg
 from psycopg import sql
 
 from memlab.errors import ConfigError, ExtensionError
-from memlab.table_store.layout import FIELDS, Layout, Source, table_parts
+from memlab.table_store.layout import FIELDS, AppNames, Layout, Source, table_parts
 
 # pgvector's distance operators by name, and the operator classes of its indexes by the distance they serve.
 DISTANCES: dict[str, str] = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>", "l1": "<+>"}
@@ -29,6 +29,8 @@ INDEX_METHODS = ("hnsw", "ivfflat")
 BUILD_DEFAULTS = {"hnsw": {"m": 16, "ef_construction": 64}, "ivfflat": {"lists": 100}}  # pgvector's defaults
 TEXT_TYPES = ("text", "character varying", "character", "name")
 JSON_TYPES = ("json", "jsonb")
+INPUT_CHECK_SINCE = 160000  # pg_input_is_valid came with PostgreSQL 16
+ISO_TIME = r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?\s*(Z|[+-]\d{2}(:?\d{2})?)?$"
 # An expression index over a cast of the embedding column, as pg_get_expr prints it: (embedding)::halfvec(384).
 _CAST_EXPR = re.compile(r'^\(*\s*\(?\s*("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)\s*\)?'
                         r"::(vector|halfvec)\((\d+)\)\s*\)*$")
@@ -58,6 +60,16 @@ class VectorIndex:
         return self.valid and self.predicate is None and self.distance == distance
 
 
+@dataclass(frozen=True)
+class AppTable:
+    """A layout's AppNames found in the catalog: the table (`schema`, `table`) and its `name` and `key` columns."""
+
+    schema: str
+    table: str
+    name: str
+    key: str
+
+
 @dataclass
 class TableCatalog:
     """The catalog's facts about the table (see the module docstring). `declared_dimension` is the column's own
@@ -76,6 +88,8 @@ class TableCatalog:
     indexes: list[VectorIndex]
     estimated_rows: int | None
     column_types: dict[str, str] = field(default_factory=dict)
+    server_version: int = 0  # server_version_num: 180001 for 18.1
+    app_names: AppTable | None = None
     rows: int | None = None
     null_embeddings: int | None = None
     other_dimension: int | None = None
@@ -128,9 +142,11 @@ def vector_version(conn: psycopg.Connection, shown: str) -> str:
     return str(row[0])
 
 
-def find_table(conn: psycopg.Connection, table: str) -> tuple[int, str, str, str]:
-    """(oid, schema, name, relkind) of `table` (schema-qualified, else the first match on search_path)."""
-    schema, name = table_parts(table)
+def find_table(conn: psycopg.Connection, table: str, *, schema: str | None = None) -> tuple[int, str, str, str]:
+    """(oid, schema, name, relkind) of `table` (schema-qualified, else in `schema` when given, else the first match
+    on search_path)."""
+    given, name = table_parts(table)
+    schema = given or schema
     row = conn.execute(
         "SELECT c.oid, n.nspname, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " WHERE c.relname = %(name)s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
@@ -203,10 +219,7 @@ def read_catalog(conn: psycopg.Connection, layout: Layout, shown: str) -> tuple[
     is not a vector, or a role without SELECT on it."""
     version = vector_version(conn, shown)
     oid, schema, name, kind = find_table(conn, layout.table)
-    if not conn.execute("SELECT has_table_privilege(%s::oid, 'SELECT')", [oid]).fetchone()[0]:
-        role = conn.execute("SELECT current_user").fetchone()[0]
-        raise ConfigError(f"the role {role!r} may not SELECT from {schema}.{name}. Fix: GRANT SELECT ON "
-                          f"{schema}.{name} TO {role}; (and USAGE on schema {schema}); memlab needs nothing more.")
+    _check_select(conn, oid, f"{schema}.{name}", schema, "")
     columns = read_columns(conn, oid)
     embedding = layout.columns.source("embedding").column
     assert embedding is not None
@@ -228,20 +241,50 @@ def read_catalog(conn: psycopg.Connection, layout: Layout, shown: str) -> tuple[
         catalog.null_embeddings, catalog.other_dimension = 0, 0
     for name_ in FIELDS:
         _check_column(columns, name_, layout.columns.source(name_), f"{schema}.{name}")
+    catalog.server_version = int(conn.execute("SELECT current_setting('server_version_num')").fetchone()[0])
+    if layout.app_names is not None:
+        app = layout.columns.source("app").column
+        assert app is not None  # Layout checks that app_names comes with a plain app column
+        catalog.app_names = read_app_table(conn, layout.app_names, schema, columns[app][0])
     return catalog, oid
 
 
-def _check_column(columns: dict[str, tuple[str, str, bool]], name: str, source: Source, table: str) -> None:
+def _check_select(conn: psycopg.Connection, oid: int, qualified: str, schema: str, why: str) -> None:
+    if not conn.execute("SELECT has_table_privilege(%s::oid, 'SELECT')", [oid]).fetchone()[0]:
+        role = conn.execute("SELECT current_user").fetchone()[0]
+        raise ConfigError(f"the role {role!r} may not SELECT from {qualified}{why}. Fix: GRANT SELECT ON "
+                          f"{qualified} TO {role}; (and USAGE on schema {schema}); memlab needs nothing more.")
+
+
+def read_app_table(conn: psycopg.Connection, names: AppNames, schema: str, app_type: str) -> AppTable:
+    """The table naming the apps (in `schema`, the main table's, unless qualified), checked: it exists, the role
+    may read it, it has the `name` and `key` columns and `key` is of the app column's type (`app_type`)."""
+    oid, found_schema, table, _ = find_table(conn, names.table, schema=schema)
+    qualified = f"{found_schema}.{table}"
+    _check_select(conn, oid, qualified, found_schema, " (it names the apps: the layout's app_names)")
+    columns = read_columns(conn, oid)
+    for part in ("name", "key"):
+        _check_column(columns, f"app_names.{part}", Source(column=names.column(part)), qualified, prefix="")
+    key_type = columns[names.column("key")][0]
+    if key_type != app_type:
+        raise ConfigError(f"app_names.key {names.column('key')!r} of {qualified} is of type {key_type} and the "
+                          f"table's app column of type {app_type}: the app column must hold that table's keys. Fix: "
+                          "map app_names.key to the column the app column refers to.")  # fmt: skip
+    return AppTable(found_schema, table, names.column("name"), names.column("key"))
+
+
+def _check_column(columns: dict[str, tuple[str, str, bool]], name: str, source: Source, table: str, *,
+                  prefix: str = "columns.") -> None:  # fmt: skip
     if source.column is None:
         return
     if source.column not in columns:
         near = [c for c in columns if c.lower() == source.column.lower()] or difflib.get_close_matches(
             source.column, list(columns), n=1, cutoff=0.6)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise ConfigError(f"columns.{name} = {str(source)!r}: {table} has no column {source.column!r}{hint}; its "
+        raise ConfigError(f"{prefix}{name} = {str(source)!r}: {table} has no column {source.column!r}{hint}; its "
                           f"columns are {', '.join(columns)}.")  # fmt: skip
     if source.path and columns[source.column][1] not in JSON_TYPES:
-        raise ConfigError(f"columns.{name} = {str(source)!r}: {source.column} is of type {columns[source.column][0]}, "
+        raise ConfigError(f"{prefix}{name} = {str(source)!r}: {source.column} is of type {columns[source.column][0]}, "
                           "not json or jsonb, so it has no JSON path. Fix: map the field to the column itself.")
 
 
@@ -251,12 +294,14 @@ def _check_column(columns: dict[str, tuple[str, str, bool]], name: str, source: 
 @dataclass(frozen=True)
 class Bound:
     """A layout checked against the catalog: each field as an SQL expression (identifiers and literals composed
-    by psycopg.sql), `table` the qualified identifier, `present` the fields the table has (column or constant)."""
+    by psycopg.sql), `table` the qualified identifier, `present` the fields the table has (column or constant),
+    `app_match` the condition that a row is of the app %(app)s (None: the table is one app)."""
 
     table: sql.Composable
     fields: dict[str, sql.Composable]
     present: frozenset[str]
     catalog: TableCatalog
+    app_match: sql.Composable | None = None
 
     def expr(self, name: str) -> sql.Composable:
         return self.fields[name]
@@ -277,13 +322,42 @@ def field_sql(source: Source) -> sql.Composable:
     return sql.SQL("({})").format(expr) if source.path else expr
 
 
+def time_sql(source: Source, catalog: TableCatalog) -> sql.Composable:
+    """The time field: as stored when it is a column of another type than text (timestamptz, date ...); text (a
+    JSON path, a text column: ISO-8601 as JSON keeps times) read as timestamptz. A value PostgreSQL cannot read as
+    a time (an empty string, an epoch number) is NULL rather than an error that would end every read of the table;
+    servers before pg_input_is_valid (PostgreSQL 16) cast only ISO-8601 shapes."""
+    expr = field_sql(source)
+    if source.column is None:
+        return expr
+    if not source.path and re.sub(r"\(.*\)", "", catalog.column_types[source.column]) not in TEXT_TYPES:
+        return expr
+    if catalog.server_version >= INPUT_CHECK_SINCE:
+        valid = sql.SQL("pg_input_is_valid({}, 'timestamptz')").format(expr)
+    else:
+        valid = sql.SQL("{} ~ {}").format(expr, sql.Literal(ISO_TIME))
+    return sql.SQL("(CASE WHEN {} THEN ({})::timestamptz END)").format(valid, expr)
+
+
+def app_match(catalog: TableCatalog, app: sql.Composable) -> sql.Composable:
+    """`app = %(app)s`, or with app names in another table: the app column in that table's keys of the name
+    %(app)s (or of the key %(app)s, as text)."""
+    names = catalog.app_names
+    if names is None:
+        return sql.SQL("{} = %(app)s").format(app)
+    key, name = sql.Identifier(names.key), sql.Identifier(names.name)
+    return sql.SQL("{app} IN (SELECT {key} FROM {t} WHERE ({name})::text = %(app)s OR ({key})::text = %(app)s)").format(
+        app=app, key=key, name=name, t=sql.Identifier(names.schema, names.table))
+
+
 def bind(layout: Layout, catalog: TableCatalog) -> Bound:
     sources = {name: layout.columns.source(name) for name in FIELDS}
+    fields = {name: field_sql(src) for name, src in sources.items()}
+    fields["time"] = time_sql(sources["time"], catalog)
+    present = frozenset(n for n, s in sources.items() if s.column is not None or s.constant is not None)
     return Bound(
-        table=sql.Identifier(catalog.schema, catalog.table),
-        fields={name: field_sql(src) for name, src in sources.items()},
-        present=frozenset(n for n, s in sources.items() if s.column is not None or s.constant is not None),
-        catalog=catalog,
+        table=sql.Identifier(catalog.schema, catalog.table), fields=fields, present=present, catalog=catalog,
+        app_match=app_match(catalog, fields["app"]) if "app" in present else None,
     )
 
 

@@ -2,21 +2,24 @@
 
 Every connection starts with `default_transaction_read_only`, `statement_timeout`, `lock_timeout` and
 `idle_in_transaction_session_timeout` set in its startup options; every unit of work is one `BEGIN READ ONLY`
-transaction that sets the timeouts again (SET LOCAL: a pooler that drops startup options cannot lift them) and
-checks `transaction_read_only` in the same round trip, so no statement can write, and none waits long for a lock or
-runs long. Statements are spaced to at most `max_qps` per second over all connections (one by default). Errors
-come out as memlab errors naming the server (its DSN without the password) and the fix."""
+transaction (so no statement in it can write) that sets the timeouts again (SET LOCAL: a pooler that drops startup
+options cannot lift them) and checks `transaction_read_only`, so none waits long for a lock or runs long. A unit's
+statements go out in one pipeline: BEGIN, the settings and the first statement travel together, and a unit whose
+rows are read after it ends (a search) costs a single round trip, COMMIT included. Statements are spaced to at most
+`max_qps` per second over all connections (one by default). Errors come out as memlab errors naming the server (its
+DSN without the password) and the fix."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memlab.config import configured_dsn, db_timeout
@@ -98,11 +101,39 @@ class Work:
         self.conn = conn
         self._limit = limit
         self.statements = 0
+        self._check: psycopg.Cursor | None = None  # the transaction's own settings and read-only check, queued
 
     def execute(self, query, params=None) -> psycopg.Cursor:
         self._limit.wait()
         self.statements += 1
         return self.conn.execute(query, params)
+
+    def set_local(self, settings: list[tuple[str, str]]) -> None:
+        """Queue the settings (SET LOCAL: they end with the transaction) and the read-only check; they are
+        answered with the transaction's first round trip."""
+        self._check = self.execute("SELECT current_setting('transaction_read_only'), "
+                                   + ", ".join("set_config(%s, %s, true)" for _ in settings),
+                                   [v for kv in settings for v in kv])  # fmt: skip
+
+    def read_only(self, shown: str) -> None:
+        """Raise unless the transaction is read-only (its check's row; read once, a round trip if not yet in)."""
+        if self._check is None:
+            return
+        row, self._check = self._check.fetchone(), None
+        if row is None or row[0] != "on":
+            raise ConfigError(f"the transaction on {shown} is not read-only (transaction_read_only = "
+                              f"{row[0] if row else None!r}); memlab stops rather than risk a write. Fix: connect "
+                              "directly, not through a pooler that drops the session options.")  # fmt: skip
+
+    def timed(self, query, params=None, *, shown: str = "") -> tuple[list[tuple], float]:
+        """`execute` and fetch every row, with the seconds the statement took from sending it to its last row
+        (the transaction's own statements answered first; the rate limit's wait not counted)."""
+        self.read_only(shown)
+        self._limit.wait()
+        self.statements += 1
+        started = time.perf_counter()
+        rows = self.conn.execute(query, params).fetchall()
+        return rows, time.perf_counter() - started
 
 
 class ReadOnlyConnection:
@@ -122,6 +153,11 @@ class ReadOnlyConnection:
         self._kwargs = {"autocommit": True, "prepare_threshold": None, "connect_timeout": max(2, round(self.timeout)),
                         "options": self.limits.options(given), "application_name": APPLICATION_NAME}  # fmt: skip
         self._pool: ConnectionPool | None = None
+
+    @property
+    def waited(self) -> float:
+        """Seconds statements have waited for the rate limit (`max_qps`) so far, over every connection."""
+        return self._limit.waited
 
     def safe(self, text: str) -> str:
         """`text` through the redactor, which also knows this DSN's password in every form."""
@@ -180,19 +216,19 @@ class ReadOnlyConnection:
     def _transaction(self, conn: psycopg.Connection, knobs: list[tuple[str, str]]) -> Iterator[Work]:
         """The transaction (see the module docstring); psycopg errors come out as memlab errors with the fix."""
         try:
-            with conn.transaction():
+            with conn.pipeline():  # one Sync at the end: psycopg's transaction() would add one at each boundary
+                conn.execute("BEGIN READ ONLY")
                 work = Work(conn, self._limit)
-                settings = [*self.limits.settings(), *knobs]
-                row = work.execute("SELECT current_setting('transaction_read_only'), "
-                                   + ", ".join("set_config(%s, %s, true)" for _ in settings),
-                                   [v for kv in settings for v in kv]).fetchone()  # fmt: skip
-                if row is None or row[0] != "on":
-                    raise ConfigError(f"the transaction on {self.shown} is not read-only (transaction_read_only = "
-                                      f"{row[0] if row else None!r}); memlab stops rather than risk a write. Fix: "
-                                      "connect directly, not through a pooler that drops the session options.")
+                work.set_local([*self.limits.settings(), *knobs])
                 yield work
+                conn.execute("COMMIT")
+            work.read_only(self.shown)  # its row came with the unit's first round trip
         except psycopg.Error as exc:
+            _end(conn)
             raise self._translate(exc, conn) from exc
+        except BaseException:
+            _end(conn)
+            raise
 
     def _translate(self, exc: psycopg.Error, conn: psycopg.Connection) -> Exception:
         detail = _first_line(exc)
@@ -210,6 +246,12 @@ class ReadOnlyConnection:
             return ConfigError(self.safe(
                 f"{self.shown} refused a read: {detail}. Fix: GRANT SELECT on the table (and USAGE on its schema) to "
                 "the DSN's role; memlab needs no other privilege."))
+        if isinstance(exc, psycopg.DataError):
+            return ConfigError(self.safe(
+                f"{self.shown} could not convert a value ({detail}); nothing was read. Either the app, user or model "
+                "asked for is not of its column's type (a name where the column holds uuids or numbers: ask for a "
+                "value the column holds), or a value in the table is not of its field's type (a date that does not "
+                "exist: map that field, such as time, to None or to another column, or correct the row)."))  # fmt: skip
         if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
             return ConfigError(self.safe(f"a statement tried to write on {self.shown} and the read-only transaction "
                                          f"refused it ({detail}); nothing was changed."))  # fmt: skip
@@ -223,6 +265,14 @@ class ReadOnlyConnection:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+
+
+def _end(conn: psycopg.Connection) -> None:
+    """Roll back a unit of work that failed inside its transaction (an error there leaves it open, aborted)."""
+    if conn.closed or conn.info.transaction_status not in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        return
+    with suppress(psycopg.Error):  # a broken connection: the pool discards it
+        conn.execute("ROLLBACK")
 
 
 def _configure(conn: psycopg.Connection) -> None:

@@ -162,26 +162,61 @@ class Columns:
 
 
 @dataclass(frozen=True)
-class Layout:
-    """A table (`name` or `schema.name`, each part a plain or double-quoted identifier) and its `columns`."""
+class AppNames:
+    """Apps named in another table: the table's app column holds `key` values of `table`, and the caller names an
+    app by that row's `name` (or by its key as text). LangChain's PGVector keeps each row's collection as
+    `collection_id`, the uuid of a row of langchain_pg_collection, whose `name` is the collection_name the
+    application gave. `table` without a schema is looked up in the schema of the layout's table."""
 
     table: str
-    columns: Columns
+    name: str
+    key: str
 
     def __post_init__(self) -> None:
         table_parts(self.table)
+        for part in ("name", "key"):
+            value = getattr(self, part)
+            if not isinstance(value, str) or not re.fullmatch(rf"\s*{_IDENT}\s*", value):
+                raise ConfigError(f"app_names.{part} = {value!r} is not a column name: give a plain identifier or "
+                                  f"one in double quotes, a column of {self.table}.")  # fmt: skip
+
+    def column(self, part: str) -> str:
+        """The `name` or `key` column as the catalog spells it (quotes removed)."""
+        return _unident(getattr(self, part).strip())
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A table (`name` or `schema.name`, each part a plain or double-quoted identifier) and its `columns`;
+    `app_names` when the app column holds a key to another table's names (see AppNames), else None."""
+
+    table: str
+    columns: Columns
+    app_names: AppNames | None = None
+
+    def __post_init__(self) -> None:
+        table_parts(self.table)
+        if self.app_names is not None and not self.columns.source("app").is_plain_column:
+            raise ConfigError(f"app_names needs columns.app to be a plain column (the key into "
+                              f"{self.app_names.table}); it is {self.columns.app!r}.")  # fmt: skip
 
     @classmethod
     def preset(cls, name: str, *, table: str | None = None, **overrides: str | None) -> Layout:
         """The preset `name` of `PRESETS` (its default table unless `table` is given), with single columns
-        overridden: `Layout.preset("agent-memory", table="memory.agent_memory", session=None)`."""
+        overridden: `Layout.preset("agent-memory", table="memory.agent_memory", session=None)`. Overriding `app`
+        drops the preset's `app_names` (the app is then what the new expression reads)."""
         if name not in PRESETS:
             raise unknown_names([name], sorted(PRESETS), "preset")
-        base = PRESETS[name]
-        return cls(table=table or base.table, columns=base.columns.replace(**overrides))
+        return PRESETS[name].with_table(table).with_columns(**overrides)
 
     def with_columns(self, **overrides: str | None) -> Layout:
-        return Layout(self.table, self.columns.replace(**overrides))
+        """This layout with some fields mapped elsewhere; a new `app` drops `app_names`."""
+        names = None if "app" in overrides else self.app_names
+        return Layout(self.table, self.columns.replace(**overrides), names)
+
+    def with_table(self, table: str | None) -> Layout:
+        """This layout on another table (None: the same one)."""
+        return self if table is None else Layout(table, self.columns, self.app_names)
 
 
 def table_parts(table: object) -> tuple[str | None, str]:
@@ -196,7 +231,10 @@ def table_parts(table: object) -> tuple[str | None, str]:
 
 
 # Presets: one entry per known table layout (its columns and the table name it is created under by default). A new
-# preset is one entry here.
+# preset is one entry here. Where a library has no user, session, author or time of its own, the preset reads the
+# metadata keys most applications use (user_id, session_id, role, created_at): a convention, so each is overridden
+# on its own (`open_table(dsn, "llamaindex", user="metadata_->>'customer'")`). None of these libraries records the
+# embedding model in its rows: their `model` is None. JSON times are ISO text, read as timestamptz (catalog.bind).
 PRESETS: dict[str, Layout] = {
     # The agent_memory table of the pgvector memory-service design (its DDL: a vector(N) NOT NULL embedding with an
     # HNSW vector_cosine_ops index, UNIQUE (app_name, user_id, event_id, embed_model), a scope index).
@@ -204,5 +242,43 @@ PRESETS: dict[str, Layout] = {
         table="agent_memory",
         columns=Columns(app="app_name", user="user_id", session="session_id", event_id="event_id", author="author",
                         time="occurred_at", text="body", embedding="embedding", model="embed_model"),
+    ),
+    # LangChain's PGVector (langchain_postgres.vectorstores): every collection's rows in langchain_pg_embedding, the
+    # metadata in jsonb `cmetadata`. The app is the collection, named as the application named it (collection_name,
+    # LangChain's default 'langchain') or by its uuid; the name is read from langchain_pg_collection, so the role
+    # needs SELECT there too. `app="collection_id"` instead takes the uuid alone and needs no second table.
+    "langchain-postgres": Layout(
+        table="langchain_pg_embedding",
+        columns=Columns(app="collection_id", user="cmetadata->>'user_id'", session="cmetadata->>'session_id'",
+                        event_id="id", author="cmetadata->>'role'", time="cmetadata->>'created_at'", text="document",
+                        embedding="embedding"),
+        app_names=AppNames(table="langchain_pg_collection", name="name", key="uuid"),
+    ),
+    # LangChain's PGVectorStore (langchain_postgres.v2): the table the application named in
+    # PGEngine.init_vectorstore_table (give it as table=; 'vectorstore' is the name LangChain's documentation uses),
+    # one store per table (no app), metadata in json `langchain_metadata`. Keys given as metadata_columns are
+    # columns of their own: map them so (`user="user_id", time="created_at"`).
+    "langchain-pgvectorstore": Layout(
+        table="vectorstore",
+        columns=Columns(user="langchain_metadata->>'user_id'", session="langchain_metadata->>'session_id'",
+                        event_id="langchain_id", author="langchain_metadata->>'role'",
+                        time="langchain_metadata->>'created_at'", text="content", embedding="embedding"),
+    ),
+    # LlamaIndex's PGVectorStore (llama_index.vector_stores.postgres): table "data_" + the lowercased table_name
+    # (default llamaindex), one store per table (no app), node metadata at the top level of json `metadata_`.
+    "llamaindex": Layout(
+        table="data_llamaindex",
+        columns=Columns(user="metadata_->>'user_id'", session="metadata_->>'session_id'", event_id="node_id",
+                        author="metadata_->>'role'", time="metadata_->>'created_at'", text="text",
+                        embedding="embedding"),
+    ),
+    # mem0's pgvector store: the table is the collection_name (default mem0), everything but the vector in jsonb
+    # `payload` under mem0's own keys; a run is memlab's session. mem0's agent_id is optional, so the preset reads
+    # every agent's memories of a user; `app="payload->>'agent_id'"` scopes each read to one agent.
+    "mem0": Layout(
+        table="mem0",
+        columns=Columns(user="payload->>'user_id'", session="payload->>'run_id'", event_id="id",
+                        author="payload->>'role'", time="payload->>'created_at'", text="payload->>'data'",
+                        embedding="vector"),
     ),
 }

@@ -12,12 +12,12 @@ from memlab.table_store.catalog import DISTANCES, Bound, VectorIndex
 
 def scope(bound: Bound, *, model: bool, user: bool = True) -> sql.Composable:
     """`user = %(user)s AND app = %(app)s [AND model = %(model)s]` through the layout (an app the table does not
-    have is no condition: the table is one app)."""
+    have is no condition: the table is one app; apps named in another table match through it)."""
     parts = []
     if user:
         parts.append(sql.SQL("{} = %(user)s").format(bound.expr("user")))
-    if "app" in bound.present:
-        parts.append(sql.SQL("{} = %(app)s").format(bound.expr("app")))
+    if bound.app_match is not None:
+        parts.append(bound.app_match)
     if model:
         parts.append(sql.SQL("{} = %(model)s").format(bound.expr("model")))
     return sql.SQL(" AND ").join(parts) if parts else sql.SQL("true")
@@ -105,16 +105,17 @@ def sample_sql(bound: Bound, *, user: bool, model: bool) -> sql.Composed:
         w=scope(bound, model=model, user=user), dims=same_dimension(bound))  # fmt: skip
 
 
-def vector_param(vector: np.ndarray, dimension: int | None) -> str:
-    """A query vector in pgvector's text form (exact for float32); DimensionError for a wrong size, ValueError
-    for NaN or infinite values."""
-    values = np.asarray(vector, dtype=np.float32).reshape(-1)
+def vector_param(vector: np.ndarray, dimension: int | None) -> np.ndarray:
+    """A query vector as the float32 array the connection binds in pgvector's binary form (its adapters, registered
+    on every pooled connection): exact, with nothing to format here or parse in the server. DimensionError for a
+    wrong size, ValueError for NaN or infinite values."""
+    values = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
     if dimension is not None and values.size != dimension:
         raise DimensionError(f"the query vector has {values.size} dimensions and the table's embeddings {dimension}: "
                              "embed the query with the model that wrote the table (check_model tells which fits).")
     if not np.isfinite(values).all():
         raise ValueError("a query vector with NaN or infinite values cannot be searched")
-    return "[" + ",".join(repr(float(x)) for x in values) + "]"
+    return values
 
 
 def plan_uses_index(plan: dict, index_names: set[str]) -> tuple[bool, str]:

@@ -35,8 +35,9 @@ MAX_MODEL_VALUES = 8  # model values compared when the store is not scoped to on
 @dataclass(frozen=True)
 class TableHit:
     """One row of the table: its event id, text, session, author and time as stored (None where the layout
-    has no such field), and its `distance` to the query (the operator's value: cosine distance, L2 distance,
-    negative inner product or L1; None for rows read without a query)."""
+    has no such field; a time kept as text comes as a datetime, None where it is not a time), and its `distance`
+    to the query (the operator's value: cosine distance, L2 distance, negative inner product or L1; None for rows
+    read without a query)."""
 
     event_id: str
     text: str | None
@@ -111,6 +112,7 @@ class TableStore:
                               f"{catalog.qualified}; map columns.model or leave model out.")  # fmt: skip
         self.model = None if model is None else check_text(model, "model")
         self._counts: dict[tuple[str, str], int] = {}
+        self._searches: dict[tuple[str, str, str | None], sql.Composed] = {}  # composed once per plan shape
 
     # -- context -------------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -239,11 +241,23 @@ class TableStore:
                                                   ef_search=ef_search, iterative_scan=iterative_scan,
                                                   max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
         with self.connection.work(plan.knobs) as work:
-            rows = work.execute(statement, params).fetchall()
+            found = work.execute(statement, params)  # read after COMMIT: the whole search is one round trip
+        rows = found.fetchall()
         hits = [TableHit(*r[:5], distance=float(r[5])) for r in rows]
         kept = hits if max_distance is None else [h for h in hits if h.distance <= max_distance]
         return TableHits(kept, strategy=plan.strategy, distance=plan.distance,
                          index=plan.index.name if plan.index else None, dropped_by_cutoff=len(hits) - len(kept))
+
+    def search_statement(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
+                         distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
+                         max_scan_tuples: int | None = None,
+                         probes: int | None = None) -> tuple[sql.Composed, dict, list[tuple[str, str]]]:  # fmt: skip
+        """What `search` runs with the same arguments, to run it elsewhere (a bare connection, to time memlab's
+        overhead against it): the SELECT, its parameters, and the settings SET LOCAL before it as (name, value)."""
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
+        return statement, params, list(plan.knobs)
 
     def explain(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
                 distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
@@ -266,13 +280,30 @@ class TableStore:
                             shared_hit=int(top.get("Shared Hit Blocks", 0)),
                             shared_read=int(top.get("Shared Read Blocks", 0)), plan=doc)  # fmt: skip
 
+    def bare_seconds(self, app: str, user: str, vector: np.ndarray, *, k: int = 10, strategy: str = "auto",
+                     distance: str | None = None, ef_search: int = 40, iterative_scan: str = "relaxed_order",
+                     max_scan_tuples: int | None = None, probes: int | None = None) -> float:  # fmt: skip
+        """Seconds the statement `search` runs with the same arguments takes alone: sent and every row fetched on
+        the same connection, after its read-only transaction and settings are in place (those and the rate limit
+        are not counted, nor is making hits of the rows). What `search` takes beyond it is memlab's own cost."""
+        plan, statement, params = self._statement(app, user, vector, k=k, strategy=strategy, distance=distance,
+                                                  ef_search=ef_search, iterative_scan=iterative_scan,
+                                                  max_scan_tuples=max_scan_tuples, probes=probes)  # fmt: skip
+        with self.connection.work(plan.knobs) as work:
+            _, seconds = work.timed(statement, params, shown=self.connection.shown)
+        return seconds
+
     def _statement(self, app: str, user: str, vector: np.ndarray, **settings) -> tuple[_SearchPlan, sql.Composed, dict]:
         """The plan, statement and parameters of one search (shared by `search` and `explain`)."""
         plan = self._plan(app, user, **settings)
         dimension = self.catalog.dimension
         if plan.index is not None and plan.index.cast is not None:
             dimension = int(plan.index.cast.split("(")[1].rstrip(")"))
-        statement = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index, model=self.model is not None)
+        key = (plan.distance, plan.strategy, plan.index.name if plan.index else None)
+        statement = self._searches.get(key)
+        if statement is None:
+            statement = self._searches[key] = q.search_sql(self.bound, plan.distance, plan.strategy, plan.index,
+                                                           model=self.model is not None)  # fmt: skip
         params = self._params(app, user, q=q.vector_param(vector, dimension), k=settings["k"], dim=np.size(vector))
         return plan, statement, params
 
@@ -333,7 +364,7 @@ def open_table(dsn: str | None, layout: Layout | str, *, table: str | None = Non
     if isinstance(layout, str):
         layout = Layout.preset(layout, table=table, **columns)
     elif table is not None or columns:
-        layout = Layout(table or layout.table, layout.columns.replace(**columns))
+        layout = layout.with_table(table).with_columns(**columns)
     connection = ReadOnlyConnection(dsn, limits)
     try:
         with connection.once() as work:

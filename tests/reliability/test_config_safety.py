@@ -67,7 +67,7 @@ def test_good_values_still_pass():
     config = lab.parse_config(CI, source="ci.yaml", overrides=["systems.0.ef_search=100", "systems.1.max_distance=0.5",
                                                                 "datasets.2.users=8", "options.cutoff.target=0.1"])
     assert config.resolved["systems"][0]["ef_search"] == 100
-    for suite in lab.suite_names():
+    for suite in lab.config.suite_names():
         lab.load_suite(suite)
 
 

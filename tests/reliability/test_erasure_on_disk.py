@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import memlab
-from memlab.lab.reliability.probes import (
+from memlab.lab.reliability.probes import erasure_disk_family
+from memlab.lab.reliability.probes.erasure_disk import (
     Planted,
     checkpoint,
     disk_server,
-    erasure_disk_family,
     holders,
     outside_wal,
     recycle_ahead,

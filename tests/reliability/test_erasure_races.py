@@ -9,8 +9,8 @@ import pytest
 
 import memlab
 from memlab.events.filters import DELETED
-from memlab.lab.reliability.probes import FACT_TEXTS, GatedEmbedder, GatedExtractor, race
-from memlab.lab.reliability.probes import RACE_TEXTS as TEXTS
+from memlab.lab.reliability.probes import GatedEmbedder, GatedExtractor, race
+from memlab.lab.reliability.probes.races import FACT_TEXTS, TEXTS
 from tests.conftest import make_session
 
 

@@ -116,7 +116,7 @@ def test_a_direct_fact_write_refuses_a_credential(store, embedder, app_name):
     report = facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "ghp_1234567890abcdefghijABCDEFGHIJ123456",
                                    at=T0)  # fmt: skip
     assert report.skipped["secret"] == 1 and report.inserted == 0
-    assert facts.rows(app_name, memlab.DOMAIN_USER) == []
+    assert facts.rows(app_name, memlab.facts.DOMAIN_USER) == []
     assert facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "Argo CD", at=T0).inserted == 1
 
 
@@ -128,18 +128,18 @@ def test_the_query_log_refuses_a_password_typed_as_the_reply_to_a_question(store
     # the reply follows the question in the log (the user's previous query is the turn before it)
     mem.search(app_name, "u", QUESTION)
     mem.search(app_name, "u", REPLY)
-    assert [q.text for q in memlab.logged_queries(store, app_name, "u")] == [QUESTION]
+    assert [q.text for q in memlab.events.logged_queries(store, app_name, "u")] == [QUESTION]
     # or follows the agent's question, given as the search's context
     mem.search(app_name, "v", REPLY, context=["Sure, I can check the router.", QUESTION])
-    assert memlab.logged_queries(store, app_name, "v") == []
+    assert memlab.events.logged_queries(store, app_name, "v") == []
     assert mem.query_log.counts["secret"] == 2
     # one word after another question is an ordinary query, and is recorded
     mem.search(app_name, "w", "Which city does my sister live in?")
     mem.search(app_name, "w", "Lisbon")
     mem.search(app_name, "x", "Lisbon", context=[QUESTION])  # too plain to be a password
-    assert [q.text for q in memlab.logged_queries(store, app_name, "w")] == ["Which city does my sister live in?",
-                                                                             "Lisbon"]  # fmt: skip
-    assert [q.text for q in memlab.logged_queries(store, app_name, "x")] == ["Lisbon"]
+    logged = memlab.events.logged_queries(store, app_name, "w")
+    assert [q.text for q in logged] == ["Which city does my sister live in?", "Lisbon"]
+    assert [q.text for q in memlab.events.logged_queries(store, app_name, "x")] == ["Lisbon"]
     with pytest.raises(memlab.InputError, match="context"):
         mem.search(app_name, "u", "Where do I live?", context=QUESTION)
 
@@ -165,4 +165,4 @@ def test_the_adk_facts_callback_judges_a_reply_with_the_agents_question(store, e
                 pass
 
     asyncio.run(scenario())
-    assert [q.text for q in memlab.logged_queries(store, app, "alice")] == [asked]
+    assert [q.text for q in memlab.events.logged_queries(store, app, "alice")] == [asked]

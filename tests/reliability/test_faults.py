@@ -10,16 +10,17 @@ tests run its parts and assert its figures, so the report and the tests share on
 from __future__ import annotations
 
 from memlab import lab
-from memlab.lab import probes
+from memlab.lab.reliability import probes
+from memlab.lab.reliability.probes.faults import embedder_faults, faults_figures, sigkill_faults
 
 TIMEOUT = 5.0  # own_store's database timeout
-SIZE = lab.RELIABILITY_SIZES["ci"]  # 4 users x 3 sessions of 5 events each
+SIZE = lab.reliability.RELIABILITY_SIZES["ci"]  # 4 users x 3 sessions of 5 events each
 USERS = [f"user-{u}" for u in range(SIZE.fault_users)]
 
 
 def test_sigkill_of_the_postmaster_mid_ingest_then_reingest_equals_one_clean_ingest(own_store, own_home, embedder):
-    family = probes.faults_figures()
-    probes.sigkill_faults(family, own_store, own_home, embedder, SIZE)
+    family = faults_figures()
+    sigkill_faults(family, own_store, own_home, embedder, SIZE)
     assert family.failures() == [], family.found
     figures = family.figures
     assert figures["kills"] == 2, f"both kills (inside a write, at a random moment) cut an ingest: {family.notes}"
@@ -31,8 +32,8 @@ def test_sigkill_of_the_postmaster_mid_ingest_then_reingest_equals_one_clean_ing
 
 
 def test_an_embedder_raising_mid_batch_writes_no_part_of_a_session(store, embedder, app_name):
-    family = probes.faults_figures()
-    probes.embedder_faults(family, store, embedder, SIZE, app_name)
+    family = faults_figures()
+    embedder_faults(family, store, embedder, SIZE, app_name)
     assert family.failures() == [], family.found
     assert family.figures["embedder_failures"] == 4, "each layer: a batched ingest and a single add failed"
     assert family.figures["embedder_failures_mid_ingest"] == 2, "the batches before the failure were written"

@@ -13,6 +13,7 @@ import pytest
 
 import memlab
 from memlab import InputLimits
+from memlab.facts import Candidate
 from tests.conftest import T0, make_session
 from tests.support.facts import ScriptedExtractor
 
@@ -70,8 +71,8 @@ def test_a_fact_stated_at_an_implausible_time_is_refused_and_nobody_is_poisoned(
         facts.add_domain_session(_said(app_name, "admin", "d1", "The payments team deploys with Argo CD.", at))
     with pytest.raises(memlab.InputError, match=r"outside the accepted window"):
         facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "Argo CD", at=at)
-    assert facts.rows(app_name, memlab.DOMAIN_USER) == []
-    _readable(facts, app_name, "alice", "bob", memlab.DOMAIN_USER)
+    assert facts.rows(app_name, memlab.facts.DOMAIN_USER) == []
+    _readable(facts, app_name, "alice", "bob", memlab.facts.DOMAIN_USER)
 
 
 def test_the_fact_timestamp_window_is_configurable(store, embedder, app_name):
@@ -114,10 +115,10 @@ def test_every_fact_entry_point_refuses_an_unstorable_user_id_with_a_memlab_erro
 def test_fact_texts_and_values_are_checked_and_bounded(store, embedder, app_name):
     s = _said(app_name, "alice", "a1", "We deploy with Argo CD.", T0)
     long_value = "Argo CD " * 200
-    script = {"a1": [memlab.Candidate("user", "deploy_tool", long_value, "We deploy with Argo CD.", event_id="a1-e1"),
-                     memlab.Candidate("user", "deploy_tool", "Ar\x00go", "We deploy with Argo CD.", event_id="a1-e1"),
-                     memlab.Candidate("team:" + "p" * 400, "deploy_tool", "Argo CD", "We deploy with Argo CD.",
-                                      event_id="a1-e1")]}  # fmt: skip
+    script = {"a1": [Candidate("user", "deploy_tool", long_value, "We deploy with Argo CD.", event_id="a1-e1"),
+                     Candidate("user", "deploy_tool", "Ar\x00go", "We deploy with Argo CD.", event_id="a1-e1"),
+                     Candidate("team:" + "p" * 400, "deploy_tool", "Argo CD", "We deploy with Argo CD.",
+                               event_id="a1-e1")]}  # fmt: skip
     facts = memlab.FactMemory(store, embedder, extractor=ScriptedExtractor(script))
     report = facts.add_session(s)
     assert report.inserted == 0 and sum(report.dropped.values()) == 3, report
@@ -130,7 +131,7 @@ def test_fact_texts_and_values_are_checked_and_bounded(store, embedder, app_name
         facts.add_domain_fact(app_name + "\ud800", "team:payments", "deploy_tool", "Argo", at=T0)
     with pytest.raises(memlab.InputError, match="at="):
         facts.add_domain_fact(app_name, "team:payments", "deploy_tool", "Argo", at="2026-01-01")
-    assert facts.rows(app_name, "alice") == [] and facts.rows(app_name, memlab.DOMAIN_USER) == []
+    assert facts.rows(app_name, "alice") == [] and facts.rows(app_name, memlab.facts.DOMAIN_USER) == []
 
 
 def test_fact_search_parameters_are_checked(facts, app_name):

@@ -22,8 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memlab
-from memlab.lab import probes
-from memlab.lab.reliability.probes import APP_BASES, TOPICS, USER_BASES, look_alikes
+from memlab.lab.reliability.probes.isolation import (
+    APP_BASES,
+    TOPICS,
+    USER_BASES,
+    IsolationCheck,
+    isolation_figures,
+    look_alike_matrix,
+    look_alikes,
+)
 from tests.conftest import examples
 
 ID_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
@@ -56,10 +63,10 @@ class World:
 def worlds(draw) -> World:
     """Mostly look-alikes of one user id in look-alikes of one app id (so a sloppy comparison would merge them),
     sometimes an arbitrary id beside them; every drawn user has sessions in every drawn app (at most 6 pairs)."""
-    user_pool = [u for u in look_alikes(draw(st.sampled_from(USER_BASES))) if u != memlab.DOMAIN_USER]
+    user_pool = [u for u in look_alikes(draw(st.sampled_from(USER_BASES))) if u != memlab.facts.DOMAIN_USER]
     app_pool = look_alikes(draw(st.sampled_from(APP_BASES)))
     users = draw(st.lists(st.sampled_from(user_pool), min_size=2, max_size=4, unique=True))
-    users += [u for u in draw(st.lists(RANDOM_ID, max_size=1)) if u not in users and u != memlab.DOMAIN_USER]
+    users += [u for u in draw(st.lists(RANDOM_ID, max_size=1)) if u not in users and u != memlab.facts.DOMAIN_USER]
     apps = draw(st.lists(st.sampled_from(app_pool), min_size=1, max_size=2, unique=True))
     apps += [a for a in draw(st.lists(RANDOM_ID, max_size=1)) if a not in apps]
     every = draw(st.permutations([(a, u) for a in apps for u in users]))
@@ -82,14 +89,14 @@ def iso(store, embedder):
     """One scratch database for the whole module: examples add to it, so look-alikes accumulate. The checker is
     the isolation family's of `memlab check reliability`: every read path, every row traced to its owner."""
     with memlab.scratch_store(store, prefix="isolation") as db:
-        yield probes.IsolationCheck(db, embedder, probes.isolation_figures())
+        yield IsolationCheck(db, embedder, isolation_figures())
 
 
 @settings(max_examples=examples(10), deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
 @given(world=worlds())
 def test_no_read_path_returns_a_row_of_another_app_or_user(iso, world):
-    iso.family = probes.isolation_figures()  # this example's figures
+    iso.family = isolation_figures()  # this example's figures
     iso.ingest(world.texts, world.domain_apps)
     for app, user in world.pairs + world.probes:
         iso.check(app, user, world.settings, world.granularity, world.query)
@@ -104,8 +111,8 @@ MATRIX_APPS = ("app", "App", "app ")
 def test_every_look_alike_of_every_user_sees_only_its_own_rows(iso):
     """The systematic half: every look-alike of a few ids, in look-alike apps, each with its own rows; each one
     asked with exact and HNSW searches (event and chunk layers) and every other read path."""
-    iso.family = probes.isolation_figures()
-    users = probes.look_alike_matrix(iso, MATRIX_BASES, MATRIX_APPS)
+    iso.family = isolation_figures()
+    users = look_alike_matrix(iso, MATRIX_BASES, MATRIX_APPS)
     assert iso.family.failures() == [], iso.family.found
     assert iso.family.figures["cases"] == len(users) * len(MATRIX_APPS) and len(users) > 40
     assert iso.family.figures["rows_checked"] > iso.family.figures["cases"]

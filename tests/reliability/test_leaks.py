@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 import memlab
 import memlab.safety.redact as redaction
 from memlab.cli import app
-from memlab.lab.reliability.probes import MALFORMED_DSNS, MARK, EchoEndpoint
+from memlab.embedding import OpenAICompatibleEmbedder
+from memlab.lab.reliability.probes.leaks import MALFORMED_DSNS, MARK, EchoEndpoint
 
 
 @pytest.mark.parametrize("dsn", MALFORMED_DSNS)
@@ -65,14 +66,14 @@ def test_the_llm_extractor_never_echoes_the_authorization_header(echo):
     key = f"sk-test-{MARK}-0123456789abcdef"
     extractor = memlab.LlmExtractor(base_url=echo.url, model="m", api_key=key)
     event = memlab.Event(id="e1", author="user", text="I live in Lisbon.", timestamp=datetime(2026, 3, 1, tzinfo=UTC))
-    with pytest.raises(memlab.ExtractionError) as err:
-        extractor.extract([event], session_id="s", registry=memlab.default_registry())
+    with pytest.raises(memlab.facts.ExtractionError) as err:
+        extractor.extract([event], session_id="s", registry=memlab.facts.default_registry())
     assert MARK not in str(err.value) and echo.url in str(err.value)
 
 
 def test_the_embedder_never_echoes_the_authorization_header(echo, monkeypatch):
     monkeypatch.setenv("LEAK_TEST_KEY", f"sk-test-{MARK}-0123456789abcdef")
-    embedder = memlab.OpenAICompatibleEmbedder(echo.url, "m", api_key_env="LEAK_TEST_KEY", retries=0)
+    embedder = memlab.embedding.OpenAICompatibleEmbedder(echo.url, "m", api_key_env="LEAK_TEST_KEY", retries=0)
     with pytest.raises(memlab.EmbeddingEndpointError) as err:
         embedder.embed_query("hello")
     assert MARK not in str(err.value) and echo.url in str(err.value)
@@ -84,14 +85,14 @@ def test_a_base_url_with_a_password_is_refused_without_echoing_it():
         memlab.LlmExtractor(base_url=url, model="m")
     assert MARK not in str(err.value)
     with pytest.raises(memlab.ConfigError) as err:
-        memlab.OpenAICompatibleEmbedder(url, "m")
+        memlab.embedding.OpenAICompatibleEmbedder(url, "m")
     assert MARK not in str(err.value)
 
 
 def test_an_unreachable_llm_endpoint_with_a_key_in_its_query_is_named_without_it():
     extractor = memlab.LlmExtractor(base_url=f"http://127.0.0.1:1/v1?api_key={MARK}", model="m", timeout=2)
-    with pytest.raises(memlab.ExtractionError) as err:
-        extractor.extract([], session_id="s", registry=memlab.default_registry())
+    with pytest.raises(memlab.facts.ExtractionError) as err:
+        extractor.extract([], session_id="s", registry=memlab.facts.default_registry())
     assert MARK not in str(err.value) and "127.0.0.1" in str(err.value)
 
 
@@ -148,14 +149,14 @@ def test_the_redactor_leaves_ordinary_messages_alone(text):
 
 
 def test_an_unreachable_embedder_with_a_key_in_its_query_is_named_without_it():
-    embedder = memlab.OpenAICompatibleEmbedder(f"http://127.0.0.1:1/v1?api_key={MARK}", "m", retries=0, timeout=2)
+    embedder = OpenAICompatibleEmbedder(f"http://127.0.0.1:1/v1?api_key={MARK}", "m", retries=0, timeout=2)
     with pytest.raises(memlab.EmbeddingEndpointError) as err:
         embedder.embed_query("hello")
     assert MARK not in str(err.value) and "127.0.0.1" in str(err.value)
 
 
 @pytest.mark.parametrize("error", [memlab.MemlabError, memlab.ConfigError, memlab.DatabaseUnavailableError,
-                                   memlab.EmbeddingEndpointError, memlab.ExtractionError])  # fmt: skip
+                                   memlab.EmbeddingEndpointError, memlab.facts.ExtractionError])  # fmt: skip
 def test_every_memlab_error_message_passes_the_redactor(error):
     """Whatever a raise site quotes (a DSN, a URL, a reply), the message a caller or a traceback shows is clean."""
     exc = error(f"cannot use postgresql://u:{MARK}@db/x; server said {{'Authorization': 'Bearer {MARK}1'}}")

@@ -12,13 +12,13 @@ import json
 import pandas as pd
 import pytest
 
-from memlab.lab.reliability.probes import (
+from memlab.lab.reliability.probes import leaks_family
+from memlab.lab.reliability.probes.leaks import (
     CREDENTIALS,
     HOSTILE,
     MARK,
     files_holding,
     hostile_run,
-    leaks_family,
     page_data,
     script_data_problems,
 )

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memlab import ConfigError, FixtureError, lab
+from memlab import ConfigError, lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.conftest import ROOT
 from tests.integration.lab.datasets.test_judged_set import APP, JUDGED, judgment, write_judgments, write_pool
 from tests.integration.lab.judging.test_pool import QUERIES, write_queries, write_sessions
@@ -114,8 +115,8 @@ def test_a_deep_question_templates_file(tmp_path, text):
     path = tmp_path / "templates.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=r"templates.yaml: refused: nested"):
-        lab.load_templates(path)
-    assert lab.load_templates().templates  # memlab's own still read
+        lab.datasets.load_templates(path)
+    assert lab.datasets.load_templates().templates  # memlab's own still read
 
 
 def test_nesting_within_the_bound_still_reads(tmp_path):
@@ -134,7 +135,7 @@ def test_a_reader_without_its_own_bound_still_ends_in_one_line(tmp_path, monkeyp
     def recursing(*args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(lab, "load_dataset", recursing)
+    monkeypatch.setattr(lab.datasets, "load_dataset", recursing)
     path = tmp_path / "data.jsonl"
     shutil.copy(ROOT / "fixtures" / "jsonl" / "example.jsonl", path)
     one_line_exit_2(["check-dataset", str(path)], "flatten the file")

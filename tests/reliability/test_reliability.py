@@ -94,7 +94,7 @@ FIRST_PROBE = ["isolation", "concurrency", "faults", "erasure", "secrets", "bad_
 def test_every_family_is_run_by_the_cli_test_or_by_a_test_file_of_its_own():
     """The CLI test runs FIRST_PROBE; each other family's probe function is called by a test file."""
     families = {key.split(".")[0] for key in SECOND_PROBE_ZERO + THIRD_PROBE_ZERO}
-    assert set(FIRST_PROBE) | families == set(lab.RELIABILITY_FAMILIES)
+    assert set(FIRST_PROBE) | families == set(lab.reliability.RELIABILITY_FAMILIES)
     sources = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py") if p.name != "test_reliability.py")
     probes = {"input_checks": "inputs"}
     for name in families:
@@ -102,7 +102,7 @@ def test_every_family_is_run_by_the_cli_test_or_by_a_test_file_of_its_own():
 
 
 def test_check_reliability_writes_a_report_with_every_must_be_zero_figure_zero(tmp_path, store):
-    size = lab.RELIABILITY_SIZES["smoke"]
+    size = lab.reliability.RELIABILITY_SIZES["smoke"]
     chosen = [arg for name in FIRST_PROBE for arg in ("--family", name)]
     result = CliRunner().invoke(app, ["check", "reliability", "--size", "smoke", "--out", str(tmp_path), *chosen])
     assert result.exit_code == 0, result.output
@@ -140,15 +140,15 @@ def test_a_figure_that_is_not_zero_fails_the_command(tmp_path, monkeypatch):
     failing = {"run_id": "r", "size": "ci", "seconds": 1.0, "memlab_version": "0", "ok": False,
                "failures": ["isolation.leaks = 1 (must be 0)"], "must_be_zero": {"isolation.leaks": 1}, "goals": {},
                "families": {"isolation": family}, "folder": str(tmp_path)}  # fmt: skip
-    monkeypatch.setattr(lab, "run_reliability", lambda *a, **k: failing)
+    monkeypatch.setattr(lab.reliability, "run_reliability", lambda *a, **k: failing)
     result = CliRunner().invoke(app, ["check", "reliability", "--out", str(tmp_path)])
     assert result.exit_code == 1 and "isolation.leaks = 1" in result.output
-    markdown = lab.reliability_markdown(failing)
+    markdown = lab.reliability.reliability_markdown(failing)
     assert "**FAIL**: isolation.leaks = 1 (must be 0)" in markdown and "- isolation: leaks: x" in markdown
     assert CliRunner().invoke(app, ["check", "reliability", "--size", "huge"]).exit_code == 2
     unknown = CliRunner().invoke(app, ["check", "reliability", "--family", "lekas", "--out", str(tmp_path / "u")])
     assert unknown.exit_code == 2 and "leaks" in unknown.output and not (tmp_path / "u").exists()
-    assert set(lab.RELIABILITY_SIZES) == {"smoke", "ci", "full"}
+    assert set(lab.reliability.RELIABILITY_SIZES) == {"smoke", "ci", "full"}
 
 
 SHARED_FIXTURES = {"own_home", "own_store", "memlab_home", "store", "scratch_store", "embedder"}  # tests/conftest.py
@@ -156,14 +156,19 @@ SHARED_FIXTURES = {"own_home", "own_store", "memlab_home", "store", "scratch_sto
 
 def test_the_tests_hold_no_copy_of_a_probe_helper_or_a_shared_fixture():
     """The reliability checks live once, in memlab.lab.reliability.probes: a test calls the probe's family or helper
-    by its
-    public name (the tripwire, the private server and its postmaster pid, the writer process, the look-alike ids,
+    by its name (the tripwire, the private server and its postmaster pid, the writer process, the look-alike ids,
     the gated embedder, the trace scans), never a copy of its own; a fixture more than one module needs is in
-    tests/conftest.py. So `memlab check reliability` and pytest run the same code."""
-    probe_names = {name.lstrip("_") for name in lab.probes.__all__}
+    tests/conftest.py. So `memlab check reliability` and pytest run the same code. The helpers are the probes'
+    face and every name a test imports from a probe module."""
+    sources = {path: path.read_text() for path in sorted((ROOT / "tests").rglob("*.py"))}
+    probe_names = {name.lstrip("_") for name in lab.reliability.probes.__all__} | {
+        alias.name.lstrip("_") for source in sources.values() for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memlab.lab.reliability.probes")
+        for alias in node.names}  # fmt: skip
+    assert {"postmaster_pid", "GatedEmbedder", "look_alikes", "concurrency_figures"} <= probe_names
     copies = []
-    for path in sorted((ROOT / "tests").rglob("*.py")):
-        rel, source = path.relative_to(ROOT).as_posix(), path.read_text()
+    for path, source in sources.items():
+        rel = path.relative_to(ROOT).as_posix()
         for node in ast.parse(source).body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name.lstrip("_") in probe_names:
                 copies.append(f"{rel}:{node.lineno} defines {node.name}, a helper of memlab.lab.reliability.probes")

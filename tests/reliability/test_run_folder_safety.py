@@ -91,10 +91,10 @@ def test_the_latest_copy_never_replaces_a_user_folder(tmp_path):
     latest = tmp_path / "latest"
     files = _user_folder(latest)
     with pytest.raises(ConfigError, match="not a memlab run folder"):
-        lab.publish_latest(run, latest)
+        lab.experiment.publish_latest(run, latest)
     _unchanged(files, latest)
-    lab.publish_latest(run, tmp_path / "fresh")
-    lab.publish_latest(run, tmp_path / "fresh")  # memlab's own copy is replaced
+    lab.experiment.publish_latest(run, tmp_path / "fresh")
+    lab.experiment.publish_latest(run, tmp_path / "fresh")  # memlab's own copy is replaced
     assert (tmp_path / "fresh" / "manifest.json").exists()
 
 
@@ -163,12 +163,12 @@ def test_distinct_names_are_kept_apart():
 
 def test_a_run_never_overwrites_another_runs_file(tmp_path):
     nan = float("nan")
-    frame = pd.DataFrame([("s", "q1", 0, None, [], nan, 0, 1.0, "", nan, nan, nan)], columns=lab.RUN_COLUMNS)
-    lab.Run("d/1", "s", frame).save(tmp_path)
-    lab.Run("d/1", "s", frame).save(tmp_path)  # the same run again: fine
+    frame = pd.DataFrame([("s", "q1", 0, None, [], nan, 0, 1.0, "", nan, nan, nan)], columns=lab.runs.RUN_COLUMNS)
+    lab.runs.Run("d/1", "s", frame).save(tmp_path)
+    lab.runs.Run("d/1", "s", frame).save(tmp_path)  # the same run again: fine
     with pytest.raises(ConfigError, match=r"'d/1'.*'d_1'|'d_1'.*'d/1'"):
-        lab.Run("d_1", "s", frame).save(tmp_path)
-    assert [r.dataset for r in lab.load_runs(tmp_path)] == ["d/1"]
+        lab.runs.Run("d_1", "s", frame).save(tmp_path)
+    assert [r.dataset for r in lab.runs.load_runs(tmp_path)] == ["d/1"]
 
 
 # -- the name of an experiment is not a path ----------------------------------------------------------------
@@ -185,5 +185,5 @@ def test_an_experiment_name_never_leaves_reports(tmp_path, monkeypatch, name):
 
 def test_the_default_folder_is_under_reports():
     config = lab.parse_config({"name": "my exp: v2", "datasets": [FIXTURE_DATA], "sweeps": []}, source="x")
-    folder = lab.default_run_folder(config, "20260101T000000")
+    folder = lab.experiment.default_run_folder(config, "20260101T000000")
     assert folder.parent == Path("reports") and folder.name == "my_exp_v2-20260101T000000"

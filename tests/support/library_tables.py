@@ -204,7 +204,7 @@ def mem0_memories(dsn: str, records: Sequence[Record], state_dir: Path, *, model
     if telemetry.MEM0_TELEMETRY:
         raise RuntimeError(f"mem0 was imported before MEM0_TELEMETRY=False was set: import it only through "
                            f"{__name__}.mem0_memories, or set MEM0_TELEMETRY=False before mem0 is imported")
-    path = str(model_path or memlab.packaged_minilm_path())
+    path = str(model_path or memlab.embedding.packaged_minilm_path())
     dimension = 384  # all-MiniLM-L6-v2; mem0 sizes the vector column from the config, not the model
     config = {
         "vector_store": {"provider": "pgvector", "config": {

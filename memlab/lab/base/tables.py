@@ -47,8 +47,15 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
     return "\n".join(lines)
 
 
+def _overall(scores: pd.DataFrame) -> pd.DataFrame:
+    """Long scores' rows over all the questions (a breakdown's rows carry their `group`)."""
+    return scores[scores["group"] == ""] if "group" in scores.columns else scores
+
+
 def pivot_scores(scores: pd.DataFrame, systems: list[str], metrics: list[str]) -> pd.DataFrame:
-    """Wide table from long scores: one row per system (in the order given), one column per metric present."""
+    """Wide table from long scores: one row per system (in the order given), one column per metric present (over
+    all the questions)."""
+    scores = _overall(scores)
     sub = scores[scores.system.isin(systems) & scores.metric.isin(metrics)]
     if sub.empty:
         return pd.DataFrame({"system": systems})
@@ -65,13 +72,16 @@ def pivot_scores(scores: pd.DataFrame, systems: list[str], metrics: list[str]) -
 
 
 def breakdown(scores: pd.DataFrame, systems: list[str], metric: str, group: str) -> pd.DataFrame | None:
-    """`metric[group=value]` rows of `systems` as a table: one row per system, one column per group value
-    (None when there is at most one value: nothing to break down)."""
-    rows = scores[scores.system.isin(systems) & scores.metric.str.startswith(f"{metric}[{group}=")]
-    if rows.metric.nunique() <= 1:
+    """`metric` of `systems` broken down by `group` (the long scores' `group` and `group_value` columns) as a
+    table: one row per system, one column per group value (None when there is at most one value: nothing to break
+    down)."""
+    if "group" not in scores.columns:
         return None
-    wide = rows.assign(group=rows.metric.str.extract(r"=(.*)\]$")[0]).pivot_table(
-        index="system", columns="group", values="value", sort=False)
+    rows = scores[scores.system.isin(systems) & (scores.metric == metric) & (scores["group"] == group)]
+    if rows.group_value.nunique() <= 1:
+        return None
+    wide = rows.pivot_table(index="system", columns="group_value", values="value", sort=False).rename_axis(
+        columns="group")
     if group == "size":  # memory-size buckets in size order, not alphabetical
         wide = wide[[b for b in SIZE_LABELS if b in wide.columns] + [c for c in wide.columns if c not in SIZE_LABELS]]
     return wide.reindex([s for s in systems if s in wide.index]).reset_index()

@@ -1,43 +1,43 @@
 """memlab bench: ingest vs the model, search latency and recall per strategy and tenant size at 10k to 1M rows
 on corpora that look like real memory, the scaling curve, lexical and hybrid search against vector per user size,
 search while sessions are written, search from concurrent clients, FAISS against the memory bandwidth, bulk writes
-and HNSW builds. `run_bench` runs them all (what `memlab bench` calls); the parts are public for notebooks."""
+and HNSW builds, and `memlab eval` on a user's own pgvector table at 100,000 rows (table_store). `run_bench` runs
+them all (what `memlab bench` calls); each bench's run, summary and section are public for notebooks. Modules here
+are internal (corpus and hardware helpers included); use the names below."""
 
 from __future__ import annotations
 
-from memlab.lab.base.hardware import faiss_scan, memory_bandwidth
 from memlab.lab.bench.bulk import bulk_write, hnsw_build
 from memlab.lab.bench.concurrency import (
     CONCURRENCY_SIZES,
     ConcurrencySize,
     concurrency_bench,
     concurrency_section,
-    saturation,
     summarize_concurrency,
 )
-from memlab.lab.bench.corpora import (
-    corpus,
-    distribution_table,
-    embedded,
-    matched_vectors,
-    near_duplicate_vectors,
-    nn_distances,
-    real_questions,
-    real_texts,
-)
-from memlab.lab.bench.ingest_sets import INGEST_SETS, IngestSet, ingest_set
+from memlab.lab.bench.corpora import corpus
+from memlab.lab.bench.ingest_sets import ingest_set
 from memlab.lab.bench.lexical import lexical_bench, summarize_lexical
-from memlab.lab.bench.run import SIZES, BenchSize, auto_goal, calibrate, latency_verdict, run_bench
+from memlab.lab.bench.run import (
+    PARTS,
+    SIZES,
+    BenchSize,
+    auto_goal,
+    bench_parts,
+    calibrate,
+    latency_verdict,
+    run_bench,
+)
 from memlab.lab.bench.search import STRATEGIES, scaling_curve, search_bench, summarize_search
 from memlab.lab.bench.streaming import (
     STREAMING_SIZES,
     StreamingRun,
     StreamingSize,
-    half_written,
     streaming_bench,
     streaming_section,
     summarize_streaming,
 )
+from memlab.lab.bench.table_store import TABLE_SIZES, TableSize, table_store_bench
 from memlab.lab.systems.ingest_timing import (
     BENCH_APP,
     STAGES,
@@ -50,42 +50,33 @@ from memlab.lab.systems.ingest_timing import (
 __all__ = [
     "BENCH_APP",
     "CONCURRENCY_SIZES",
-    "INGEST_SETS",
+    "PARTS",
     "SIZES",
     "STAGES",
     "STRATEGIES",
     "STREAMING_SIZES",
+    "TABLE_SIZES",
     "BenchSize",
     "ConcurrencySize",
     "IngestBench",
-    "IngestSet",
     "StreamingRun",
     "StreamingSize",
+    "TableSize",
     "auto_goal",
+    "bench_parts",
     "bulk_write",
     "calibrate",
     "concurrency_bench",
     "concurrency_section",
     "corpus",
-    "distribution_table",
-    "embedded",
-    "faiss_scan",
-    "half_written",
     "hnsw_build",
     "ingest_set",
     "latency_verdict",
     "lexical_bench",
-    "matched_vectors",
     "measure_batch_sizes",
     "measure_ingest",
-    "memory_bandwidth",
     "model_threads",
-    "near_duplicate_vectors",
-    "nn_distances",
-    "real_questions",
-    "real_texts",
     "run_bench",
-    "saturation",
     "scaling_curve",
     "search_bench",
     "streaming_bench",
@@ -94,4 +85,5 @@ __all__ = [
     "summarize_lexical",
     "summarize_search",
     "summarize_streaming",
+    "table_store_bench",
 ]

@@ -28,10 +28,11 @@ def _get(results: dict[str, float], key: str) -> float:
 
 def bench_markdown(
     meta: dict[str, Any], results: dict[str, float], tables: dict[str, pd.DataFrame], spec,
-    serving: Sequence[str] = (),
+    serving: Sequence[str] = (), table_store: Sequence[str] = (),
 ) -> str:  # fmt: skip
-    """bench.md. `serving`: the concurrency and streaming sections' lines (their modules render them: they import
-    this one's helpers, so it cannot import them)."""
+    """bench.md. `serving`: the concurrency and streaming sections' lines, `table_store` the table store's (their
+    modules render them: they import this one's helpers, so it cannot import them). A run of the table-store
+    part alone has no headline of memlab's own memory."""
     r = results
     ingest = tables.get("ingest", pd.DataFrame())
     lines = [
@@ -40,6 +41,8 @@ def bench_markdown(
         f"{fig(_get(r, 'seconds') / 60)} minutes; peak memory of the bench process "
         f"{fig(_get(r, 'peak_memory_mb'))} MB. "
         "Every figure below was measured in this run; compare runs by the ratios, not the seconds.", "",
+    ]  # fmt: skip
+    lines += [] if "ingest" not in tables else [
         "## Headline", "",
         f"- **Ingest** (`{ingest['set'].iloc[0] if not ingest.empty else '?'}`): {fig(_get(r, 'ingest.ratio'))} x the "
         "model's raw encode rate on the same "
@@ -174,6 +177,7 @@ def bench_markdown(
     ):  # fmt: skip
         if name in tables:
             lines += [f"## {title}", "", note, "", markdown_table(tables[name]), ""]
+    lines += list(table_store)
     lines += ["## Time per step", "", markdown_table(pd.DataFrame(
         [{"step": k, "seconds": v} for k, v in meta["seconds_by_step"].items()])), ""]  # fmt: skip
     return "\n".join(lines)

@@ -12,7 +12,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +28,9 @@ import memlab.lab.bench.corpora as corpora
 import memlab.lab.bench.lexical as lexical_bench
 import memlab.lab.bench.search as search
 import memlab.lab.bench.streaming as streaming
+import memlab.lab.bench.table_store as table_store
 from memlab.embedding import default_embedder
+from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.ingest import PATH_FIRST_LOAD
 from memlab.lab.base.hardware import peak_memory_mb
@@ -36,12 +38,14 @@ from memlab.lab.bench.ingest_sets import ingest_set
 from memlab.lab.bench.markdown import bench_markdown
 from memlab.lab.metrics.uncertainty import quantile_ratio_ci
 from memlab.lab.systems.ingest_timing import STAGES, measure_batch_sizes, measure_ingest
-from memlab.storage.store import open_store
+from memlab.storage.store import Store, open_store
 from memlab.types import AutoPolicy
 
 RECALL_GOAL = 0.99  # auto's recall@10 vs FAISS exact in every tenant bucket
 LATENCY_GOAL = 1.2  # auto's p95 at most this times the faster fixed strategy's for that bucket
 FIXED = ("exact", "hnsw-relaxed", "hnsw-off", "planner", "partial")
+MEMORY, TABLE_STORE = "memory", "table-store"
+PARTS = (MEMORY, TABLE_STORE)  # `memlab bench --part`: memlab's own memory, a user's own table
 
 
 @dataclass(frozen=True)
@@ -218,29 +222,14 @@ def flat(prefix: str, frame: pd.DataFrame, keys: list[str], values: list[str]) -
     return out
 
 
-def run_bench(
-    size: str = "ci", *, out: Path | None = None, dsn: str | None = None, calibrate_store: bool = False,
-    progress: bool = False, log: Callable[[str], Any] = print,
-) -> Path:  # fmt: skip
-    """Run every benchmark of `size` ("ci": a couple of minutes; "full": 10k to 1M rows, hours on 2 cores) on
-    the embedded PostgreSQL (or `dsn`), write `bench.json`, `bench.md` and CSVs under `out` (default
-    reports/bench/<size>-<time>) and return that folder. `calibrate_store` saves the calibrated `auto` policy
-    into the database benchmarked."""
-    spec = bench_size(size)
-    store = open_store(dsn=dsn)  # first: a database that is down leaves no empty run folder behind
-    out = Path(out or Path("reports") / "bench" / f"{size}-{datetime.now(UTC):%Y%m%dT%H%M%S}")
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    embedder = default_embedder()
+def memory_part(
+    store: Store, embedder: Embedder, spec: BenchSize, size: str, *, results: dict[str, float],
+    tables: dict[str, pd.DataFrame], step: Callable[[str], None], progress: bool, calibrate_store: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """memlab's own memory: the bandwidth, ingest, corpora, search per strategy and its scaling, serving,
+    lexical search, FAISS, bulk writes and builds, and the calibrated auto policy. Fills `results` and `tables`;
+    returns what the FAISS scan said of its build (bench.json's meta)."""
     model = getattr(embedder, "inner", embedder)
-    results: dict[str, float] = {}
-    seconds: dict[str, float] = {}
-    tables: dict[str, pd.DataFrame] = {}
-
-    def step(name: str) -> None:
-        seconds[name] = time.perf_counter() - started - sum(seconds.values())
-        log(f"bench {size}: {name} done ({seconds[name]:.0f} s)")
-
     # 1. The machine: memory bandwidth bounds every exact scan.
     bandwidth = hardware.memory_bandwidth(megabytes=spec.bandwidth_mb)
     results["memory.bandwidth_gb_per_s"] = bandwidth["gb_per_s"]
@@ -397,6 +386,53 @@ def run_bench(
     results.update({"policy.exact_below": policy.exact_below, "policy.tenant_index_above": policy.tenant_index_above})
     if calibrate_store:
         store.save_auto_policy(policy)
+    return meta_faiss
+
+
+def bench_parts(parts: Sequence[str] | None) -> tuple[str, ...]:
+    """The parts asked for (None or empty: all of them), checked."""
+    if not parts:
+        return PARTS
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise ConfigError(f"bench part(s) {unknown} unknown; use one or more of {list(PARTS)} (none: all).")
+    return tuple(p for p in PARTS if p in parts)
+
+
+def run_bench(
+    size: str = "ci", *, out: Path | None = None, dsn: str | None = None, calibrate_store: bool = False,
+    progress: bool = False, log: Callable[[str], Any] = print, parts: Sequence[str] | None = None,
+) -> Path:  # fmt: skip
+    """Run the benchmarks of `size` ("ci": a couple of minutes; "full": 10k to 1M rows, hours on 2 cores) on
+    the embedded PostgreSQL (or `dsn`), write `bench.json`, `bench.md` and CSVs under `out` (default
+    reports/bench/<size>-<time>) and return that folder. `parts` (PARTS; default all): `memory` is memlab's own
+    memory, `table-store` a user's own table measured where it is (memlab.lab.bench.table_store).
+    `calibrate_store` saves the calibrated `auto` policy into the database benchmarked."""
+    spec = bench_size(size)
+    chosen = bench_parts(parts)
+    store = open_store(dsn=dsn)  # first: a database that is down leaves no empty run folder behind
+    out = Path(out or Path("reports") / "bench" / f"{size}-{datetime.now(UTC):%Y%m%dT%H%M%S}")
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    embedder = default_embedder()
+    results: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    tables: dict[str, pd.DataFrame] = {}
+
+    def step(name: str) -> None:
+        seconds[name] = time.perf_counter() - started - sum(seconds.values())
+        log(f"bench {size}: {name} done ({seconds[name]:.0f} s)")
+
+    meta_faiss: dict[str, Any] = {}
+    if MEMORY in chosen:
+        meta_faiss = memory_part(store, embedder, spec, size, results=results, tables=tables, step=step,
+                                 progress=progress, calibrate_store=calibrate_store)  # fmt: skip
+    table_section: list[str] = []
+    if TABLE_STORE in chosen:
+        figures, more, table_section = table_store.table_store_bench(store.dsn, embedder, size, out, log=log)
+        results.update(figures)
+        tables.update(more)
+        step("table store")
     results["peak_memory_mb"] = peak_memory_mb()
     results["seconds"] = time.perf_counter() - started
     store.close()
@@ -406,12 +442,13 @@ def run_bench(
     meta = {"size": size, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                         "platform": platform.platform()},
-            "seconds_by_step": seconds, "policy_saved": calibrate_store, "faiss": meta_faiss}  # fmt: skip
+            "seconds_by_step": seconds, "policy_saved": calibrate_store, "faiss": meta_faiss,
+            "parts": list(chosen)}  # fmt: skip
     (out / "bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, sort_keys=True))
     serving = []
     if "concurrency" in tables:
         serving += concurrency.concurrency_section(tables["concurrency"], results)
     if "streaming" in tables:
         serving += streaming.streaming_section(tables["streaming"], results)
-    (out / "bench.md").write_text(bench_markdown(meta, results, tables, spec, serving))
+    (out / "bench.md").write_text(bench_markdown(meta, results, tables, spec, serving, table_section))
     return out

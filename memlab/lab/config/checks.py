@@ -1,7 +1,8 @@
 """Checks of a config's values, run by `parse_config` before anything is loaded or written: each names the entry,
 the value and what is allowed, as a ConfigError (one line, exit 2 on the command line) instead of a TypeError deep
 in a run. Three kinds: names that become file or folder names, the types and ranges of values, and the sizes of
-things a config asks for (a synthetic data set of a billion users is a config error, not an hour of work)."""
+things a config asks for. A data set entry is checked against its format's typed options (memlab.lab.datasets.formats
+.registry), a sweep's options against the sweep's (Sweep.parse_options): no table of their keys is kept here."""
 
 from __future__ import annotations
 
@@ -11,19 +12,15 @@ import typing
 from typing import Any, Literal, get_args, get_origin
 
 from memlab.errors import ConfigError
-from memlab.lab.base.suggest import unknown_keys
 from memlab.lab.datasets.loaders import check_spec
 from memlab.lab.runs.records import slug
-from memlab.lab.sweeps.filtered import FilteredGrid
+from memlab.lab.sweeps.filtered import MAX_SCAN_TUPLES
 from memlab.models import ModelSpec
-from memlab.types import ITERATIVE_SCANS, SearchSettings
+from memlab.types import SearchSettings
 
-FILTERED = FilteredGrid()  # the filtered sweep's defaults
 NAME_LIMIT = 100  # characters of an experiment's name (it becomes a folder name)
 TEXT_LIMIT = 20_000  # characters of a description
 MAX_CANDIDATES = 10_000  # each candidate list of a fused search is this deep, per question
-MAX_SCAN_TUPLES = 1_000_000  # tuples an iterative HNSW scan may visit per search (pgvector's default: 20,000)
-MAX_SYNTH_EVENTS = 2_000_000  # users x max_events of a memlab-synth data set (the full suite asks for a few percent)
 
 
 def _shown(value: Any) -> str:
@@ -115,13 +112,6 @@ def check_text(where: str, value: Any, *, optional: bool = False, limit: int = 1
         raise ConfigError(f"{where} must be text (at most {limit} characters), got {_shown(value)}")
 
 
-def check_list(where: str, value: Any, item: typing.Callable[[str, Any], None]) -> None:
-    if not isinstance(value, list):
-        raise ConfigError(f"{where} must be a list, got {_shown(value)}")
-    for i, entry in enumerate(value):
-        item(f"{where}[{i}]", entry)
-
-
 def _by_annotation(where: str, value: Any, annotation: Any) -> None:
     """Check a value against a SearchSettings field's type (int, float, str, a Literal, or one of these | None)."""
     origin, args = get_origin(annotation), get_args(annotation)
@@ -160,6 +150,8 @@ def check_system_values(entry: Any, index: int, source: str) -> None:
     """Every value of one `systems` entry has its field's type (ranges are SearchSettings' own checks)."""
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: systems[{index}] must be a mapping with a `name`, got {_shown(entry)}")
+    if "store" in entry:
+        return  # a table-store system: memlab.lab.systems.table checks its values (strategy ivfflat, k, distance)
     hints = typing.get_type_hints(SearchSettings)
     name = entry.get("name")
     label = f"{source}: systems[{index}] ({name!r})" if isinstance(name, str) else f"{source}: systems[{index}]"
@@ -172,30 +164,6 @@ def check_system_values(entry: Any, index: int, source: str) -> None:
     given = "chunk_size" in entry or "chunk_overlap" in entry
     if given and _whole(size) and _whole(overlap) and overlap >= size:
         raise ConfigError(f"{label}: chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
-
-
-_DATASET = {
-    "path": lambda w, v: check_text(w, v, limit=4096),
-    "format": lambda w, v: check_text(w, v),
-    "limit": lambda w, v: check_whole(w, v, 1, 1_000_000, optional=True),
-    "per_type": lambda w, v: check_whole(w, v, 1, 1_000_000, optional=True),
-    "question_types": lambda w, v: v is None or check_list(w, v, check_text),
-    "include_abstention": lambda w, v: _boolean(w, v),
-    "conversations": lambda w, v: check_whole(w, v, 1, 1_000_000, optional=True),  # locomo
-    "per_category": lambda w, v: check_whole(w, v, 1, 1_000_000, optional=True),  # locomo
-    "split": lambda w, v: check_text(w, v, limit=200),  # beir: qrels/<split>.tsv
-    "optional": lambda w, v: _boolean(w, v),  # left out of the run while it has no `path`
-    "users": lambda w, v: check_whole(w, v, 2, 10_000),
-    "max_events": lambda w, v: check_whole(w, v, 1, 100_000),
-    "min_events": lambda w, v: check_whole(w, v, 1, 100_000),
-    "near_miss": lambda w, v: check_whole(w, v, 0, 100_000),
-    "seed": lambda w, v: check_whole(w, v, 0, 2**32 - 1),
-    **{key: lambda w, v: check_text(w, v, limit=4096) for key in ("queries", "sessions", "pool", "dsn")},
-    # one judgments file, or several (a person's and the model's) read together
-    "judgments": lambda w, v: check_list(w, v, lambda w2, v2: check_text(w2, v2, limit=4096)) if isinstance(
-        v, list) else check_text(w, v, limit=4096),
-    **{key: lambda w, v: check_text(w, v) for key in ("assessor", "dsn_env", "app", "layer")},
-}
 
 
 _EMBEDDER = {  # the numbers of an `embedders:` entry that size its work (memlab.embedding checks the rest)
@@ -220,99 +188,14 @@ def _boolean(where: str, value: Any) -> None:
 
 
 def check_dataset_values(entry: Any, index: int, source: str) -> None:
-    """Every known value of one `datasets` entry has its type and a sane size; its format and keys are known."""
+    """One `datasets` entry against its format's typed options (memlab.lab.datasets.formats.registry): its format
+    and keys are known, every value has its type and a sane size. An entry left out of the run (`optional` and no
+    `path`) may lack what loading it would need."""
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: datasets[{index}] must be a mapping {{name, format, path}}, got {_shown(entry)}")
-    for key, value in entry.items():
-        if key in _DATASET:
-            _DATASET[key](f"{source}: datasets[{index}].{key}", value)
     name = entry.get("name")
     where = f"{source}: datasets[{index}]" + (f" ({name!r})" if isinstance(name, str) else "")
-    check_spec(entry, where)
-    if entry.get("format") == "synth":
-        users, events = entry.get("users", 16), entry.get("max_events", 300)
-        if _whole(users) and _whole(events) and users * events > MAX_SYNTH_EVENTS:
-            raise ConfigError(f"{where}: users x max_events = {users:,} x {events:,} = {users * events:,} events, over "
-                              f"the limit of {MAX_SYNTH_EVENTS:,}; generate fewer users or shorter histories")
-
-
-def _texts(where: str, value: Any) -> None:
-    check_list(where, value, check_text)
-
-
-def _wholes(low: int, high: int) -> typing.Callable[[str, Any], None]:
-    return lambda where, value: check_list(where, value, lambda w, v: check_whole(w, v, low, high))
-
-
-_OPTIONS: dict[str, dict[str, typing.Callable[[str, Any], None]]] = {
-    "granularity": {"extractors": _texts, "session": _boolean, "strategy": check_text,
-                    "chunks": lambda w, v: check_list(w, v, _wholes(0, 1000))},
-    "retrieval": {"renderings": _texts, "modes": _texts, "fact_keys": _texts, "time": _texts, "authors": _texts,
-                  "query_renderings": _texts, "per_session": _wholes(1, 1000), "fact_rendering": check_text,
-                  "time_rendering": check_text, "granularity": check_text, "strategy": check_text},
-    "cutoff": {"systems": _texts, "apply_from": lambda w, v: check_text(w, v, optional=True),
-               "target": lambda w, v: check_number(w, v, 0.0, 1.0),
-               "grid": lambda w, v: check_list(w, v, lambda w2, v2: check_number(w2, v2, 0.0, 2.0))},
-    "filtered": {"total_rows": lambda w, v: check_whole(w, v, 1, 10_000_000), "ef_search": _wholes(1, 1000),
-                 "queries": lambda w, v: check_whole(w, v, 1, 100_000),
-                 "texts": lambda w, v: check_whole(w, v, 1, 1_000_000),
-                 "max_scan_tuples": _wholes(1, MAX_SCAN_TUPLES), "k": lambda w, v: check_whole(w, v, 1, 1000),
-                 "background_tenants": lambda w, v: check_whole(w, v, 1, 100_000),
-                 "shares": lambda w, v: check_list(w, v, lambda w2, v2: check_number(w2, v2, 1e-9, 1.0)),
-                 "relations": lambda w, v: check_list(w, v, lambda w2, v2: _one_of(w2, v2, FILTERED.relations)),
-                 "iterative": lambda w, v: check_list(w, v, lambda w2, v2: _one_of(w2, v2, ITERATIVE_SCANS)),
-                 "remedy_min_share": lambda w, v: check_number(w, v, 0.0, 1.0),
-                 "seed": lambda w, v: check_whole(w, v, 0, 2**32 - 1)},
-    "facts": {"extractors": _texts},
-    "models": {"embedders": _texts, "granularity": check_text},
-}  # fmt: skip
-
-
-# the settings each sweep reads besides the typed ones above (a key no sweep reads is a typo, not a no-op)
-_UNTYPED = {
-    "ingest": {"repeat"},
-    "labels": {"systems", "depths", "pool_sizes", "loo_depth", "generated"},  # typed by LabelsSweep.check_options
-    "retrieval": {"answerability"},
-}  # fmt: skip
-OPTION_KEYS: dict[str, set[str]] = {
-    sweep: {"datasets"} | set(_OPTIONS.get(sweep, {})) | _UNTYPED.get(sweep, set())
-    for sweep in ("cutoff", "facts", "filtered", "granularity", "ingest", "labels", "models", "retrieval")
-}
-
-
-def _one_of(where: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed or not isinstance(value, str):
-        raise ConfigError(f"{where} must be one of {list(allowed)}, got {_shown(value)}")
-
-
-def _filtered_rows(settings: dict[str, Any], where: str) -> None:
-    """The filtered sweep's tenants under test (each share of the table, once per relation) fit in the table."""
-    shares, relations = settings.get("shares", FILTERED.shares), settings.get("relations", FILTERED.relations)
-    if sum(shares) * len(relations) > 1:
-        raise ConfigError(f"{where}: the tenants under test would hold sum(shares) x relations = {sum(shares):g} x "
-                          f"{len(relations)} of the table, more than all of it; give smaller shares")  # fmt: skip
-
-
-def check_option_values(options: dict[str, Any], source: str) -> None:
-    """The settings of each sweep are ones it reads, with their types and sizes; `datasets` is a list of
-    names."""
-    for sweep, settings in options.items():
-        if settings is None:
-            continue
-        if not isinstance(settings, dict):
-            raise ConfigError(f"{source}: options.{sweep} must be a mapping of settings, got {_shown(settings)}")
-        extra = set(settings) - OPTION_KEYS.get(sweep, set(settings))
-        if extra:
-            raise ConfigError(f"{source}: options.{sweep}: {unknown_keys(extra, OPTION_KEYS[sweep])}; known: "
-                              f"{sorted(OPTION_KEYS[sweep])}")  # fmt: skip
-        for key, value in settings.items():
-            where = f"{source}: options.{sweep}.{key}"
-            if key == "datasets":
-                _texts(where, value)
-            elif key in _OPTIONS.get(sweep, {}):
-                _OPTIONS[sweep][key](where, value)
-        if sweep == "filtered":
-            _filtered_rows(settings, f"{source}: options.filtered")
+    check_spec(entry, where, missing_ok=bool(entry.get("optional")) and not entry.get("path"))
 
 
 def check_top_values(data: dict[str, Any], source: str) -> None:

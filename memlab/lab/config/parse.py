@@ -27,25 +27,26 @@ from memlab.lab.config.checks import (
     check_distinct_runs,
     check_embedder_values,
     check_llm_model,
-    check_option_values,
     check_system_values,
     check_top_values,
 )
 from memlab.lab.config.expansion import check_expansion
+from memlab.lab.config.stores import check_stores, default_systems
 from memlab.lab.datasets.loaders import resolve_path
 from memlab.lab.sweeps import SWEEPS
-from memlab.lab.systems.kinds import system_from_config
+from memlab.lab.systems.kinds import EventSystem, FactSystem, system_from_config
 from memlab.lab.systems.rerank import check_rerank_model
 from memlab.models import ModelSpec, parse_models
 
 SUITES_DIR = Path(__file__).with_name("suites")
 TOP_KEYS = {"name", "description", "k", "out", "embedders", "datasets", "systems", "sweeps", "options", "llm",
-            "models", "plots"}  # fmt: skip
+            "models", "plots", "stores"}  # fmt: skip
 
 
 @dataclass
 class ExperimentConfig:
-    """A config as given (`raw`) and as resolved (defaults filled in), with the folders relative paths start from."""
+    """A config as given (`raw`) and as resolved (defaults filled in), with the folders relative paths start from
+    and the configured systems parsed (once, here: the run and every workflow use these)."""
 
     raw: dict[str, Any]
     resolved: dict[str, Any]
@@ -54,6 +55,7 @@ class ExperimentConfig:
     overrides: list[str] = field(default_factory=list)  # the --set assignments applied to `raw`
     skipped: list[str] = field(default_factory=list)  # optional data sets left out: no `path` given
     models: dict[str, ModelSpec] = field(default_factory=dict)  # the `models:` section, checked, by name
+    systems: list[EventSystem | FactSystem] = field(default_factory=list)  # `systems:`, parsed, in order
 
     @property
     def name(self) -> str:
@@ -199,6 +201,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
     systems = data.get("systems") or []
     if not isinstance(systems, list):
         raise ConfigError(f"{source}: `systems` must be a list of {{name, ...}} entries")
+    systems = [*systems, *default_systems(data.get("stores"), data["datasets"], systems)]
     embedders = data.get("embedders") or [{"name": "default", "kind": "packaged"}]
     if not isinstance(embedders, list) or not all(isinstance(e, dict) and e.get("name") for e in embedders):
         raise ConfigError(f"{source}: `embedders` must be a list of {{name, kind, ...}} entries")
@@ -208,17 +211,17 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         raise ConfigError(f"{source}: `options` maps a sweep name ({sorted(SWEEPS)}) to its settings; got "
                           f"{sorted(options) if isinstance(options, dict) else options!r}"
                           f"{did_you_mean(wrong, SWEEPS) if wrong is not None else ''}")  # fmt: skip
-    check_option_values(options, source)
+    for sweep in dict.fromkeys([*sweeps, *options]):  # each sweep's typed options (none given: its defaults, and a
+        SWEEPS[sweep].parse_options(options.get(sweep), f"{source}: options.{sweep}")  # required one is missing)
     options = {sweep: settings or {} for sweep, settings in options.items()}  # `retrieval:` alone: its defaults
     check_distinct_files("embedders", [e["name"] for e in embedders], source)
     for i, entry in enumerate(embedders):
         check_embedder_values(entry, i, source)  # a models sweep names systems so
     models = parse_models(_model_paths(data.get("models"), base_dirs or []), source)
     check_llm_model(data.get("llm"), models, source)
-    for sweep, settings in options.items():  # a sweep that checks its settings does so now, before any work
+    for sweep, settings in options.items():  # names of `models:` entries a sweep calls
         with _as_config_error(f"{source}: options.{sweep}"):
-            SWEEPS[sweep].check_options(settings or {}, source)
-            SWEEPS[sweep].check_models(settings or {}, models, source)  # names of `models:` entries it calls
+            SWEEPS[sweep].check_models(settings, models, source)
     resolved = {
         "name": str(data.get("name") or Path(source).stem or "experiment"),
         "description": data.get("description", ""),
@@ -238,15 +241,19 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
         check_system_values(entry, i, source)
     check_distinct_files("systems", [s.get("name") for s in systems], source)  # each becomes runs/*__<name>
     check_distinct_runs(names, [s["name"] for s in systems], source)
+    parsed = []
     for i, entry in enumerate(systems):
         with _as_config_error(f"{source}: systems[{i}]"):
             system = system_from_config(entry, k=k)
+        parsed.append(system)
         if system.embedder not in {e["name"] for e in embedders}:
             raise ConfigError(f"{source}: system {system.name!r} uses embedder {system.embedder!r}, which is not "
                               f"configured; configured: {[e['name'] for e in embedders]}")  # fmt: skip
         check_rerank_model(system.rerank, system.name, models, source)
+    resolved["stores"] = data.get("stores") or []  # tables measured where they are (memlab.lab.config.stores)
+    check_stores(resolved, source)
     check_expansion(resolved, source)  # counted from the lists' lengths, before any sweep builds a system
-    return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped, models)
+    return ExperimentConfig(given, resolved, base_dirs or [], source, list(overrides or []), skipped, models, parsed)
 
 
 def _model_paths(entries: Any, base_dirs: list[Path]) -> Any:

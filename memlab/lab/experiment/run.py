@@ -29,19 +29,21 @@ from memlab.lab.base.hardware import peak_memory_mb
 from memlab.lab.base.outputs import claim_folder, replace_folder
 from memlab.lab.base.redacted import write_csv, write_json, write_parquet  # every run-folder file passes the redactor
 from memlab.lab.config.parse import ExperimentConfig
+from memlab.lab.config.stores import load_configured, open_stores
 from memlab.lab.datasets.checks import dataset_warnings
 from memlab.lab.datasets.label_loss import dropped_fields
-from memlab.lab.datasets.loaders import load_dataset
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.experiment.progress import NoProgress, RunProgress, run_progress
-from memlab.lab.metrics.scoring import SCORE_COLUMNS, cut, flat_metrics, long_scores, score
+from memlab.lab.metrics.keys import overall
+from memlab.lab.metrics.scoring import LONG_COLUMNS, flat_metrics, long_scores, score, with_groups
 from memlab.lab.report.writer import write_report
 from memlab.lab.runs.asking import QueryVectors, ask
 from memlab.lab.runs.folder import RunFolder, save_labels
 from memlab.lab.runs.format import run_mark
 from memlab.lab.runs.records import Run, slug
 from memlab.lab.sweeps import SweepContext, applies, get_sweep, sweep_options
-from memlab.lab.systems.kinds import CutoffSystem, Env, system_from_config
+from memlab.lab.systems.derived import derivation, role_of_derived
+from memlab.lab.systems.kinds import Env
 from memlab.lab.systems.roles import (
     CUT,
     MAIN,
@@ -53,8 +55,9 @@ from memlab.lab.systems.roles import (
     SYSTEMS_FILE,
     SystemRole,
 )
+from memlab.lab.systems.table import fits, store_of_dataset
 from memlab.models import model_cache_dir
-from memlab.storage.store import scratch_store
+from memlab.storage.servers import open_server, scratch_store
 
 
 def git_commit() -> str:
@@ -106,61 +109,66 @@ def make_embedders(specs: list[dict[str, Any]], *, home: str | Path | None = Non
     return out, skipped
 
 
-def model_env(store: memlab.Store, embedders: dict[str, Embedder], config: ExperimentConfig, *, k: int,
+def model_env(store: memlab.Store | None, embedders: dict[str, Embedder], config: ExperimentConfig, *, k: int,
               home: str | Path | None = None) -> Env:  # fmt: skip
     """The Env a run builds systems in, with the config's models (one client per model per run) and the LLM
-    extractor's settings; model replies are cached under `home`'s (else MEMLAB_HOME's) cache/models."""
+    extractor's settings; model replies are cached under `home`'s (else MEMLAB_HOME's) cache/models. `store` None:
+    only table systems are built (they search a table where it is and keep nothing in memlab's memory)."""
     cache = model_cache_dir(home)
     options = {"llm": config.resolved.get("llm"), "models": config.models, "model_cache": cache}
     return Env(store, embedders, k=k, progress=False, extractor_options=options, models=config.models,
                model_cache=cache)  # fmt: skip
 
 
-def systems_for(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]) -> list:
+def systems_for(dataset: Dataset, config: ExperimentConfig, embedders: dict[str, Embedder]) -> list:
     """The configured systems, then each sweep's, in order; names are unique per data set."""
     return plan_systems(dataset, config, embedders)[0]
 
 
-def plan_systems(dataset: Dataset, config: dict[str, Any], embedders: dict[str, Embedder]
+def plan_systems(dataset: Dataset, config: ExperimentConfig, embedders: dict[str, Embedder]
                  ) -> tuple[list, dict[str, SystemRole]]:  # fmt: skip
-    """systems_for's systems and the role of each by name: the configured ones main, a sweep's a cut (of its
-    parent) or that sweep's system, whatever they are named."""
-    context = SweepContext(config, [system_from_config(s) for s in config["systems"]])
+    """systems_for's systems and the role of each by name: the configured ones (parsed with the config) main, a
+    sweep's derived run the role its kind states (a cut of its parent), any other that sweep's system, whatever
+    they are named."""
+    cfg = config.resolved
+    store = store_of_dataset(cfg, dataset.name)  # a table store's data set: only its store's systems run on it
+    context = SweepContext(cfg, [s for s in config.systems if fits(s, store)])
     roles = {s.name: SystemRole(MAIN) for s in context.systems}
-    for name in applies(config, dataset.name):
-        for system in get_sweep(name).systems(dataset, sweep_options(config, name), context):
-            if system.name not in {s.name for s in context.systems}:
+    for name in applies(cfg, dataset.name):
+        for system in get_sweep(name).systems(dataset, sweep_options(cfg, name), context):
+            if system.name not in {s.name for s in context.systems} and fits(system, store, context.systems):
                 context.systems.append(system)
-                roles[system.name] = SystemRole(CUT, name, system.parent) if isinstance(system, CutoffSystem) \
-                    else SystemRole(SWEEP, name)  # fmt: skip
+                derived = derivation(system)
+                roles[system.name] = SystemRole(SWEEP, name) if derived is None else role_of_derived(derived, name)
     kept = [s for s in context.systems if not hasattr(s, "embedder") or s.embedder in embedders]
     return kept, roles
 
 
 def counted_step(system: Any) -> bool:
-    """A system that asks questions is a step of the progress line; a cut of another system's saved run is not
+    """A system that asks questions is a step of the progress line; a run derived from another's saved run is not
     (a grid of cuts would be dozens of instant steps and make the ETA far too short)."""
-    return not isinstance(system, CutoffSystem)
+    return derivation(system) is None
 
 
 def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: RunProgress | None = None,
                 roles: Mapping[str, SystemRole] | None = None) -> list[Run]:  # fmt: skip
     """Ask every system every question of `dataset`; save each run (and each reference run once) with its role
-    (`roles` by name; a system not there: main, a cut-off one a cut of its parent). Each system (with its
-    reference run) is one step of `steps`, the experiment's progress display."""
+    (`roles` by name; a system not there: main, a derived run its kind's role). A derived run
+    (memlab.lab.systems.derived) is made from its parent's run, asked earlier, without asking again. Each system
+    (with its reference run) is one step of `steps`, the experiment's progress display."""
     done: dict[str, Run] = {}
     roles = roles or {}
     vectors = QueryVectors(env)
     for system in (steps or NoProgress()).each(systems, lambda s: f"{dataset.name}: {s.name}", counted_step):
-        if isinstance(system, CutoffSystem):
-            parent = done.get(system.parent)
+        derived = derivation(system)
+        if derived is not None:
+            parent = done.get(derived.parent)
             if parent is None:
-                raise ConfigError(f"cut-off system {system.name!r}: no system named {system.parent!r} ran on "
-                                  f"{dataset.name!r}")  # fmt: skip
-            frame = cut(parent.frame, system.max_distance).assign(system=system.name)
-            role = roles.get(system.name, SystemRole(CUT, None, system.parent))
-            done[system.name] = Run(dataset.name, system.name, frame, None, role)
-            done[system.name].save(out)
+                raise ConfigError(f"{derived.kind} run {derived.name!r}: no system named {derived.parent!r} ran on "
+                                  f"{dataset.name!r} before it; name a system the config runs")  # fmt: skip
+            role = roles.get(derived.name, role_of_derived(derived, None))
+            done[derived.name] = Run(dataset.name, derived.name, derived.derive(parent.frame), None, role)
+            done[derived.name].save(out)
             continue
         to_run = [system]
         ref = system.reference()
@@ -175,20 +183,32 @@ def run_systems(env: Env, dataset: Dataset, systems: list, out: Path, *, steps: 
     return list(done.values())
 
 
+def described(systems: list, runs: list[Run]) -> dict[str, dict[str, Any]]:
+    """Each system that ran, as the manifest records it: its role, the sweep that made it and its parent ("":
+    none), and what it is (`describe()`: a cut's parent and max_distance, an event system's settings), so a reader
+    never reads that from its name."""
+    made = {s.name: s for s in systems}
+    made.update({r.name: r for s in systems if derivation(s) is None and (r := s.reference()) is not None})
+    return {run.system: {**made[run.system].describe(), "role": run.role.role, "sweep": run.role.sweep or "",
+                         "parent": run.role.parent or ""}
+            for run in runs if run.system in made and run.role is not None}  # fmt: skip
+
+
 def run_experiment(
     config: ExperimentConfig, out: Path, *, dsn: str | None = None, home: str | Path | None = None,
     progress: bool | RunProgress = False, log=print, previous: Path | None = None, baseline: Path | None = None,
 ) -> Path:  # fmt: skip
     """Run a configured experiment into `out` and return it. Data sets are loaded and checked before anything
-    else; then every data set runs on a fresh database (`dsn`, else the embedded server under `home`, else
-    MEMLAB_HOME). Results of an earlier run in `out` are removed first: a folder holds one run. `previous`
-    names an earlier run folder to compare hit distances with (drift); `baseline` the committed metrics report.md
-    compares the run with (none: no comparison). `progress` draws one overall line (steps done of the total,
-    ETA): True on the terminal, or a given RunProgress; no bar per step."""
+    else; then every data set runs on a fresh database of the server of `dsn` (else the embedded server under
+    `home`, else MEMLAB_HOME); the database `dsn` names is never written to. Results of an earlier run in `out`
+    are removed first: a folder holds one run. `previous` names an earlier run folder to compare hit distances with
+    (drift); `baseline` the committed metrics report.md compares the run with (none: no comparison). `progress`
+    draws one overall line (steps done of the total, ETA): True on the terminal, or a given RunProgress; no bar per
+    step."""
     started = time.perf_counter()
     out = claim_folder(out)  # a folder memlab did not make is refused before anything is read or written
     cfg = config.resolved
-    datasets = [load_dataset(spec, config.base_dirs) for spec in cfg["datasets"]]
+    datasets = [load_configured(spec, config) for spec in cfg["datasets"]]  # a table store's: read from its table
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("runs", "labels", "tables"):
         shutil.rmtree(out / stale, ignore_errors=True)
@@ -213,25 +233,30 @@ def run_experiment(
     embedders, skipped = make_embedders(cfg["embedders"], home=home)
     manifest["embedders"] = {name: e.model_id for name, e in embedders.items()}
     manifest["skipped_embedders"] = skipped
-    with memlab.open_store(dsn, home=home) as store, scratch_store(store) as fresh, run_progress(progress) as steps:
-        manifest["versions"] = _versions(store)
+    # the server only: its scratch database holds the run; the database `dsn` names gets nothing of memlab's
+    with open_server(dsn, home=home) as server, scratch_store(server) as fresh, run_progress(progress) as steps, \
+            open_stores(config) as tables:
+        manifest["versions"] = _versions(fresh)
         # one overall display: the per-step bars (ingest, questions, extraction) stay off
         env = model_env(fresh, embedders, config, k=cfg["k"], home=home)
+        env.tables = tables  # the config's table stores, searched where they are
         work = []
         for dataset in datasets:
             scoped = dataset.namespaced(dataset.name)  # data sets never share a user's memory
-            systems, roles = plan_systems(scoped, cfg, embedders) if scoped.questions else ([], {})
+            systems, roles = plan_systems(scoped, config, embedders) if scoped.questions else ([], {})
             work.append((scoped, systems, roles, [n for n in applies(cfg, dataset.name) if get_sweep(n).measures]))
         steps.plan(sum(sum(map(counted_step, systems)) + len(measured) for _, systems, _, measured in work) + 1)
         for scoped, systems, roles, measured in work:
             save_labels(out, scoped)
             log(f"{scoped.name}: {scoped.summary()}")
-            run_systems(env, scoped, systems, out, steps=steps, roles=roles)
+            runs = run_systems(env, scoped, systems, out, steps=steps, roles=roles)
+            manifest.setdefault("systems", {})[scoped.name] = described(systems, runs)
             context = SweepContext(cfg, systems)
             for name in steps.each(measured, lambda n, d=scoped.name: f"{d}: {n} sweep"):
                 get_sweep(name).measure(env, scoped, sweep_options(cfg, name), context, out)
         with steps.step("scores and report"):
             score_folder(out)
+            manifest["stores"] = tables.summary()  # each table's catalog and model checks
             manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             seconds=round(time.perf_counter() - started, 1), peak_memory_mb=peak_memory_mb())
             _write_manifest(out, manifest)
@@ -255,8 +280,8 @@ def question_scores(folder: RunFolder, dataset: str) -> pd.DataFrame:
 
 
 def score_folder(out: Path) -> pd.DataFrame:
-    """scores.csv / scores.parquet (long form), systems.parquet (each system's role), question_scores.parquet and
-    metrics.json, from saved runs."""
+    """scores.csv / scores.parquet (long form, a breakdown in its own columns), systems.parquet (each system's
+    role), question_scores.parquet and metrics.json (flat keys), from saved runs."""
     folder = RunFolder(Path(out))
     cfg = folder.manifest.get("config", {}).get("resolved", {})
     long_frames, per_question = [], []
@@ -268,20 +293,20 @@ def score_folder(out: Path) -> pd.DataFrame:
             base = pd.concat([long_scores(qs[~is_cut], dataset, folder.k),
                               long_scores(qs[is_cut], dataset, folder.k, groups=())], ignore_index=True)
         else:
-            base = pd.DataFrame(columns=SCORE_COLUMNS)
+            base = pd.DataFrame(columns=LONG_COLUMNS)
         base = _with_roles(base, roles, SystemRole())
         parts = [base]
         for name in applies(cfg, dataset):
             earlier = pd.concat([*long_frames, base], ignore_index=True)  # a sweep may read earlier data sets
-            made = get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier)
+            made = with_groups(get_sweep(name).scores(folder, dataset, sweep_options(cfg, name), earlier))
             parts.append(_with_roles(made, roles, SystemRole(MEASURE, name)))
         long_frames.append(pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts)
                            else base)  # fmt: skip
         per_question.append(qs)
     scores = pd.concat(long_frames, ignore_index=True) if long_frames else \
-        pd.DataFrame(columns=[*SCORE_COLUMNS, *ROLE_COLUMNS])  # fmt: skip
+        pd.DataFrame(columns=[*LONG_COLUMNS, *ROLE_COLUMNS])  # fmt: skip
     write_parquet(scores.drop_duplicates(["dataset", "system"])[SYSTEM_COLUMNS], out / SYSTEMS_FILE)
-    scores = scores[SCORE_COLUMNS]
+    scores = scores[LONG_COLUMNS]
     write_csv(scores, out / "scores.csv")
     write_parquet(scores, out / "scores.parquet")
     qs_all = pd.concat([q for q in per_question if len(q)], ignore_index=True) if any(len(q) for q in per_question) \
@@ -327,7 +352,7 @@ def headline(out: Path) -> pd.DataFrame:
     folder = RunFolder(Path(out))
     k = folder.k
     s = folder.scores
-    s = s[(s.metric == f"recall@{k}") & s.role.isin([MAIN, SWEEP])]
+    s = s[(s.metric == f"recall@{k}") & overall(s) & s.role.isin([MAIN, SWEEP])]
     if s.empty:
         return pd.DataFrame()
     return s.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()

@@ -13,6 +13,9 @@ it, as scoring ranks them): a system contributes its first d events, whatever it
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,23 +25,25 @@ import pandas as pd
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError, FixtureError
 from memlab.lab.config.parse import ExperimentConfig
+from memlab.lab.config.stores import open_stores, store_spec
 from memlab.lab.datasets.formats.jsonl import load_jsonl
 from memlab.lab.datasets.judged.pools import POOL_KIND, POOL_VERSION
 from memlab.lab.datasets.judged.queries import Query, read_queries
 from memlab.lab.datasets.loaders import check_spec, load_dataset, resolve_path
 from memlab.lab.datasets.model import Dataset, Question, UserHistory
+from memlab.lab.datasets.stores import query_users
 from memlab.lab.experiment.run import make_embedders, model_env
 from memlab.lab.runs.asking import QueryVectors, ask
-from memlab.lab.systems.kinds import system_from_config
-from memlab.storage.store import Store, scratch_store
+from memlab.lab.systems.table import TableSystem, fits
+from memlab.storage.servers import Server, open_server, scratch_store
+from memlab.storage.store import Store
 from memlab.types import Event
 
 MAX_POOL_DEPTH = 1000  # events per system per query: each is to be judged, and pgvector's HNSW walk stops there
 
 
-def session_source(config: ExperimentConfig, dataset: str | None) -> tuple[str, Dataset]:
-    """The experiment's data set whose sessions the queries' users have: the one named, or the only one. A memlab
-    JSONL file of sessions alone is fine here (pooling needs no questions)."""
+def _source_spec(config: ExperimentConfig, dataset: str | None) -> dict[str, Any]:
+    """The experiment's data set entry whose sessions the queries' users have: the one named, or the only one."""
     specs = config.resolved["datasets"]
     names = [str(s.get("name")) for s in specs]
     if dataset is None and len(specs) > 1:
@@ -47,6 +52,13 @@ def session_source(config: ExperimentConfig, dataset: str | None) -> tuple[str, 
     spec = specs[0] if dataset is None else next((s for s in specs if s.get("name") == dataset), None)
     if spec is None:
         raise ConfigError(f"--dataset {dataset!r} is not in {config.source}; its data sets: {', '.join(names)}")
+    return spec
+
+
+def session_source(config: ExperimentConfig, dataset: str | None) -> tuple[str, Dataset]:
+    """The experiment's data set whose sessions the queries' users have: the one named, or the only one. A memlab
+    JSONL file of sessions alone is fine here (pooling needs no questions)."""
+    spec = _source_spec(config, dataset)
     if check_spec(spec, f"data set {spec['name']!r}") == "memlab":
         return str(spec["name"]), load_jsonl(resolve_path(spec["path"], config.base_dirs, f"data set "
                                                                                           f"{spec['name']!r}"))
@@ -64,9 +76,27 @@ def queries_dataset(name: str, source: Dataset, queries: list[Query]) -> Dataset
                            f"users: {', '.join(f'{a}/{u}' for a, u in list(users)[:5])})")  # fmt: skip
     asked = list(dict.fromkeys((q.app, q.user) for q in queries))
     kept = [UserHistory(users[key].app_name, users[key].user_id, users[key].sessions) for key in asked]
-    questions = [Question(q.query_id, q.app, q.user, q.text, (), asked_at=q.asked_at, qtype=q.origin)
-                 for q in queries]  # fmt: skip
-    return Dataset(name, kept, questions)
+    return Dataset(name, kept, as_questions(queries))
+
+
+def as_questions(queries: list[Query]) -> list[Question]:
+    return [Question(q.query_id, q.app, q.user, q.text, (), asked_at=q.asked_at, qtype=q.origin) for q in queries]
+
+
+def pool_source(config: ExperimentConfig, dataset: str | None, queries: list[Query]) -> tuple[Dataset, str | None]:
+    """The queries over their users' sessions, and the table store they are read from (None: a file). A data set
+    that reads a table store (`store: NAME`: a questions file or a judged set) gives the queries' users' rows of
+    that table, read-only; its own questions and labels are not read (pooling needs none)."""
+    spec = _source_spec(config, dataset)
+    name, store = str(spec["name"]), spec.get("store")
+    if store is None:
+        return queries_dataset(name, session_source(config, dataset)[1], queries), None
+    table_store = store_spec(config, store, f"data set {name!r}: store")
+    with table_store.open() as table:
+        users = query_users(name, table, table_store, [(q.app, q.user) for q in queries], f"store {store!r}")
+    held = {(u.app_name, u.user_id): u for u in users.values()}  # apps as the table names them
+    asked = [replace(q, app_name=table_store.app_of(q.app_name)) for q in as_questions(queries)]
+    return Dataset(name, list(held.values()), asked), store
 
 
 def _event_index(dataset: Dataset) -> dict[tuple[str, str, str | None, str], Event]:
@@ -83,28 +113,48 @@ def _ranked_events(hits: pd.DataFrame, depth: int) -> list[tuple[str | None, str
     return list(seen)[:depth]
 
 
-def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int, store: Store, *,
-                 dataset: str | None = None, embedders: dict[str, Embedder] | None = None,
-                 home: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
-    """Run every configured system of `config` on the queries (on a fresh scratch database of `store`'s server)
-    and return the pool: per query the union of each system's first `depth` events, with who found each."""
+@contextmanager
+def _memory(systems: list, store: Store | Server | None, dsn: str | None,
+            home: str | Path | None) -> Iterator[Store | None]:  # fmt: skip
+    """A scratch database for the systems that ingest the sessions into memlab's own memory (on `store`'s server,
+    else `dsn`'s, else the embedded one); None when every system searches a table where it is, so pooling a table
+    touches no other database."""
+    if all(isinstance(s, TableSystem) for s in systems):
+        yield None
+        return
+    with ExitStack() as stack:
+        server = store if store is not None else stack.enter_context(open_server(dsn, home=home))
+        yield stack.enter_context(scratch_store(server, prefix="memlab_pool"))
+
+
+def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int, store: Store | Server | None = None,
+                 *, dataset: str | None = None, embedders: dict[str, Embedder] | None = None,
+                 home: str | Path | None = None, dsn: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run every configured system of `config` that can search the data set's sessions on the queries and return
+    the pool: per query the union of each system's first `depth` events, with who found each. memlab's own systems
+    ingest the sessions into a fresh scratch database of `store`'s server (else `dsn`'s, else the embedded one);
+    a data set read from a table store is pooled by that store's systems, searching the table where it is, and
+    its hits are the table's rows."""
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_POOL_DEPTH:
         raise ConfigError(f"--depth must be a whole number in 1..{MAX_POOL_DEPTH} (events each system contributes "
                           f"per query, every one to be judged), got {depth!r}")  # fmt: skip
     queries = read_queries(queries_path)
     cfg = config.resolved
-    name, source = session_source(config, dataset)
-    data = queries_dataset(name, source, queries)
+    data, table = pool_source(config, dataset, queries)
     if embedders is None:
         embedders, _ = make_embedders(cfg["embedders"], home=home)
-    systems = [system_from_config(s) for s in cfg["systems"]]
-    systems = [s for s in systems if s.embedder in embedders]
+    # parsed with the config; a table's data set is pooled by its store's systems only, a file's by memlab's own
+    systems = [s for s in config.systems if s.embedder in embedders and fits(s, table, config.systems)]
     if not systems:
-        raise ConfigError(f"{config.source}: no system to pool; list at least one under `systems`")
+        where = f"store {table!r} (a system with `store: {table}`)" if table else "the data set's sessions"
+        raise ConfigError(f"{config.source}: no system to pool; list at least one under `systems` that searches "
+                          f"{where}")  # fmt: skip
     events = _event_index(data)
+    asked = {q.id: q for q in data.questions}  # a table's app for a query of app `default`
     found: dict[str, dict[tuple[str | None, str], list[dict[str, Any]]]] = {q.query_id: {} for q in queries}
-    with scratch_store(store, prefix="memlab_pool") as fresh:
+    with _memory(systems, store, dsn, home) as fresh, open_stores(config) as tables:
         env = model_env(fresh, embedders, config, k=depth, home=home)
+        env.tables = tables
         vectors = QueryVectors(env)
         for system in systems:
             frame = ask(env, system, data, vectors, depth)
@@ -114,14 +164,16 @@ def pool_queries(config: ExperimentConfig, queries_path: str | Path, depth: int,
     pooled = []
     for query in queries:
         hits = []
+        scope = asked[query.query_id]
         for (session, event_id), by in sorted(found[query.query_id].items(),
                                               key=lambda item: min(f["rank"] for f in item[1])):  # fmt: skip
-            event = events.get((query.app, query.user, session, event_id))
-            hits.append({"event_id": event_id, "session": session, "text": event.text if event else "",
+            event = events.get((scope.app_name, scope.user_id, session, event_id))
+            hits.append({"event_id": event_id, "session": session, "text": (event.text or "") if event else "",
                          "at": event.timestamp.isoformat() if event else None,
                          "author": event.author if event else None, "found_by": by})  # fmt: skip
         pooled.append({**query.record(), "hits": hits})
     return {"memlab": POOL_KIND, "version": POOL_VERSION, "config": config.name, "config_source": config.source,
-            "dataset": name, "depth": depth, "depth_unit": "events",
+            "dataset": data.name, "depth": depth, "depth_unit": "events",
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "queries_file": str(queries_path),
+            **({"store": table} if table else {}),
             "systems": [{"name": s.name, **s.describe()} for s in systems], "queries": pooled}  # fmt: skip

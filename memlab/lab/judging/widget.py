@@ -114,5 +114,6 @@ class JudgeWidget:
 
 
 def judge_widget(pool: Pool, out: str | Path, assessor: str, *, seed: int = 0) -> JudgeWidget:
-    """A judging widget for a notebook: `lab.judge_widget(lab.read_pool("pool.json"), "judgments.jsonl", "ana")`."""
+    """A judging widget for a notebook:
+    `lab.judging.judge_widget(lab.datasets.read_pool("pool.json"), "judgments.jsonl", "ana")`."""
     return JudgeWidget(pool, out, assessor, seed=seed)

@@ -1,5 +1,6 @@
 """Probing a live memory store: a labelled set run read-only against the production database, with
-alerts, drift against the previous probe, and index health. Nothing here writes to the probed store."""
+alerts, drift against the previous probe, and index health. Nothing here writes to the probed store.
+Modules here are internal; use the names below."""
 
 from memlab.lab.live.alerts import Alert, AlertResult, evaluate_alerts, parse_alert
 from memlab.lab.live.drift import distance_drift

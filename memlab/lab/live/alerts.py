@@ -155,7 +155,7 @@ def evaluate_alerts(
         value = float(metrics[alert.metric])
         if now is None or before is None or math.isnan(value) or not OPS[alert.op](value, alert.threshold):
             continue
-        mine, theirs = now.values(_PROBE, _PROBE, alert.metric), before.values(_PROBE, _PROBE, alert.metric)
+        mine, theirs = now.values_of(_key(alert.metric)), before.values_of(_key(alert.metric))
         if mine is None or theirs is None or mine.empty or theirs.empty:
             continue  # not a question average (latency, drift_p, stale_rate), or no questions to compare
         previous = (previous_metrics or {}).get(alert.metric)

@@ -150,7 +150,7 @@ def _model_warnings(models: pd.DataFrame, model_id: str, layer: str) -> list[str
         out.append(
             f"half-done embedding migration: {row.rows} rows under model {row.model_id!r} ({row.layer_rows} in layer "
             f"{layer!r}) beside {have} under the configured {model_id!r}. Fix: finish it with "
-            f"memlab.migrate_embeddings(store, {row.model_id!r}, <the {model_id!r} embedder>) (resumable: rows "
+            f"memlab.events.migrate_embeddings(store, {row.model_id!r}, <the {model_id!r} embedder>) (resumable: rows "
             f"already migrated are skipped), then store.drop_model({row.model_id!r}) once every reader uses "
             f"{model_id!r}; if {row.model_id!r} is the new model, the probe's embedder is the stale one"
         )

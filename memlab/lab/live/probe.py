@@ -10,11 +10,15 @@ counted and alerted as lost labels (memlab.lab.live.lost_labels). On top of the 
 metrics (`stale_rate`, the lost labels, and `drift_p` against the previous probe), the alerts judged on them
 (memlab.lab.live.alerts), the plans the searches ran (memlab.lab.live.probe_plans), the index health of the live
 store (memlab.lab.live.index_health), a section of report.md on all of these, and optionally a Prometheus
-textfile (memlab.lab.live.textfile), which a failed probe marks failed."""
+textfile (memlab.lab.live.textfile), which a failed probe marks failed.
+
+`--store NAME` probes a user's own pgvector table of a config's `stores:` instead (memlab.lab.live.probe_table,
+with its index health in memlab.lab.live.table_health); both probes write their folder the same way
+(memlab.lab.live.probe_folder)."""
 
 from __future__ import annotations
 
-import shutil
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -22,9 +26,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-import memlab
 from memlab.embedding.base import Embedder, embed_queries
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
@@ -35,29 +36,35 @@ from memlab.lab.base.outputs import claim_folder
 from memlab.lab.base.redacted import write_json
 from memlab.lab.config.parse import load_config
 from memlab.lab.datasets.model import Question
-from memlab.lab.experiment.run import git_commit, make_embedders, score_folder
-from memlab.lab.live.alerts import Alert, evaluate_alerts, parse_alert
-from memlab.lab.live.drift import distance_drift
+from memlab.lab.live.alerts import Alert, parse_alert
 from memlab.lab.live.index_health import health_meta, index_health
-from memlab.lab.live.lost_labels import LOST_METRICS, lost_by_question, lost_figures, with_lost_alert
+from memlab.lab.live.lost_labels import with_lost_alert
 from memlab.lab.live.probe_facts import fact_hits
+from memlab.lab.live.probe_folder import (
+    Asked,
+    HealthRecord,
+    SystemRun,
+    check_drift_alerts,
+    finish,
+    previous_probe,
+    probe_embedder,
+    write_probe_report,
+)
 from memlab.lab.live.probe_plans import ef_search_given, plan_notes, plans_ran
-from memlab.lab.live.probe_report import ProbeResult, textfile_rows
-from memlab.lab.live.probe_set import ProbeSet, drop_stale, load_probe_set, shown_events, stored_dataset, stored_events
-from memlab.lab.live.textfile import check_textfile, write_failed_textfile, write_textfile
-from memlab.lab.report.gate import metrics_experiment
-from memlab.lab.report.probe_section import is_probe, save_probe_tables
-from memlab.lab.report.writer import write_report
-from memlab.lab.runs.folder import RunFolder, save_labels
+from memlab.lab.live.probe_report import ProbeResult
+from memlab.lab.live.probe_set import drop_stale, load_probe_set, stored_events
+from memlab.lab.live.probe_table import probe_table
+from memlab.lab.live.textfile import check_textfile, write_failed_textfile
+from memlab.lab.report.probe_section import HEALTH_TABLES, is_probe
+from memlab.lab.runs.folder import RunFolder
 from memlab.lab.runs.format import run_mark
-from memlab.lab.runs.records import Run, collect
-from memlab.lab.systems.kinds import EventSystem, FactSystem, system_from_config
-from memlab.safety.redact import redact, redact_error
+from memlab.lab.runs.records import collect
+from memlab.lab.systems.kinds import EventSystem, FactSystem
+from memlab.safety.redact import redact_error
 from memlab.storage.store import Store, open_store
 from memlab.types import Hits, SearchSettings
 
 PROBE_SYSTEM = "probe"  # the system's name when the settings come from flags
-_OUTPUTS = ("scores.csv", "scores.parquet", "metrics.json", "question_scores.parquet", "report.md", "report.html")
 
 
 def _system(config: Any, name: str | None, overrides: dict[str, Any]) -> EventSystem | FactSystem:
@@ -68,10 +75,10 @@ def _system(config: Any, name: str | None, overrides: dict[str, Any]) -> EventSy
     if config is None:
         raise ConfigError(f"--system {name!r} names a system of an experiment config; give --config (or a config as "
                           "--labels)")  # fmt: skip
-    entries = {str(s.get("name")): s for s in config.resolved.get("systems", [])}
-    if name not in entries:
-        raise ConfigError(f"{config.source} has no system {name!r}; it has {', '.join(entries) or 'none'}")
-    system = system_from_config(entries[name])
+    parsed = {s.name: s for s in config.systems}  # parsed with the config
+    if name not in parsed:
+        raise ConfigError(f"{config.source} has no system {name!r}; it has {', '.join(parsed) or 'none'}")
+    system = parsed[name]
     if isinstance(system, FactSystem):
         if overrides:
             raise ConfigError(f"system {name!r} is a fact system, which has no {', '.join(sorted(overrides))}: "
@@ -96,81 +103,13 @@ def _memory(store: Store, model: Embedder, chosen: EventSystem | FactSystem, lay
     return memory.layer, lambda q, v: chosen.search(memory, q, v, k)
 
 
-def _embedder(config: Any, system: EventSystem | FactSystem, given: Embedder | None,
-              home: str | Path | None) -> Embedder:
-    if given is not None:
-        return given
-    if config is None:
-        return memlab.default_embedder(home=home)
-    embedders, skipped = make_embedders(config.resolved.get("embedders", []), home=home)
-    if system.embedder not in embedders:
-        why = f" (skipped: {skipped[system.embedder]})" if system.embedder in skipped else ""
-        raise ConfigError(f"system {system.name!r} embeds with {system.embedder!r}, which the config does not "
-                          f"give{why}")  # fmt: skip
-    return embedders[system.embedder]
-
-
-def _previous(against: Path | None, out: Path) -> RunFolder | None:
-    if against is None:
-        return None
-    against = Path(against)
-    if not (against / "manifest.json").exists():
-        raise ConfigError(f"--against {against}: not a run folder (no manifest.json); give the --out folder of the "
-                          "previous probe")  # fmt: skip
-    if against.resolve() == out.resolve():
-        raise ConfigError(f"--against {against} is --out too; a probe replaces its folder, so give the previous "
-                          "probe's folder a name of its own (e.g. copy it first)")  # fmt: skip
-    return RunFolder(against)
-
-
-def _clear(out: Path) -> None:
-    """A folder holds one run: what an earlier run left is removed first."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("runs", "labels", "tables"):
-        shutil.rmtree(out / name, ignore_errors=True)
-    for path in (*out.glob("*.png"), *(out / n for n in _OUTPUTS)):
-        path.unlink(missing_ok=True)
-
-
-def _probed(folder: RunFolder) -> tuple[str, str] | None:
-    """(data set, system) a probe folder holds: its manifest's, else the one run it saved."""
-    named = folder.manifest.get("probe", {})
-    if named.get("dataset") and named.get("system"):
-        return named["dataset"], named["system"]
-    runs = folder.all_runs
-    return (runs[0].dataset, runs[0].system) if len(runs) == 1 else None
-
-
-def _flat(folder: RunFolder, probed: tuple[str, str] | None) -> dict[str, float]:
-    if probed is None:
-        return {}
-    scores = folder.scores
-    mine = scores[(scores.dataset == probed[0]) & (scores.system == probed[1])]
-    return {str(m): float(v) for m, v in zip(mine.metric, mine.value, strict=True)}
-
-
-def _question_scores(folder: RunFolder, probed: tuple[str, str] | None) -> pd.DataFrame | None:
-    qs = folder.question_scores
-    if probed is None or qs.empty:
-        return None
-    return qs[(qs.dataset == probed[0]) & (qs.system == probed[1])].reset_index(drop=True)
-
-
-def _drift_p(out: Path, previous: RunFolder, system: str) -> tuple[float, pd.DataFrame]:
-    table = distance_drift(out, previous.path)
-    rows = table[table.hits == "all"]
-    mine = rows[rows.system == system]
-    picked = mine if len(mine) else rows
-    return (float(picked.p_value.iloc[0]) if len(picked) else float("nan")), table
-
-
 def run_probe(
-    labels: str | Path, out: str | Path, *, dsn: str | None = None, home: str | Path | None = None,
+    labels: str | Path | None, out: str | Path, *, dsn: str | None = None, home: str | Path | None = None,
     dataset: str | None = None, config: str | Path | None = None, system: str | None = None, k: int | None = None,
     max_distance: float | None = None, strategy: str | None = None, ef_search: int | None = None,
     layer: str | None = None, embedder: Embedder | None = None, alerts: Sequence[str | Alert] = (),
     against: str | Path | None = None, textfile: str | Path | None = None, health: bool = True,
-    progress: bool = False,
+    progress: bool = False, store: str | None = None,
 ) -> ProbeResult:  # fmt: skip
     """Probe the store at `dsn` (None: MEMLAB_DSN, else the embedded server under `home`) with the labelled set
     `labels` (a memlab JSONL file, or an experiment config with `dataset` naming its data set), read-only, into the
@@ -178,6 +117,8 @@ def run_probe(
     `embedder` replaces the configured one (the default: the packaged model). `alerts` ('recall@10<0.8') are
     judged against the previous probe `against` when given, which also gives `drift_p`; the built-in alert on
     labels lost since then (memlab.lab.live.lost_labels) is judged too. `textfile` writes the Prometheus textfile.
+    With `store`, the probed store is that entry of `config`'s `stores:` (a user's own pgvector table, probed
+    where it is: memlab.lab.live.probe_table) instead of memlab's own store at `dsn`.
     Raises ConfigError (and writes nothing to the store, ever) on bad input. A probe that fails for any reason
     leaves its textfile saying so (`memlab_probe_success 0`, no metric of an earlier probe) and, once it has
     started writing its folder, a manifest whose status is `failed`."""
@@ -186,10 +127,24 @@ def run_probe(
     state: dict[str, Path] = {}
     try:
         out = claim_folder(Path(out))
-        return _probe(labels, out, state, started=started, dsn=dsn, home=home, dataset=dataset, config=config,
-                      system=system, k=k, max_distance=max_distance, strategy=strategy, ef_search=ef_search,
-                      layer=layer, embedder=embedder, alerts=alerts, against=against, textfile=target, health=health,
-                      progress=progress)  # fmt: skip
+        parsed = with_lost_alert([a if isinstance(a, Alert) else parse_alert(a) for a in alerts])
+        previous = previous_probe(Path(against) if against is not None else None, out)
+        check_drift_alerts(parsed, previous)
+        overrides = {key: value for key, value in (("max_distance", max_distance), ("strategy", strategy),
+                                                   ("ef_search", ef_search)) if value is not None}  # fmt: skip
+        finishing = functools.partial(finish, out=out, state=state, started=started, alerts=parsed,
+                                      previous=previous, textfile=target)  # fmt: skip
+        if store is not None:
+            if dsn is not None or layer is not None:
+                raise ConfigError(f"--store {store} probes the table of that entry of the config's stores: (its DSN "
+                                  "and table come from there); drop --dsn and --layer")  # fmt: skip
+            return probe_table(labels, store, finishing, config=config, dataset=dataset, system=system, k=k,
+                               overrides=overrides, embedder=embedder, home=home, health=health, progress=progress)
+        if labels is None:
+            raise ConfigError("give --labels (a memlab JSONL file of questions, or an experiment config holding "
+                              "them), or --store NAME with --config to probe a table of the config's stores:")
+        return _probe(labels, finishing, dsn=dsn, home=home, dataset=dataset, config=config, system=system, k=k,
+                      overrides=overrides, layer=layer, embedder=embedder, health=health, progress=progress)
     except BaseException as exc:
         if "written" in state:
             _mark_failed(state["written"], exc, started)
@@ -212,23 +167,16 @@ def _mark_failed(out: Path, exc: BaseException, started: float) -> None:
     write_json(file, manifest, indent=2, sort_keys=True, default=str)
 
 
-def _probe(labels: str | Path, out: Path, state: dict[str, Path], *, started: float, dsn: str | None,
+def _probe(labels: str | Path, finishing: Callable[[Asked], ProbeResult], *, dsn: str | None,
            home: str | Path | None, dataset: str | None, config: str | Path | None, system: str | None,
-           k: int | None, max_distance: float | None, strategy: str | None, ef_search: int | None, layer: str | None,
-           embedder: Embedder | None, alerts: Sequence[str | Alert], against: str | Path | None,
-           textfile: Path | None, health: bool, progress: bool) -> ProbeResult:  # fmt: skip
-    parsed = with_lost_alert([a if isinstance(a, Alert) else parse_alert(a) for a in alerts])
-    previous = _previous(Path(against) if against is not None else None, out)
-    if previous is None and any(a.metric == "drift_p" for a in parsed):
-        raise ConfigError("an alert on drift_p needs --against PREVIOUS_RUN (drift is measured against the previous "
-                          "probe's folder)")  # fmt: skip
+           k: int | None, overrides: dict[str, Any], layer: str | None, embedder: Embedder | None, health: bool,
+           progress: bool) -> ProbeResult:  # fmt: skip
+    """The probe of memlab's own store: event memory, or a config's fact system."""
     probe = load_probe_set(labels, dataset)
     source = load_config(Path(config)) if config is not None else probe.config
-    overrides = {key: value for key, value in (("max_distance", max_distance), ("strategy", strategy),
-                                               ("ef_search", ef_search)) if value is not None}  # fmt: skip
     chosen = _system(source, system, overrides)
     k = int(k if k is not None else (source.resolved.get("k", 10) if source is not None else 10))
-    model = _embedder(source, chosen, embedder, home)
+    model = probe_embedder(source, chosen, embedder, home)
     with open_store(dsn, home=home, read_only=True) as store:
         layer_used, search = _memory(store, model, chosen, layer, k)
         users = [(q.app_name, q.user_id) for q in probe.questions]
@@ -239,105 +187,26 @@ def _probe(labels: str | Path, out: Path, state: dict[str, Path], *, started: fl
                         {q.id: v for q, v in zip(questions, vectors, strict=True)},
                         progress=f"probe {probe.name}: {chosen.name}" if progress else None)  # fmt: skip
         vector_version, model_id = store.vector_version, model.model_id
-    data = stored_dataset(probe, questions, stored, shown_events(questions, frame, k))
-    _clear(out)  # only now: a probe refused above leaves the folder's earlier run as it was
-    state["written"] = out
-    save_labels(out, data)
-    if len(frame):  # every label lost: no question to ask, no run (its scores have no value)
-        Run(data.name, chosen.name, frame, None).save(out)
-    plans = plans_ran(frame)
-    notes = plan_notes(getattr(chosen, "settings", None), plans, layer_used, ef_search_given(chosen, overrides))
-    manifest = _manifest(probe, data, chosen, k, model_id, layer_used, stale, previous, vector_version)
-    manifest["probe"].update(plans=plans, plan_notes=notes, lost=lost_by_question(probe.questions, stale))
-    manifest["warnings"] += notes
-    write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
-    score_folder(out)
-    folder = RunFolder(out)
-    probed = (data.name, chosen.name)
-    scores = _question_scores(folder, probed)
-    metrics = {**_flat(folder, probed), "stale_rate": _stale_rate(probe.questions, stale),
-               **lost_figures(probe.questions, questions, stale, previous, scores, k)}  # fmt: skip
-    drift_table = None
-    if previous is not None and len(frame):
-        metrics["drift_p"], drift_table = _drift_p(out, previous, chosen.name)
-    if not questions:  # nothing left to ask: the scores' metrics have no value, not a missing key
-        metrics.update({a.metric: float("nan") for a in parsed if a.metric not in metrics})
-    results = evaluate_alerts(
-        parsed, metrics, question_scores=scores,
-        previous_question_scores=_question_scores(previous, _probed(previous)) if previous is not None else None,
-        previous_metrics=_flat(previous, _probed(previous)) if previous is not None else None,
-    )  # fmt: skip
+    notes = plan_notes(getattr(chosen, "settings", None), plans_ran(frame), layer_used,
+                       ef_search_given(chosen, overrides))  # fmt: skip
     apps = sorted({q.app_name for q in probe.questions})
-    checked = index_health(dsn, layer=layer_used, model_id=model_id, apps=apps, home=home) if health else None
-    per_question = float(frame.drop_duplicates("question_id").latency_ms.mean() / 1000) if len(frame) else float("nan")
-    result = ProbeResult(out, data.name, chosen.name, metrics, len(questions), stale, results,
-                         metrics.get("drift_p"), checked, per_question)  # fmt: skip
-    lost = {key: metrics[key] for key in (*LOST_METRICS, f"recall@{k}_all_labels")}
-    manifest.update(status="complete", finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    seconds=round(time.perf_counter() - started, 2), probe={
-                        **manifest["probe"], "metrics": {"stale_rate": metrics["stale_rate"],
-                                                         "drift_p": metrics.get("drift_p"), **lost},
-                        "seconds_per_question": per_question,
-                        "alerts": [{"alert": a.alert.text, "value": a.value, "fired": a.fired, "reason": a.reason,
-                                    "p_value": a.p_value} for a in results]})  # fmt: skip
-    if checked is not None:
-        manifest["probe"]["health"] = health_meta(checked)
-    save_probe_tables(out, data.name, drift=drift_table, health=None if checked is None else
-                      (checked.buckets, checked.indexes, checked.models))  # fmt: skip
-    write_json(out / "manifest.json", manifest, indent=2, sort_keys=True, default=str)
-    write_probe_report(out)  # from the folder alone, the probe's section included (memlab.lab.report.probe_section)
-    if textfile is not None:
-        write_textfile(textfile, textfile_rows(folder, result, probe.questions), run_time=datetime.now(UTC),
-                       questions=result.questions, stale_labels=len(stale), alerts=results,
-                       new_lost_labels=int(metrics["new_lost_labels"]))  # fmt: skip
-    return result
+
+    def checked() -> HealthRecord | None:
+        if not health:
+            return None
+        found = index_health(dsn, layer=layer_used, model_id=model_id, apps=apps, home=home)
+        return HealthRecord(found, "health", health_meta(found), dict(zip(HEALTH_TABLES, (
+            found.buckets, found.indexes, found.models), strict=True)))  # fmt: skip
+
+    facts = isinstance(chosen, FactSystem)
+    return finishing(Asked(probe, questions, stale, stored, [SystemRun(chosen.name, frame)], [chosen.describe()],
+                           "facts" if facts else "events", layer_used, model_id, chosen.embedder, vector_version, k,
+                           plan_notes=notes, health=checked))  # fmt: skip
 
 
 def is_probe_folder(path: str | Path) -> bool:
     """Whether `path` is a run folder holding a probe (its manifest's `probe` entry)."""
     return Path(path).is_dir() and is_probe(RunFolder(Path(path)))
-
-
-def write_probe_report(path: str | Path, baseline: str | Path | None = None) -> str | None:
-    """Redo a probe folder's report.md and report.html from the folder alone (`memlab report --run`), against
-    `baseline` when it is a baseline of the same probe. Returns why the probe is not gated against `baseline`
-    (missing, or another suite's: a probe's alerts are its gate), None when it is."""
-    baseline = Path(baseline) if baseline is not None else None
-    same = baseline is not None and baseline.exists() and metrics_experiment(baseline) in (
-        None, metrics_experiment(path))  # fmt: skip
-    write_report(Path(path), baseline=baseline if same else None)
-    if baseline is None or not baseline.exists():
-        return f"no baseline at {baseline} (a probe's alerts are its gate)"
-    return None if same else f"{baseline} is a baseline of another suite, not of this probe"
-
-
-def _stale_rate(questions: Sequence, stale: pd.DataFrame) -> float:
-    """Stale labelled events over all labelled events (session labels included) of the set."""
-    labelled = sum(len(q.evidence) + len(q.relevant_sessions) for q in questions)
-    return len(stale) / labelled if labelled else 0.0
-
-
-def _manifest(probe: ProbeSet, data: Any, system: EventSystem | FactSystem, k: int, model_id: str, layer: str,
-              stale: pd.DataFrame, previous: RunFolder | None, vector_version: str) -> dict[str, Any]:  # fmt: skip
-    """The run folder's manifest: what `memlab eval` writes (so the report and gate read it), plus `probe`."""
-    return {
-        **run_mark(), "status": "running", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "git_commit": git_commit(), "previous": str(previous.path) if previous is not None else None,
-        "config": {"source": probe.source, "given": {}, "overrides": [],
-                   "resolved": {"name": f"probe {data.name}", "k": k, "sweeps": [], "systems": [system.describe()],
-                                "datasets": [{"name": data.name, "format": probe.format, "path": probe.source}]}},
-        "datasets": [{"name": data.name, "checksum": data.checksum(), **data.summary(), "path": probe.source,
-                      "format": probe.format, **({"pool": data.pool} if data.pool else {})}],
-        "warnings": [], "embedders": {system.embedder: model_id}, "skipped_embedders": {},
-        "versions": {"memlab": memlab.__version__, "pgvector": vector_version},
-        "probe": {"dataset": data.name, "system": system.name, "layer": layer, "model_id": model_id,
-                  "memory": "facts" if isinstance(system, FactSystem) else "events",
-                  "labelled_questions": len(probe.questions), "asked": len(data.questions),
-                  "stale_labels": len(stale), "left_out": int(stale.drop_duplicates("question_id")
-                                                              .question_left_out.sum()) if len(stale) else 0,
-                  "stale": [{k: (bool(v) if k == "question_left_out" else redact(str(v))) for k, v in row.items()}
-                            for row in stale.to_dict("records")]},
-    }  # fmt: skip
 
 
 __all__ = ["PROBE_SYSTEM", "ProbeResult", "is_probe_folder", "run_probe", "write_probe_report"]

@@ -12,6 +12,8 @@ import pandas as pd
 from memlab.lab.datasets.model import Question
 from memlab.lab.live.alerts import AlertResult
 from memlab.lab.live.index_health import IndexHealth
+from memlab.lab.live.table_health import TableHealth
+from memlab.lab.metrics.keys import label_key
 from memlab.lab.metrics.scoring import long_scores
 from memlab.lab.runs.folder import RunFolder
 
@@ -30,12 +32,18 @@ class ProbeResult:
     stale: pd.DataFrame
     alerts: list[AlertResult] = field(default_factory=list)
     drift_p: float | None = None
-    health: IndexHealth | None = None
+    health: IndexHealth | TableHealth | None = None
     seconds_per_question: float = float("nan")
 
     @property
     def firing(self) -> list[AlertResult]:
         return [a for a in self.alerts if a.fired]
+
+    @property
+    def overall_metrics(self) -> dict[str, float]:
+        """The metrics over all the questions (breakdowns left out)."""
+        keys = {name: label_key(name, self.dataset, self.system) for name in self.metrics}
+        return {name: v for name, v in self.metrics.items() if keys[name] is None or not keys[name].group}
 
 
 def textfile_rows(folder: RunFolder, result: ProbeResult, questions: Sequence[Question]

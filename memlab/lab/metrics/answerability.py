@@ -24,6 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from memlab.errors import ConfigError
 from memlab.events.answerability import FEATURES, RERANK_FEATURE, AnswerabilityGate, question_features
 from memlab.lab.base.identity import relevant_hits
+from memlab.lab.metrics.cutoffs import cut as cut_at
 from memlab.lab.metrics.distances import per_cutoff
 from memlab.lab.metrics.scoring import score
 
@@ -198,7 +199,7 @@ def cut_rates(
     """False-memory rate, recall kept and ROC AUC of the first hit's distance as an answerability score.
     `full` is the run's scores without a cut-off (`score(run, questions, k=k)`), if the caller has them."""
     full = score(run, questions, k=k) if full is None else full
-    cut = score(run, questions, k=k, max_distance=cutoff) if cutoff is not None else full
+    cut = score(cut_at(run, cutoff, k=k), questions, k=k) if cutoff is not None else full
     ans, no = cut[cut.answerable], cut[~cut.answerable]
     base = float(full[full.answerable].recall.sum())
     firsts = run[run["rank"] == 1].set_index("question_id").distance
@@ -207,21 +208,6 @@ def cut_rates(
     return {"roc_auc": _auc(y, -np.nan_to_num(d, nan=2.0)),
             "false_memory_rate": float(1.0 - no["empty"].mean()) if len(no) else float("nan"),
             "recall_kept": float(ans.recall.sum() / base) if base > 0 else float("nan")}  # fmt: skip
-
-
-NO_HIT_DISTANCE = 2.0  # the largest cosine distance: a question given nothing reads as the farthest
-
-
-def nearest_hit_auc(run: pd.DataFrame, questions, *, k: int = 10) -> float:
-    """ROC AUC of the nearest hit's distance (within k; lower = answerable) as a score telling answerable from
-    no-answer questions: whether any max_distance can return nothing on the second and keep the first. The
-    nearest hit, not the first ranked, since a cut drops a question's hits only when its nearest is beyond it
-    (they differ for hybrid rankings). NaN without both kinds of question."""
-    top = run[(run["rank"] > 0) & (run["rank"] <= k)]
-    nearest = top.groupby("question_id").distance.min()
-    y = np.array([q.answerable for q in questions], dtype=bool)
-    d = np.array([nearest.get(q.id, NO_HIT_DISTANCE) for q in questions], dtype=float)
-    return _auc(y, -np.nan_to_num(d, nan=NO_HIT_DISTANCE))
 
 
 def _features(gate: AnswerabilityGate, table: pd.DataFrame) -> pd.DataFrame:
@@ -303,7 +289,6 @@ __all__ = [
     "gated_rates",
     "hit_aucs",
     "hit_table",
-    "nearest_hit_auc",
     "pick_threshold",
     "question_table",
     "reranked",

@@ -1,8 +1,11 @@
-"""The one rule that recommends a distance cut-off, read from a system's saved run: the `max_distance` with the
-most recall@k whose false-memory rate on no-answer questions stays at or under the target, what it costs (recall@k
-kept, as a share of the recall without a cut-off) and what it buys (the false-memory rate), or why no cut-off is
-advised. The headline, the cut-off sweep's metrics, section and plot, the per-question viewer (through the sweep's
-`recommended_max_distance`) and `lab.recommend` all read `advise`, so a report cannot advise two things.
+"""Distance cut-offs in one place: the rule that recommends one, and its application, a cut run derived from its
+parent system's saved run.
+
+The rule, read from a system's saved run: the `max_distance` with the most recall@k whose false-memory rate on
+no-answer questions stays at or under the target, what it costs (recall@k kept, as a share of the recall without a
+cut-off) and what it buys (the false-memory rate), or why no cut-off is advised. The headline, the cut-off sweep's
+metrics, section and plot, the per-question viewer (through the sweep's `recommended_max_distance`) and
+`lab.metrics.recommend` all read `advise`, so a report cannot advise two things.
 
 A threshold someone pastes into production must come with its price, so no cut-off is advised when a data set
 cannot support one: no no-answer questions to measure false memories on, a nearest-hit distance that does not tell
@@ -12,23 +15,28 @@ the recall or rests on fewer than `MIN_NO_ANSWER` no-answer questions.
 
 Two ROC AUCs are reported and named apart: the per-question AUC (the nearest hit's distance telling answerable
 from no-answer questions: what a cut-off can do, and the guard) and the per-hit AUC (a hit's distance telling hits
-holding a labelled event from the rest)."""
+holding a labelled event from the rest).
+
+The application: `cut` drops a run's hits beyond a distance, and `CutRun` is a derived run (memlab.lab.systems.derived)
+of role `cut`: its parent's saved run cut at `max_distance`, never asked again. The cut-off grid, the rule's
+table and the answerability gate's distance cut all cut through `cut`."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from memlab.lab.datasets.model import Question
-from memlab.lab.metrics.answerability import nearest_hit_auc
-from memlab.lab.metrics.distances import DEFAULT_GRID, FALSE_MEMORY_TARGET, cutoff_grid, labelled_distances
-from memlab.lab.metrics.scoring import score
+from memlab.lab.metrics.distances import DEFAULT_GRID, FALSE_MEMORY_TARGET, labelled_distances, per_cutoff
+from memlab.lab.metrics.scoring import score, summarize
+from memlab.lab.systems.derived import derived_kind
+from memlab.lab.systems.roles import CUT
 
 MIN_AUC = 0.7  # below this the nearest hit's distance barely ranks answerable questions above no-answer ones
 MIN_NO_ANSWER = 20  # below this one no-answer question moves the false-memory rate by more than 5 points
@@ -36,6 +44,71 @@ MIN_KEPT = 0.5  # a cut-off that loses more than half the recall is a warning in
 
 QUESTION_AUC = "per-question ROC AUC"  # of the nearest hit's distance, answerable vs no-answer questions
 HIT_AUC = "per-hit ROC AUC"  # of a hit's distance, hits holding a labelled event vs the rest
+
+
+NO_HIT_DISTANCE = 2.0  # the largest cosine distance: a question given nothing reads as the farthest
+
+
+def cut(run: pd.DataFrame, max_distance: float | None, *, k: int | None = None) -> pd.DataFrame:
+    """Drop hits beyond the cut-off (with `k`, hits ranked beyond k first, as scoring at k sees the run);
+    questions left with nothing keep one empty row."""
+    if k is not None:
+        run = run[run["rank"] <= k]
+    if max_distance is None:
+        return run
+    kept = run[(run["rank"] == 0) | (run["distance"] <= max_distance)]
+    lost = set(zip(run.system, run.question_id, strict=True)) - set(zip(kept.system, kept.question_id, strict=True))
+    empty = run.drop_duplicates(["system", "question_id"]).set_index(["system", "question_id"]).loc[sorted(lost)]
+    empty = empty.reset_index().assign(rank=0, unit_id=None, event_ids=[[] for _ in range(len(lost))],
+                                       distance=np.nan, chars=0)  # fmt: skip
+    if "event_sessions" in empty.columns:
+        empty = empty.assign(session_id=None, event_sessions=[[] for _ in range(len(lost))])
+    if "rerank" in empty.columns:  # the question's re-rank cost stays; the dropped hit's score goes
+        empty = empty.assign(rerank=np.nan)
+    return pd.concat([kept, empty], ignore_index=True) if len(lost) else kept
+
+
+@derived_kind
+@dataclass(frozen=True)
+class CutRun:
+    """`parent`'s saved run with hits beyond `max_distance` dropped: a derived run of role `cut`, computed from
+    the saved run, never re-queried."""
+
+    kind: ClassVar[str] = "cutoff"
+    role_name: ClassVar[str] = CUT
+    name: str
+    parent: str
+    max_distance: float
+
+    def derive(self, parent: pd.DataFrame) -> pd.DataFrame:
+        return cut(parent, self.max_distance).assign(system=self.name)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "parent": self.parent, "max_distance": self.max_distance}
+
+
+def cutoff_grid(
+    run: pd.DataFrame, questions: Sequence[Question], *, k: int = 10, grid: Sequence[float] = DEFAULT_GRID
+) -> pd.DataFrame:
+    """Recall, precision, empty rate and correct-empty rate at every cut-off of the grid, per system (cut-offs
+    that keep the same hits are scored once: memlab.lab.metrics.distances.kept_hits)."""
+    summaries = list(per_cutoff(run, questions, grid,
+                                lambda c: summarize(score(cut(run, c, k=k), questions, k=k))))  # fmt: skip
+    out = pd.concat([s.assign(max_distance=c) for s, c in zip(summaries, grid, strict=True)], ignore_index=True)
+    out["false_memory_rate"] = 1.0 - out["correct_empty_rate"]
+    return out
+
+
+def nearest_hit_auc(run: pd.DataFrame, questions: Sequence[Question], *, k: int = 10) -> float:
+    """ROC AUC of the nearest hit's distance (within k; lower = answerable) as a score telling answerable from
+    no-answer questions: whether any max_distance can return nothing on the second and keep the first. The
+    nearest hit, not the first ranked, since a cut drops a question's hits only when its nearest is beyond it
+    (they differ for hybrid rankings). NaN without both kinds of question."""
+    top = run[(run["rank"] > 0) & (run["rank"] <= k)]
+    nearest = top.groupby("question_id").distance.min()
+    y = np.array([q.answerable for q in questions], dtype=bool)
+    d = np.array([nearest.get(q.id, NO_HIT_DISTANCE) for q in questions], dtype=float)
+    return float(roc_auc_score(y, -np.nan_to_num(d, nan=NO_HIT_DISTANCE))) if len(np.unique(y)) == 2 else float("nan")
 
 
 @dataclass(frozen=True)
@@ -206,6 +279,6 @@ def sentence(advice: CutoffAdvice, k: int) -> str:
     return text + "".join(f" **Warning**: {w}." for w in advice.warnings)
 
 
-__all__ = ["HIT_AUC", "MIN_AUC", "MIN_KEPT", "MIN_NO_ANSWER", "QUESTION_AUC", "CutoffAdvice", "advice_metrics",
-           "advice_table", "advise", "cutoff_options", "folder_advice", "hit_distance_auc", "recommend",
-           "rule_text", "sentence"]
+__all__ = ["HIT_AUC", "MIN_AUC", "MIN_KEPT", "MIN_NO_ANSWER", "NO_HIT_DISTANCE", "QUESTION_AUC", "CutRun",
+           "CutoffAdvice", "advice_metrics", "advice_table", "advise", "cut", "cutoff_grid", "cutoff_options",
+           "folder_advice", "hit_distance_auc", "nearest_hit_auc", "recommend", "rule_text", "sentence"]

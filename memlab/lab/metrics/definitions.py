@@ -11,15 +11,14 @@ hits and labels, or an ir-measures measure), whether its metric takes `@k`, the 
 per-question column, of the summary column and of the metric key (`mrr` -> `mrr@10`): nothing is renamed on the
 way. tolerances.yaml only widens or narrows the noise allowance of keys.
 
-A key is `dataset/system/metric`; its metric is a base name, an optional rank cut `@k` and an optional breakdown
-`[group=value]` (`recall@10[qtype=multi-session]`). A key is looked up by its base name (and, where a name means
-different things on different systems, by the system too). A key no definition covers is reported as ungated by
-the gate, never compared. Settings a rule picks (a recommended cut-off, a fitted threshold), timings and counts
+A figure is named by a ScoreKey (memlab.lab.metrics.keys: dataset, system, metric, breakdown), its metric being a
+base name and an optional rank cut `@k`. A figure is looked up by its base name (and, where a name means a figure
+of one sweep's, by the sweep its system's recorded role names). A key no definition covers is reported as ungated
+by the gate, never compared. Settings a rule picks (a recommended cut-off, a fitted threshold), timings and counts
 have definitions that say why they are not gated."""
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +30,7 @@ from ir_measures import RR, Bpref, Judged, Measure, P, R, Success, nDCG
 
 from memlab.errors import ConfigError
 from memlab.lab.datasets.model import Question
+from memlab.lab.metrics.keys import ScoreKey, parse_key
 from memlab.lab.metrics.per_question import (
     RECORD_COLUMNS,
     IrMeasure,
@@ -42,7 +42,7 @@ from memlab.lab.metrics.per_question import (
     recorded,
     rerank_failed,
 )
-from memlab.lab.systems.roles import CUT
+from memlab.lab.systems.roles import CUT, SystemRole
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -143,8 +143,8 @@ RERANKED = Requirement("a re-ranked run", lambda run, qs: "rerank_seconds" in ru
 class MetricDefinition:
     """One metric: its base `name`, which way is `better` (None: neither), the change in the bad direction the
     gate allows by default (`tolerance`, plus `relative` times the baseline value for counts that scale; None:
-    not gated, `not_gated` says why) and what it measures. `systems` is a glob over the system part, for a name
-    whose meaning depends on the system that reports it.
+    not gated, `not_gated` says why) and what it measures. `sweep` names the sweep whose figures it defines, for a
+    name that means that sweep's figure (its systems' recorded role names the sweep); "" defines it for all.
 
     Summarized per data set and system by memlab.lab.metrics.scoring when it has a per-question function (`question`, an
     ir-measures measure taken as `IrMeasure(measure, cut=at_k)`) or names a per-question column the search
@@ -157,7 +157,7 @@ class MetricDefinition:
     better: str | None
     tolerance: float | None
     description: str
-    systems: str = "*"
+    sweep: str = ""
     relative: float = 0.0
     not_gated: str = ""
     question: QuestionFunction | IrMeasure | Measure | None = None
@@ -222,7 +222,7 @@ def _off(name: str, better: str | None, why: str, description: str, **kw) -> Met
     return MetricDefinition(name, better, None, description, not_gated=why, **kw)
 
 
-# First match wins: a definition restricted to some systems comes before the general one of the same name. The
+# First match wins: a definition restricted to one sweep's figures comes before the general one of the same name. The
 # metrics scored per question come first, in the order scores.csv lists them.
 DEFINITIONS: tuple[MetricDefinition, ...] = (
     # scored per question from each run's hits and the labels (memlab.lab.metrics.scoring; ir-measures where named)
@@ -291,10 +291,10 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
     _off("facts_per_session", None, COUNT, "facts accepted per session"),
     _off("seconds_per_session", LOWER, TIMING, "extraction seconds per session"),
     # the ingest sweep (memlab.lab.sweeps.ingest)
-    _off("ingest_units_per_s", HIGHER, TIMING, "units ingested per second", systems="ingest"),
-    _off("raw_encode_per_s", HIGHER, TIMING, "texts the model encodes per second on its own", systems="ingest"),
-    _off("ratio", HIGHER, TIMING, "ingest rate over the model's raw encode rate", systems="ingest"),
-    _off("texts", None, COUNT, "texts ingested", systems="ingest"),
+    _off("ingest_units_per_s", HIGHER, TIMING, "units ingested per second", sweep="ingest"),
+    _off("raw_encode_per_s", HIGHER, TIMING, "texts the model encodes per second on its own", sweep="ingest"),
+    _off("ratio", HIGHER, TIMING, "ingest rate over the model's raw encode rate", sweep="ingest"),
+    _off("texts", None, COUNT, "texts ingested", sweep="ingest"),
     # the cut-off sweep's advice (memlab.lab.metrics.cutoffs)
     _off("recommended_max_distance", None, SETTING, "the advised max_distance (NaN: none advised)"),
     _off("recall_at_recommended", HIGHER, ADVICE, "recall@k at the advised cut-off (without one when none is "
@@ -309,10 +309,9 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
          "baselines of format 1 only)"),
     _off("max_distance", None, SETTING, "the max_distance a system was cut at"),
     # the answerability gate (memlab.lab.metrics.answerability, the retrieval sweep)
-    _q("roc_auc", HIGHER, 0.02, "per-hit ROC AUC of the hit model's score (or the distance) for hits holding a "
-       "labelled event", systems="answerability:hit-*"),
-    _q("roc_auc", HIGHER, 0.02, "per-question ROC AUC of p(answerable) (the first hit's distance for distance-cut) "
-       "telling answerable from no-answer questions"),
+    _q("roc_auc", HIGHER, 0.02, "ROC AUC of the answerability gate's scores: per question, p(answerable) (the "
+       "first hit's distance for distance-cut) telling answerable from no-answer questions; per hit (hit-model, "
+       "hit-distance), the hit model's score (or the distance) telling hits holding a labelled event from the rest"),
     _q("false_memory_rate", LOWER, 0.02, "share of no-answer questions still given hits"),
     _q("recall_kept", HIGHER, 0.02, "share of the no-cut-off recall kept"),
     _q("brier", LOWER, 0.02, "Brier score of p(answerable) (0 is perfect)"),
@@ -332,40 +331,6 @@ FORMER_NAMES = {"distance_roc_auc": "hit_distance_roc_auc"}
 # Per-question score columns format 2 and before wrote under another name than their metric's (former -> current);
 # those folders' `empty_rate` is their `empty` column on answerable questions (memlab.lab.runs.format).
 FORMER_COLUMNS = {"rr": "mrr", "correct_empty": "correct_empty_rate"}
-
-_METRIC = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<at>@\d+)?(?P<group>\[.*\])?$")
-
-
-@dataclass(frozen=True)
-class MetricKey:
-    """A metrics.json key in parts; `name` is the base name definitions are looked up by."""
-
-    dataset: str
-    system: str
-    metric: str
-    name: str
-
-
-def base_name(metric: str) -> str | None:
-    """The base name of a metric (`recall@10[qtype=x]` -> `recall`), or None for what is not a metric name."""
-    match = _METRIC.match(metric)
-    return match["name"] if match else None
-
-
-def parse_key(key: str) -> MetricKey | None:
-    """`dataset/system/metric` in parts (a system may hold slashes, a breakdown's value too), or None for a key
-    not of that form."""
-    head, bracket, tag = key.partition("[")
-    if head.count("/") < 2:
-        return None
-    dataset, rest = head.split("/", 1)
-    system, metric = rest.rsplit("/", 1)
-    metric += bracket + tag
-    match = _METRIC.match(metric)
-    if not dataset or not system or match is None:
-        return None
-    return MetricKey(dataset, system, metric, match["name"])
-
 
 _registered: list[MetricDefinition] = []
 
@@ -419,8 +384,8 @@ def _check(definition: MetricDefinition) -> None:
         raise ConfigError(f"{where}: population, statistic and needs take a Population, a Statistic and a "
                           f"Requirement (or None) of memlab.lab.metrics.definitions, or a population "
                           f"{sorted(POPULATIONS)} or statistic {sorted(STATISTICS)} by name")  # fmt: skip
-    if definition.summarized and definition.systems != "*":
-        raise ConfigError(f"{where}: a metric scored per question applies to every system (systems='*')")
+    if definition.summarized and definition.sweep:
+        raise ConfigError(f"{where}: a metric scored per question applies to every system (sweep='')")
 
 
 def register(definition: MetricDefinition) -> MetricDefinition:
@@ -464,19 +429,22 @@ def question_averages() -> dict[str, MetricDefinition]:
     return {d.name: d for d in definitions() if d.averaged}
 
 
-def definition_of(key: str) -> MetricDefinition | None:
-    """The definition covering a metrics key, or None when none does (the gate then reports it ungated)."""
+def definition_of(key: str | ScoreKey, role: SystemRole | None = None) -> MetricDefinition | None:
+    """The definition covering a figure (a ScoreKey, or a flat metrics key) of a system of the recorded `role`,
+    or None when none does (the gate then reports it ungated). A definition of one sweep's figures covers it only
+    when `role` names that sweep."""
     parts = parse_key(key)
-    if parts is None:
+    if parts is None or parts.name is None:
         return None
-    return next((d for d in definitions() if d.name == parts.name and fnmatch.fnmatchcase(parts.system, d.systems)),
-                None)  # fmt: skip
+    sweep = role.sweep if role is not None else None
+    return next((d for d in definitions() if d.name == parts.name and d.sweep in ("", sweep)), None)
 
 
-def ungated_system(key: str, role: str | None = None) -> str | None:
+def ungated_system(key: str | ScoreKey, role: SystemRole | str | None = None) -> str | None:
     """Why the key's system, of the recorded `role`, is left out of the gate, or None."""
     if parse_key(key) is None:
         return None
+    role = role.role if isinstance(role, SystemRole) else role
     return next((why for ungated, why in UNGATED_ROLES if ungated == role), None)
 
 
@@ -485,7 +453,7 @@ def reading_note(names: Sequence[str]) -> str:
     columns: from the same definitions the gate reads."""
     out = []
     for name in dict.fromkeys(names):
-        found = next((d for d in definitions() if d.name == name and d.systems == "*"), None)
+        found = next((d for d in definitions() if d.name == name and not d.sweep), None)
         if found is None:
             continue
         way = f" ({found.better} is better)" if found.better else ""
@@ -496,6 +464,6 @@ def reading_note(names: Sequence[str]) -> str:
 __all__ = ["ALL", "ANSWERABLE", "DEFINITIONS", "FORMER_COLUMNS", "FORMER_NAMES", "HIGHER", "JUDGED_SET", "LOWER",
            "MEAN", "MEDIAN", "NO_ANSWER", "P95", "POPULATIONS", "RERANKED", "SESSION_LABELLED", "SESSION_LABELS",
            "STATISTICS", "SUM",
-           "UNGATED_ROLES", "MetricDefinition", "MetricKey", "Population", "Requirement", "Statistic",
-           "base_name", "definition_of", "definitions", "parse_key", "question_averages", "reading_note", "register",
-           "registered", "summarized", "ungated_system", "unregister"]
+           "UNGATED_ROLES", "MetricDefinition", "Population", "Requirement", "Statistic", "definition_of",
+           "definitions", "question_averages", "reading_note", "register", "registered", "summarized",
+           "ungated_system", "unregister"]

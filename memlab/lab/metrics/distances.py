@@ -1,7 +1,7 @@
 """Distance cut-offs analysed: how far relevant and non-relevant hits lie, what each `max_distance` keeps, and drift
-of hit distances between two runs (two-sample Kolmogorov-Smirnov). Pure functions of saved runs: the cut-off advice
-(memlab.lab.metrics.cutoffs, the one rule that recommends a cut-off), the cut-off sweep and the answerability gate
-all build on them, so they live outside the sweeps package."""
+of hit distances between two runs (two-sample Kolmogorov-Smirnov). Pure functions of saved runs: the cut-offs
+(memlab.lab.metrics.cutoffs: the one rule that recommends a cut-off, and the cut itself), the cut-off sweep and the
+answerability gate all build on them, so they live outside the sweeps package."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from scipy.stats import ks_2samp
 
 from memlab.lab.base.identity import relevant_hits
 from memlab.lab.datasets.model import Question
-from memlab.lab.metrics.scoring import score, summarize
 
 T = TypeVar("T")
 
@@ -50,17 +49,6 @@ def per_cutoff(run: pd.DataFrame, questions: Sequence[Question], cutoffs: Sequen
         yield done[kept]
 
 
-def cutoff_grid(
-    run: pd.DataFrame, questions: Sequence[Question], *, k: int = 10, grid: Sequence[float] = DEFAULT_GRID
-) -> pd.DataFrame:
-    """Recall, precision, empty rate and correct-empty rate at every cut-off of the grid, per system (cut-offs
-    that keep the same hits are scored once: `kept_hits`)."""
-    summaries = list(per_cutoff(run, questions, grid, lambda c: summarize(score(run, questions, k=k, max_distance=c))))
-    out = pd.concat([s.assign(max_distance=c) for s, c in zip(summaries, grid, strict=True)], ignore_index=True)
-    out["false_memory_rate"] = 1.0 - out["correct_empty_rate"]
-    return out
-
-
 def drift(previous: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
     """KS test per system between two runs' hit distances (relevant and all hits)."""
     rows = []
@@ -75,5 +63,5 @@ def drift(previous: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["DEFAULT_GRID", "FALSE_MEMORY_TARGET", "cutoff_grid", "drift", "kept_hits", "labelled_distances",
+__all__ = ["DEFAULT_GRID", "FALSE_MEMORY_TARGET", "drift", "kept_hits", "labelled_distances",
            "per_cutoff"]

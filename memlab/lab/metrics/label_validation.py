@@ -19,6 +19,7 @@ from scipy.stats import kendalltau
 
 from memlab.lab.base.identity import EventKey, labelled, run_events
 from memlab.lab.datasets.model import Question
+from memlab.lab.metrics.keys import ScoreKey
 from memlab.lab.metrics.ranking import events_in_rank_order
 from memlab.lab.metrics.scoring import score
 from memlab.lab.metrics.uncertainty import paired_differences
@@ -109,11 +110,11 @@ def conclusions(per_question: pd.DataFrame, systems: Sequence[str], k: int, *, s
     """For every pair (a, b) of systems: +1 if the paired test (Holm-adjusted over all pairs) finds b's recall@k
     higher, -1 lower, 0 no significant difference."""
     pairs = list(itertools.combinations(systems, 2))
-    keys = [(f"{TAG}/{a}/recall@{k}", f"{TAG}/{b}/recall@{k}") for a, b in pairs]
+    keys = [(ScoreKey(TAG, a, f"recall@{k}"), ScoreKey(TAG, b, f"recall@{k}")) for a, b in pairs]
     tests = paired_differences(per_question, per_question, keys, seed=seed)
     found = {(row.before, row.after): int(np.sign(row.change)) if row.significant else 0
              for row in tests.itertuples(index=False)}  # fmt: skip
-    return {pair: found.get(key, 0) for pair, key in zip(pairs, keys, strict=True)}
+    return {pair: found.get((str(a), str(b)), 0) for pair, (a, b) in zip(pairs, keys, strict=True)}
 
 
 def agreement(first: Mapping[tuple, int], second: Mapping[tuple, int]) -> tuple[int, int]:

@@ -5,8 +5,8 @@ under the same name: adding a metric is adding its entry, with nothing to change
 
 A unit is relevant if it holds a relevant event: rankings are mapped to events first (each event at the
 rank of the first unit that holds it). Events and units are compared by (session, id) within the question's app
-and user (memlab.lab.base.identity): the same event id in another session is another event. A cut-off
-(`max_distance`) is applied to the run before scoring."""
+and user (memlab.lab.base.identity): the same event id in another session is another event. A cut-off is applied to
+the run before scoring (memlab.lab.metrics.cutoffs)."""
 
 from __future__ import annotations
 
@@ -20,24 +20,9 @@ from memlab.lab.base.identity import as_labelled, doc_id, run_events, unit_keys
 from memlab.lab.base.sizes import SIZE_BINS, SIZE_LABELS, size_bucket  # noqa: F401  (scores' size buckets)
 from memlab.lab.datasets.model import Question
 from memlab.lab.metrics.definitions import MetricDefinition, summarized
+from memlab.lab.metrics.keys import BREAKDOWNS, GROUP_COLUMNS, keys_of
 from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit, answer_sessions_found
 from memlab.lab.metrics.ranking import events_in_rank_order
-
-
-def cut(run: pd.DataFrame, max_distance: float | None) -> pd.DataFrame:
-    """Drop hits beyond the cut-off; questions left with nothing keep one empty row."""
-    if max_distance is None:
-        return run
-    kept = run[(run["rank"] == 0) | (run["distance"] <= max_distance)]
-    lost = set(zip(run.system, run.question_id, strict=True)) - set(zip(kept.system, kept.question_id, strict=True))
-    empty = run.drop_duplicates(["system", "question_id"]).set_index(["system", "question_id"]).loc[sorted(lost)]
-    empty = empty.reset_index().assign(rank=0, unit_id=None, event_ids=[[] for _ in range(len(lost))],
-                                       distance=np.nan, chars=0)  # fmt: skip
-    if "event_sessions" in empty.columns:
-        empty = empty.assign(session_id=None, event_sessions=[[] for _ in range(len(lost))])
-    if "rerank" in empty.columns:  # the question's re-rank cost stays; the dropped hit's score goes
-        empty = empty.assign(rerank=np.nan)
-    return pd.concat([kept, empty], ignore_index=True) if len(lost) else kept
 
 
 def score(
@@ -45,18 +30,17 @@ def score(
     questions: Sequence[Question],
     *,
     k: int = 10,
-    max_distance: float | None = None,
     exact: pd.DataFrame | None = None,
     memory_sizes: dict[tuple[str, str], int] | None = None,
 ) -> pd.DataFrame:
     """One row per (system, question): what the search gave (`returned`, `empty`, `latency_ms`, `plan`, a
     re-ranked run's `rerank_error`) and one column per metric the registry scores per question
-    (memlab.lab.metrics.definitions), under the metric's name, NaN outside the questions it averages over. Recall
-    against the `exact` run's system of the same questions is measured before the cut-off (it measures the index,
-    not the threshold)."""
+    (memlab.lab.metrics.definitions), under the metric's name, NaN outside the questions it averages over, against
+    `exact`, the exact reference's run of the same questions (recall_vs_exact). A cut-off is applied to the run
+    before (memlab.lab.metrics.cutoffs.cut)."""
     by_id = {q.id: q for q in questions}
     run = run[run.question_id.isin(by_id)]
-    trimmed = cut(run[run["rank"] <= k], max_distance)
+    trimmed = run[run["rank"] <= k]
     entries = [d for d in summarized() if d.scored and d.applies(run, questions)]
     measures = {d.name: d.question.at(k) for d in entries if isinstance(d.question, IrMeasure)}
     qrels = [ir_measures.Qrel(q.id, doc_id(key), 1) for q in questions for key in q.evidence]
@@ -162,9 +146,6 @@ def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataF
 
 # -- long form: one row per (dataset, system, metric) -----------------------------------------------------------
 
-_GROUP_TAGS = {"size_bucket": "size"}  # memory size in events: <=50, 51-500, 501-2000, >2000
-
-
 def session_recall(run: pd.DataFrame, questions: Sequence[Question], k: int) -> pd.Series:
     """Per answerable question with session labels: share of its answer sessions that a hit within k comes from
     (the `session_recall` entry's function, memlab.lab.metrics.per_question)."""
@@ -177,33 +158,43 @@ def session_recall(run: pd.DataFrame, questions: Sequence[Question], k: int) -> 
                       for qid, q in by_id.items()}, dtype=float)  # fmt: skip
 
 
-def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[str] = ("qtype", "size_bucket")
+def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[str] = ("qtype", "size")
                 ) -> pd.DataFrame:  # fmt: skip
-    """Per-question scores (from `score`) in the output contract's long form: dataset, system, metric, value,
-    questions (those its value averages over). Breakdowns are metrics too: `recall@10[qtype=knowledge-update]`."""
+    """Per-question scores (from `score`) in the output contract's long form (LONG_COLUMNS): dataset, system,
+    metric, the breakdown's group and its value ("": over all questions), value, questions (those its value
+    averages over). `groups` names the breakdowns (memlab.lab.metrics.keys.BREAKDOWNS) to add beside the figures
+    over all questions."""
     rows = []
-    for group in (None, *[g for g in groups if g in scores.columns and scores[g].notna().any()]):
-        by = ["system"] + ([group] if group else [])
+    wanted = [BREAKDOWNS[g] for g in groups]
+    for breakdown in (None, *[b for b in wanted if b.column in scores.columns and scores[b.column].notna().any()]):
+        by = ["system"] + ([breakdown.column] if breakdown else [])
         values, counts = _summaries(scores, by)
         entries = [d for d in summarized() if d.name in values.columns]
+        group = breakdown.name if breakdown else ""
         for key in values.index:
             parts = key if isinstance(key, tuple) else (key,)
-            tag = f"[{_GROUP_TAGS.get(group, group)}={parts[1]}]" if group else ""
+            value_of_group = str(parts[1]) if breakdown else ""
             for d in entries:
                 value = values.at[key, d.name]
                 if pd.isna(value):
                     continue
-                rows.append((dataset, parts[0], d.metric(k) + tag, float(value), int(counts.at[key, d.name])))
-    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+                rows.append((dataset, parts[0], d.metric(k), group, value_of_group, float(value),
+                             int(counts.at[key, d.name])))  # fmt: skip
+    return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
 
-SCORE_COLUMNS = ["dataset", "system", "metric", "value", "questions"]
+SCORE_COLUMNS = ["dataset", "system", "metric", "value", "questions"]  # a figure over all questions (a sweep's)
+LONG_COLUMNS = ["dataset", "system", "metric", *GROUP_COLUMNS, "value", "questions"]  # the long form, breakdowns too
 
 
-def metric_key(dataset: str, system: str, metric: str) -> str:
-    """The one key scheme of metrics.json and the gate: `dataset/system/metric`."""
-    return f"{dataset}/{system}/{metric}"
+def with_groups(scores: pd.DataFrame) -> pd.DataFrame:
+    """Long-form scores with GROUP_COLUMNS ("" where a frame has none: no breakdown), in LONG_COLUMNS order
+    (other columns after)."""
+    missing = {c: "" for c in GROUP_COLUMNS if c not in scores.columns}
+    scores = scores.assign(**missing) if missing else scores
+    return scores[[*LONG_COLUMNS, *[c for c in scores.columns if c not in LONG_COLUMNS]]]
 
 
 def flat_metrics(scores: pd.DataFrame) -> dict[str, float]:
-    return {metric_key(r.dataset, r.system, r.metric): float(r.value) for r in scores.itertuples(index=False)}
+    """metrics.json: each figure of long-form scores under its flat key (memlab.lab.metrics.keys)."""
+    return {str(key): float(value) for key, value in zip(keys_of(scores), scores.value, strict=True)}

@@ -7,20 +7,18 @@ of per-question score tables (`question_scores.parquet` of a run); seeded, so a 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from memlab.lab.metrics.definitions import Population, question_averages
+from memlab.lab.metrics.keys import BREAKDOWNS, ScoreKey, parse_key
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
 RESAMPLES = 2_000
 
-_GROUP_COLUMNS = {"qtype": "qtype", "size": "size_bucket"}
-_METRIC = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:@\d+)?(?:\[(?P<group>[a-z_]+)=(?P<value>.*)\])?$")
 _KEYS = ("dataset", "system", "question_id", "answerable", "qtype", "size_bucket")
 
 
@@ -98,18 +96,20 @@ def holm(pvalues: Iterable[float]) -> np.ndarray:
     return adjusted
 
 
-def parse_metric(metric: str) -> tuple[str, Population, str | None, str | None] | None:
-    """`recall@10[qtype=temporal]` -> (per-question column, the questions it averages over, group column, group
-    value); None for a metric that is not a mean over questions the registry scores (latency, fact figures)."""
-    match = _METRIC.match(metric)
+def averaged(key: ScoreKey) -> tuple[str, Population, str | None] | None:
+    """What a figure averages per question: (per-question column, the questions it averages over, the per-question
+    column of its breakdown or None); None for a figure that is not a mean over questions the registry scores
+    (latency, fact figures) or is broken down by what no per-question column holds."""
     averages = question_averages()
-    if not match or match["name"] not in averages:
+    if key.name not in averages:
         return None
-    definition = averages[match["name"]]
-    group = match["group"]
-    if group is not None and group not in _GROUP_COLUMNS:
+    definition = averages[key.name]
+    if not key.group:
+        return definition.column, definition.population, None
+    breakdown = BREAKDOWNS.get(key.group)
+    if breakdown is None or not breakdown.column:
         return None
-    return definition.column, definition.population, _GROUP_COLUMNS.get(group) if group else None, match["value"]
+    return definition.column, definition.population, breakdown.column
 
 
 class QuestionTable:
@@ -119,19 +119,26 @@ class QuestionTable:
         self.frame = questions
         self._groups = {key: rows for key, rows in questions.groupby(["dataset", "system"], sort=False)}
 
-    def values(self, dataset: str, system: str, metric: str) -> pd.Series | None:
-        """The per-question values a metric of one system on one data set averages, indexed by question id
-        (None when the metric is not a question average or the table lacks it)."""
-        parsed = parse_metric(metric)
-        rows = self._groups.get((dataset, system))
-        if parsed is None or rows is None:
+    def values(self, dataset: str, system: str, metric: str, group: str = "", group_value: str = ""
+               ) -> pd.Series | None:  # fmt: skip
+        """The per-question values a metric of one system on one data set averages (in the breakdown `group` =
+        `group_value`, when given), indexed by question id (None when the metric is not a question average or the
+        table lacks it)."""
+        return self.values_of(ScoreKey(dataset, system, metric, group, group_value))
+
+    def values_of(self, key: ScoreKey | str) -> pd.Series | None:
+        """`values` of a figure named by its ScoreKey (or flat key)."""
+        parts = parse_key(key)
+        found = averaged(parts) if parts is not None else None
+        rows = self._groups.get((parts.dataset, parts.system)) if parts is not None else None
+        if found is None or rows is None:
             return None
-        column, population, group, value = parsed
+        column, population, group = found
         if column not in rows.columns or (group is not None and group not in rows.columns):
             return None
         rows = rows[population.rows(rows, column)]
         if group is not None:
-            rows = rows[rows[group].astype(str) == value]
+            rows = rows[rows[group].astype(str) == parts.group_value]
         values = pd.to_numeric(rows[column], errors="coerce").astype(float)
         return pd.Series(values.to_numpy(), index=rows.question_id.to_numpy()).dropna()
 
@@ -140,42 +147,37 @@ def _table(questions: pd.DataFrame | QuestionTable) -> QuestionTable:
     return questions if isinstance(questions, QuestionTable) else QuestionTable(questions)
 
 
-def split_key(key: str) -> tuple[str, str, str]:
-    """`dataset/system/metric` (system names may hold slashes) -> its three parts."""
-    dataset, rest = key.split("/", 1)
-    system, metric = rest.rsplit("/", 1)
-    return dataset, system, metric
-
-
-def intervals(questions: pd.DataFrame | QuestionTable, keys: Iterable[str], *, seed: int = 0) -> pd.DataFrame:
-    """95% bootstrap interval of every metric key that averages questions: key, value, lo, hi, questions."""
+def intervals(questions: pd.DataFrame | QuestionTable, keys: Iterable[str | ScoreKey], *,
+              seed: int = 0) -> pd.DataFrame:  # fmt: skip
+    """95% bootstrap interval of every figure (ScoreKey, or flat key) that averages questions: key (flat), value,
+    lo, hi, questions."""
     table = _table(questions)
     rows = []
     for key in keys:
-        values = table.values(*split_key(key))
+        values = table.values_of(key)
         if values is None or values.empty:
             continue
         lo, hi = bootstrap_ci(values.to_numpy(), seed=seed)
-        rows.append({"key": key, "value": float(values.mean()), "lo": lo, "hi": hi, "questions": len(values)})
+        rows.append({"key": str(key), "value": float(values.mean()), "lo": lo, "hi": hi, "questions": len(values)})
     return pd.DataFrame(rows, columns=["key", "value", "lo", "hi", "questions"])
 
 
 def paired_differences(
     before: pd.DataFrame | QuestionTable,
     after: pd.DataFrame | QuestionTable,
-    pairs: Iterable[tuple[str, str]],
+    pairs: Iterable[tuple[str | ScoreKey, str | ScoreKey]],
     *,
     alpha: float = ALPHA,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """For each (key in `before`, key in `after`): the change of the metric on the questions both hold, its
-    95% bootstrap interval, the paired test's p-value and Holm's adjustment over all the pairs; `significant`
-    when the adjusted p-value is below `alpha`. `before` and `after` are per-question tables: two runs (the
-    gate) or the same run (two systems)."""
+    """For each (figure in `before`, figure in `after`), each a ScoreKey or flat key: the change of the metric on
+    the questions both hold, its 95% bootstrap interval, the paired test's p-value and Holm's adjustment over all
+    the pairs; `significant` when the adjusted p-value is below `alpha`. `before` and `after` are per-question
+    tables: two runs (the gate) or the same run (two systems)."""
     first, second = _table(before), _table(after)
     rows = []
     for key_a, key_b in pairs:
-        a, b = first.values(*split_key(key_a)), second.values(*split_key(key_b))
+        a, b = first.values_of(key_a), second.values_of(key_b)
         if a is None or b is None:
             continue
         both = a.index.intersection(b.index)
@@ -183,7 +185,7 @@ def paired_differences(
             continue
         d = b.loc[both].to_numpy() - a.loc[both].to_numpy()
         lo, hi = bootstrap_ci(d, seed=seed)
-        rows.append({"before": key_a, "after": key_b, "change": float(d.mean()), "lo": lo, "hi": hi,
+        rows.append({"before": str(key_a), "after": str(key_b), "change": float(d.mean()), "lo": lo, "hi": hi,
                      "questions": len(both), "p": paired_p(a.loc[both], b.loc[both], seed=seed)})  # fmt: skip
     out = pd.DataFrame(rows, columns=["before", "after", "change", "lo", "hi", "questions", "p"])
     out["p_adjusted"] = holm(out.p) if len(out) else []

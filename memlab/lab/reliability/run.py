@@ -70,6 +70,7 @@ from memlab.lab.reliability.probes.scratch_leftovers import scratch_leftovers_fa
 from memlab.lab.reliability.probes.secret_rates import secrets_family
 from memlab.lab.reliability.probes.sizes import SIZES, memory_cached_embedder
 from memlab.lab.reliability.probes.split_secrets import split_secrets_family
+from memlab.storage.servers import Server
 
 SECOND_PROBE: dict[str, Callable[[memlab.Store, memlab.Embedder, Path], Family]] = {
     "folders": folders_family, "input_checks": inputs_family, "races": races_family, "lexical": lexical_family,
@@ -117,7 +118,8 @@ def run_reliability(
     started = time.perf_counter()
     embedder = memory_cached_embedder()
     ran: list[Family] = []
-    with memlab.open_store(dsn=dsn) as store, tempfile.TemporaryDirectory(prefix="memlab-reliability-") as work:
+    # the server only makes scratch databases: the database `dsn` names gets no memlab table, no extension
+    with memlab.open_server(dsn=dsn) as store, tempfile.TemporaryDirectory(prefix="memlab-reliability-") as work:
         plan: list[tuple[str, Callable[[], Family]]] = [
             ("isolation", lambda: _in_scratch(store, lambda db: isolation_family(db, embedder, spec,
                                                                                  random.Random(spec.seed)))),
@@ -183,7 +185,7 @@ def _quiet(*names: str) -> Iterator[None]:
             lg.setLevel(level)
 
 
-def _in_scratch(store: memlab.Store, run: Callable[[memlab.Store], Family]) -> Family:
+def _in_scratch(store: Server, run: Callable[[memlab.Store], Family]) -> Family:
     with memlab.scratch_store(store, prefix="memlab_reliability") as db:
         return run(db)
 

@@ -21,7 +21,8 @@ from memlab.errors import ConfigError
 from memlab.lab.base.outputs import claim_file
 from memlab.lab.base.redacted import write_text
 from memlab.lab.base.tables import markdown_table
-from memlab.lab.metrics.uncertainty import ALPHA, QuestionTable, paired_differences, parse_metric, split_key
+from memlab.lab.metrics.keys import ScoreKey, keyed
+from memlab.lab.metrics.uncertainty import ALPHA, QuestionTable, averaged, paired_differences
 from memlab.lab.report.gate import load_metrics, load_questions, load_roles, metrics_experiment, scope_differences
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.systems.roles import CUT, names
@@ -110,12 +111,9 @@ def is_comparison_file(path: Path) -> bool:
 def _index(metrics: dict[str, float]) -> dict[tuple[str, str], set[str]]:
     """(data set, system) -> the question-averaged headline metrics it has (breakdowns left out)."""
     out: dict[tuple[str, str], set[str]] = {}
-    for key in metrics:
-        if key.count("/") < 2:
-            continue
-        dataset, system, metric = split_key(key)
-        if "[" not in metric and parse_metric(metric) is not None:
-            out.setdefault((dataset, system), set()).add(metric)
+    for key in keyed(metrics):
+        if not key.group and averaged(key) is not None:
+            out.setdefault((key.dataset, key.system), set()).add(key.metric)
     return out
 
 
@@ -164,16 +162,16 @@ def compare_runs(run: str | Path, against: str | Path, *, systems: Sequence[str]
         coverage.append({"dataset": dataset, "system": name, "both": len(asked_run & asked_against),
                          "only_run": len(asked_run - asked_against), "only_against": len(asked_against - asked_run)})
         for metric in sorted(a[(dataset, sa)] & b[(dataset, sb)]):
-            keys.append((f"{dataset}/{sb}/{metric}", f"{dataset}/{sa}/{metric}", dataset, name, metric))
+            keys.append((ScoreKey(dataset, sb, metric), ScoreKey(dataset, sa, metric), dataset, name, metric))
     tests = paired_differences(against_table, run_table, [(kb, ka) for kb, ka, *_ in keys], alpha=alpha)
     by_pair = {(r.before, r.after): r for r in tests.itertuples(index=False)}
     rows = []
     for key_against, key_run, dataset, name, metric in keys:
-        test = by_pair.get((key_against, key_run))
+        test = by_pair.get((str(key_against), str(key_run)))
         if test is None:
             continue
-        before = against_table.values(*split_key(key_against))
-        after = run_table.values(*split_key(key_run))
+        before = against_table.values_of(key_against)
+        after = run_table.values_of(key_run)
         both = before.index.intersection(after.index)
         rows.append({"dataset": dataset, "system": name, "metric": metric,
                      "against": float(before.loc[both].mean()), "run": float(after.loc[both].mean()),

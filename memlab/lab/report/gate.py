@@ -19,8 +19,9 @@ from memlab.lab.base.outputs import claim_file, is_baseline_file
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.base.yaml_bounds import load_yaml_file
 from memlab.lab.config.parse import suite_names
-from memlab.lab.metrics.definitions import HIGHER, MetricDefinition, definition_of, parse_key, ungated_system
-from memlab.lab.metrics.uncertainty import ALPHA, keep_questions, paired_differences, split_key
+from memlab.lab.metrics.definitions import HIGHER, MetricDefinition, definition_of, ungated_system
+from memlab.lab.metrics.keys import ScoreKey, keyed, parse_key
+from memlab.lab.metrics.uncertainty import ALPHA, keep_questions, paired_differences
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.runs.format import (
     FORMAT_VERSION,
@@ -174,8 +175,8 @@ def scope_differences(first: dict[str, float], second: dict[str, float], name_fi
     """The data sets, and systems of shared data sets, that only one of two metrics files holds (the cut-off
     grid's points, by their recorded `roles`, left out): what makes two suites' metrics incomparable, named."""
     roles = roles or {}
-    a = {split_key(key)[:2] for key in first if key.count("/") >= 2}
-    b = {split_key(key)[:2] for key in second if key.count("/") >= 2}
+    a = {(key.dataset, key.system) for key in keyed(first)}
+    b = {(key.dataset, key.system) for key in keyed(second)}
     a, b = a - names(a, roles, CUT), b - names(b, roles, CUT)
     lines = []
     da, db = {d for d, _ in a}, {d for d, _ in b}
@@ -262,15 +263,16 @@ class Gating:
         return max(self.abs, self.rel * abs(base)) if math.isfinite(base) else self.abs
 
 
-def gating(key: str, rules: list[Rule] | None = None, role: str | None = None) -> Gating:
+def gating(key: str | ScoreKey, rules: list[Rule] | None = None, role: SystemRole | None = None) -> Gating:
     """Whether and how the gate compares `key` (of a system of the recorded `role`; none given: derived from the
     key as for a metrics file that records none): its direction only from its metric definition; its allowance from
     the first tolerance rule whose glob matches, each of `abs` and `rel` the rule leaves unset from the
     definition's default."""
     if role is None:
-        role = next(iter(baseline_roles([key]).values()), SystemRole()).role
-    definition = definition_of(key)
+        role = next(iter(baseline_roles([str(key)]).values()), SystemRole())
+    definition = definition_of(key, role)
     off = ungated_system(key, role)
+    key = str(key)
     if off is not None:
         return Gating(key, definition, False, why=off)
     if definition is None:
@@ -301,8 +303,8 @@ def compare(baseline: dict[str, float], run: dict[str, float], rules: list[Rule]
     rows = []
     for key in sorted(set(baseline) | set(run)):
         parts = parse_key(key)
-        role = roles.get((parts.dataset, parts.system), SystemRole()).role if parts is not None else None
-        how = gating(key, rules, role)
+        role = roles.get((parts.dataset, parts.system), SystemRole()) if parts is not None else SystemRole()
+        how = gating(parts or key, rules, role)
         base, now = baseline.get(key, math.nan), run.get(key, math.nan)
         row = {"metric": key, "better": how.better or "", "baseline": base, "run": now, "change": math.nan,
                "tolerance": math.nan}  # fmt: skip

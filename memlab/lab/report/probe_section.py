@@ -21,6 +21,8 @@ STALE_ORDER = ["question_id", "app_name", "user_id", "session_id", "event_id", "
 DRIFT_TABLE = "probe_drift"
 HEALTH_TABLES = ("probe_health_buckets", "probe_health_indexes", "probe_health_models")
 HEALTH_TITLES = ("Strategy per user-size bucket (units)", "HNSW indexes against the table", "Rows per model id")
+TABLE_HEALTH_TABLES = ("probe_table_indexes", "probe_table_rows", "probe_table_users")
+TABLE_HEALTH_TITLES = ("Vector indexes of the table", "Rows no search can find", "Plan per labelled user")
 
 
 @dataclass
@@ -79,6 +81,43 @@ def health_lines(meta: dict, buckets: pd.DataFrame, indexes: pd.DataFrame, model
     return lines
 
 
+def table_health_lines(meta: dict, indexes: pd.DataFrame, rows: pd.DataFrame, users: pd.DataFrame) -> list[str]:
+    """The "## Index health" section of a table probe: `meta` holds the table, the probed system and distance,
+    what was explained, the warnings and the users whose plan scanned their rows exactly."""
+    exact = meta.get("exact_users", [])
+    lines = ["## Index health", "",
+             f"Table `{meta.get('table')}`, system `{meta.get('system')}` searching by {meta.get('distance')} "
+             f"distance. Read-only: the catalog, one count of the rows by dimension and {meta.get('explain')}.", ""]
+    lines += [f"- **Warning:** {w}" for w in meta.get("warnings", [])] or ["No warnings."]
+    shown = indexes.assign(index_bytes=indexes.index_bytes.map(size), table_bytes=indexes.table_bytes.map(size))
+    lines += ["", f"### {TABLE_HEALTH_TITLES[0]}", "",
+              markdown_table(shown) if len(shown) else "No vector index: every search scans the user's rows.", ""]
+    lines += [f"### {TABLE_HEALTH_TITLES[1]}", "", "Rows with a NULL embedding, or of another dimension than the "
+              "query's, are never compared with a query.", "", markdown_table(rows), ""]  # fmt: skip
+    lines += [f"### {TABLE_HEALTH_TITLES[2]}", "",
+              f"The plan scanned the rows of {len(exact)} of {len(users)} users exactly (no index walked)"
+              + (f": {', '.join(exact)}." if exact else "."), ""]  # fmt: skip
+    lines += [markdown_table(users) if len(users) else "No question was asked.", ""]
+    return lines
+
+
+def _timing_lines(probe: dict) -> list[str]:
+    """A table probe's time per question against the bare SQL of the same searches."""
+    t = probe.get("timing")
+    if not t:
+        return []
+    if "ratio_to_bare_sql" not in t:
+        return []
+    return ["### Time per question", "",
+            f"{fmt(t.get('seconds_per_question'))} s per question through memlab's search, "
+            f"{fmt(t.get('bare_sql_seconds_per_question'))} s for the bare SQL of the same searches "
+            f"({t.get('bare_sql')}): {fmt(t.get('ratio_to_bare_sql'))}x (p50s: "
+            f"{fmt(t.get('p50_seconds_per_question'))} s and {fmt(t.get('bare_sql_p50_seconds_per_question'))} s, "
+            f"{fmt(t.get('p50_ratio_to_bare_sql'))}x). Of the search's time, "
+            f"{fmt(t.get('rate_limit_seconds_per_question'))} s per question waited for the store's rate limit "
+            f"(max_qps {t.get('max_qps')}).", ""]  # fmt: skip
+
+
 def _stale_lines(probe: dict, stale: pd.DataFrame) -> list[str]:
     lines = ["### Stale labels", ""]
     if not len(stale):
@@ -133,7 +172,8 @@ def probe_section(folder: RunFolder) -> ProbeSection:
     manifest = folder.manifest
     probe = manifest["probe"]
     dataset = probe.get("dataset", "")
-    what = "fact memory" if probe.get("memory") == "facts" else f"layer `{probe.get('layer')}`"
+    what = {"facts": "fact memory", "table": f"table `{probe.get('table')}` (store `{probe.get('store')}`)"}.get(
+        probe.get("memory"), f"layer `{probe.get('layer')}`")  # fmt: skip
     asked = probe.get("asked", 0)
     lines = ["## Probe of the live store", "",
              f"Read-only probe of {what} with model `{probe.get('model_id')}`, system `{probe.get('system')}`: "
@@ -144,6 +184,7 @@ def probe_section(folder: RunFolder) -> ProbeSection:
     stale = stale[[c for c in STALE_ORDER if c in stale.columns]]  # the manifest's keys are sorted
     lines += _stale_lines(probe, stale)
     lines += _plan_lines(probe)
+    lines += _timing_lines(probe)
     alerts = _alerts(probe)
     fired = int((alerts.fired == "FIRING").sum())
     lines += ["### Alerts", ""]
@@ -161,15 +202,21 @@ def probe_section(folder: RunFolder) -> ProbeSection:
     health = [folder.table(name, dataset) for name in HEALTH_TABLES]
     if "health" in probe and all(t is not None for t in health):
         lines += health_lines(probe["health"], *health)  # type: ignore[arg-type]
+    table_health = [folder.table(name, dataset) for name in TABLE_HEALTH_TABLES]
+    if "table_health" in probe and all(t is not None for t in table_health):
+        lines += table_health_lines(probe["table_health"], *table_health)  # type: ignore[arg-type]
     headline = [f"- Probe of the live store ({what}, system `{probe.get('system')}`): {asked} questions asked, "
                 f"{len(stale)} stale label(s), {fired} of {len(alerts)} alert(s) fired"
                 + (f", drift_p = {fmt(drift_p)}" if drift is not None else "") + "."]  # fmt: skip
     headline += [f"- Plan note: {n}" for n in probe.get("plan_notes", [])]
-    headline += [f"- Index health warning: {w}" for w in probe.get("health", {}).get("warnings", [])]
+    headline += [f"- Index health warning: {w}" for w in (probe.get("health") or probe.get("table_health") or {})
+                 .get("warnings", [])]  # fmt: skip
     tables = [("Probe of the live store: stale labels", stale), ("Probe of the live store: alerts", alerts)]
     tables += [("Probe of the live store: drift against the previous probe", drift)] if drift is not None else []
     tables += [(f"Index health: {t}", f) for t, f in zip(HEALTH_TITLES, health, strict=True) if f is not None]
+    tables += [(f"Index health: {t}", f) for t, f in zip(TABLE_HEALTH_TITLES, table_health, strict=True)
+               if f is not None]  # fmt: skip
     return ProbeSection(lines, headline, [(t, f) for t, f in tables if len(f)])
 
 
-__all__ = ["ProbeSection", "health_lines", "is_probe", "probe_section", "save_probe_tables"]
+__all__ = ["ProbeSection", "health_lines", "is_probe", "probe_section", "save_probe_tables", "table_health_lines"]

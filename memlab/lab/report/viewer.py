@@ -30,10 +30,11 @@ def viewer_systems(folder: RunFolder, dataset: str) -> list[str]:
     return [s for s, run in folder.runs(dataset).items() if run.role is None or run.role.role in ASKED]
 
 
-def rendering_of(system: str) -> str:
-    """What the system embeds: the retrieval sweep's names start with their rendering; others embed the text."""
-    head = system.split("/")[0].split("+")[0]
-    return head if "/" in system else "text"
+def rendering_of(folder: RunFolder, dataset: str, system: str) -> str:
+    """What the system embeds, as the run recorded it (its description in the manifest: memlab.lab.runs.folder's
+    `described`); an exact reference embeds what the system it stands beside embeds."""
+    info = folder.described(dataset, system)
+    return str(info.get("rendering") or (info.get("over") or {}).get("rendering") or "text")
 
 
 def _cutoffs(folder: RunFolder, dataset: str) -> dict[str, float]:
@@ -80,7 +81,7 @@ def question_hits(folder: str | Path | RunFolder, dataset: str, question_id: str
         keys = run_events(hits)
         cut = cutoffs.get(system)
         frames.append(pd.DataFrame({
-            "dataset": dataset, "system": system, "rendering": rendering_of(system),
+            "dataset": dataset, "system": system, "rendering": rendering_of(folder, dataset, system),
             "question_id": hits.question_id.to_numpy(), "rank": hits["rank"].to_numpy(),
             "unit_id": hits.unit_id.to_numpy(),
             "session_id": hits.session_id.to_numpy(),
@@ -156,7 +157,7 @@ def page_data(folder: RunFolder, headline: list[str], tables: list[tuple[str, pd
         data["hits"][dataset] = per
         data["texts"][dataset] = texts
         data["answers"][dataset] = answers_shown(folder, dataset)
-        data["renderings"] = {**data.get("renderings", {}), **{s: rendering_of(s) for s in systems}}
+        data["renderings"] = {**data.get("renderings", {}), **{s: rendering_of(folder, dataset, s) for s in systems}}
         for q in folder.questions(dataset):
             data["questions"].append({"d": dataset, "id": q.id, "text": q.text, "qtype": q.qtype,
                                       "size": sizes.get((dataset, q.id), ""), "answerable": bool(q.relevant),

@@ -15,8 +15,8 @@ from memlab.lab.datasets.checks import warning_lines
 from memlab.lab.datasets.judged.origins import headline_note
 from memlab.lab.metrics.cutoffs import CutoffAdvice, cutoff_options, folder_advice
 from memlab.lab.metrics.cutoffs import sentence as cutoff_sentence
-from memlab.lab.metrics.definitions import base_name, reading_note, summarized
-from memlab.lab.metrics.scoring import metric_key
+from memlab.lab.metrics.definitions import reading_note, summarized
+from memlab.lab.metrics.keys import ScoreKey, by_group, metric_name, overall
 from memlab.lab.metrics.uncertainty import MIN_QUESTIONS, intervals, paired_differences, tied, too_few
 from memlab.lab.report.gate import gate_table, gated, metrics_experiment, ungated
 from memlab.lab.report.judged_lines import pool_lines
@@ -43,7 +43,7 @@ COLUMN_PROSE = (
 def column_notes(metrics: Iterable[str]) -> str:
     """What each metric scored per question means and which way is better, for those among `metrics` (a run's
     metric names), read from the metric registry the gate reads too, then how to read the tables."""
-    present = {base_name(m) for m in metrics}
+    present = {metric_name(str(m)) for m in metrics}
     return (reading_note([d.name for d in summarized() if d.name in present]) + COLUMN_PROSE).lstrip()
 
 
@@ -70,9 +70,9 @@ def with_interval(folder, dataset: str, table: pd.DataFrame, metric: str) -> pd.
     """`table` (one row per system) with the 95% bootstrap interval of `metric` over questions beside it."""
     if metric not in table.columns or folder.question_scores.empty:
         return table
-    iv = intervals(folder.question_table, [metric_key(dataset, s, metric) for s in table.system])
-    spans = {key.split("/", 1)[1].rsplit("/", 1)[0]: f"{lo:.3f}-{hi:.3f}"
-             for key, lo, hi in zip(iv.key, iv.lo, iv.hi, strict=True)}  # fmt: skip
+    keys = {str(ScoreKey(dataset, s, metric)): s for s in table.system}
+    iv = intervals(folder.question_table, list(keys))
+    spans = {keys[key]: f"{lo:.3f}-{hi:.3f}" for key, lo, hi in zip(iv.key, iv.lo, iv.hi, strict=True)}
     out = table.copy()
     out.insert(out.columns.get_loc(metric) + 1, f"{metric} 95% CI", out.system.map(spans).fillna(""))
     return out
@@ -88,19 +88,19 @@ def against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.Data
 def _against_reference(folder, dataset: str, k: int) -> tuple[str | None, pd.DataFrame]:
     metric = f"recall@{k}"
     scores = folder.scores
-    rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & _ranked(scores)]
+    rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & overall(scores) & _ranked(scores)]
     systems = list(dict.fromkeys(rows.system))
     reference = next((s for s in REFERENCES if s in systems), None)
     empty = pd.DataFrame(columns=["system", "change", "lo", "hi", "questions", "p", "p_adjusted", "real"])
     if reference is None or folder.question_scores.empty:
         return reference, empty
     table = folder.question_table
-    pairs = [(metric_key(dataset, reference, metric), metric_key(dataset, s, metric)) for s in systems
-             if s != reference]  # fmt: skip
+    pairs = [(ScoreKey(dataset, reference, metric), ScoreKey(dataset, s, metric)) for s in systems if s != reference]
     diff = paired_differences(table, table, pairs)
     if diff.empty:
         return reference, empty
-    diff.insert(0, "system", [after.split("/", 1)[1].rsplit("/", 1)[0] for after in diff["after"]])
+    compared = {str(after): after.system for _, after in pairs}
+    diff.insert(0, "system", diff["after"].map(compared))
     diff["real"] = diff.significant.map({True: "yes", False: ""})
     return reference, diff.drop(columns=["before", "after", "significant"])
 
@@ -131,7 +131,7 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
     paired = False
     metric = f"recall@{k}"
     for dataset in folder.datasets:
-        rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & _ranked(scores)]
+        rows = scores[(scores.dataset == dataset) & (scores.metric == metric) & overall(scores) & _ranked(scores)]
         if rows.empty:
             continue
         best = rows.loc[rows.value.idxmax()]
@@ -140,7 +140,7 @@ def headline_lines(folder, k: int, gate: pd.DataFrame | None = None) -> list[str
             best = rows[rows.system == reference].iloc[0]  # a tie goes to plain vector search
         values = rows.drop_duplicates("system").set_index("system").value
         ties = tied(values, best.system, table, dataset=dataset, metric=metric)
-        iv = intervals(table, [metric_key(dataset, best.system, metric)])
+        iv = intervals(table, [ScoreKey(dataset, best.system, metric)])
         if iv.empty:
             continue
         r = iv.iloc[0]
@@ -227,16 +227,16 @@ def write_report(folder: str | Path | RunFolder, *, baseline: Path | None = None
                             "labels_given", "labels_dropped", "checksum"] if c in ds.columns]  # fmt: skip
         parts += ["## Data sets", "", markdown_table(ds[cols]), ""]
     mains = list(dict.fromkeys(scores[_compared(scores)].system))
-    across = scores[scores.system.isin(mains) & (scores.metric == f"recall@{k}")]
+    recall = scores[scores.system.isin(mains) & (scores.metric == f"recall@{k}")]
+    across = recall[overall(recall)]
     if across.dataset.nunique() > 1:
         wide = across.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()
         parts += [f"## recall@{k} across data sets", "", markdown_table(wide), ""]
         html_tables.append((f"recall@{k} across data sets", wide))
-        typed = scores[scores.system.isin(mains) & scores.metric.str.startswith(f"recall@{k}[qtype=")]
-        typed = typed.assign(qtype=typed.metric.str.extract(r"qtype=(.*)\]")[0])
-        shared = [t for t, g in typed.groupby("qtype", sort=False) if g.dataset.nunique() > 1]
+        typed = recall[by_group(recall, "qtype")]
+        shared = [t for t, g in typed.groupby("group_value", sort=False) if g.dataset.nunique() > 1]
         for qtype in shared:  # the same kind of question on different haystacks (e.g. oracle vs S)
-            g = typed[typed.qtype == qtype]
+            g = typed[typed.group_value == qtype]
             wide = g.pivot_table(index="system", columns="dataset", values="value", sort=False).reset_index()
             parts += [f"recall@{k} on `{qtype}` questions, side by side:", "", markdown_table(wide), ""]
     for dataset in folder.datasets:

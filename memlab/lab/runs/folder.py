@@ -5,7 +5,7 @@
     labels/<dataset>.events.parquet    app, user, session, event id of every event (memory size, texts)
     tables/<sweep>__<dataset>.parquet  what a sweep measured that is not a ranked list (filtered search, ingest)
     question_scores.parquet            per-question scores
-    scores.csv / scores.parquet        long form: dataset, system, metric, value, questions
+    scores.csv / scores.parquet        long form: dataset, system, metric, group, group_value, value, questions
     systems.parquet                    each data set x system's role, sweep and parent (memlab.lab.systems.roles)
     metrics.json                       flat keys dataset/system/metric
     manifest.json, report.md, *.png
@@ -30,9 +30,11 @@ from memlab.lab.base.redacted import write_parquet  # every run-folder file pass
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.metrics.uncertainty import QuestionTable
 from memlab.lab.runs.format import (
+    GROUPS_RECORDED,
     ROLES_RECORDED,
     SESSIONS_RECORDED,
     configured_systems,
+    derived_description,
     folder_version,
     upgrade_events,
     upgrade_labels,
@@ -40,6 +42,7 @@ from memlab.lab.runs.format import (
     upgrade_run,
     upgrade_run_role,
     upgrade_scores,
+    upgrade_scores_groups,
     upgrade_scores_roles,
     upgrade_table,
 )
@@ -134,6 +137,13 @@ class RunFolder:
         """What was `read`, or `upgrade()` of it in a folder older than the format version `step` brings files to
         (run_format's steps)."""
         return read if self.version >= step else upgrade()
+
+    def described(self, dataset: str, system: str) -> dict:
+        """What a system of the run is, as the manifest records it (its role, sweep, parent and `describe()`:
+        memlab.lab.experiment.run); a folder that recorded none (an older one, a probe's) gets what the format's
+        upgrade step derives (memlab.lab.runs.format.derived_description)."""
+        recorded = self.manifest.get("systems", {}).get(dataset, {})
+        return recorded[system] if system in recorded else derived_description(system)
 
     @property
     def k(self) -> int:
@@ -232,8 +242,10 @@ class RunFolder:
         return self.memo("scores", None, self._read_scores)
 
     def _read_scores(self) -> pd.DataFrame:
-        frame = pd.read_parquet(self.path / "scores.parquet")
-        frame = self.current(frame, lambda: upgrade_scores(frame))
+        path = self.path / "scores.parquet"
+        read = pd.read_parquet(path)
+        renamed = self.current(read, lambda: upgrade_scores(read))
+        frame = self.current(renamed, lambda: upgrade_scores_groups(renamed, self._where(path)), GROUPS_RECORDED)
         systems = self.path / SYSTEMS_FILE
         if systems.exists():
             return with_roles(frame, pd.read_parquet(systems))

@@ -26,6 +26,14 @@ Versions 1 to 3 did not record what each system is (memlab.lab.systems.roles); s
 roles derived once, here, from the configured systems' names (main) and the names memlab gave the systems it made
 (`derived_role`): this is the one place a system's name says what it is.
 
+Versions 1 to 4 wrote a breakdown into the metric of scores.parquet (`recall@10[qtype=temporal]`); version 5 gives it
+columns (`group`, `group_value`: memlab.lab.metrics.keys) beside the metric (`recall@10`). Such a scores file is read
+with its breakdowns taken out of the metric into those columns (`upgrade_scores_groups`): this is the one place a
+metric's name says what breakdown it is. metrics.json's flat keys are the same in every version. Version 5 also
+records in the manifest what each system is (`systems`: its role, sweep, parent and description, such as a cut's
+max_distance or what a system embeds); a folder without that record gets what its names say
+(`derived_description`).
+
 A folder or baseline of a newer version than this memlab reads, or a version-1 file missing what every version
 held, is refused with one line: what, where, and what to do."""
 
@@ -44,22 +52,25 @@ from memlab.errors import ConfigError
 from memlab.lab.base.identity import session_index
 from memlab.lab.base.outputs import RUN, mark
 from memlab.lab.datasets.model import Question
-from memlab.lab.metrics.definitions import FORMER_COLUMNS, FORMER_NAMES, parse_key
+from memlab.lab.metrics.definitions import FORMER_COLUMNS, FORMER_NAMES
+from memlab.lab.metrics.keys import GROUP_COLUMNS, label_key, metric_key, parse_key
 from memlab.lab.runs.records import Run
 from memlab.lab.systems.roles import CUT, MAIN, MEASURE, REFERENCE, ROLE_COLUMNS, SWEEP, SystemRole
 
-FORMAT_VERSION = 4  # what this memlab writes; 1: everything written before the version was recorded
+FORMAT_VERSION = 5  # what this memlab writes; 1: everything written before the version was recorded
 VERSION_KEY = "format_version"
 UNVERSIONED = 1
 # the version each step brings a file to: a file of an older folder passes that step when read
 SESSIONS_RECORDED = 2  # hits and labels carry their sessions; metrics under their current names
 METRIC_COLUMNS = 3  # every per-question score column named by its metric
 ROLES_RECORDED = 4  # runs and scores record each system's role (memlab.lab.systems.roles)
+GROUPS_RECORDED = 5  # scores give a breakdown its columns (group, group_value), not a part of the metric
 
 # what every version-1 file held: without it a file cannot be brought to the current shape
 RUN_REQUIRED = ("system", "question_id", "rank", "unit_id", "event_ids", "distance", "chars", "latency_ms", "plan")
 LABELS_REQUIRED = ("id", "app_name", "user_id", "text", "relevant")
 EVENTS_REQUIRED = ("app_name", "user_id", "session_id", "event_id")
+SCORES_REQUIRED = ("dataset", "system", "metric", "value")
 # columns version 1 may lack, with the value that says "not measured" (or "none")
 _RUN_FILL = {"lexical": np.nan, "coverage": np.nan, "score": np.nan}
 _LABELS_FILL = {"asked_at": None, "qtype": "default", "fact_key": None, "answer": None}
@@ -205,7 +216,7 @@ def current_key(key: str) -> str:
     parts = parse_key(key)
     if parts is None:
         return key
-    return f"{parts.dataset}/{parts.system}/{current_metric(parts.metric)}"
+    return metric_key(parts.dataset, parts.system, current_metric(parts.metric), parts.group, parts.group_value)
 
 
 def current_metrics(metrics: Mapping[str, Any], version: int) -> dict[str, Any]:
@@ -223,6 +234,21 @@ def current_metrics(metrics: Mapping[str, Any], version: int) -> dict[str, Any]:
 def upgrade_scores(frame: pd.DataFrame) -> pd.DataFrame:
     """scores.parquet of a version-1 folder: each metric under its current name."""
     return frame.assign(metric=frame.metric.map(current_metric)) if "metric" in frame.columns else frame
+
+
+def upgrade_scores_groups(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """scores.parquet of a folder of versions 1 to 4 (a breakdown written into the metric, `recall@10[qtype=x]`)
+    with the breakdown in GROUP_COLUMNS and the metric without it; a metric not of the registry's form stays as it
+    is, over all questions."""
+    _require(frame, SCORES_REQUIRED, where)
+    if set(GROUP_COLUMNS) <= set(frame.columns):
+        return frame
+    parts = [label_key(str(m), str(d), str(s)) for d, s, m in zip(frame.dataset, frame.system, frame.metric,
+                                                                   strict=True)]  # fmt: skip
+    return frame.assign(metric=[p.metric if p is not None else str(m) for p, m in zip(parts, frame.metric,
+                                                                                        strict=True)],
+                        group=[p.group if p is not None else "" for p in parts],
+                        group_value=[p.group_value if p is not None else "" for p in parts])  # fmt: skip
 
 
 def upgrade_question_scores(frame: pd.DataFrame, version: int) -> pd.DataFrame:
@@ -258,6 +284,12 @@ def derived_role(system: str, configured: Collection[str]) -> SystemRole:
     if "/" in system:
         return SystemRole(SWEEP, "retrieval")
     return SystemRole(MAIN)
+
+
+def derived_description(system: str) -> dict[str, str]:
+    """What a system of a folder that recorded no descriptions (before format 5, or a probe's) embeds, as the name
+    memlab gave it says: the retrieval sweep's names start with their rendering; others embed the text."""
+    return {"rendering": system.split("/")[0].split("+")[0] if "/" in system else "text"}
 
 
 def configured_systems(manifest: Mapping[str, Any]) -> set[str]:
@@ -307,8 +339,8 @@ def read_baseline(data: object, path: Path) -> dict[str, Any]:
     return {VERSION_KEY: FORMAT_VERSION, "experiment": experiment, "metrics": current_metrics(metrics, version)}
 
 
-__all__ = ["FORMAT_VERSION", "METRIC_COLUMNS", "ROLES_RECORDED", "SESSIONS_RECORDED", "VERSION_KEY", "baseline_roles",
-           "baseline_version",
-           "configured_systems", "current_key", "current_metric", "current_metrics", "derived_role", "folder_version",
-           "read_baseline", "run_mark", "upgrade_events", "upgrade_labels", "upgrade_question_scores", "upgrade_run",
-           "upgrade_run_role", "upgrade_scores", "upgrade_scores_roles", "upgrade_table"]
+__all__ = ["FORMAT_VERSION", "GROUPS_RECORDED", "METRIC_COLUMNS", "ROLES_RECORDED", "SESSIONS_RECORDED",
+           "VERSION_KEY", "baseline_roles", "baseline_version", "configured_systems", "current_key", "current_metric",
+           "current_metrics", "derived_description", "derived_role", "folder_version", "read_baseline", "run_mark",
+           "upgrade_events", "upgrade_labels", "upgrade_question_scores", "upgrade_run", "upgrade_run_role",
+           "upgrade_scores", "upgrade_scores_groups", "upgrade_scores_roles", "upgrade_table"]

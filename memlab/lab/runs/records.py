@@ -134,6 +134,6 @@ class Run:
 
 
 def read_runs(folder: str | Path) -> list[Run]:
-    """Every run file of a run folder as saved, in file order (memlab.lab.load_runs reads them in the current
+    """Every run file of a run folder as saved, in file order (memlab.lab.runs.load_runs reads them in the current
     shape)."""
     return [Run.load(p) for p in sorted((Path(folder) / "runs").glob("*.parquet"))]

@@ -1,6 +1,7 @@
 """Sweeps: each is a `Sweep` (memlab.lab.sweeps.base) that yields systems, may measure what is not a ranked list,
 scores what it adds from saved runs and writes its report section. SWEEPS is the one table of them by name, in
-the order the README lists them: to add a sweep, write its class in a module here and add it to SWEEPS."""
+the order the README lists them: to add a sweep, write its class in a module here and add it to SWEEPS.
+Modules here are internal; use the names below."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from memlab.lab.sweeps.ingest import IngestSweep
 from memlab.lab.sweeps.labels import LabelsSweep
 from memlab.lab.sweeps.models import ModelsSweep
 from memlab.lab.sweeps.retrieval import RetrievalSweep
+from memlab.lab.sweeps.table import TableSweep
 
 SWEEPS: Mapping[str, Sweep] = MappingProxyType({
     sweep.name: sweep
     for sweep in (GranularitySweep(), RetrievalSweep(), CutoffSweep(), FilteredSweep(), ModelsSweep(), FactsSweep(),
-                  IngestSweep(), LabelsSweep(), AnswerSweep())
+                  IngestSweep(), LabelsSweep(), AnswerSweep(), TableSweep())
 })  # fmt: skip
 
 

@@ -3,23 +3,21 @@ a reader model answers from the system's top-k saved hits (each memory with its 
 grades the reply by LongMemEval's per-type rules (memlab.lab.sweeps.answering); token F1 against the gold answer
 (memlab.lab.metrics.answers) is measured beside it, without a model.
 
-Options: `reader` (a name under the config's `models:`, required), `judge` (default: the reader), `systems` (the
-systems whose hits are read; default: the configured ones), `k` (5: how many hits the reader sees, at most the run's
-k). A reply that is an abstention as a whole ("I don't know", nothing else) is right on a question nothing in memory
-answers and wrong on an answerable one, without a judge call; a reply that says anything more (a name beside "the
-breed is not mentioned") goes to the judge, whose rule for a no-answer question makes any attempt at a concrete
-answer wrong. An empty reply (or one the token limit cut before any text) is a reader error, not an abstention. An
-answerable question without a gold answer text is skipped (counted in the report). A model that fails (unreachable,
-timeout, HTTP error, malformed reply) fails that question only: its error is recorded in the `answers` table and
-counted, never ending the run. The models' disk cache serves a second run of the same config, but for each model's
-first request (it learns which model answers now); an empty reply and a verdict that does not parse are not
-cached (a rerun asks again)."""
+Options: AnswerOptions (a reader model is required; the judge defaults to it). A reply that is an abstention as a
+whole ("I don't know", nothing else) is right on a question nothing in memory answers and wrong on an answerable
+one, without a judge call; a reply that says anything more (a name beside "the breed is not mentioned") goes to the
+judge, whose rule for a no-answer question makes any attempt at a concrete answer wrong. An empty reply (or one the
+token limit cut before any text) is a reader error, not an abstention. An answerable question without a gold answer
+text is skipped (counted in the report). A model that fails (unreachable, timeout, HTTP error, malformed reply)
+fails that question only: its error is recorded in the `answers` table and counted, never ending the run. The
+models' disk cache serves a second run of the same config, but for each model's first request (it learns which model
+answers now); an empty reply and a verdict that does not parse are not cached (a rerun asks again)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +26,11 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab.base.identity import run_events
+from memlab.lab.base.options import option
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.metrics.answers import is_empty_reply, token_f1
-from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.metrics.scoring import LONG_COLUMNS, SCORE_COLUMNS
 from memlab.lab.metrics.uncertainty import bootstrap_ci
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.runs.records import Run
@@ -51,7 +50,6 @@ from memlab.models import ChatClient, ChatReply, ChatRequest, ModelError, ModelS
 from memlab.types import Event
 
 TABLE = "answers"
-OPTIONS = ("reader", "judge", "systems", "k")
 DEFAULT_K = 5
 READER_TOKENS = 64  # a short answer; the reader is told to reply in a few words
 JUDGE_TOKENS = 200
@@ -59,11 +57,15 @@ METRICS = ("answer_accuracy", "answer_f1", "answer_errors", "answer_tokens_per_q
            "answer_seconds_per_question")  # fmt: skip
 
 
-def _name(options: dict[str, Any], key: str, source: str) -> None:
-    value = options.get(key)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ConfigError(f"{source}: options.answer.{key} must be the name of a model under `models:`, got "
-                          f"{value!r}")  # fmt: skip
+@dataclass(frozen=True)
+class AnswerOptions:
+    reader: str = option(doc="the name of an openai-chat model under `models:` that answers from the retrieved "
+                             "memories", blank=False)  # fmt: skip
+    judge: str | None = option(None, "the openai-chat model under `models:` that grades the replies (default: the "
+                                     "reader)", blank=False)  # fmt: skip
+    systems: list[str] | None = option(None, "the systems whose hits are read (default: the configured ones)",
+                                       min_items=1, blank=False)  # fmt: skip
+    k: int = option(DEFAULT_K, "how many hits the reader sees (at most the run's k)", low=1, high=100)
 
 
 # -- measuring ---------------------------------------------------------------------------------------------------
@@ -249,25 +251,7 @@ class AnswerSweep(Sweep):
 
     name = "answer"
     measures = True
-
-    def check_options(self, options: dict[str, Any], source: str = "<config>") -> None:
-        extra = sorted(set(options) - {*OPTIONS, "datasets"})
-        if extra:
-            raise ConfigError(f"{source}: options.answer: unknown setting(s) {extra}; known: {sorted(OPTIONS)}")
-        if not options.get("reader"):
-            raise ConfigError(f"{source}: options.answer.reader is required: the name of an openai-chat model under "
-                              "`models:` that answers from the retrieved memories")  # fmt: skip
-        _name(options, "reader", source)
-        _name(options, "judge", source)
-        k = options.get("k", DEFAULT_K)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
-            raise ConfigError(f"{source}: options.answer.k must be a whole number in 1..100 (hits the reader "
-                              f"sees), got {k!r}")  # fmt: skip
-        systems = options.get("systems")
-        if systems is not None and (not isinstance(systems, list) or not systems
-                                    or not all(isinstance(s, str) and s for s in systems)):  # fmt: skip
-            raise ConfigError(f"{source}: options.answer.systems must be a non-empty list of system names, got "
-                              f"{systems!r}")  # fmt: skip
+    options_type = AnswerOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         """A reader and a judge pass over the questions per system read."""
@@ -294,13 +278,14 @@ class AnswerSweep(Sweep):
         if frame is None or frame.empty:
             return pd.DataFrame(columns=SCORE_COLUMNS)
         out = []
+        graded = {"answer_accuracy", "answer_accuracy_ci_low", "answer_accuracy_ci_high"}  # over graded answers
         for r in answer_summary(frame).to_dict("records"):
-            tag = "" if r["question_type"] == "all" else f"[qtype={r['question_type']}]"
+            group, value = ("", "") if r["question_type"] == "all" else ("qtype", str(r["question_type"]))
             for metric in (*METRICS, "answer_accuracy_ci_low", "answer_accuracy_ci_high"):
                 if not pd.isna(r[metric]):
-                    n = r["graded"] if metric.startswith("answer_accuracy") else r["questions"]
-                    out.append((dataset, r["system"], metric + tag, float(r[metric]), int(n)))
-        return pd.DataFrame(out, columns=SCORE_COLUMNS)
+                    n = r["graded"] if metric in graded else r["questions"]
+                    out.append((dataset, r["system"], metric, group, value, float(r[metric]), int(n)))
+        return pd.DataFrame(out, columns=LONG_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         frame = folder.table(TABLE, dataset)

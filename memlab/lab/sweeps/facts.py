@@ -6,15 +6,13 @@ what fact search serves at question time (memlab.lab.systems.facts): `stale_serv
 (under the confirm heading), and `stale_recall`, the share of questions about a key the user had given a newer
 value for by then that were served the replaced value. Fixtures ask about every key of their gold history when
 their last session ends, plus their `serving` checks; other data sets ask their questions that name a
-`fact_key`. Options:
-`extractors` ([labelled, rules]; `labelled` only where the data set has gold candidates; `llm` when an endpoint
-is configured)."""
+`fact_key`. Options: FactsOptions."""
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +21,25 @@ import pandas as pd
 from memlab.facts.extractors.base import Extractor
 from memlab.facts.memory import FactMemory
 from memlab.facts.types import DOMAIN_USER
+from memlab.lab.base.options import option
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.facts import StaleCounts, ask_keys, run_fact_eval, summarize_facts
-from memlab.lab.systems.kinds import Env, make_extractor
+from memlab.lab.systems.kinds import EXTRACTORS, Env, make_extractor
 
 METRICS = ("key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped", "seconds_per_session",
            "stale_served", "stale_recall")  # fmt: skip
 YIELD_METRICS = ("facts_per_session", "dropped", "evidence_coverage", "stale_served", "stale_recall")
+
+
+@dataclass(frozen=True)
+class FactsOptions:
+    extractors: list[str] = option(["labelled", "rules"], "the extractors compared (labelled only where the data "
+                                   "set has gold candidates; llm needs an endpoint configured)",
+                                   choices=EXTRACTORS)  # fmt: skip
 
 
 def _yield(env: Env, dataset: Dataset, extractor: Extractor) -> dict:
@@ -92,20 +98,22 @@ class FactsSweep(Sweep):
 
     name = "facts"
     measures = True
+    options_type = FactsOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
-        return distinct(options.get("extractors", ["labelled", "rules"]))
+        return distinct(options.get("extractors", FactsOptions().extractors))
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
+        extractors = self.typed(options).extractors
         if not any(u.expected_facts is not None for u in dataset.users):
             has_gold = any(u.gold_candidates for u in dataset.users)
-            names = [n for n in options.get("extractors", ["labelled", "rules"]) if n != "labelled" or has_gold]
+            names = [n for n in extractors if n != "labelled" or has_gold]
             rows = [_yield(env, dataset, make_extractor(n, dataset, env.extractor_options)) for n in names]
             save_table(out, "fact_yield", dataset.name, pd.DataFrame(rows))
             return
         frames = []
-        for name in options.get("extractors", ["labelled", "rules"]):
+        for name in extractors:
             extractor = make_extractor(name, dataset, env.extractor_options)
             frames.append(run_fact_eval(env.store, env.embedder("default"), dataset, extractor,
                                         progress=env.progress))  # fmt: skip

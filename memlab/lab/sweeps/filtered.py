@@ -27,21 +27,25 @@ from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
 from memlab.events.memory import EventMemory
 from memlab.events.units import Unit
+from memlab.lab.base.options import option
 from memlab.lab.base.plots import recall_latency
 from memlab.lab.base.redacted import write_csv
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.datasets.synth.vectors import background_rows, jitter
+from memlab.lab.metrics.scoring import LONG_COLUMNS
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
 from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.lab.systems.kinds import Env
-from memlab.storage.store import Store, scratch_store
-from memlab.types import SearchSettings
+from memlab.storage.servers import scratch_store
+from memlab.storage.store import Store
+from memlab.types import ITERATIVE_SCANS, SearchSettings
 
 APP = "memlab-filtered"
 LAYER = "bench:filtered"
+MAX_SCAN_TUPLES = 1_000_000  # tuples an iterative HNSW scan may visit per search (pgvector's default: 20,000)
 
 
 @dataclass(frozen=True)
@@ -203,18 +207,47 @@ def summarize_filtered(frame: pd.DataFrame) -> pd.DataFrame:
 
 # -- the sweep: measure on any data set's texts and questions ------------------------------------------------
 
-def _grid(options: dict) -> FilteredGrid:
-    allowed = set(FilteredGrid.__dataclass_fields__) - {"settings_extra"}
-    extra = set(options) - allowed - {"texts"}
-    if extra:
-        raise ConfigError(f"options.filtered: unknown key(s) {sorted(extra)}; allowed: {sorted(allowed | {'texts'})}")
-    return FilteredGrid(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in allowed})
+GRID = FilteredGrid()  # the defaults of the options below
 
 
-def measure(env, dataset, options: dict, context, out) -> None:
+@dataclass(frozen=True)
+class FilteredOptions:
+    total_rows: int = option(GRID.total_rows, "rows in the table: the background tenants fill what the tenants "
+                                              "under test leave", low=1, high=10_000_000)  # fmt: skip
+    shares: list[float] = option(list(GRID.shares), "each tenant under test's share of the table", low=1e-9,
+                                 high=1.0)  # fmt: skip
+    relations: list[str] = option(list(GRID.relations), "how a tenant's rows relate to the queries",
+                                  choices=GRID.relations)  # fmt: skip
+    ef_search: list[int] = option(list(GRID.ef_search), "the HNSW ef_search values timed", low=1, high=1000)
+    iterative: list[str] = option(list(GRID.iterative), "the iterative scan modes timed", choices=ITERATIVE_SCANS)
+    max_scan_tuples: list[int] = option(list(GRID.max_scan_tuples), "the iterative scans' tuple budgets timed",
+                                        low=1, high=MAX_SCAN_TUPLES)  # fmt: skip
+    queries: int = option(GRID.queries, "questions asked of each tenant and configuration", low=1, high=100_000)
+    k: int = option(GRID.k, "hits per search", low=1, high=1000)
+    background_tenants: int = option(GRID.background_tenants, "tenants that fill the rest of the table", low=1,
+                                     high=100_000)  # fmt: skip
+    remedy_min_share: float = option(GRID.remedy_min_share, "tenants at or above this share get a partial HNSW "
+                                                            "index (the remedy)", low=0.0, high=1.0)  # fmt: skip
+    seed: int = option(GRID.seed, "the seed of the tenants' sizes and rows", low=0, high=2**32 - 1)
+    texts: int = option(3000, "at most this many of the data set's texts become the tenants' rows", low=1,
+                        high=1_000_000)  # fmt: skip
+
+    def check(self, where: str) -> None:
+        """The tenants under test (each share of the table, once per relation) fit in the table."""
+        if sum(self.shares) * len(self.relations) > 1:
+            raise ConfigError(f"{where}: the tenants under test would hold sum(shares) x relations = "
+                              f"{sum(self.shares):g} x {len(self.relations)} of the table, more than all of it; give "
+                              "smaller shares")  # fmt: skip
+
+    def grid(self) -> FilteredGrid:
+        return FilteredGrid(**{name: tuple(value) if isinstance(value, list) else value
+                               for name, value in self.__dict__.items() if name != "texts"})  # fmt: skip
+
+
+def measure(env, dataset, options: FilteredOptions, context, out) -> None:
     """The trap measured with the data set's own texts (as tenants' rows) and questions (as queries)."""
-    grid = _grid(options)
-    texts = dataset.texts()[: int(options.get("texts", 3000))]
+    grid = options.grid()
+    texts = dataset.texts()[: options.texts]
     questions = [q.text for q in dataset.questions if q.answerable] or [q.text for q in dataset.questions]
     if len(texts) < 5 or not questions:
         return
@@ -231,15 +264,15 @@ def scores(folder, dataset: str, options: dict, base: pd.DataFrame) -> pd.DataFr
     frame = folder.table("filtered", dataset)
     rows = []
     if frame is None:
-        return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+        return pd.DataFrame(rows, columns=LONG_COLUMNS)
     summary = summarize_filtered(frame)
     queries = frame.groupby(["share", "config"]).size()
     for r in summary.itertuples(index=False):
         n = int(queries[(r.share, r.config)])
         for metric in ("recall", "empty_rate", "latency_ms_p50", "latency_ms_p95"):
             name = "recall_vs_exact" if metric == "recall" else metric
-            rows.append((dataset, system_name(r.config), f"{name}[share={r.share:g}]", float(getattr(r, metric)), n))
-    return pd.DataFrame(rows, columns=["dataset", "system", "metric", "value", "questions"])
+            rows.append((dataset, system_name(r.config), name, "share", f"{r.share:g}", float(getattr(r, metric)), n))
+    return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
 
 def section(folder, dataset: str, options: dict) -> str | None:
@@ -271,20 +304,20 @@ class FilteredSweep(Sweep):
 
     name = "filtered"
     measures = True
+    options_type = FilteredOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         """Searches timed: tenants under test x configurations (with exact, planner, partial index) x queries."""
-        grid = FilteredGrid()
 
         def n(key: str) -> int:
-            return distinct(options[key]) if key in options else len(getattr(grid, key))
+            return distinct(options[key]) if key in options else len(getattr(GRID, key))
 
         configs = n("ef_search") * n("iterative") * n("max_scan_tuples") + 3
-        return n("shares") * n("relations") * configs * int(options.get("queries", grid.queries))
+        return n("shares") * n("relations") * configs * int(options.get("queries", GRID.queries))
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
-        measure(env, dataset, options, context, out)
+        measure(env, dataset, self.typed(options), context, out)
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:
         return scores(folder, dataset, options, base)

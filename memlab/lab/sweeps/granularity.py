@@ -1,23 +1,41 @@
 """Which unit to remember: events, chunks of several sizes and overlaps, whole sessions, or extracted facts,
 on the same questions with the same k, scored on recall, MRR and the context each hands the model.
 
-Options: `chunks` ([[size, overlap], ...], default [[2, 0], [4, 1], [8, 2]]), `session` (true), `extractors`
-([rules]; `labelled` replays gold candidates where the data set has them), `strategy` (auto)."""
+Options: GranularityOptions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from memlab.errors import ConfigError
+from memlab.lab.base.options import option
 from memlab.lab.base.plots import granularity_bars
 from memlab.lab.base.tables import breakdown, markdown_table, pivot_scores
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems.kinds import EventSystem, FactSystem, System
-from memlab.types import SearchSettings
+from memlab.lab.systems.kinds import EXTRACTORS, EventSystem, FactSystem, System
+from memlab.types import STRATEGIES, SearchSettings
 
 DEFAULT_CHUNKS = ((2, 0), (4, 1), (8, 2))
+
+
+@dataclass(frozen=True)
+class GranularityOptions:
+    chunks: list[list[int]] = option([list(c) for c in DEFAULT_CHUNKS], "the chunk systems, each [size, overlap] in "
+                                     "events", low=0, high=1000)  # fmt: skip
+    session: bool = option(True, "whole sessions as one unit too")
+    extractors: list[str] = option(["rules"], "the fact systems' extractors (labelled replays the gold candidates "
+                                              "where the data set has them)", choices=EXTRACTORS)  # fmt: skip
+    strategy: str = option("auto", "the search strategy of every system", choices=STRATEGIES)
+
+    def check(self, where: str) -> None:
+        for i, chunk in enumerate(self.chunks):
+            if len(chunk) != 2 or chunk[0] < 1 or chunk[1] >= chunk[0]:
+                raise ConfigError(f"{where}.chunks[{i}] must be [size, overlap] with size >= 1 and overlap smaller "
+                                  f"than size, got {chunk!r}; e.g. [4, 1]")  # fmt: skip
 
 
 def names(options: dict[str, Any]) -> list[str]:
@@ -30,6 +48,7 @@ class GranularitySweep(Sweep):
     """Events, chunks, sessions and facts as the unit of memory, side by side."""
 
     name = "granularity"
+    options_type = GranularityOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         return (1 + distinct(list(options.get("chunks", DEFAULT_CHUNKS))) + bool(options.get("session", True))

@@ -1,14 +1,15 @@
 """Ingest rate against the model's raw encode rate on the same texts, measured side by side in one run (a ratio:
-the machine is noisy). Options: `repeat` (copies of the sessions, default 1)."""
+the machine is noisy). Options: IngestOptions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memlab.errors import ConfigError
+from memlab.lab.base.options import option
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder, save_table
@@ -19,27 +20,26 @@ from memlab.lab.systems.kinds import Env
 METRICS = ("ingest_units_per_s", "raw_encode_per_s", "ratio", "texts")
 
 
+@dataclass(frozen=True)
+class IngestOptions:
+    repeat: int = option(1, "copies of the sessions ingested", low=1, high=100)
+
+
 class IngestSweep(Sweep):
     """Ingest units/s against the model's raw encode rate, one table per data set."""
 
     name = "ingest"
     measures = True
-
-    def check_options(self, options: dict[str, Any], source: str = "<config>") -> None:
-        repeat = options.get("repeat", 1)
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 100:
-            raise ConfigError(f"{source}: options.ingest.repeat must be a whole number in 1..100 (copies of the "
-                              f"sessions ingested), got {repeat!r}.")  # fmt: skip
+    options_type = IngestOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         return int(options.get("repeat", 1))  # copies of the sessions ingested
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
-        self.check_options(options)
         embedder = env.embedder("default")
         bench = measure_ingest(env.store, getattr(embedder, "inner", embedder), dataset,
-                               repeat=options.get("repeat", 1))  # fmt: skip
+                               repeat=self.typed(options).repeat)  # fmt: skip
         save_table(out, "ingest", dataset.name, pd.DataFrame([bench.as_dict()]))
 
     def scores(self, folder: RunFolder, dataset: str, options: dict[str, Any], base: pd.DataFrame) -> pd.DataFrame:

@@ -8,14 +8,13 @@ k hits) and saves those runs as the `labels` table; recall@k is scored on the fi
 The same systems also answer questions generated from the data set's own sessions (the offline fact templates of
 memlab.lab.datasets.generated.templates), each scored on its own labels and compared with the data set's questions.
 
-Options: `systems` (names of the run's systems; default DEFAULT_SYSTEMS, which the sweep adds), `depths` ([5, 10,
-20]), `pool_sizes` ([2, 3, 5]), `loo_depth` (10: the depth of the leave-one-out pools), `generated` (true: fact-
-template questions from the data set's own sessions)."""
+Options: LabelsOptions."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +22,12 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import ConfigError
+from memlab.lab.base.options import option
 from memlab.lab.base.tables import markdown_table
 from memlab.lab.datasets.generated.templates import template_questions
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.metrics.label_validation import Validation, generated_vs_own, largest_swap, ranking_tau, validate
-from memlab.lab.metrics.scoring import SCORE_COLUMNS
+from memlab.lab.metrics.scoring import LONG_COLUMNS, SCORE_COLUMNS
 from memlab.lab.runs.asking import QueryVectors, ask
 from memlab.lab.runs.folder import RunFolder, save_table
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
@@ -50,6 +50,16 @@ DEFAULT_SYSTEMS: tuple[EventSystem, ...] = (
 GENERATED = "labels-generated"  # the tables of the generated questions' runs and labels
 
 
+@dataclass(frozen=True)
+class LabelsOptions:
+    systems: list[str] | None = option(None, "the systems pooled, in pooling order: a pool of n takes the first n "
+                                             "(default: the sweep's own six)", min_items=2)  # fmt: skip
+    depths: list[int] = option(list(DEPTHS), "the pool depths: hits each system adds to a pool", low=1, high=1000,
+                               min_items=1)  # fmt: skip
+    pool_sizes: list[int] = option(list(POOL_SIZES), "how many systems make a pool", low=1, high=1000, min_items=1)
+    loo_depth: int = option(LOO_DEPTH, "the depth of the leave-one-out pools", low=1, high=1000)
+    generated: bool = option(True, "also ask fact-template questions generated from the data set's own sessions")
+
 
 def template_source(dataset: Dataset) -> list[Question]:
     """The offline fact-template questions of the data set's own sessions (generated questions), each labelled with
@@ -57,13 +67,9 @@ def template_source(dataset: Dataset) -> list[Question]:
     return template_questions(dataset).questions()
 
 
-def _wholes(options: dict[str, Any], key: str, default: Sequence[int], source: str) -> list[int]:
-    values = options.get(key, list(default))
-    if not isinstance(values, list) or not values or any(isinstance(v, bool) or not isinstance(v, int) or
-                                                         not 1 <= v <= 1000 for v in values):  # fmt: skip
-        raise ConfigError(f"{source}: options.labels.{key} must be a non-empty list of whole numbers in 1..1000, "
-                          f"got {values!r}")  # fmt: skip
-    return sorted(set(values))
+def _wholes(options: dict[str, Any], key: str, default: Sequence[int]) -> list[int]:
+    """A list option of whole numbers (checked when the config was read), each once, smallest first."""
+    return sorted(set(options.get(key, list(default))))
 
 
 def pooled_names(options: dict[str, Any]) -> list[str]:
@@ -158,18 +164,7 @@ class LabelsSweep(Sweep):
 
     name = "labels"
     measures = True
-
-    def check_options(self, options: dict[str, Any], source: str = "<config>") -> None:
-        for key, default in (("depths", DEPTHS), ("pool_sizes", POOL_SIZES)):
-            _wholes(options, key, default, source)
-        _wholes({"loo_depth": [options.get("loo_depth", LOO_DEPTH)]}, "loo_depth", (LOO_DEPTH,), source)
-        names = options.get("systems")
-        if names is not None and (not isinstance(names, list) or len(names) < 2 or
-                                  not all(isinstance(n, str) for n in names)):  # fmt: skip
-            raise ConfigError(f"{source}: options.labels.systems must list at least two system names to pool, got "
-                              f"{names!r}")  # fmt: skip
-        if not isinstance(options.get("generated", True), bool):
-            raise ConfigError(f"{source}: options.labels.generated must be true or false")
+    options_type = LabelsOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         """The default systems it adds, each pooled system asked again (and on generated questions), and the pools
@@ -195,11 +190,11 @@ class LabelsSweep(Sweep):
 
     def measure(self, env: Env, dataset: Dataset, options: dict[str, Any], context: SweepContext,
                 out: Path) -> None:  # fmt: skip
-        self.check_options(options)
+        typed = self.typed(options)
         systems = self._chosen(options, context, dataset.name)
-        depth = max(*_wholes(options, "depths", DEPTHS, "<config>"), env.k)
+        depth = max(*typed.depths, env.k)
         save_table(out, "labels", dataset.name, _deep_runs(env, dataset, systems, dataset.questions, depth))
-        if options.get("generated", True):
+        if typed.generated:
             made = template_source(dataset)
             if made:
                 save_table(out, GENERATED, dataset.name, _deep_runs(env, dataset, systems, made, env.k))
@@ -211,8 +206,8 @@ class LabelsSweep(Sweep):
             return None
         key = (dataset, tuple(sorted((k, str(v)) for k, v in options.items())))
         return folder.memo("labels", key, lambda: validate(
-            run, folder.questions(dataset), pooled_names(options), depths=_wholes(options, "depths", DEPTHS, ""),
-            sizes=_wholes(options, "pool_sizes", POOL_SIZES, ""), k=folder.k,
+            run, folder.questions(dataset), pooled_names(options), depths=_wholes(options, "depths", DEPTHS),
+            sizes=_wholes(options, "pool_sizes", POOL_SIZES), k=folder.k,
             loo_depth=int(options.get("loo_depth", LOO_DEPTH))))  # fmt: skip
 
     def generated(self, folder: RunFolder, dataset: str) -> pd.DataFrame | None:
@@ -235,22 +230,24 @@ class LabelsSweep(Sweep):
         k = folder.k
         rows = []
         for r in result.pools.itertuples(index=False):
-            tag = f"[pool={r.pool}]"
-            rows += [(dataset, "labels", f"pool_capture{tag}", r.capture, r.questions),
-                     (dataset, "labels", f"pool_capture_mean{tag}", r.capture_mean, r.questions),
-                     (dataset, "labels", f"pool_tau{tag}", r.tau, r.questions),
-                     (dataset, "labels", f"pool_tests_agree{tag}", r.tests_agree / r.tests if r.tests else np.nan,
+            pool = ("pool", str(r.pool))
+            rows += [(dataset, "labels", "pool_capture", *pool, r.capture, r.questions),
+                     (dataset, "labels", "pool_capture_mean", *pool, r.capture_mean, r.questions),
+                     (dataset, "labels", "pool_tau", *pool, r.tau, r.questions),
+                     (dataset, "labels", "pool_tests_agree", *pool, r.tests_agree / r.tests if r.tests else np.nan,
                       r.tests)]  # fmt: skip
         for r in result.recall.itertuples(index=False):
             for pool in result.pools.pool:
-                rows.append((dataset, r.system, f"pooled_recall@{k}[pool={pool}]", getattr(r, pool), 0))
+                rows.append((dataset, r.system, f"pooled_recall@{k}", "pool", str(pool), getattr(r, pool), 0))
+        none = ("", "")  # over all questions, no breakdown
         for r in result.leave_one_out.itertuples(index=False):
-            rows += [(dataset, r.system, f"loo_recall@{k}", r.pooled_without, 0),
-                     (dataset, r.system, "loo_bias", r.bias, 0), (dataset, r.system, "loo_gap_change", r.gap_change, 0)]
+            rows += [(dataset, r.system, f"loo_recall@{k}", *none, r.pooled_without, 0),
+                     (dataset, r.system, "loo_bias", *none, r.bias, 0),
+                     (dataset, r.system, "loo_gap_change", *none, r.gap_change, 0)]  # fmt: skip
         generated = self.generated(folder, dataset)
         for r in (generated.itertuples(index=False) if generated is not None else ()):
-            rows.append((dataset, r.system, f"generated_recall@{k}", r.generated, r.generated_questions))
-        return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+            rows.append((dataset, r.system, f"generated_recall@{k}", *none, r.generated, r.generated_questions))
+        return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
     def section(self, folder: RunFolder, dataset: str, options: dict[str, Any]) -> str | None:
         result = self.validation(folder, dataset, options)

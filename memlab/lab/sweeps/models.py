@@ -1,17 +1,24 @@
 """Embedding models side by side: the event system once per configured embedder (`embedders:` in the config),
-on the same questions, each scored against FAISS exact over its own vectors. Options: `embedders` (names;
-default all configured), `granularity` (event)."""
+on the same questions, each scored against FAISS exact over its own vectors. Options: ModelsOptions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from memlab.lab.base.options import option
 from memlab.lab.base.tables import markdown_table, pivot_scores
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems.kinds import EventSystem, System
+from memlab.lab.systems.kinds import GRANULARITIES, EventSystem, System
 from memlab.lab.systems.roles import SWEEP
+
+
+@dataclass(frozen=True)
+class ModelsOptions:
+    embedders: list[str] | None = option(None, "the embedders compared, by name (default: every configured one)")
+    granularity: str = option("event", "the unit each system remembers", choices=GRANULARITIES)
 
 
 def system_name(embedder: str) -> str:
@@ -22,6 +29,7 @@ class ModelsSweep(Sweep):
     """The event system once per configured embedder."""
 
     name = "models"
+    options_type = ModelsOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         return distinct(options.get("embedders") or [e.get("name") for e in config.get("embedders") or [{}]])

@@ -3,15 +3,7 @@ with the same k, by question type and memory size, with the context each configu
 bought with more text shows as one). Answerability (when to return nothing) is fitted from these runs in
 `memlab.lab.metrics.answerability` and reported here.
 
-Options (all optional): `renderings` ([text, speaker, speaker_date, context]), `modes` ([vector, lexical,
-hybrid]), `fact_keys` ([rules, labelled]: labelled only where the data set has gold candidates),
-`fact_rendering` (speaker_date), `time` ([boost, filter]), `time_rendering` (speaker_date), `query_renderings`
-([first_person]: the question put in the memory's first person, on text and fact_rendering), `per_session` ([]:
-caps on the hits one session may hold in the top k, on every rendering with vector and hybrid search), `authors`
-([]: authors whose units count as nearer, e.g. [user], on every rendering with vector and hybrid search, alone
-and under every cap),
-`granularity` (event), `strategy` (exact: retrieval quality is measured without index approximation), `answerability`
-({train: <data set>, system: <name>}; see answerability.py)."""
+Options (all optional): RetrievalOptions."""
 
 from __future__ import annotations
 
@@ -23,21 +15,56 @@ import pandas as pd
 import memlab.lab.metrics.answerability as answerability
 from memlab.errors import ConfigError
 from memlab.events.answerability import AnswerabilityGate
-from memlab.events.renderings import RENDERINGS
+from memlab.events.renderings import QUERY_RENDERINGS, RENDERINGS
+from memlab.lab.base.options import option
 from memlab.lab.base.plots import answerability_curves
 from memlab.lab.base.redacted import write_csv
 from memlab.lab.base.tables import breakdown, markdown_table, pivot_scores
 from memlab.lab.datasets.model import Dataset
 from memlab.lab.metrics.cutoffs import HIT_AUC, QUESTION_AUC
+from memlab.lab.metrics.keys import by_group, overall
 from memlab.lab.metrics.scoring import SCORE_COLUMNS
 from memlab.lab.runs.folder import RunFolder
 from memlab.lab.runs.records import slug
 from memlab.lab.sweeps.base import Sweep, SweepContext, distinct
-from memlab.lab.systems.kinds import EventSystem
+from memlab.lab.systems.kinds import EXTRACTORS, GRANULARITIES, EventSystem
 from memlab.lab.systems.roles import MEASURE, SWEEP
-from memlab.types import SEARCH_MODES, SearchSettings
+from memlab.types import SEARCH_MODES, STRATEGIES, SearchSettings
 
 BASELINE = "text/vector"  # plain vector search on the raw text: what every gain is measured against
+TIMED = ("boost", "filter")  # the time handlings a cell may add (`off` is every other cell)
+
+
+@dataclass(frozen=True)
+class AnswerabilityOptions:
+    train: str = option("synth", "the data set the answerability gate is fitted on (cross-validated there)")
+    system: str | None = option(None, "the system whose hits the gate reads (default: the first hybrid system on a "
+                                      "rendered text, else the baseline)")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    renderings: list[str] = option(list(RENDERINGS), "what is embedded of each event", choices=RENDERINGS)
+    modes: list[str] = option(list(SEARCH_MODES), "how each rendering is searched", choices=SEARCH_MODES)
+    fact_keys: list[str] = option(["rules", "labelled"], "extractors whose fact keys are added to the rendered text "
+                                  "(labelled only where the data set has gold candidates)",
+                                  choices=EXTRACTORS)  # fmt: skip
+    fact_rendering: str = option("speaker_date", "the rendering the fact keys are added to", choices=RENDERINGS)
+    time: list[str] = option(list(TIMED), "time handling cells (on text and time_rendering)", choices=TIMED)
+    time_rendering: str = option("speaker_date", "the rendering the time cells search besides text",
+                                 choices=RENDERINGS)  # fmt: skip
+    query_renderings: list[str] = option(["first_person"], "the question re-rendered (first_person: in the "
+                                         "memory's person), on text and fact_rendering",
+                                         choices=QUERY_RENDERINGS)  # fmt: skip
+    per_session: list[int] = option([], "caps on the hits one session may hold in the top k, on every rendering "
+                                    "with vector and hybrid search", low=1, high=1000)  # fmt: skip
+    authors: list[str] = option([], "authors whose units count as nearer (e.g. user), on every rendering with vector "
+                                "and hybrid search, alone and under every cap", blank=False)  # fmt: skip
+    granularity: str = option("event", "the unit every cell remembers", choices=GRANULARITIES)
+    strategy: str = option("exact", "the search strategy (exact: quality without index approximation)",
+                           choices=STRATEGIES)  # fmt: skip
+    answerability: AnswerabilityOptions = option(AnswerabilityOptions(), "where the answerability gate is fitted "
+                                                 "and which system's hits it reads")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -209,19 +236,19 @@ def gains(scores: pd.DataFrame, k: int) -> pd.DataFrame:
     metric = f"recall@{k}"
     for dataset, s in scores.groupby("dataset", sort=False):
         own = s[_grid_rows(s)]
-        overall = own[own.metric == metric].set_index("system").value
-        if BASELINE not in overall or len(overall) < 2:
+        over_all = own[(own.metric == metric) & overall(own)].set_index("system").value
+        if BASELINE not in over_all or len(over_all) < 2:
             continue
-        best = overall.drop(BASELINE).idxmax()
+        best = over_all.drop(BASELINE).idxmax()
         worse = []
-        by_type = own[own.metric.str.startswith(f"{metric}[qtype=")]
-        for qtype_metric, g in by_type.groupby("metric"):
+        by_type = own[(own.metric == metric) & by_group(own, "qtype")]
+        for qtype, g in by_type.groupby("group_value"):
             values = g.set_index("system").value
             if best in values and BASELINE in values and values[best] < values[BASELINE] - 0.02:
-                worse.append(f"{qtype_metric[len(metric) + 7 : -1]} ({values[BASELINE]:.3f} -> {values[best]:.3f})")
-        rows.append({"dataset": dataset, "baseline": round(float(overall[BASELINE]), 3), "best": best,
-                     "best_recall": round(float(overall[best]), 3),
-                     "gain_points": round(100 * float(overall[best] - overall[BASELINE]), 1),
+                worse.append(f"{qtype} ({values[BASELINE]:.3f} -> {values[best]:.3f})")
+        rows.append({"dataset": dataset, "baseline": round(float(over_all[BASELINE]), 3), "best": best,
+                     "best_recall": round(float(over_all[best]), 3),
+                     "gain_points": round(100 * float(over_all[best] - over_all[BASELINE]), 1),
                      "worse_types": "; ".join(worse) or "none"})  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -230,6 +257,7 @@ class RetrievalSweep(Sweep):
     """Renderings x search modes x fact keys x time handling, and the answerability gate fitted on their hits."""
 
     name = "retrieval"
+    options_type = RetrievalOptions
 
     def planned(self, options: dict[str, Any], config: dict[str, Any]) -> int:
         return grid_size(options)
@@ -304,16 +332,14 @@ class RetrievalSweep(Sweep):
         gate = scores[(scores.role == MEASURE) & (scores.sweep == "retrieval")]
         parts += _curve_plot(folder, dataset, options)
         if len(gate):
-            per_hit = gate.system.isin(HIT_SYSTEMS) & (gate.metric == "roc_auc")
-            gate = gate.assign(metric=gate.metric.mask(per_hit, HIT_AUC).mask(
-                ~per_hit & (gate.metric == "roc_auc"), QUESTION_AUC))  # the two AUCs, named apart
             wide = gate.pivot_table(index="system", columns="metric", values="value", sort=False).reset_index()
             parts += ["", f"When to return nothing (at most {answerability.TARGET:.0%} false memories on no-answer "
                       "questions; gate and boosting read the hits' distances, gaps, full-text ranks and coverage and "
                       "the memory size; distance-cut is the one max_distance picked on the train data set to compare "
                       "the gate with, not the cut-off advice; thresholds picked on the train data set; "
-                      f"{QUESTION_AUC} tells answerable from no-answer questions, {HIT_AUC} (hit-model, "
-                      "hit-distance) hits holding a labelled event from the rest; brier and calibration_error "
+                      f"roc_auc is the {QUESTION_AUC} telling answerable from no-answer questions on the rows of "
+                      f"gate, boosting and distance-cut, and the {HIT_AUC} telling hits holding a labelled event "
+                      "from the rest on the rows of hit-model and hit-distance; brier and calibration_error "
                       "(expected, 10 bins) say how far the gate's p(answerable) reads as a probability, 0 = "
                       "calibrated):", "", markdown_table(wide)]  # fmt: skip
         return "\n".join(parts)

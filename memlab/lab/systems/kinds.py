@@ -1,13 +1,15 @@
 """Systems: everything the workbench can ask a question of, behind one interface (as ann-benchmarks' BaseANN).
 
 A system keeps its build arguments (what is stored: granularity, chunk shape, embedder, extractor) apart from
-its query arguments (how it is searched: strategy, ef_search, iterative scan, cut-off). Systems with the same
+its query arguments (how it is searched: strategy, ef_search, iterative scan, max_distance). Systems with the same
 `build_key` share one ingest, so a grid of search settings costs one ingest and many cheap queries.
 
 - `EventSystem`: event memory (events, chunks or whole sessions) in PostgreSQL + pgvector, any SearchSettings.
 - `FaissExactSystem`: FAISS exact over the very rows an EventSystem stored: the ground truth of recall_vs_exact.
 - `FactSystem`: fact memory with an extractor (rules, labelled gold candidates, or an LLM endpoint).
-- `CutoffSystem`: another system's run cut at a distance (no new queries: the cut is applied to the saved run).
+
+A run derived from another system's saved run without asking again (a cut-off) is no System: see
+memlab.lab.systems.derived.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from memlab.lab.base.suggest import unknown_keys
 from memlab.lab.datasets.model import Dataset, Question
 from memlab.lab.systems.faiss_exact import FaissExact
 from memlab.lab.systems.rerank import Reranking, RerankSpec, parse_rerank, rerank_search, reranking
+from memlab.lab.systems.table import TableStores, TableSystem, is_table_entry, table_system_from_config
 from memlab.models import ChatClient, ModelSpec, Reranker, open_chat, open_reranker
 from memlab.storage.store import Store
 from memlab.types import Hit, Hits, SearchSettings
@@ -48,13 +51,14 @@ class Env:
     (one client each per run, replies cached in `model_cache`, default model_cache_dir()), and a cache of built
     handles (one ingest per build key and data set)."""
 
-    store: Store
+    store: Store | None  # None: table systems only (memlab.lab.systems.table), which need no memory of memlab's
     embedders: dict[str, Embedder]
     k: int = 10
     progress: bool = False
     extractor_options: dict[str, Any] = field(default_factory=dict)
     models: dict[str, ModelSpec] = field(default_factory=dict)
     model_cache: Path | None = None
+    tables: TableStores | None = None  # the config's table stores (memlab.lab.systems.table), opened by the run
     _built: dict[tuple, Any] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -312,30 +316,20 @@ class FactSystem:
         return {"kind": "facts", "extractor": self.extractor, "embedder": self.embedder, **_described(self.rerank)}
 
 
-@dataclass(frozen=True)
-class CutoffSystem:
-    """`parent`'s run with hits beyond `max_distance` dropped; computed from the saved run, never re-queried."""
-
-    name: str
-    parent: str
-    max_distance: float
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "cutoff", "parent": self.parent, "max_distance": self.max_distance}
-
-
 SETTINGS_KEYS = {f for f in SearchSettings.__dataclass_fields__ if f != "top_k"}
 _EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder", "rendering", "fact_keys", "rerank"}
 _FACT_KEYS = {"name", "extractor", "embedder", "rerank"}
 
 
-def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSystem | FactSystem:
+def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSystem | FactSystem | TableSystem:
     """A system from its config entry: build keys (granularity, chunk_size, chunk_overlap, embedder) and query
     keys (any SearchSettings field: strategy, ef_search, iterative_scan, max_scan_tuples, exact_below,
     max_distance; `rerank: {model, depth}`, at least the experiment's `k` deep); or a fact system
-    (`extractor: rules|labelled|llm`)."""
+    (`extractor: rules|labelled|llm`); or a table-store system (`store: NAME`, memlab.lab.systems.table)."""
     if not isinstance(raw, dict) or not raw.get("name"):
         raise ConfigError(f"every system needs a `name`; got {raw!r}")
+    if is_table_entry(raw):
+        return table_system_from_config(raw)
     name = str(raw["name"])
     rerank = parse_rerank(raw["rerank"], name, k=k) if raw.get("rerank") is not None else None
     if "extractor" in raw or raw.get("granularity") == "facts":
@@ -365,7 +359,6 @@ def system_from_config(raw: dict[str, Any], *, k: int | None = None) -> EventSys
 
 
 __all__ = [
-    "CutoffSystem",
     "Env",
     "EventSystem",
     "FactSystem",

@@ -140,11 +140,11 @@ def test_a_stale_high_impact_fact_reaches_the_model_under_the_confirm_heading(st
     request = llm.requests[0]
     block = str(request.config.system_instruction)  # preload_facts_callback's fenced block
     lines = block.splitlines()
-    assert lines[lines.index(memlab.STALE_HEADING) + 1] == "- home_city = Leeds (stated 2023-11-14)"
+    assert lines[lines.index(memlab.facts.STALE_HEADING) + 1] == "- home_city = Leeds (stated 2023-11-14)"
     preloaded = "\n".join(p.text or "" for c in request.contents for p in c.parts or [] if "PAST_CONVERSATIONS" in
                           (p.text or ""))  # PreloadMemoryTool's block, from search_memory's entries  # fmt: skip
-    assert preloaded.index(f"memlab: {memlab.STALE_HEADING}") < preloaded.index("memory: home_city = Leeds (stated "
-                                                                                "2023-11-14)")  # fmt: skip
+    stale = preloaded.index(f"memlab: {memlab.facts.STALE_HEADING}")
+    assert stale < preloaded.index("memory: home_city = Leeds (stated 2023-11-14)")
 
 
 def adk_session(app: str, user: str, sid: str, texts: list[tuple[str, str]], *, partial_last: bool = False):
@@ -212,10 +212,10 @@ def test_a_tuned_gate_file_reaches_the_agent(store, embedder, tmp_path):
     unanswerable query gets no memories, and the gate's search settings (hybrid, time boost, preferred author)
     are used."""
     n = 8  # the gate's features (memlab.events.answerability.FEATURES)
-    gate = memlab.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (n - 1), intercept=2.0, mean=(0.0,) * n,
-                                    scale=(1.0,) * n, threshold=0.5,
-                                    settings={"system": "text/hybrid/time-boost/author-user", "rendering": "text",
-                                              "mode": "hybrid", "time": "boost", "prefer_author": "user"})
+    settings = {"system": "text/hybrid/time-boost/author-user", "rendering": "text", "mode": "hybrid",
+                "time": "boost", "prefer_author": "user"}
+    gate = memlab.events.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (n - 1), intercept=2.0, mean=(0.0,) * n,
+                                           scale=(1.0,) * n, threshold=0.5, settings=settings)
     path = gate.save(tmp_path / "answerability.json")
     service = EventMemoryService(memlab.EventMemory(store, embedder), gate=str(path))
     assert service.settings.mode == "hybrid" and service.settings.max_distance is None

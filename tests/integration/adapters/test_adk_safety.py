@@ -110,9 +110,9 @@ def test_the_facts_callback_block_is_fenced(store, embedder):
 
     asyncio.run(scenario())
     instruction = str(llm.requests[1].config.system_instruction)
-    start = instruction.index(memlab.PRELOAD_OPEN)
+    start = instruction.index(memlab.facts.PRELOAD_OPEN)
     assert "vegetarian" in instruction[start:]
-    assert instruction.rstrip().endswith(memlab.PRELOAD_CLOSE)
+    assert instruction.rstrip().endswith(memlab.facts.PRELOAD_CLOSE)
 
 
 # -- 11. fact memory ids round-trip ---------------------------------------------------------------------------
@@ -136,14 +136,14 @@ def id_facts(store, embedder):
 @example(user="a%2Fb", value="x=y/z", subject="user")
 def test_fact_memory_ids_round_trip_for_any_user_id(id_facts, user, value, subject):
     value = value.replace("\x00", "")
-    if not memlab.default_registry().normalize("deploy_tool", value):
+    if not memlab.facts.default_registry().normalize("deploy_tool", value):
         return
     app = f"ids-{uuid.uuid4().hex[:8]}"
     when = datetime.now(UTC) - timedelta(hours=1)
     session = memlab.Session(app, user, "s1", [memlab.Event("e1", "user", when, f"We deploy with {value}")])
     quote = session.events[0].text.strip()
-    id_facts.extractor.by_session = {"s1": [memlab.Candidate(subject, "deploy_tool", value, quote, event_id="e1",
-                                                             event_time=when, session_id="s1")]}  # fmt: skip
+    id_facts.extractor.by_session = {"s1": [memlab.facts.Candidate(subject, "deploy_tool", value, quote, event_id="e1",
+                                                                   event_time=when, session_id="s1")]}  # fmt: skip
     id_facts.add_session(session)
     assert len(id_facts.current(app, user)) == 1
     service = FactMemoryService(id_facts)

@@ -12,13 +12,14 @@ import memlab
 from memlab import lab
 from memlab.cli import app
 from tests.conftest import ROOT
+from tests.support.scores import labelled
 
 
 def test_fixtures_suite_writes_a_run_with_recall_against_faiss_exact(fixtures_run):
     out = fixtures_run
     for name in ("report.md", "report.html", "scores.csv", "metrics.json", "manifest.json", "runs"):
         assert (out / name).exists(), name
-    scores = pd.read_csv(out / "scores.csv")
+    scores = labelled(pd.read_csv(out / "scores.csv"))
     by = scores[scores.dataset == "fixtures"].pivot_table(index="system", columns="metric", values="value")
     assert by.loc["pg-exact", "recall_vs_exact"] == 1.0, "pgvector exact must agree with FAISS exact"
     assert by.loc["chunk4o1-exact", "recall_vs_exact"] == 1.0

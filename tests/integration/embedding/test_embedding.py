@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 import memlab
-from memlab import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder, embed_queries, packaged_minilm_path
+from memlab.embedding import (
+    CachedEmbedder,
+    EmbeddingCache,
+    SentenceTransformerEmbedder,
+    embed_queries,
+    packaged_minilm_path,
+)
 
 
 def test_default_model_is_minilm_384_normalised(embedder):

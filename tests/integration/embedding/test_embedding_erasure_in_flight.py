@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import memlab
-from memlab import CachedEmbedder, EmbeddingCache, OpenAICompatibleEmbedder
+from memlab.embedding import CachedEmbedder, EmbeddingCache, OpenAICompatibleEmbedder
 from memlab.models import deriving_from, scope_refs
 from tests.conftest import make_session
 
@@ -141,7 +141,7 @@ def test_a_migration_in_flight_during_forget_user_caches_no_vector_of_the_user(s
                             texts["gone"][0])  # fmt: skip
     events.forget_user(app_name, "gone")
     thread.join(timeout=30)
-    assert isinstance(out[0], memlab.MigrationReport) and out[0].rows_added == 2, "only the kept user moved"
+    assert isinstance(out[0], memlab.events.MigrationReport) and out[0].rows_added == 2, "only the kept user moved"
     assert not new.cache.get_many(new.model_id, texts["gone"]), "no vector of the erased user under the new model"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import memlab
-from memlab import CachedEmbedder, EmbeddingCache, OpenAICompatibleEmbedder, SentenceTransformerEmbedder
+from memlab.embedding import CachedEmbedder, EmbeddingCache, OpenAICompatibleEmbedder, SentenceTransformerEmbedder
 
 TEXTS = [f"note {i}: the backup job of service {i} runs at {i} am" for i in range(6)]
 PROBE = "memlab dimension probe"
@@ -92,15 +92,15 @@ def test_a_local_model_is_known_by_its_content_and_asks_no_server(embedder, tmp_
     seeded = CachedEmbedder(embedder.inner, cache)  # the packaged model, loaded once for the session
     vector = seeded.embed_query(query)
     assert seeded.computed == 1
-    packaged = memlab.packaged_minilm_path()
+    packaged = memlab.embedding.packaged_minilm_path()
     copy = tmp_path / "minilm"
     shutil.copytree(packaged, copy, copy_function=_link_large)
-    same = CachedEmbedder(SentenceTransformerEmbedder(copy, model_id=memlab.DEFAULT_MODEL_ID), cache)
+    same = CachedEmbedder(SentenceTransformerEmbedder(copy, model_id=memlab.embedding.DEFAULT_MODEL_ID), cache)
     np.testing.assert_array_equal(same.embed_query(query), vector)
     assert same.computed == 0, "the same bytes under another path are the same model"
 
     (copy / "README.md").write_text((packaged / "README.md").read_text() + "\nretrained\n")  # other bytes, same id
-    changed = CachedEmbedder(SentenceTransformerEmbedder(copy, model_id=memlab.DEFAULT_MODEL_ID), cache)
+    changed = CachedEmbedder(SentenceTransformerEmbedder(copy, model_id=memlab.embedding.DEFAULT_MODEL_ID), cache)
     changed.embed_query(query)
     assert changed.computed == 1, "a vector of the folder's former content is not served"
     assert changed.embed_query(query) is not None and changed.computed == 1, "its own vector is cached in turn"

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import memlab
-from memlab import (
+from memlab import make_embedder
+from memlab.embedding import (
     DEFAULT_MODEL_ID,
     CachedEmbedder,
     OpenAICompatibleEmbedder,
     SentenceTransformerEmbedder,
-    make_embedder,
     packaged_minilm_path,
     shared_cache,
 )

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import memlab
-from memlab import CachedEmbedder, EmbeddingCache, EmbeddingEndpointError, OpenAICompatibleEmbedder, make_embedder
+from memlab import EmbeddingEndpointError, make_embedder
+from memlab.embedding import CachedEmbedder, EmbeddingCache, OpenAICompatibleEmbedder
 from tests.conftest import make_session
 
 DIM = 32

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 import memlab
-from memlab.lab import probes
+from memlab.lab.reliability import probes
 from tests.conftest import T0, make_session
 
 KEPT = [
@@ -31,8 +31,8 @@ class World:
     def __init__(self, store, embedder, cache_path, app_name):
         self.store, self.app = store, app_name
         self.cache_path = cache_path
-        self.cache = memlab.EmbeddingCache(cache_path)
-        cached = memlab.CachedEmbedder(embedder.inner, self.cache)
+        self.cache = memlab.embedding.EmbeddingCache(cache_path)
+        cached = memlab.embedding.CachedEmbedder(embedder.inner, self.cache)
         self.events = memlab.EventMemory(store, cached)
         self.chunks = memlab.EventMemory(store, cached, granularity="chunk", chunk_size=2, chunk_overlap=1)
         tag = uuid.uuid4().hex[:8]
@@ -189,7 +189,7 @@ def test_forget_session_removes_one_session_in_every_layer(world):
     w.events.delete_memory(w.app, w.user, f"{sid_a}-e2", session_id=sid_a)
     left = w.stored_bodies(w.user)
     report = w.events.forget_session(w.app, w.user, sid_a)
-    assert isinstance(report, memlab.DeletionReport)
+    assert isinstance(report, memlab.types.DeletionReport)
     assert report.units == len(rows) - 3 and report.tombstones == 1 and report.cache_entries >= report.units
     assert w.table_traces([sid_a, *w.markers[:4]]) == {}
     assert not {sha(b) for b in bodies_a} & w.cache_keys()

@@ -182,10 +182,10 @@ def test_forget_user_and_purge_before(event_memory, app_name):
 def test_migrate_embeddings_writes_new_rows_beside_old_ones(store, embedder, app_name):
     old = memlab.EventMemory(store, embedder)
     old.add_session(make_session(app_name, "u1", "s1", DEPLOY))
-    new_embedder = memlab.SentenceTransformerEmbedder(
+    new_embedder = memlab.embedding.SentenceTransformerEmbedder(
         memlab.embedding.packaged_minilm_path(), model_id="minilm-test", truncate_dim=128
     )
-    scoped = memlab.migrate_embeddings(store, embedder.model_id, new_embedder, app_name=app_name + "-none")
+    scoped = memlab.events.migrate_embeddings(store, embedder.model_id, new_embedder, app_name=app_name + "-none")
     assert scoped.rows_read == 0, "a migration scoped to another app touches nothing here"
     report = old.migrate_embeddings(embedder.model_id, new_embedder)
     assert report.rows_added >= 5 and report.new_model == "minilm-test@128"

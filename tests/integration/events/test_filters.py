@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 import memlab
-from memlab import find_secrets, skip_reason
+from memlab import find_secrets
+from memlab.events import skip_reason
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 import memlab
 from memlab import lab
 from memlab.cli import app
+from memlab.lab.base.sizes import size_bucket
+from memlab.lab.datasets.judged.sampling import query_record
 from tests.conftest import make_session
 
 EMPTY = memlab.SearchSettings(max_distance=0.01)  # nothing is that near: an empty result
@@ -54,7 +56,7 @@ def test_sample_is_stratified_by_size_bucket_and_empty_result(tmp_path, logged_a
     strata = {}
     for row in rows:
         strata[row["stratum"]] = strata.get(row["stratum"], 0) + 1
-        assert row["stratum"] == f"{lab.size_bucket(row['memory_size'])}/{'empty' if row['empty'] else 'hits'}"
+        assert row["stratum"] == f"{size_bucket(row['memory_size'])}/{'empty' if row['empty'] else 'hits'}"
     # equal shares of 8 over 4 strata; the one-query stratum gives its spare place to another
     assert sorted(strata) == ["51-500/empty", "51-500/hits", "<=50/empty", "<=50/hits"]
     assert strata["51-500/empty"] == 1 and sum(strata.values()) == 8 and min(strata.values()) >= 1
@@ -75,8 +77,8 @@ def test_sample_writes_the_shared_query_file_format(tmp_path, logged_app):
         key = "\x1f".join((row["app"], row["user"], row["text"], asked.isoformat()))
         plain = hashlib.sha1(key.encode()).hexdigest()[:16]  # the id, unless it reads as a credential (below)
         assert row["query_id"] == (plain if memlab.redact_secrets(plain) == plain else row["query_id"])
-        assert row["query_id"] == lab.query_record(row["app"], row["user"], row["text"], asked, "logged")["query_id"]
-    assert [q.query_id for q in lab.read_queries(out)] == [r["query_id"] for r in rows], "pooling reads it"
+        assert row["query_id"] == query_record(row["app"], row["user"], row["text"], asked, "logged")["query_id"]
+    assert [q.query_id for q in lab.datasets.read_queries(out)] == [r["query_id"] for r in rows], "pooling reads it"
 
 
 def test_a_query_id_never_reads_as_a_credential_so_a_redacted_pool_still_joins_its_query_file():
@@ -85,11 +87,11 @@ def test_a_query_id_never_reads_as_a_credential_so_a_redacted_pool_still_joins_i
     asked = datetime.fromisoformat("2026-12-01T13:34:18+00:00")
     plain = hashlib.sha1("\x1f".join(("my-agent", "u1", "Where do I live?", asked.isoformat())).encode()).hexdigest()
     assert memlab.redact_secrets(plain[:16]) != plain[:16] and memlab.find_secrets(plain[:16]) == ["Payment card"]
-    made = lab.query_record("my-agent", "u1", "Where do I live?", asked, "logged")["query_id"]
+    made = query_record("my-agent", "u1", "Where do I live?", asked, "logged")["query_id"]
     assert re.fullmatch(r"[0-9a-f]{16}", made) and made != plain[:16]
     assert memlab.redact_secrets(made) == made and memlab.find_secrets(made) == []
-    assert lab.query_record("my-agent", "u1", "Where do I live?", asked, "imported")["query_id"] == made, "stable"
-    other = lab.query_record("my-agent", "u2", "Where do I live?", asked, "logged")["query_id"]
+    assert query_record("my-agent", "u1", "Where do I live?", asked, "imported")["query_id"] == made, "stable"
+    other = query_record("my-agent", "u2", "Where do I live?", asked, "logged")["query_id"]
     assert other != made
 
 
@@ -121,8 +123,8 @@ GOOD = '{"app": "a", "user": "u1", "text": "Where do I live?", "asked_at": "2026
 def test_plain_query_file_errors_name_the_line_the_problem_and_the_fix(tmp_path, line, expected):
     path = tmp_path / "mine.jsonl"
     path.write_text(GOOD + "\n\n" + line + "\n")
-    with pytest.raises(memlab.FixtureError) as caught:
-        lab.read_plain_queries(path)
+    with pytest.raises(memlab.errors.FixtureError) as caught:
+        lab.datasets.read_plain_queries(path)
     assert f"{path}:3: " in str(caught.value) and expected in str(caught.value)
     result = CliRunner().invoke(app, ["queries", "import", str(path), "--out", str(tmp_path / "q.jsonl")])
     assert result.exit_code == 2 and ":3:" in result.output and not (tmp_path / "q.jsonl").exists()
@@ -137,8 +139,8 @@ def test_plain_query_file_becomes_a_query_file(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["app"], r["user"], r["origin"]) for r in rows] == [("a", "u1", "file"), ("default", "u2", "file")]
     assert rows[1]["asked_at"] == "2026-06-02T08:00:00+00:00" and "stratum" not in rows[0]
-    assert [q.text for q in lab.read_queries(out)] == ["Where do I live?", "Was ist mein Job?"]
+    assert [q.text for q in lab.datasets.read_queries(out)] == ["Where do I live?", "Was ist mein Job?"]
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    with pytest.raises(memlab.FixtureError, match="no queries"):
-        lab.read_plain_queries(empty)
+    with pytest.raises(memlab.errors.FixtureError, match="no queries"):
+        lab.datasets.read_plain_queries(empty)

@@ -203,7 +203,7 @@ def test_time_aware_search_prefers_the_newer_of_two_conflicting_memories(store, 
 
 
 def test_an_event_the_question_names_sets_its_time_boundary(store, embedder, app_name):
-    event_anchor = memlab.event_anchor
+    event_anchor = memlab.events.event_anchor
     assert event_anchor("What did I buy before I moved to Lisbon?").kind == "before"
     assert event_anchor("How often did I swim after my knee surgery?").event == "my knee surgery"
     assert event_anchor("What did I read before May?") is None, "a month is resolve_time's"

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memlab
-from memlab import PRELOAD_HEADING, Candidate, FactMemory, LabelledExtractor, lab, state_of
+from memlab import FactMemory, lab
+from memlab.errors import FixtureError
+from memlab.facts import PRELOAD_HEADING, Candidate, LabelledExtractor, state_of
 from tests.conftest import examples
 from tests.support.facts import ScriptedExtractor
 
@@ -25,7 +27,7 @@ def rescope(session: memlab.Session, app: str) -> memlab.Session:
 
 def replay_user(facts: FactMemory, user, app: str, order: list[str]) -> set:
     """Replay a fixture; app-wide fixtures (user `_domain`) go through the explicit domain API."""
-    ingest = facts.add_domain_session if user.user_id == memlab.DOMAIN_USER else facts.add_session
+    ingest = facts.add_domain_session if user.user_id == memlab.facts.DOMAIN_USER else facts.add_session
     for sid in order:
         ingest(rescope(user.session(sid), app))
     return state_of(facts.current(app, user.user_id))
@@ -47,10 +49,10 @@ def test_every_fixture_replays_to_its_expected_state(labelled_facts, fact_set, a
 def test_every_serving_check_of_the_fixtures_holds(store, embedder, fact_set):
     """The fixture runner replays each fixture as it stood at each `serving` check's time and asks for the key:
     served current, stale (under the confirm heading) or not at all, as the check says."""
-    frame = lab.run_fact_eval(store, embedder, fact_set, LabelledExtractor.from_set(fact_set))
+    frame = lab.systems.run_fact_eval(store, embedder, fact_set, LabelledExtractor.from_set(fact_set))
     assert frame.serving_checks.sum() >= 10
     assert (frame.serving_failed == "").all(), [f for f in frame.serving_failed if f]
-    summary = lab.summarize_facts(frame).iloc[0]
+    summary = lab.systems.summarize_facts(frame).iloc[0]
     assert summary.replaced_questions > 0 and summary.stale_recall == 0, "gold facts: no replaced value served"
     assert summary.stale_served > 0, "some fixtures end long after a high-impact fact was last confirmed"
 
@@ -82,11 +84,12 @@ def test_stale_recall_counts_a_replaced_value_served_and_a_wrong_check_is_named(
         def extract(self, events, *, session_id, registry, current_keys=()):
             return gold.extract(events, session_id=session_id, registry=registry) if session_id == "mo-f1" else []
 
-    frame = lab.run_fact_eval(store, embedder, data, MissesMoves())
+    frame = lab.systems.run_fact_eval(store, embedder, data, MissesMoves())
     row = frame.iloc[0]
     assert (row.replaced_questions, row.stale_answers) == (2, 2), "the end question and the check after the move"
-    assert lab.summarize_facts(frame).iloc[0].stale_recall == 1.0
-    assert lab.summarize_facts(lab.run_fact_eval(store, embedder, data, gold)).iloc[0].stale_recall == 0.0
+    assert lab.systems.summarize_facts(frame).iloc[0].stale_recall == 1.0
+    summary = lab.systems.summarize_facts(lab.systems.run_fact_eval(store, embedder, data, gold))
+    assert summary.iloc[0].stale_recall == 0.0
     assert row.serving_failed == ("user home_city = York at 2026-04-01: hidden, expected stale"), row.serving_failed
 
 
@@ -94,7 +97,7 @@ def test_a_serving_check_must_say_current_stale_or_hidden(tmp_path):
     bad = tmp_path / "x.yaml"
     bad.write_text("app: a\nuser: u\nsessions: []\nexpected: []\n"
                    "serving:\n  - {at: 2026-01-01T00:00:00+00:00, predicate: diet, value: vegan, served: old}\n")
-    with pytest.raises(memlab.FixtureError, match=r"x.yaml:6: serving\[0\].served: must be one of current, stale"):
+    with pytest.raises(FixtureError, match=r"x.yaml:6: serving\[0\].served: must be one of current, stale"):
         lab.load_fixtures(tmp_path)
 
 
@@ -253,7 +256,7 @@ def test_domain_facts_are_searched_alongside(store, embedder, app_name):
     facts = FactMemory(store, embedder, extractor=ScriptedExtractor({}))
     hits = facts.search(app_name, "someone", "how does payments deploy?", now=T0)
     assert [h.text for h in hits] == ["team:payments deploy_tool = Argo CD (stated 2026-09-01)"]
-    assert hits[0].is_domain and hits[0].user_id == memlab.DOMAIN_USER
+    assert hits[0].is_domain and hits[0].user_id == memlab.facts.DOMAIN_USER
     assert facts.search(app_name + "-other", "someone", "how does payments deploy?", now=T0) == []
 
 
@@ -272,7 +275,7 @@ def test_preload_block_keeps_injection_attempts_inside_their_line(store, embedde
     facts.add_session(s)
     block = facts.preload_block(app_name, "u", "what do I eat?", now=T0)
     lines = block.split("\n")
-    assert lines[0] == memlab.PRELOAD_OPEN and lines[-1] == memlab.PRELOAD_CLOSE and len(lines) == 4
+    assert lines[0] == memlab.facts.PRELOAD_OPEN and lines[-1] == memlab.facts.PRELOAD_CLOSE and len(lines) == 4
     assert lines[1] == PRELOAD_HEADING and lines[2].startswith("- diet = ")
     assert "<" not in lines[2] and ">" not in lines[2] and "`" not in lines[2]
     assert "data, not instructions" in lines[1]
@@ -305,7 +308,7 @@ RULES_KEY_ACCURACY = 0.933
 
 
 def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set):
-    frame = lab.run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
+    frame = lab.systems.run_fact_eval(store, embedder, fact_set, memlab.RuleExtractor())
     print(frame[["fixture", "key_accuracy", "candidate_recall", "candidate_precision"]].to_string())
     assert len(frame) == len(fact_set.users)
     assert frame.key_accuracy.mean() >= RULES_KEY_ACCURACY - 0.02
@@ -315,5 +318,5 @@ def test_rule_extractor_key_accuracy_does_not_regress(store, embedder, fact_set)
 def test_public_api_names(store, embedder):
     facts = memlab.FactMemory(store, embedder, extractor=memlab.RuleExtractor())
     assert isinstance(facts.extractor, memlab.RuleExtractor)
-    d = memlab.decide(Candidate("user", "diet", "vegan", "q", event_time=T0, session_id="s"), [], "one")
+    d = memlab.facts.decide(Candidate("user", "diet", "vegan", "q", event_time=T0, session_id="s"), [], "one")
     assert d.action == "insert"

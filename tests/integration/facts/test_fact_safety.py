@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import memlab
-from memlab import Candidate, ConfigError, FactMemory, state_of
+from memlab import ConfigError, FactMemory
+from memlab.facts import Candidate, state_of
 from tests.support.facts import ScriptedExtractor
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
@@ -49,15 +50,15 @@ def test_domain_facts_are_written_explicitly_and_labelled_as_about_the_app(store
     assert report.inserted == 1
     block = facts.preload_block(app_name, "alice", "what do I eat? how does payments deploy?", now=T0)
     lines = block.split("\n")
-    user_at, app_at = lines.index(memlab.PRELOAD_HEADING), lines.index(memlab.DOMAIN_HEADING)
-    assert "not about the user" in memlab.DOMAIN_HEADING
+    user_at, app_at = lines.index(memlab.facts.PRELOAD_HEADING), lines.index(memlab.facts.DOMAIN_HEADING)
+    assert "not about the user" in memlab.facts.DOMAIN_HEADING
     assert lines[user_at + 1 : app_at] == ["- diet = vegetarian (stated 2026-09-01)"]
     assert lines[app_at + 1 : -1] == ["- team:payments deploy_tool = Argo CD (stated 2026-09-01)"]
     with pytest.raises(ConfigError, match="subject"):
         facts.add_domain_fact(app_name, "user", "diet", "keto", at=T0)
     with pytest.raises(ConfigError, match="predicate"):
         facts.add_domain_fact(app_name, "team:payments", "deploys_with", "Argo CD", at=T0)
-    assert facts.current(app_name, memlab.DOMAIN_USER)[0].value == "Argo CD"
+    assert facts.current(app_name, memlab.facts.DOMAIN_USER)[0].value == "Argo CD"
 
 
 def test_a_domain_session_is_ingested_only_explicitly_and_never_about_the_user(store, embedder, app_name):
@@ -67,7 +68,7 @@ def test_a_domain_session_is_ingested_only_explicitly_and_never_about_the_user(s
     facts = FactMemory(store, embedder, extractor=ScriptedExtractor(script))
     report = facts.add_domain_session(d)
     assert report.inserted == 1 and report.dropped["user_subject_in_domain"] == 1
-    assert state_of(facts.current(app_name, memlab.DOMAIN_USER)) == {("team:payments", "deploy_tool", "Argo CD",
+    assert state_of(facts.current(app_name, memlab.facts.DOMAIN_USER)) == {("team:payments", "deploy_tool", "Argo CD",
                                                                          "stated")}  # fmt: skip
     assert facts.rows(app_name, "admin-7") == [], "the admin's own facts are not touched"
     assert facts.add_domain_session(d).events == 0, "watermarked like any session"
@@ -95,8 +96,8 @@ def test_preload_block_has_a_closing_fence(store, embedder, app_name):
     facts = FactMemory(store, embedder, extractor=ScriptedExtractor({"s1": [_cand(s, 0, "diet", "vegetarian")]}))
     facts.add_session(s)
     lines = facts.preload_block(app_name, "u", "what do I eat?", now=T0).split("\n")
-    assert lines == [memlab.PRELOAD_OPEN, memlab.PRELOAD_HEADING, "- diet = vegetarian (stated 2026-09-01)",
-                     memlab.PRELOAD_CLOSE]  # fmt: skip
+    assert lines == [memlab.facts.PRELOAD_OPEN, memlab.facts.PRELOAD_HEADING, "- diet = vegetarian (stated 2026-09-01)",
+                     memlab.facts.PRELOAD_CLOSE]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -110,16 +111,16 @@ def test_preload_block_has_a_closing_fence(store, embedder, app_name):
     ],
 )
 def test_neutralize_fences_breaks_tags_and_role_markers(text, gone):
-    out = memlab.neutralize_fences(text)
+    out = memlab.facts.neutralize_fences(text)
     for fragment in gone:
         assert fragment not in out, (fragment, out)
     assert "<" not in out and ">" not in out and "\r" not in out and "\u2028" not in out
-    assert memlab.neutralize_fences(out) == out, "idempotent"
+    assert memlab.facts.neutralize_fences(out) == out, "idempotent"
 
 
 def test_neutralize_fences_leaves_ordinary_text_alone():
     text = "We deploy with Argo CD in eu-west-1.\nThe user asked about refunds: 100 EUR max."
-    assert memlab.neutralize_fences(text) == text
+    assert memlab.facts.neutralize_fences(text) == text
 
 
 # -- 8. erasure of the facts of events and sessions ----------------------------------------------------------
@@ -229,7 +230,7 @@ def test_a_fact_row_stored_past_year_9999_before_the_checks_does_not_break_reads
                                ("fact_watermark", ("last_event_ts",))):  # fmt: skip
             sets = ", ".join(f"{c} = %s::timestamptz" for c in columns)
             conn.execute(f"UPDATE {table} SET {sets} WHERE app_name = %s AND user_id IN ('alice', %s)",
-                         [late] * len(columns) + [app_name, memlab.DOMAIN_USER])  # fmt: skip
+                         [late] * len(columns) + [app_name, memlab.facts.DOMAIN_USER])  # fmt: skip
     [fact] = facts.current(app_name, "alice")
     assert fact.value == "vegetarian" and fact.source_ts.year == 9999
     assert facts.search(app_name, "alice", "what do I eat?", now=T0)
@@ -237,3 +238,23 @@ def test_a_fact_row_stored_past_year_9999_before_the_checks_does_not_break_reads
     assert facts.why(app_name, "alice", "user", "diet")
     again = facts.add_session(_session(app_name, "alice", "a1", ["I'm vegetarian."]))
     assert again.inserted == 0
+
+
+# -- what the process still holds after an erasure -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("erase", ["forget_session", "forget_events", "delete_fact", "forget_user"])
+def test_every_fact_erasure_drops_the_memo_of_texts_scanned_clean(store, embedder, app_name, erase):
+    from memlab.safety import clean_texts
+
+    s1, s2, script = _moves(app_name, "u")
+    facts = FactMemory(store, embedder, extractor=ScriptedExtractor(script))
+    facts.add_session(s1)
+    facts.add_session(s2)
+    assert clean_texts._CLEAN, "ingest scanned the session's texts and remembered them as clean"
+    calls = {"forget_session": lambda: facts.forget_session(app_name, "u", "s2"),
+             "forget_events": lambda: facts.forget_events(app_name, "u", ["s2-e0"]),
+             "delete_fact": lambda: facts.delete_fact(app_name, "u", "user", "home_city", "Madrid"),
+             "forget_user": lambda: facts.forget_user(app_name, "u")}  # fmt: skip
+    calls[erase]()
+    assert not clean_texts._CLEAN, f"{erase} left digests of the erased texts in the process"

@@ -31,7 +31,7 @@ def rerank_call(url: str, **kw) -> Callable[[], object]:
 
 
 def embed_call(url: str, **kw) -> Callable[[], object]:
-    embedder = memlab.OpenAICompatibleEmbedder(url, "tiny", api_key_env="BOUNDS_KEY", **kw)
+    embedder = memlab.embedding.OpenAICompatibleEmbedder(url, "tiny", api_key_env="BOUNDS_KEY", **kw)
     return lambda: embedder.embed_documents(["hello"])
 
 

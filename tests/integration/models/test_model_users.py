@@ -25,16 +25,16 @@ def test_the_extractor_from_a_spec_caches_good_replies_only(model_server, tmp_pa
                           "model": "tiny", "api_key_env": "MODEL_USERS_KEY", "retries": 0}], "t")["extractor"]
     model_server.chat_reply = lambda body: "not json at all"
     extractor = memlab.LlmExtractor.from_spec(spec, cache_dir=tmp_path)
-    with pytest.raises(memlab.ExtractionError, match="not valid JSON"):
-        extractor.extract(EVENTS, session_id="s1", registry=memlab.default_registry())
+    with pytest.raises(memlab.facts.ExtractionError, match="not valid JSON"):
+        extractor.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry())
     model_server.chat_reply = lambda body: json.dumps(FACTS)
-    found = extractor.extract(EVENTS, session_id="s1", registry=memlab.default_registry())
+    found = extractor.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry())
     assert [(c.predicate, c.value) for c in found] == [("diet", "vegetarian")], "the bad reply was not cached"
-    assert extractor.extract(EVENTS, session_id="s1", registry=memlab.default_registry()) == found
+    assert extractor.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry()) == found
     assert extractor.client.requests_sent == 2 and extractor.usage["cached"] == 1, "the good reply was cached"
     rerun = memlab.LlmExtractor.from_spec(spec, cache_dir=tmp_path)
     for _ in range(2):  # a new client's first call learns which model answers; the second is served
-        assert rerun.extract(EVENTS, session_id="s1", registry=memlab.default_registry()) == found
+        assert rerun.extract(EVENTS, session_id="s1", registry=memlab.facts.default_registry()) == found
     assert rerun.client.requests_sent == 1 and rerun.usage["cached"] == 1 and len(model_server.requests) == 3
     assert model_server.authorizations[-1] == "Bearer sk-users-0123456789"
     assert extractor.usage["calls"] == 3 and extractor.usage["prompt_tokens"] > 0 and extractor.usage["seconds"] > 0
@@ -43,11 +43,11 @@ def test_the_extractor_from_a_spec_caches_good_replies_only(model_server, tmp_pa
 
 
 def test_the_model_assessor_judges_through_a_chat_client_with_requests_in_flight(model_server, tmp_path):
-    pool = lab.read_pool(write_pool(tmp_path / "pool.json", write_sessions(tmp_path / "logs.jsonl", APP)))
+    pool = lab.datasets.read_pool(write_pool(tmp_path / "pool.json", write_sessions(tmp_path / "logs.jsonl", APP)))
     model_server.chat_reply = lambda body: json.dumps({"relevant": "cat" in body["messages"][1]["content"]})
     client = open_chat(ModelSpec("judge", "openai-chat", model_server.base_url, "tiny-judge", concurrency=3),
                        tmp_path / "cache")
-    lines = lab.model_judgments(pool, client)
+    lines = lab.judging.model_judgments(pool, client)
     hits = [(q, h) for q in pool.queries for h in q["hits"]]
     assert [(line["query"], line["event_id"]) for line in lines] == [(q["query_id"], h["event_id"]) for q, h in hits]
     assert [line["relevance"] for line in lines] == [int("cat" in h["text"]) for _, h in hits]

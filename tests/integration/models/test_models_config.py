@@ -48,7 +48,7 @@ def test_a_bad_models_section_is_a_config_error(tmp_path, extra, overrides, mess
 def test_env_gives_one_client_per_model_and_names_the_configured_ones_for_an_unknown_name(store, tmp_path):
     (tmp_path / "models" / "ce").mkdir(parents=True)
     config = lab.load_config(write(tmp_path))
-    env = lab.Env(store, {}, models=config.models, model_cache=tmp_path / "cache")
+    env = lab.systems.Env(store, {}, models=config.models, model_cache=tmp_path / "cache")
     reader = env.chat("reader")
     assert isinstance(reader, ChatClient) and env.chat("reader") is reader
     with pytest.raises(memlab.ConfigError, match=r"no model named 'judge'.*configured: \['ce', 'reader'\]"):
@@ -59,7 +59,7 @@ def test_env_gives_one_client_per_model_and_names_the_configured_ones_for_an_unk
     with pytest.raises(memlab.ConfigError, match="needs openai-chat"):
         env.chat("ce")
     with pytest.raises(memlab.ConfigError, match="configured: none"):
-        lab.Env(store, {}).reranker("ce")
+        lab.systems.Env(store, {}).reranker("ce")
 
 
 def test_the_llm_extractor_is_the_configured_model_named_by_model_ref_and_the_old_llm_block_still_works(tmp_path):

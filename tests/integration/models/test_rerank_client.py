@@ -18,7 +18,7 @@ QUERY = "What is my cat called?"
 def cross_encoder_folder(tmp_path_factory):
     torch.manual_seed(0)  # the classification head is new and random: seeded, so every build scores alike
     folder = tmp_path_factory.mktemp("cross-encoder")
-    CrossEncoder(str(memlab.packaged_minilm_path()), num_labels=1, device="cpu").save(str(folder))
+    CrossEncoder(str(memlab.embedding.packaged_minilm_path()), num_labels=1, device="cpu").save(str(folder))
     return folder
 
 

@@ -99,7 +99,7 @@ def twin_folders(tmp_path_factory) -> tuple[Path, Path]:
     for seed in (0, 1):
         torch.manual_seed(seed)
         folder = tmp_path_factory.mktemp(f"ce-{seed}")
-        CrossEncoder(str(memlab.packaged_minilm_path()), num_labels=1, device="cpu").save(str(folder))
+        CrossEncoder(str(memlab.embedding.packaged_minilm_path()), num_labels=1, device="cpu").save(str(folder))
         folders.append(folder)
     a, b = folders
     shutil.copy(a / "README.md", b / "README.md")  # the model card differs by a line: only the weights may

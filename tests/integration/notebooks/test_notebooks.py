@@ -6,13 +6,12 @@ into a temporary folder and found through JUPYTER_PATH), its names cleared betwe
 parameters cell is followed by an injected cell that sets MEMLAB_HOME to the test home and shrinks the sizes; any
 cell error fails the test.
 
-Notebooks drive memlab through its public names only: `import memlab`, `from memlab import lab`, and names listed
-in `memlab.__all__` / `memlab.lab.__all__` (checked on the imports and on attribute use of those modules).
+Notebooks drive memlab through its public faces only: tests/integration/package/test_faces.py checks their
+imports and attribute use.
 """
 
 from __future__ import annotations
 
-import ast
 import shutil
 import sys
 import tempfile
@@ -110,102 +109,6 @@ def test_committed_notebook_is_clean(path: Path):
     assert path.name in (NOTEBOOKS / "README.md").read_text(encoding="utf-8"), f"{path.name}: not in README"
 
 
-def public_names() -> dict[str, set[str]]:
-    """The modules a notebook may import and the names each exports."""
-    import memlab
-    from memlab import lab
-
-    return {"memlab": set(memlab.__all__) | {"lab"}, "memlab.lab": set(lab.__all__)}
-
-
-def code_of(nb) -> list[tuple[int, ast.Module]]:
-    """Each code cell, parsed (IPython magics and shell escapes blanked out)."""
-    out = []
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code":
-            lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in cell.source.splitlines()]
-            out.append((i, ast.parse("\n".join(lines))))
-    return out
-
-
-def non_public_imports(trees: list[tuple[int, ast.Module]], public: dict[str, set[str]]) -> list[str]:
-    """Imports of memlab modules other than memlab and memlab.lab, and imported names not in their __all__."""
-    problems = []
-    for i, tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                problems += [f"cell {i}: import {a.name}" for a in node.names
-                             if a.name.split(".")[0] == "memlab" and a.name not in public]  # fmt: skip
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "memlab":
-                if node.module not in public:
-                    problems.append(f"cell {i}: from {node.module} import {', '.join(a.name for a in node.names)}")
-                else:
-                    problems += [f"cell {i}: from {node.module} import {a.name} (not in {node.module}.__all__)"
-                                 for a in node.names if a.name not in public[node.module]]  # fmt: skip
-    return problems
-
-
-def non_public_attributes(trees: list[tuple[int, ast.Module]], public: dict[str, set[str]]) -> list[str]:
-    """`memlab.X` / `lab.X` (as bound by the notebook's imports) where X is not exported by that module."""
-    bound: dict[str, str] = {}
-    for _, tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name in public:
-                        bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and node.module == "memlab":
-                bound.update({a.asname or a.name: "memlab.lab" for a in node.names if a.name == "lab"})
-
-    def module_of(expr: ast.expr) -> str | None:
-        if isinstance(expr, ast.Name):
-            return bound.get(expr.id)
-        if isinstance(expr, ast.Attribute) and expr.attr == "lab" and module_of(expr.value) == "memlab":
-            return "memlab.lab"
-        return None
-
-    problems = []
-    for i, tree in trees:
-        for node in ast.walk(tree):
-            module = module_of(node.value) if isinstance(node, ast.Attribute) else None
-            if module is not None and node.attr not in public[module] and not node.attr.startswith("__"):
-                problems.append(f"cell {i}: {ast.unparse(node)} ({node.attr} is not in {module}.__all__)")
-    return problems
-
-
-def test_public_name_checks_catch_internal_use():
-    public = public_names()
-    trees = [(0, ast.parse("import memlab\nimport memlab.storage.store\nfrom memlab.lab.sweeps import cutoff\n"
-                           "from memlab import lab, EventMemory, migrate\nfrom memlab.lab import plots, SUITES\n"
-                           "memlab.embedding.packaged_minilm_path()\nlab.FaissExact\nlab.fixtures.x\n"
-                           "memlab.lab.suites\nmemlab.EventMemory"))]  # fmt: skip
-    assert non_public_imports(trees, public) == [
-        "cell 0: import memlab.storage.store",
-        "cell 0: from memlab.lab.sweeps import cutoff",
-        "cell 0: from memlab import migrate (not in memlab.__all__)",
-        "cell 0: from memlab.lab import SUITES (not in memlab.lab.__all__)",
-    ]
-    assert sorted(non_public_attributes(trees, public)) == [
-        "cell 0: lab.fixtures (fixtures is not in memlab.lab.__all__)",
-        "cell 0: memlab.embedding (embedding is not in memlab.__all__)",
-        "cell 0: memlab.lab.suites (suites is not in memlab.lab.__all__)",
-    ]
-
-
-@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
-def test_notebooks_import_only_public_names(path: Path):
-    """Notebooks drive memlab: `import memlab`, `from memlab import lab`, `from memlab[.lab] import <__all__ name>`."""
-    problems = non_public_imports(code_of(nbformat.read(path, as_version=4)), public_names())
-    assert not problems, f"{path.name} imports memlab internals:\n" + "\n".join(problems)
-
-
-@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
-def test_notebooks_use_only_public_attributes(path: Path):
-    """No reaching past the public API through attributes either (`memlab.storage.store...`, `lab.sweeps...`)."""
-    problems = non_public_attributes(code_of(nbformat.read(path, as_version=4)), public_names())
-    assert not problems, f"{path.name} uses memlab internals:\n" + "\n".join(problems)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_notebook_runs_at_ci_size(path: Path, execute, store, memlab_home, out_dir, record_property):
@@ -236,7 +139,8 @@ def test_notebooks_render_to_html_for_a_run(tmp_path, store, memlab_home):
     folder = tmp_path / "nb"
     folder.mkdir()
     nbformat.write(nb, folder / "small.ipynb")
-    seconds = lab.render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": None}, folder=folder)
+    parameters = {"MEMLAB_HOME": str(memlab_home), "DSN": None}
+    seconds = lab.report.render_notebooks(tmp_path / "html", parameters, folder=folder)
     html = (tmp_path / "html" / "small.html").read_text()
     with store.connection() as conn:
         port = conn.execute("SHOW port").fetchone()[0]
@@ -260,7 +164,7 @@ def test_a_dsn_password_never_reaches_the_rendered_html(tmp_path, memlab_home):
     folder = tmp_path / "nb"
     folder.mkdir()
     nbformat.write(nb, folder / "leak.ipynb")
-    lab.render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": dsn}, folder=folder)
+    lab.report.render_notebooks(tmp_path / "html", {"MEMLAB_HOME": str(memlab_home), "DSN": dsn}, folder=folder)
     html = (tmp_path / "html" / "leak.html").read_text()
     assert "got the dsn: True" in html
     assert mark not in html and "***" in html

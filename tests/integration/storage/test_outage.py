@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 import memlab
-from memlab.lab import probes
+from memlab.lab.reliability import probes
 
 TIMEOUT = 3.0  # the configured database timeout of these stores (own_store in tests/conftest.py reads it)
 BOUND = 10.0  # no call may take longer than this while the server is down (psycopg_pool's default wait is 30 s)

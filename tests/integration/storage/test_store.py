@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 import memlab
+from memlab.errors import ExtensionError
 from memlab.storage.store import check_vector_version, parse_version
 
 
@@ -24,9 +25,9 @@ def test_parse_version_handles_suffixes():
 def test_version_check_accepts_current_and_rejects_old():
     check_vector_version("0.8.0")
     check_vector_version("0.8.5")
-    with pytest.raises(memlab.ExtensionError, match=r"0\.7\.4 is too old.*>= 0\.8\.0.*ALTER EXTENSION vector UPDATE"):
+    with pytest.raises(ExtensionError, match=r"0\.7\.4 is too old.*>= 0\.8\.0.*ALTER EXTENSION vector UPDATE"):
         check_vector_version("0.7.4")
-    with pytest.raises(memlab.ExtensionError, match="not installed"):
+    with pytest.raises(ExtensionError, match="not installed"):
         check_vector_version(None)
 
 
@@ -40,7 +41,7 @@ def test_old_pgvector_in_a_real_database_gives_clear_error(store, scratch_db):
         conn.execute("CREATE EXTENSION vector")
         # Make this database's catalog claim an older release: the check must read what the server reports.
         conn.execute("UPDATE pg_extension SET extversion = '0.7.4' WHERE extname = 'vector'")
-    with pytest.raises(memlab.ExtensionError) as err:
+    with pytest.raises(memlab.errors.ExtensionError) as err:
         memlab.open_store(dsn=_dsn_for(store, scratch_db))
     assert "0.7.4" in str(err.value) and "0.8.0" in str(err.value)
 
@@ -52,7 +53,7 @@ def test_missing_extension_that_cannot_be_created_gives_clear_error(store):
         conn.execute(f'CREATE ROLE "{role}" LOGIN')
         conn.execute(f'CREATE DATABASE "{db}" OWNER "{role}"')
     try:
-        with pytest.raises(memlab.ExtensionError, match=r"not installed.*CREATE EXTENSION vector"):
+        with pytest.raises(ExtensionError, match=r"not installed.*CREATE EXTENSION vector"):
             memlab.open_store(dsn=_dsn_for(store, db, user=role))
         with psycopg.connect(_dsn_for(store, db), autocommit=True) as conn:
             tables = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'memory_unit'").fetchone()[0]

@@ -24,6 +24,7 @@ from tests.support.table_store import (
     own_database,
     rotation,
     select_only_role,
+    settle,
 )
 
 # The article's DDL as printed there, the dimension set to the packaged model's ("must equal your model's dimension").
@@ -79,7 +80,7 @@ def agent(store, embedder):
                 cur.executemany(INSERT, [(*r, embedder.model_id, _text(v)) for r, v in zip(rows, vectors, strict=True)])
                 others = [(r, v) for r, v in zip(rows, vectors, strict=True) if r[1] == largest][:OTHER_ROWS]
                 cur.executemany(INSERT, [(*r, OTHER_MODEL, _text(v @ turn)) for r, v in others])
-            conn.execute("VACUUM ANALYZE agent_memory")  # no autovacuum or autoanalyze is due while the tests read
+        settle(dsn)
         role, ro_dsn = select_only_role(dsn, ["agent_memory"])
         questions = defaultdict(list)
         for question in data.questions:

@@ -9,6 +9,7 @@ import json
 import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 
 import numpy as np
 import psycopg
@@ -104,7 +105,7 @@ def test_json_metadata_with_a_constant_app_and_an_l2_index(mapped):
             hits = table.search(APP, user, query, k=8, strategy="exact")
             assert hits.distance == "l2"
             assert_same_top_k(hits.event_ids, [h.distance for h in hits], truth, 8)
-            assert all(h.session.startswith(f"{user}-s") and isinstance(h.time, str) for h in hits)
+            assert all(h.session.startswith(f"{user}-s") and isinstance(h.time, datetime) for h in hits)
             assert table.search("another-app", user, query, strategy="exact") == []
 
 
@@ -179,7 +180,7 @@ def test_a_database_without_the_vector_extension_is_named(store):
     with own_database(store.dsn, "ts_novector", vector=False) as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE TABLE notes (id text, user_id text, body text)")
-        with pytest.raises(memlab.ExtensionError) as err:
+        with pytest.raises(memlab.errors.ExtensionError) as err:
             open_table(dsn, Layout("notes", Columns(user="user_id", event_id="id", text="body", embedding="body")))
         message = str(err.value)
         assert "'vector' is not installed" in message and "ts_novector" in message and "CREATE EXTENSION" in message

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab import Candidate, Fact, decide, state_of
+from memlab.facts import Candidate, Fact, decide, state_of
 from memlab.facts.decide import resolve
 from tests.conftest import examples
 

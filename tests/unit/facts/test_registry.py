@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import memlab
-from memlab import PredicateRegistry, UnknownPredicateError, default_registry
+from memlab.facts import PredicateRegistry, UnknownPredicateError, default_registry
 
 
 def test_registry_file_has_25_to_40_complete_predicates():

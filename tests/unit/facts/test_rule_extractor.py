@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memlab import Event, Extractor, FunctionCall, PredicateRegistry, RuleExtractor, default_registry, lab, skip_reason
+from memlab import Event, FunctionCall, RuleExtractor, lab
+from memlab.events import skip_reason
+from memlab.facts import Extractor, PredicateRegistry, default_registry
 from tests.conftest import ROOT
 
 FACT_FIXTURES = ROOT / "fixtures" / "facts"

@@ -76,12 +76,12 @@ def test_gates_change_no_extracted_fact_on_real_conversations(monkeypatch):
     """The same candidates with gates and with every rule tried on every sentence: long real turns, generated
     sessions and the labelled fact fixtures."""
     sets = [
-        lab.load_longmemeval(ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1),
+        lab.datasets.load_longmemeval(ROOT / "datasets/longmemeval/longmemeval_s_knowledge_update.json.gz", limit=1),
         lab.load_dataset({"name": "s", "format": "synth", "users": 4, "max_events": 200, "seed": 3}),
         lab.load_fixtures(ROOT / "fixtures/facts"),
     ]
     sessions = [s for ds in sets for u in ds.users for s in u.sessions]
-    registry = memlab.default_registry()
+    registry = memlab.facts.default_registry()
 
     def extract():
         extractor = memlab.RuleExtractor()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import memlab
-from memlab import Fact, PredicateRegistry, default_registry
+from memlab.facts import Fact, PredicateRegistry, default_registry
 from memlab.facts.staleness import serving_state, stale_after_days
 
 T0 = datetime(2025, 5, 1, tzinfo=UTC)

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 import memlab
-from memlab import find_secrets, skip_reason
+from memlab import find_secrets
+from memlab.events import skip_reason
 from memlab.lab.reliability.probes.secret_rates import secret_corpus, secret_filter_rates
 from memlab.safety import secret_checks, secrets
 from tests.conftest import ROOT, examples, long_turns_and_secret_fixtures
@@ -69,12 +70,12 @@ def test_rates_are_computed_from_the_given_folder(tmp_path):
 def test_a_missing_corpus_is_named_with_the_fix(tmp_path, monkeypatch):
     """The rates need a labelled corpus, which only a checkout has: a folder without it is named, with the fix."""
     (tmp_path / "credentials.yaml").write_text("credentials: []\n")
-    with pytest.raises(memlab.FixtureError, match=r"no ordinary\.yaml there; pass the folder") as raised:
+    with pytest.raises(memlab.errors.FixtureError, match=r"no ordinary\.yaml there; pass the folder") as raised:
         secret_filter_rates(tmp_path)
     assert str(tmp_path) in str(raised.value)
     nowhere = tmp_path / "installed" / "fixtures" / "secrets"
     monkeypatch.setattr("memlab.lab.reliability.probes.secret_rates.SECRET_CORPUS", nowhere)
-    with pytest.raises(memlab.FixtureError, match="run from a memlab checkout") as raised:
+    with pytest.raises(memlab.errors.FixtureError, match="run from a memlab checkout") as raised:
         secret_filter_rates()
     assert str(nowhere) in str(raised.value) and "credentials.yaml or ordinary.yaml" in str(raised.value)
     assert secret_corpus(CORPUS) == CORPUS

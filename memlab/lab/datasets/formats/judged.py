@@ -13,8 +13,12 @@ counted in `Dataset.dropped`, never scored as a miss; a query left without its r
 file, or the agent's own event memory: `dsn: postgresql://...` (or `dsn_env: VAR` naming the environment variable
 that holds it, the way config names secrets; `dsn: default` is MEMLAB_DSN, else the embedded server), with
 optional `app` (every query must be of it) and `layer` (an event layer, default `event`). Then exactly the users
-of the judged queries are read, read-only, through `memlab.read_stored_sessions`; the DSN's password never
-reaches an error line (memlab's redactor) or a run folder (which passes the same redactor)."""
+of the judged queries are read, read-only, through `memlab.events.read_stored_sessions`; the DSN's password never
+reaches an error line (memlab's redactor) or a run folder (which passes the same redactor).
+
+Or `store: NAME`, a table store of the experiment config's `stores:` (memlab.lab.datasets.stores): the sessions
+are the table's rows of the judged queries' users, read-only, and the set loads in an experiment with that store
+(its systems search the table where it is)."""
 
 from __future__ import annotations
 
@@ -37,12 +41,12 @@ from memlab.lab.datasets.judged.pools import read_pool
 from memlab.lab.datasets.judged.queries import Query, read_queries
 from memlab.lab.datasets.model import Dataset, Question, UserHistory
 
-OPTIONS = {"queries", "sessions", "judgments", "pool", "assessor", "dsn", "dsn_env", "app", "layer"}
 MISSING = "relevant judgments of events not in the sessions"  # labels lost: the pool's events are gone (erased,
 # or another sessions file than the pool was made from)
 MISSING_NOT_RELEVANT = "not-relevant judgments of events not in the sessions"
 ALL_MISSING = "queries whose relevant judged events are all missing from the sessions"
-PATHS = ("queries", "sessions", "judgments", "pool")  # the files a judged set may name (`sessions` or a DSN)
+PATHS = ("queries", "sessions", "judgments", "pool")  # the files a judged set may name (`sessions`, a DSN or a store)
+SOURCES = ("sessions", "dsn", "dsn_env", "store")  # where a judged set's sessions come from: exactly one
 DEFAULT_DSN = "default"  # `dsn: default`: what memlab.open_store() opens (MEMLAB_DSN, else the embedded server)
 
 
@@ -55,20 +59,34 @@ class StoredSessions:
     layer: str = EVENT_LAYER
 
 
-def sessions_source(name: str, spec: dict[str, Any]) -> StoredSessions | None:
-    """Where a judged set entry's sessions come from: None for a `sessions` file, else the store its `dsn` or
-    `dsn_env` names. Exactly one of the three must be given; `app` and `layer` go with a DSN only."""
-    given = [key for key in ("sessions", "dsn", "dsn_env") if spec.get(key)]
+@dataclass(frozen=True)
+class TableSessions:
+    """The sessions of a judged set read from a table store of the config (`store: NAME`)."""
+
+    store: str
+
+
+# A reader of the judged queries' users: (app, user) as the query file names them -> their sessions
+UsersReader = Callable[[list[Query]], dict[tuple[str, str], UserHistory]]
+
+
+def sessions_source(name: str, spec: dict[str, Any]) -> StoredSessions | TableSessions | None:
+    """Where a judged set entry's sessions come from: None for a `sessions` file, the agent's memory its `dsn` or
+    `dsn_env` names, or the table store `store` names. Exactly one must be given; `app` and `layer` go with a DSN
+    only."""
+    given = [key for key in SOURCES if spec.get(key)]
     if len(given) != 1:
         raise ConfigError(f"data set {name!r}: format judged reads its sessions from `sessions` (a memlab JSONL "
-                          f"file), `dsn` or `dsn_env` (the agent's memory); give exactly one, got "
-                          f"{', '.join(f'`{k}`' for k in given) or 'none'}")  # fmt: skip
-    if given == ["sessions"]:
+                          f"file), `dsn` or `dsn_env` (the agent's memory) or `store` (a table of the config's "
+                          f"stores:); give exactly one, got {', '.join(f'`{k}`' for k in given) or 'none'}")
+    if given in (["sessions"], ["store"]):
         extra = [key for key in ("app", "layer") if key in spec]
         if extra:
+            whose = "a sessions file names its own apps" if given == ["sessions"] else \
+                "a store's app is `app:` in its stores: entry"  # fmt: skip
             raise ConfigError(f"data set {name!r}: {', '.join(f'`{k}`' for k in extra)} go(es) with `dsn` or "
-                              "`dsn_env` (reading the agent's memory); a sessions file names its own apps")
-        return None
+                              f"`dsn_env` (reading the agent's memory); {whose}")
+        return TableSessions(str(spec["store"])) if given == ["store"] else None
     if given == ["dsn_env"]:
         raw = os.environ.get(str(spec["dsn_env"]))
         if not raw:
@@ -86,10 +104,12 @@ def sessions_source(name: str, spec: dict[str, Any]) -> StoredSessions | None:
     return StoredSessions(dsn, spec.get("app"), spec.get("layer") or EVENT_LAYER)
 
 
-def load_judged(name: str, queries: Path, sessions: Path | StoredSessions, judgments: Path | Sequence[Path],
-                pool: Path, *, assessor: str | None = None) -> Dataset:  # fmt: skip
+def load_judged(name: str, queries: Path, sessions: Path | StoredSessions | UsersReader,
+                judgments: Path | Sequence[Path], pool: Path, *, assessor: str | None = None) -> Dataset:  # fmt: skip
     """The judged set as a Dataset whose `pool` names the systems and depth its labels come from; its sessions
-    from a memlab JSONL file or (StoredSessions) read-only from the agent's event memory."""
+    from a memlab JSONL file, (StoredSessions) read-only from the agent's event memory, or from a reader of the
+    judged queries' users (a table store's rows: memlab.lab.datasets.stores). A question is of its user's app as
+    the sessions name it (a table store's app for a query of app `default`)."""
     asked = {q.query_id: q for q in read_queries(queries)}
     made = read_pool(pool)
     outside = [q["query_id"] for q in made.queries if q["query_id"] not in asked]
@@ -103,6 +123,8 @@ def load_judged(name: str, queries: Path, sessions: Path | StoredSessions, judgm
     judged = read_judgments(judgments, pooled, assessor=assessor)
     if isinstance(sessions, StoredSessions):
         users = _stored_users(name, sessions, [asked[qid] for qid in judged])
+    elif callable(sessions):
+        users = sessions([asked[qid] for qid in asked if qid in judged])
     else:
         users = {(u.app_name, u.user_id): u for u in load_jsonl(sessions, name).users}
     questions = []
@@ -127,18 +149,20 @@ def load_judged(name: str, queries: Path, sessions: Path | StoredSessions, judgm
         if relevant and not found:  # never a no-answer question: its answers were judged, then lost
             dropped.setdefault(ALL_MISSING, []).append(qid)
             continue
-        questions.append(Question(qid, q.app, q.user, q.text, tuple(e for _, e in found), asked_at=q.asked_at,
-                                  qtype=q.origin, evidence=found,
+        questions.append(Question(qid, users[(q.app, q.user)].app_name, q.user, q.text, tuple(e for _, e in found),
+                                  asked_at=q.asked_at, qtype=q.origin, evidence=found,
                                   judged=tuple(key for key in verdicts if held(key))))  # fmt: skip
-    kept = list(dict.fromkeys((q.app_name, q.user_id) for q in questions))
+    kept: dict[tuple[str, str], UserHistory] = {}  # by the sessions' app: two apps of a query file may be one
+    for q in questions:
+        kept.setdefault((q.app_name, q.user_id), users[(asked[q.id].app, q.user_id)])
     pool_info = made.describe()
     pool_info |= origin_info([asked[q.id].origin for q in questions], [asked[q.id].generator for q in questions])
     files = [judgments] if isinstance(judgments, str | Path) else list(judgments)
     pairs = agreement(*files)  # a person and the model (or two people) on the same events: Cohen's kappa
     if pairs:
         pool_info["agreement"] = pairs
-    return Dataset(name, [UserHistory(a, u, users[(a, u)].sessions) for a, u in kept], questions, pool=pool_info,
-                   dropped=dropped, label_kinds=(MISSING,), labels_given=given)  # fmt: skip
+    return Dataset(name, [UserHistory(u.app_name, u.user_id, u.sessions) for u in kept.values()], questions,
+                   pool=pool_info, dropped=dropped, label_kinds=(MISSING,), labels_given=given)  # fmt: skip
 
 
 def _held(user: UserHistory) -> Callable[[EventKey], bool]:

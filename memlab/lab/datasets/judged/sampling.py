@@ -196,9 +196,9 @@ def sample_logged_queries(
     if kind not in (None, "events", "facts"):
         raise ConfigError(f"kind must be events or facts (or left out for both), got {kind!r}")
     rows = []
-    for app_name, user_id in memlab.query_log_users(store, app):
+    for app_name, user_id in memlab.events.query_log_users(store, app):
         first: dict[str, Any] = {}
-        for row in memlab.logged_queries(store, app_name, user_id, kind=kind):  # oldest first, scoped to the user
+        for row in memlab.events.logged_queries(store, app_name, user_id, kind=kind):  # oldest first, user-scoped
             first.setdefault(row.text.strip(), row)
         rows.extend(first.values())
     strata: dict[str, list] = defaultdict(list)

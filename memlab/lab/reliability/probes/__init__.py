@@ -1,153 +1,66 @@
 """The reliability probes behind `memlab check reliability`: one module per class of hole, each with a
-`*_family(...) -> Family` the run calls. The tests call the same families and the same parts of them (and use
-the same helpers: the tripwire embedder, the private server, the writer processes, the look-alike ids), so
-each check has one source of truth; these are their public names. Probe modules import each other directly,
-never this package."""
+`*_family(...) -> Family` the run calls, and the helpers the tests share with the run (the private server and
+its postmaster, the trace scans, the tripwire and gated embedders). Modules here are internal; use the names
+below, or import the probe module a test checks. Probe modules import each other directly, never this package."""
 
-from memlab.lab.reliability.probes.concurrency import (
-    SCRIPT,
-    concurrency_family,
-    concurrency_figures,
-    concurrent_ingest,
-    current_settings,
-    fact_rows,
-    ingest_rounds,
-    late_snapshot,
-    memories,
-    observations,
-    script_sessions,
-    server_defaults,
-    settings_leaks,
-    units,
-    writer_process,
-)
-from memlab.lab.reliability.probes.erasure_disk import (
-    Planted,
-    checkpoint,
-    disk_server,
-    erasure_disk_family,
-    holders,
-    outside_wal,
-    recycle_ahead,
-)
-from memlab.lab.reliability.probes.erasure_traces import (
-    ERASURE_CASES,
-    ErasureCase,
-    cache_keys,
-    erasure_family,
-    erasure_figures,
-    table_traces,
-)
+from memlab.lab.reliability.probes.bad_inputs import bad_inputs_family
+from memlab.lab.reliability.probes.concurrency import concurrency_family, memories, units
+from memlab.lab.reliability.probes.erasure_disk import erasure_disk_family
+from memlab.lab.reliability.probes.erasure_traces import cache_keys, erasure_family, table_traces
+from memlab.lab.reliability.probes.erasure_writes import erasure_writes_family
 from memlab.lab.reliability.probes.family import Family
-from memlab.lab.reliability.probes.faults import (
-    Tripwire,
-    embedder_faults,
-    fault_sessions,
-    faults_family,
-    faults_figures,
-    sigkill_faults,
-)
+from memlab.lab.reliability.probes.faults import Tripwire, faults_family
 from memlab.lab.reliability.probes.folders import folders_family
+from memlab.lab.reliability.probes.gate_direction import gate_direction_family
+from memlab.lab.reliability.probes.input_bounds import input_bounds_family
 from memlab.lab.reliability.probes.inputs import inputs_family
-from memlab.lab.reliability.probes.isolation import (
-    APP_BASES,
-    TOPICS,
-    USER_BASES,
-    IsolationCheck,
-    MarkerExtractor,
-    isolation_family,
-    isolation_figures,
-    look_alike_matrix,
-    look_alikes,
-)
-from memlab.lab.reliability.probes.leaks import (
-    CREDENTIALS,
-    HOSTILE,
-    MALFORMED_DSNS,
-    MARK,
-    EchoEndpoint,
-    echo_endpoints,
-    files_holding,
-    hostile_run,
-    leaks_family,
-    page_data,
-    script_data_problems,
-)
-from memlab.lab.reliability.probes.races import FACT_TEXTS, GatedEmbedder, GatedExtractor, race, races_family
-from memlab.lab.reliability.probes.races import TEXTS as RACE_TEXTS
+from memlab.lab.reliability.probes.isolation import isolation_family
+from memlab.lab.reliability.probes.leaks import leaks_family
+from memlab.lab.reliability.probes.lexical import lexical_family
+from memlab.lab.reliability.probes.model_safety import model_safety_family
+from memlab.lab.reliability.probes.prompt_fences import prompt_fences_family
+from memlab.lab.reliability.probes.races import GatedEmbedder, GatedExtractor, race, races_family
+from memlab.lab.reliability.probes.run_folders import run_folders_family
+from memlab.lab.reliability.probes.scratch_leftovers import scratch_leftovers_family
+from memlab.lab.reliability.probes.secret_rates import secrets_family
 from memlab.lab.reliability.probes.server import postmaster_pid, private_home, private_server, signal_postmaster
 from memlab.lab.reliability.probes.sizes import Size, memory_cached_embedder
 from memlab.lab.reliability.probes.split_secrets import split_secrets_family
 
 __all__ = [
-    "APP_BASES",
-    "CREDENTIALS",
-    "ERASURE_CASES",
-    "FACT_TEXTS",
-    "HOSTILE",
-    "MALFORMED_DSNS",
-    "MARK",
-    "RACE_TEXTS",
-    "SCRIPT",
-    "TOPICS",
-    "USER_BASES",
-    "EchoEndpoint",
-    "ErasureCase",
     "Family",
     "GatedEmbedder",
     "GatedExtractor",
-    "IsolationCheck",
-    "MarkerExtractor",
-    "Planted",
     "Size",
     "Tripwire",
+    "bad_inputs_family",
     "cache_keys",
-    "checkpoint",
     "concurrency_family",
-    "concurrency_figures",
-    "concurrent_ingest",
-    "current_settings",
-    "disk_server",
-    "echo_endpoints",
-    "embedder_faults",
     "erasure_disk_family",
     "erasure_family",
-    "erasure_figures",
-    "fact_rows",
-    "fault_sessions",
+    "erasure_writes_family",
     "faults_family",
-    "faults_figures",
-    "files_holding",
     "folders_family",
-    "holders",
-    "hostile_run",
-    "ingest_rounds",
+    "gate_direction_family",
+    "input_bounds_family",
     "inputs_family",
     "isolation_family",
-    "isolation_figures",
-    "late_snapshot",
     "leaks_family",
-    "look_alike_matrix",
-    "look_alikes",
+    "lexical_family",
     "memories",
     "memory_cached_embedder",
-    "observations",
-    "outside_wal",
-    "page_data",
+    "model_safety_family",
     "postmaster_pid",
     "private_home",
     "private_server",
+    "prompt_fences_family",
     "race",
     "races_family",
-    "recycle_ahead",
-    "script_data_problems",
-    "script_sessions",
-    "server_defaults",
-    "settings_leaks",
-    "sigkill_faults",
+    "run_folders_family",
+    "scratch_leftovers_family",
+    "secrets_family",
     "signal_postmaster",
     "split_secrets_family",
     "table_traces",
     "units",
-    "writer_process",
 ]

@@ -32,7 +32,7 @@ def _ended(value: Any) -> tuple[str, str]:
         if value.skipped:
             return "counted skip", skips
         return ("stored", f"{value.added} stored") if value.added else ("nothing new", "already stored")
-    if isinstance(value, memlab.FactIngestReport):
+    if isinstance(value, memlab.facts.FactIngestReport):
         return "stored", f"{value.inserted} fact(s)"
     return "returned", type(value).__name__
 
@@ -85,7 +85,8 @@ def bad_inputs_family(db: memlab.Store, embedder: memlab.Embedder) -> Family:
         ("int user id in a search", "memlab error", lambda: mem.search(app, 5, "payments")),
         ("empty user id in a search", "memlab error", lambda: mem.search(app, "", "payments")),
         ("session of the reserved user _domain into fact memory", "memlab error",
-         lambda: facts.add_session(memlab.Session(app, memlab.DOMAIN_USER, "s1", [ev(text="I live in Berlin now.")]))),
+         lambda: facts.add_session(memlab.Session(app, memlab.facts.DOMAIN_USER, "s1",
+                                                  [ev(text="I live in Berlin now.")]))),
         ("a bad session among good ones (add_sessions)", "listed as failed",
          lambda: mem.add_sessions([memlab.Session(app, "u-batch", "ok1", [ev()]),
                                    memlab.Session(app, "u-batch", "bad", [ev(at=FAR)]),

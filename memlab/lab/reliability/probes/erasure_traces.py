@@ -50,7 +50,7 @@ class ErasureCase:
 
     def __init__(self, db: memlab.Store, inner: memlab.Embedder, case: str, cache_path: Path) -> None:
         self.db, self.case, self.cache_path = db, case, cache_path
-        cached = memlab.CachedEmbedder(inner, memlab.EmbeddingCache(cache_path))
+        cached = memlab.embedding.CachedEmbedder(inner, memlab.embedding.EmbeddingCache(cache_path))
         log = memlab.QueryLog(enabled=True)  # the searches' queries are recorded: the query log must forget them too
         self.events = memlab.EventMemory(db, cached, query_log=log)
         self.chunks = memlab.EventMemory(db, cached, "chunk", chunk_size=2, chunk_overlap=1, query_log=log)
@@ -77,7 +77,7 @@ class ErasureCase:
             family.problem("table_traces", f"{self.case}: {user}'s facts were not served to begin with")
         if not self.events.search(self.app, user, f"when does the project of {user} ship?"):
             family.problem("table_traces", f"{self.case}: {user}'s events were not found to begin with")
-        if not memlab.logged_queries(self.db, self.app, user):
+        if not memlab.events.logged_queries(self.db, self.app, user):
             family.problem("table_traces", f"{self.case}: {user}'s queries were not recorded to begin with")
         return sids
 

@@ -137,7 +137,7 @@ def _query_log(family: Family, db: memlab.Store, embedder: memlab.Embedder, app:
         mem.search(app, f"log-{kind}-2", REPLY, context=[QUESTION])
         family.add("query_log_cases", 2)
         for user in (f"log-{kind}-1", f"log-{kind}-2"):
-            if any(q.text == REPLY for q in memlab.logged_queries(db, app, user)):
+            if any(q.text == REPLY for q in memlab.events.logged_queries(db, app, user)):
                 family.problem("secrets_in_query_log", f"{kind}: a password typed as the reply to a question was "
                                                        "recorded")  # fmt: skip
 

@@ -5,7 +5,7 @@ Every metric the definitions know (each in a plain, a rank-cut and a breakdown k
 baseline is worsened in its bad direction, improved, and left alone, and the gate's own comparison must call it a
 regression, an improvement and ok (`wrong_verdicts`). A key that was gated while no definition covers it is a
 guessed direction (`guessed_directions`); an invented key must come out ungated. The cut-off advice is checked on
-hand-made runs whose right answer is known: the advice, `lab.recommend`, the sweep's stored figures and the
+hand-made runs whose right answer is known: the advice, `lab.metrics.recommend`, the sweep's stored figures and the
 headline's sentence must agree with each other and with the rule's guards (`contradicting_cutoff_advice`)."""
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from memlab.lab.metrics.definitions import definition_of, definitions, ungated_s
 from memlab.lab.metrics.distances import DEFAULT_GRID, FALSE_MEMORY_TARGET
 from memlab.lab.reliability.probes.family import Family
 from memlab.lab.report.gate import UNGATED, compare, gating, load_metrics, load_rules
+from memlab.lab.runs.format import baseline_roles
+from memlab.lab.systems.roles import SystemRole
 
 BASELINE = Path(__file__).resolve().parents[4] / "reports" / "baseline.json"
 UNKNOWN_KEY = "probe/probe/mystery_quality"
@@ -31,11 +33,11 @@ MUST_BE_ZERO = ["wrong_verdicts", "guessed_directions", "shadowed_definitions", 
 
 
 def definition_keys() -> list[str]:
-    """A plain, a rank-cut and a breakdown key for every metric definition (registered ones too), on a system its
-    glob matches."""
+    """A plain, a rank-cut and a breakdown key for every metric definition (registered ones too), on a system of
+    the sweep it defines a figure of (one named after it: the committed baseline's roles are derived so)."""
     keys = []
     for d in definitions():
-        system = d.systems.replace("*", "probe")
+        system = d.sweep or "probe"
         keys += [f"probe/{system}/{d.name}", f"probe/{system}/{d.name}@10", f"probe/{system}/{d.name}@10[qtype=x]"]
     return keys
 
@@ -43,6 +45,11 @@ def definition_keys() -> list[str]:
 def _baseline_keys() -> dict[str, float]:
     """The committed baseline's metrics as the gate reads them (in the current format: memlab.lab.runs.format)."""
     return load_metrics(BASELINE, what="baseline") if BASELINE.exists() else {}
+
+
+def _role(key: str) -> SystemRole:
+    """The role the gate gives the key's system when no run recorded one (derived once, memlab.lab.runs.format)."""
+    return next(iter(baseline_roles([key]).values()), SystemRole())
 
 
 def check_directions(family: Family, values: dict[str, float]) -> None:
@@ -74,16 +81,16 @@ def check_directions(family: Family, values: dict[str, float]) -> None:
                 family.problem("wrong_verdicts", f"{key}: {values[key]} -> {moved[key]} gave {got.get(key)}, "
                                                  f"expected {expected}")  # fmt: skip
         for key, verdict in got.items():
-            if verdict != UNGATED and definition_of(key) is None:
+            if verdict != UNGATED and definition_of(key, _role(key)) is None:
                 family.problem("guessed_directions", f"{key} compared ({verdict}) without a metric definition")
 
 
 def check_definitions(family: Family) -> None:
     """Every definition is reachable (no earlier one shadows it) and an invented key is ungated."""
     for d in definitions():
-        key = f"probe/{d.systems.replace('*', 'probe')}/{d.name}"
-        if definition_of(key) is not d:
-            family.problem("shadowed_definitions", f"{key} resolves to {definition_of(key)}")
+        key = f"probe/{d.sweep or 'probe'}/{d.name}"
+        if definition_of(key, _role(key)) is not d:
+            family.problem("shadowed_definitions", f"{key} resolves to {definition_of(key, _role(key))}")
     verdicts = compare({UNKNOWN_KEY: 0.5}, {UNKNOWN_KEY: 0.1}).verdict.tolist()
     if verdicts != [UNGATED]:
         family.problem("guessed_directions", f"{UNKNOWN_KEY} gave {verdicts}, not {UNGATED!r}")
@@ -127,8 +134,8 @@ CUTOFF_CASES: dict[str, tuple[Callable[[int, bool], Hits], int, int, bool]] = {
 
 
 def advice_contradictions(advice: CutoffAdvice, others: list[CutoffAdvice], k: int) -> list[str]:
-    """Where the advice disagrees with the rule's guards, with `lab.recommend`, with what the sweep stores or with
-    the headline's sentence (empty when it is consistent)."""
+    """Where the advice disagrees with the rule's guards, with `lab.metrics.recommend`, with what the sweep stores or
+    with the headline's sentence (empty when it is consistent)."""
     out = []
     d = advice.max_distance
     if [o.max_distance for o in others] != [d]:

@@ -38,7 +38,7 @@ class _Script:
     name = "probe-script"
 
     def __init__(self) -> None:
-        self.candidates: list[memlab.Candidate] = []
+        self.candidates: list[memlab.facts.Candidate] = []
 
     def extract(self, events, *, session_id, registry, current_keys=()):
         return list(self.candidates)
@@ -79,7 +79,7 @@ def inputs_family(store: memlab.Store, embedder: memlab.Embedder, workdir: Path)
                 family.problem("stored_after_refusal", f"{name}: {stored} row(s) of {user!r} stored")
         _check_readers(family, mem, facts, name, user)
         rows.append({"input": name, "ended": ended, "detail": detail})
-    domain = [f.value for f in facts.current(APP, memlab.DOMAIN_USER)]
+    domain = [f.value for f in facts.current(APP, memlab.facts.DOMAIN_USER)]
     if domain != ["Argo CD"]:
         family.problem("stored_after_refusal", f"the app's domain facts changed: {domain}")
     family.figures["table"] = rows
@@ -95,7 +95,7 @@ def _run(call: Callable[[], Any]) -> tuple[str, str]:
         return "other error", f"{type(exc).__name__}: {str(exc)[:160]}"
     if isinstance(value, memlab.IngestReport) and (value.failed or value.skipped) and not value.added:
         return "counted skip", f"failed {len(value.failed)}, skipped {dict(value.skipped)}"
-    if isinstance(value, memlab.FactIngestReport) and value.dropped and not value.inserted:
+    if isinstance(value, memlab.facts.FactIngestReport) and value.dropped and not value.inserted:
         return "counted skip", f"dropped {dict(value.dropped)}"
     return "returned", repr(value)[:160]
 
@@ -198,11 +198,11 @@ def _memory_cases(mem: memlab.EventMemory, chunks: memlab.EventMemory, facts: me
     return cases
 
 
-def _scripted(facts: memlab.FactMemory, script: _Script, user: str, value: str) -> memlab.FactIngestReport:
+def _scripted(facts: memlab.FactMemory, script: _Script, user: str, value: str) -> memlab.facts.FactIngestReport:
     session = _session(user, text="We deploy with Argo CD.")
     event = session.events[0]
-    script.candidates = [memlab.Candidate("user", "deploy_tool", value, event.text, event_id=event.id,
-                                          event_time=event.timestamp, session_id=session.id)]  # fmt: skip
+    script.candidates = [memlab.facts.Candidate("user", "deploy_tool", value, event.text, event_id=event.id,
+                                                event_time=event.timestamp, session_id=session.id)]  # fmt: skip
     return facts.add_session(session)
 
 

@@ -48,8 +48,8 @@ class MarkerExtractor:
 
     def extract(self, events, *, session_id, registry, current_keys=()):
         return [
-            memlab.Candidate("user", PREDICATE, m, m, basis="stated" if e.author == "user" else "inferred",
-                             event_id=e.id, event_time=e.timestamp, session_id=session_id)
+            memlab.facts.Candidate("user", PREDICATE, m, m, basis="stated" if e.author == "user" else "inferred",
+                                   event_id=e.id, event_time=e.timestamp, session_id=session_id)
             for e in events
             for m in MARK.findall(e.text or "")
         ]
@@ -101,7 +101,7 @@ class IsolationCheck:
         for session in sessions:
             self.facts.add_session(session)
         for app in domain_apps:
-            self.facts.add_domain_fact(app, "team:core", DOMAIN_PREDICATE, self.marker((app, memlab.DOMAIN_USER)))
+            self.facts.add_domain_fact(app, "team:core", DOMAIN_PREDICATE, self.marker((app, memlab.facts.DOMAIN_USER)))
 
     def _rows(self, what: str, owners: list[tuple[str, str] | None], allowed: set, ask: str) -> None:
         self.family.add("reads")
@@ -114,7 +114,7 @@ class IsolationCheck:
         return [self.marker_owner.get(m) for m in MARK.findall(text)]
 
     def check(self, app: str, user: str, look: memlab.SearchSettings, granularity: str, query: str) -> None:
-        me, domain = (app, user), (app, memlab.DOMAIN_USER)
+        me, domain = (app, user), (app, memlab.facts.DOMAIN_USER)
         ask = f"app {app!a} user {user!a} ({granularity}, {look})"
         mem = self.memories[granularity]
         hits = mem.search(app, user, query, look)
@@ -144,20 +144,20 @@ class IsolationCheck:
         self._rows("FactMemory.why session", [self.session_owner.get(p.session_id) for p in trail], {me}, ask)
         if self.services:
             self._check_services(app, user, granularity, query, ask)
-        logged = memlab.logged_queries(self.store, app, user)
+        logged = memlab.events.logged_queries(self.store, app, user)
         self._rows("logged_queries", [(r.app_name, r.user_id) for r in logged], {me}, ask)
         self._rows("logged_queries sessions", [self.session_owner.get(s) for r in logged if r.kind == "events"
                                                for s in r.sessions], {me}, ask)  # fmt: skip
 
     def _check_services(self, app: str, user: str, granularity: str, query: str, ask: str) -> None:
-        me, domain = (app, user), (app, memlab.DOMAIN_USER)
+        me, domain = (app, user), (app, memlab.facts.DOMAIN_USER)
         entries = asyncio.run(self.services[granularity].search_memory(app_name=app, user_id=user, query=query))
         self._rows("EventMemoryService.search_memory",
                    [self.session_owner.get(e.custom_metadata["session_id"]) for e in entries.memories]
                    + [o for e in entries.memories for o in self._markers(e.content.parts[0].text)], {me}, ask)
         entries = asyncio.run(self.services["facts"].search_memory(app_name=app, user_id=user, query=query))
         self._rows("FactMemoryService.search_memory",
-                   [(app, memlab.parse_fact_id(e.id)[0]) for e in entries.memories]
+                   [(app, memlab.facts.parse_fact_id(e.id)[0]) for e in entries.memories]
                    + [o for e in entries.memories for o in self._markers(e.content.parts[0].text)],
                    {me, domain}, ask)  # fmt: skip
 
@@ -192,7 +192,7 @@ MATRIX_LOOKS = [
 def look_alike_matrix(iso: IsolationCheck, bases: tuple[str, ...], apps: tuple[str, ...]) -> list[str]:
     """The systematic half: every look-alike of `bases` in each of `apps`, each with its own rows, each asked with
     exact, HNSW and planner searches (event and chunk layers) and every other read path. Returns the users."""
-    users = sorted({u for base in bases for u in look_alikes(base)} - {memlab.DOMAIN_USER})
+    users = sorted({u for base in bases for u in look_alikes(base)} - {memlab.facts.DOMAIN_USER})
     pairs = [(app, user) for app in apps for user in users]
     iso.ingest({p: [TOPICS[i % len(TOPICS)], TOPICS[(i + 1) % len(TOPICS)]] for i, p in enumerate(pairs)},
                list(apps))  # fmt: skip
@@ -209,11 +209,11 @@ def isolation_family(store: memlab.Store, embedder: memlab.Embedder, size: Size,
     users = look_alike_matrix(iso, size.matrix_bases, size.matrix_apps)
     family.figures["look_alike_ids"] = len(users) * len(size.matrix_apps)
     for _ in range(size.isolation_cases):
-        user_pool = [u for u in look_alikes(rng.choice(USER_BASES)) if u != memlab.DOMAIN_USER]
+        user_pool = [u for u in look_alikes(rng.choice(USER_BASES)) if u != memlab.facts.DOMAIN_USER]
         app_pool = look_alikes(rng.choice(APP_BASES))
         users = rng.sample(user_pool, rng.randint(2, 4)) + ([_random_id(rng)] if rng.random() < 0.5 else [])
         apps = rng.sample(app_pool, rng.randint(1, 2)) + ([_random_id(rng)] if rng.random() < 0.3 else [])
-        every = [(a, u) for a in dict.fromkeys(apps) for u in dict.fromkeys(users) if u != memlab.DOMAIN_USER]
+        every = [(a, u) for a in dict.fromkeys(apps) for u in dict.fromkeys(users) if u != memlab.facts.DOMAIN_USER]
         rng.shuffle(every)
         texts = {p: [f"{rng.choice(TOPICS)} {_random_id(rng)}" for _ in range(rng.randint(1, 2))] for p in every[:6]}
         iso.ingest(texts, [a for a in apps if rng.random() < 0.5])

@@ -162,19 +162,19 @@ def error_cases(endpoints: list[EchoEndpoint]) -> list[tuple[str, Callable[[], o
     for e in endpoints:
         llm = memlab.LlmExtractor(base_url=e.url, model="m", api_key=key)
         cases.append((f"LLM extractor, endpoint answering {e.server.server_address[1]}",
-                      lambda llm=llm: llm.extract([event], session_id="s", registry=memlab.default_registry())))
+                      lambda llm=llm: llm.extract([event], session_id="s", registry=memlab.facts.default_registry())))
         cases.append((f"embedder, endpoint {e.url}", lambda url=e.url: _embed(url, key)))
     cases.append(("LLM base_url with user:password@",
                   lambda: memlab.LlmExtractor(base_url=f"http://u:{MARK}@127.0.0.1:1/v1", model="m")))
     cases.append(("embedder base_url with user:password@",
-                  lambda: memlab.OpenAICompatibleEmbedder(f"http://u:{MARK}@127.0.0.1:1/v1", "m")))
+                  lambda: memlab.embedding.OpenAICompatibleEmbedder(f"http://u:{MARK}@127.0.0.1:1/v1", "m")))
     return cases
 
 
 def _embed(url: str, key: str) -> object:
     os.environ["MEMLAB_LEAKS_PROBE_KEY"] = key
     try:
-        embedder = memlab.OpenAICompatibleEmbedder(url, "m", api_key_env="MEMLAB_LEAKS_PROBE_KEY", retries=0)
+        embedder = memlab.embedding.OpenAICompatibleEmbedder(url, "m", api_key_env="MEMLAB_LEAKS_PROBE_KEY", retries=0)
         return embedder.embed_query("x")
     finally:
         os.environ.pop("MEMLAB_LEAKS_PROBE_KEY", None)

@@ -184,7 +184,7 @@ def _callers(url: str, key_env: str, cache: Path | None = None, **settings: Any)
                                    "api_key_env": key_env, "cache": cache is not None, **settings}), cache)
     rerank = open_reranker(ModelSpec(**{"name": "probe-rr", "kind": "openai-rerank", "base_url": url, "model": "m",
                                         "api_key_env": key_env, "cache": cache is not None, **settings}), cache)
-    embedder = memlab.OpenAICompatibleEmbedder(url, "m", api_key_env=key_env, **settings)
+    embedder = memlab.embedding.OpenAICompatibleEmbedder(url, "m", api_key_env=key_env, **settings)
     return {"chat": lambda: chat.complete(ChatRequest([{"role": "user", "content": "hello"}])).text,
             "rerank": lambda: rerank.rerank("hello", ["hello", "world"]).scores,
             "embed": lambda: embedder.embed_documents(["hello"])}  # fmt: skip
@@ -348,15 +348,16 @@ def check_erasure(family: Family, db: memlab.Store, embedder: memlab.Embedder, w
                 family.problem("replies_cached_after_erasure", f"{type(memory).__name__}.forget_user: {found}")
 
 
-def _remote_embedder(server: ProbeServer, cache: memlab.EmbeddingCache) -> memlab.CachedEmbedder:
+def _remote_embedder(server: ProbeServer, cache: memlab.embedding.EmbeddingCache) -> memlab.embedding.CachedEmbedder:
     """A cached client of the server's embeddings (3-d vectors, so no probe for the dimension)."""
-    return memlab.CachedEmbedder(memlab.OpenAICompatibleEmbedder(
+    return memlab.embedding.CachedEmbedder(memlab.embedding.OpenAICompatibleEmbedder(
         server.base_url, "m", api_key_env=None, retries=0, dimension=3, model_id="probe-remote-embedder"), cache)
 
 
 def _answering(server: ProbeServer, texts: list[str]) -> np.ndarray:
     """The vectors of the model answering now, asked live (no cache)."""
-    return memlab.OpenAICompatibleEmbedder(server.base_url, "m", api_key_env=None, retries=0).embed_documents(texts)
+    embedder = memlab.embedding.OpenAICompatibleEmbedder(server.base_url, "m", api_key_env=None, retries=0)
+    return embedder.embed_documents(texts)
 
 
 def check_served_vectors(family: Family, work: Path) -> None:
@@ -367,7 +368,7 @@ def check_served_vectors(family: Family, work: Path) -> None:
     with probe_servers("127.0.0.1") as (server,):
         for model in ("probe-model-a", "probe-model-b"):
             server.model = model
-            rerun = _remote_embedder(server, memlab.EmbeddingCache(path))
+            rerun = _remote_embedder(server, memlab.embedding.EmbeddingCache(path))
             for _ in range(2):
                 family.add("vector_checks")
                 if not np.allclose(rerun.embed_documents(texts), _answering(server, texts), atol=1e-6):
@@ -380,7 +381,7 @@ def check_served_vectors(family: Family, work: Path) -> None:
                            "cached vectors were served beside it")  # fmt: skip
 
 
-class _WatchedCache(memlab.EmbeddingCache):
+class _WatchedCache(memlab.embedding.EmbeddingCache):
     """An embedding cache noting, for every store once `erased` is set, the texts it then holds."""
 
     def __init__(self, path: Path) -> None:

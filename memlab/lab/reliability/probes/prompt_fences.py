@@ -107,7 +107,7 @@ def _extractor(text: Callable[[], str]) -> list[Prompt]:
     extractor = LlmExtractor("http://127.0.0.1:9/v1", "probe")  # builds prompts only: nothing is sent
     session = _session(text)
     keys = [(text(), "diet"), ("user", text())]
-    request = extractor.chat_request(session.events, memlab.default_registry(), keys)
+    request = extractor.chat_request(session.events, memlab.facts.default_registry(), keys)
     return [list(request.messages)]
 
 

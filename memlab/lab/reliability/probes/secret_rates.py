@@ -26,7 +26,7 @@ def secret_corpus(folder: str | Path | None = None) -> Path:
     if missing:
         fix = ("pass the folder holding them" if folder is not None else
                "run from a memlab checkout (fixtures/secrets), or pass the folder of a labelled corpus")  # fmt: skip
-        raise memlab.FixtureError(f"secret corpus {path}: no {' or '.join(missing)} there; {fix}")
+        raise memlab.errors.FixtureError(f"secret corpus {path}: no {' or '.join(missing)} there; {fix}")
     return path
 
 

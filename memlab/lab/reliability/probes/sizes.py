@@ -38,6 +38,7 @@ SECRET_GOALS = {"held_out_caught": (">=", 0.95), "ordinary_flagged": ("<=", 0.10
 def memory_cached_embedder(model: memlab.Embedder | None = None) -> memlab.Embedder:
     """`model` (default: the packaged one) behind an in-memory cache: nothing of the run is written to
     MEMLAB_HOME/cache."""
-    return memlab.CachedEmbedder(model or memlab.default_embedder(cache=False), memlab.EmbeddingCache())
+    return memlab.embedding.CachedEmbedder(model or memlab.default_embedder(cache=False),
+                                           memlab.embedding.EmbeddingCache())
 
 

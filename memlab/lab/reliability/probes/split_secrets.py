@@ -146,8 +146,9 @@ class _Quoting:
     name = "probe-quoting"
 
     def extract(self, events, *, session_id, registry, current_keys=()):
-        return [memlab.Candidate("user", "owned_product", (e.text or "")[:48].strip() or "x", (e.text or "")[:400],
-                                 event_id=e.id, event_time=e.timestamp, session_id=session_id)
+        return [memlab.facts.Candidate("user", "owned_product", (e.text or "")[:48].strip() or "x",
+                                       (e.text or "")[:400], event_id=e.id, event_time=e.timestamp,
+                                       session_id=session_id)
                 for e in events]  # fmt: skip
 
 

@@ -13,13 +13,11 @@ from memlab.lab.bench import (
     concurrency_bench,
     concurrency_section,
     corpus,
-    embedded,
-    real_questions,
-    real_texts,
-    saturation,
     search_bench,
     summarize_concurrency,
 )
+from memlab.lab.bench.concurrency import saturation
+from memlab.lab.bench.corpora import embedded, real_questions, real_texts
 
 ROWS = 2_000
 

@@ -12,15 +12,13 @@ from memlab.lab.bench import (
     StreamingRun,
     StreamingSize,
     corpus,
-    embedded,
-    half_written,
-    real_questions,
-    real_texts,
     search_bench,
     streaming_bench,
     streaming_section,
     summarize_streaming,
 )
+from memlab.lab.bench.corpora import embedded, real_questions, real_texts
+from memlab.lab.bench.streaming import half_written
 
 ROWS = 2_000
 TINY = StreamingSize("test", clients=2, quiet_seconds=1.0, sessions=6, rate=4.0, events=3, partial_seed_rows=60,

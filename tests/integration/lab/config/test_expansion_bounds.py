@@ -63,13 +63,13 @@ def test_the_count_bounds_what_the_sweeps_build():
                                "options": {"retrieval": {"per_session": [2, 3], "authors": ["user", "model"]},
                                            "granularity": {"chunks": [[2, 0], [3, 1]]}}})  # fmt: skip
     data = lab.load_dataset(SYNTH)
-    built = systems_for(data, config.resolved, {"default": None})
+    built = systems_for(data, config, {"default": None})
     planned = sum(planned_runs(config.resolved)["s"].values())
     assert len(built) <= planned <= 1.2 * len(built), (len(built), planned)  # a bound, and a close one
 
 
 def test_every_suite_is_within_the_bound():
-    for name in lab.suite_names():
+    for name in lab.config.suite_names():
         runs = planned_runs(lab.load_suite(name).resolved)
         assert 0 < sum(sum(p.values()) for p in runs.values()) < MAX_RUNS / 5, name
 
@@ -91,7 +91,7 @@ MODEL = "{name: m, kind: openai-chat, base_url: 'http://127.0.0.1:9/v1', model: 
     ("options.filtered.shares=[0.5, 0.9]", r"sum\(shares\) x relations"),
     ("options.filtered.iterative=[sideways]", r"iterative\[0\] must be one of"),
     ("options.filtered.queries=100000", r"expands to [\d,]+ runs .*filtered sweep"),
-    ("options.labels.depths=[100000]", r"depths must be a non-empty list of whole numbers in 1..1000"),
+    ("options.labels.depths=[100000]", r"depths\[0\] must be a whole number in 1..1000"),
     ("options.ingest.repeat=100000", r"repeat must be a whole number in 1..100"),
     ("datasets.2.users=10000", r"users x max_events = 10,000 x 300"),
     ("embedders=[{name: default, kind: packaged, batch_size: 100000000}]", r"batch_size must be a whole number"),
@@ -122,4 +122,4 @@ def test_a_long_list_of_chunk_sizes_over_many_data_sets_is_refused():
 def test_the_pool_depth_is_bounded_before_anything_runs(depth):
     config = lab.parse_config({"name": "p", "datasets": [SYNTH]})
     with pytest.raises(ConfigError, match=r"--depth must be a whole number in 1..1000"):
-        lab.pool_queries(config, "queries.jsonl", depth, None)  # no store needed: refused first
+        lab.judging.pool_queries(config, "queries.jsonl", depth, None)  # no store needed: refused first

@@ -136,6 +136,7 @@ def test_every_option_a_sweep_reads_is_a_known_key(tmp_path):
         "labels": {"systems": ["event", "chunk4o1"], "depths": [5], "pool_sizes": [2], "loo_depth": 5,
                    "generated": False},
         "answer": {"reader": "m", "judge": "m", "systems": ["event"], "k": 5},
+        "table": {"systems": ["t"], "ef_search": [40], "iterative_scan": ["off"], "explain": True},
     }  # fmt: skip
     assert set(settings) == set(lab.SWEEPS)
     for sweep, options in settings.items():
@@ -143,7 +144,7 @@ def test_every_option_a_sweep_reads_is_a_known_key(tmp_path):
                           "sweeps": [sweep], "options": {sweep: {**options, "datasets": ["d"]}},
                           "models": [{"name": "m", "kind": "openai-chat", "base_url": "http://127.0.0.1:9/v1",
                                       "model": "m"}]})  # fmt: skip
-    for name in lab.suite_names():
+    for name in lab.config.suite_names():
         lab.load_suite(name)
 
 

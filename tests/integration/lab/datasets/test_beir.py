@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memlab import FixtureError, lab
+from memlab import lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "fixtures" / "beir" / "example"

@@ -14,8 +14,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from memlab import FixtureError, MemlabError, lab
+from memlab import MemlabError, lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.conftest import ROOT
 from tests.integration.lab.datasets.test_judged_set import APP, JUDGED, judgment, write_judgments, write_pool
 from tests.integration.lab.experiment.test_experiment import write_longmemeval_file
@@ -84,7 +85,7 @@ def test_locomo_evidence_ids_outside_the_conversation_are_counted_and_mostly_los
     data = lab.load_dataset({"name": "locomo", "format": "locomo", "path": str(LOCOMO)})
     lost, given = data.label_loss()
     assert lost == 2 and given > lost  # conv-a/q5's D9:9 and conv-a/q6's D7:1
-    assert any("dropped 2 of" in w for w in lab.dataset_warnings([data], {"systems": [], "sweeps": []}))
+    assert any("dropped 2 of" in w for w in lab.datasets.dataset_warnings([data], {"systems": [], "sweeps": []}))
     samples = json.loads(LOCOMO.read_text())
     for sample in samples:
         for item in sample["qa"]:

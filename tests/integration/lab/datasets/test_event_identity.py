@@ -11,8 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab import FixtureError, embed_queries, lab
+from memlab import lab
+from memlab.embedding import embed_queries
+from memlab.errors import FixtureError
 from memlab.lab.datasets.synth import explain_questions, sample_transcript
+from tests.support.scores import labelled
 
 K = 1  # one hit per question: a hit of the right id from the wrong session cannot hide behind the right one
 TEXTS = {
@@ -105,7 +108,7 @@ def test_recall_and_session_recall_match_a_brute_force_recount(repeated_run, emb
     for qid, want in truth.items():
         assert mine.at[qid, "recall"] == pytest.approx(want["recall"]), (system, qid)
         assert mine.at[qid, "session_recall"] == pytest.approx(want["session_recall"]), (system, qid)
-    scores = repeated_run.scores.set_index(["system", "metric"]).value
+    scores = labelled(repeated_run.scores).set_index(["system", "metric"]).value
     assert scores[(system, f"recall@{K}")] == pytest.approx(np.mean([v["recall"] for v in truth.values()]))
     assert scores[(system, f"session_recall@{K}")] == pytest.approx(
         np.mean([v["session_recall"] for v in truth.values()]))
@@ -130,7 +133,7 @@ def test_the_viewer_marks_the_labelled_hit_not_the_same_id_of_another_session(re
     assert "kitten" in kitten.text.iloc[0], "the hit shows its own session's text"
     city = hits[(hits.question_id == "q-city") & (hits.system == "pg-exact")]
     assert city.relevant.all() and "Lyon" in city.text.iloc[0]
-    page = lab.write_html(repeated_run, [], []).read_text()
+    page = lab.report.write_html(repeated_run, [], []).read_text()
     start = page.index("const DATA = ") + len("const DATA = ")
     data = json.loads(page[start:page.index(";\n", start)])
     shown = data["hits"]["rep"]["pg-exact"]
@@ -150,7 +153,7 @@ def test_an_ambiguous_label_is_refused_and_a_session_qualified_one_round_trips(t
     q = {q.id: q for q in lab.load_jsonl(write(tmp_path / "narrowed.jsonl", narrowed)).questions}["q-city"]
     assert q.evidence == (("s2", "D1:2"),) and q.relevant == ("D1:2",)
     dataset = lab.load_jsonl(write(tmp_path / "qualified.jsonl", recs))
-    back = lab.load_jsonl(lab.write_jsonl(dataset, tmp_path / "back.jsonl"))
+    back = lab.load_jsonl(lab.datasets.write_jsonl(dataset, tmp_path / "back.jsonl"))
     assert [q.evidence for q in back.questions] == [q.evidence for q in dataset.questions]
     assert back.checksum() == dataset.checksum()
     moved = [dict(r, relevant=[{"session": "s1", "event": "D1:2"}]) if r.get("id") == "q-city" else r for r in recs]
@@ -167,11 +170,11 @@ def test_scoring_keys_hits_by_session(tmp_path):
                         "session_id": ["s1", "s2"], "event_ids": [["D1:2"], ["D1:2"]],
                         "event_sessions": [["s1"], ["s2"]], "distance": [0.1, 0.2], "chars": 5,
                         "latency_ms": 1.0, "plan": ""})  # fmt: skip
-    at1 = lab.score(run, [q], k=1)
-    at2 = lab.score(run, [q], k=2)
+    at1 = lab.metrics.score(run, [q], k=1)
+    at2 = lab.metrics.score(run, [q], k=2)
     assert at1.recall.iloc[0] == 0.0 and at2.recall.iloc[0] == 1.0 and at2.mrr.iloc[0] == 0.5
-    assert lab.session_recall(run, [q], 1).to_dict() == {"q": 0.0} and at1.session_recall.tolist() == [0.0]
-    assert lab.session_recall(run, [q], 2).to_dict() == {"q": 1.0} and at2.session_recall.tolist() == [1.0]
+    assert lab.metrics.session_recall(run, [q], 1).to_dict() == {"q": 0.0} and at1.session_recall.tolist() == [0.0]
+    assert lab.metrics.session_recall(run, [q], 2).to_dict() == {"q": 1.0} and at2.session_recall.tolist() == [1.0]
 
 
 def test_question_ids_are_unique_and_transcripts_show_each_labels_own_event(tmp_path):
@@ -206,7 +209,7 @@ def test_fact_hits_name_the_session_of_each_event_they_cite(store, embedder, tmp
     lyon = next(r for r in recs if r.get("user") == "u1" and r.get("id") == "s2")
     lyon["events"][1]["facts"] = [{"subject": "user", "predicate": "home_city", "value": "Lyon", "quote": "Lyon"}]
     dataset = lab.load_jsonl(write(tmp_path / "facts.jsonl", recs))
-    facts = memlab.FactMemory(store, embedder, extractor=memlab.LabelledExtractor.from_set(dataset))
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.facts.LabelledExtractor.from_set(dataset))
     for s in dataset.sessions():
         if s.user_id == "u1":
             facts.add_session(replace(s, app_name=app_name))
@@ -234,7 +237,7 @@ def test_gold_facts_replay_for_their_own_user_when_session_and_event_ids_repeat(
     by[("u2", "s2")]["events"][0]["facts"] = [{"subject": "user", "predicate": "job_title", "value": "nurse",
                                               "quote": "nurse"}]  # fmt: skip
     dataset = lab.load_jsonl(write(tmp_path / "gold.jsonl", recs))
-    facts = memlab.FactMemory(store, embedder, extractor=memlab.LabelledExtractor.from_set(dataset))
+    facts = memlab.FactMemory(store, embedder, extractor=memlab.facts.LabelledExtractor.from_set(dataset))
     for s in dataset.sessions():
         facts.add_session(replace(s, app_name=app_name))
     got = {u: {(f.predicate, f.value) for f in facts.current(app_name, u)} for u in ("u1", "u2")}

@@ -82,14 +82,14 @@ def test_good_fixture_parses(tmp_path):
 )
 def test_malformed_fixture_errors_name_file_line_and_key(tmp_path, old, new, expected):
     assert old in GOOD
-    with pytest.raises(memlab.FixtureError, match=expected):
+    with pytest.raises(memlab.errors.FixtureError, match=expected):
         load_fixture_file(write(tmp_path, GOOD.replace(old, new, 1)))
 
 
 def test_ids_must_be_unique_across_files(tmp_path):
     write(tmp_path, GOOD, "a.yaml")
     write(tmp_path, GOOD.replace("user: u1", "user: u2"), "b.yaml")
-    with pytest.raises(memlab.FixtureError, match=r"b\.yaml: session id 's1' is also used in .*a\.yaml"):
+    with pytest.raises(memlab.errors.FixtureError, match=r"b\.yaml: session id 's1' is also used in .*a\.yaml"):
         load_fixtures(tmp_path)
 
 
@@ -104,5 +104,5 @@ def test_json_fixtures_load_too(tmp_path):
 
 
 def test_empty_folder_is_an_error(tmp_path):
-    with pytest.raises(memlab.FixtureError, match="no fixture files"):
+    with pytest.raises(memlab.errors.FixtureError, match="no fixture files"):
         load_fixtures(tmp_path)

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import memlab
 from memlab import lab
 from memlab.cli import app
+from memlab.lab.datasets.generated.written import Generation
 from tests.conftest import make_session
 
 APP = "gen-test"
@@ -28,8 +29,8 @@ SESSIONS = {  # user -> sessions of alternating user/model turns (event ids <sid
 
 def write_sessions(path: Path) -> list[memlab.Session]:
     sessions = [make_session(APP, user, sid, texts) for user, by_id in SESSIONS.items() for sid, texts in by_id.items()]
-    lab.write_jsonl(lab.Dataset("logs", [lab.UserHistory(APP, u, [s for s in sessions if s.user_id == u])
-                                         for u in SESSIONS], []), path)  # fmt: skip
+    users = [lab.datasets.UserHistory(APP, u, [s for s in sessions if s.user_id == u]) for u in SESSIONS]
+    lab.datasets.write_jsonl(lab.Dataset("logs", users, []), path)
     return sessions
 
 
@@ -40,13 +41,13 @@ def facts_of(data: lab.Dataset) -> dict[tuple[str, str], list]:
     for s in data.sessions():
         events = [e for e in s.events if e.text and e.text.strip()]
         out.setdefault((s.app_name, s.user_id), []).extend(
-            extractor.extract(events, session_id=s.id, registry=memlab.default_registry()))
+            extractor.extract(events, session_id=s.id, registry=memlab.facts.default_registry()))
     return out
 
 
 @pytest.fixture(scope="module")
-def generated(fixture_set) -> lab.Generation:
-    return lab.template_questions(fixture_set)
+def generated(fixture_set) -> Generation:
+    return lab.datasets.template_questions(fixture_set)
 
 
 def test_template_questions_from_fixture_sessions_name_real_events_and_never_hold_the_answer(fixture_set, generated):
@@ -69,14 +70,14 @@ def test_template_questions_from_fixture_sessions_name_real_events_and_never_hol
 
 
 def test_every_registry_predicate_has_a_shipped_template():
-    assert sorted(lab.load_templates().templates) == memlab.default_registry().names()
+    assert sorted(lab.datasets.load_templates().templates) == memlab.facts.default_registry().names()
 
 
 def test_a_predicate_without_a_template_is_counted_not_asked(fixture_set, generated, tmp_path):
-    shipped = lab.load_templates().templates
+    shipped = lab.datasets.load_templates().templates
     path = tmp_path / "templates.yaml"
     path.write_text(yaml.safe_dump({"templates": {k: v for k, v in shipped.items() if k != "partner_name"}}))
-    fewer = lab.template_questions(fixture_set, lab.load_templates(path))
+    fewer = lab.datasets.template_questions(fixture_set, lab.datasets.load_templates(path))
     assert fewer.skipped["no template: partner_name"] == generated.made["partner_name"] > 0
     assert "partner_name" not in fewer.made and fewer.generator != generated.generator  # new templates, new id
     assert len(fewer.queries) < len(generated.queries)
@@ -85,7 +86,7 @@ def test_a_predicate_without_a_template_is_counted_not_asked(fixture_set, genera
 def test_a_template_that_would_hold_the_answer_is_dropped_and_counted(fixture_set, generated, tmp_path):
     path = tmp_path / "templates.yaml"
     path.write_text(yaml.safe_dump({"templates": {"diet": "Is {whose} diet vegetarian?"}}))
-    leaky = lab.template_questions(fixture_set, lab.load_templates(path))
+    leaky = lab.datasets.template_questions(fixture_set, lab.datasets.load_templates(path))
     vegetarian = sum(f.value == "vegetarian" for fs in facts_of(fixture_set).values() for f in fs
                      if f.predicate == "diet")  # fmt: skip
     assert vegetarian > 0 and leaky.skipped["answer in the question"] == vegetarian
@@ -101,7 +102,7 @@ def test_bad_templates_are_config_errors_naming_the_fix(tmp_path, templates, mes
     path = tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump({"templates": templates}))
     with pytest.raises(memlab.ConfigError, match=message):
-        lab.load_templates(path)
+        lab.datasets.load_templates(path)
 
 
 def generate(tmp_path: Path, *extra: str) -> dict[str, Path]:
@@ -128,7 +129,7 @@ def test_the_generated_files_load_as_a_judged_set_with_the_evidence_judged_by_th
     assert by_text[("u2", "What is my diet?")].evidence == (("b1", "b1-e2"),)
     assert all(q.qtype == "generated" for q in data.questions)
     assert data.pool["origins"] == {"generated": len(queries)} and data.pool["generators"] == [queries[0]["generator"]]
-    text = " ".join(lab.judged_pool_lines(data.pool, ["event", "chunk3"], 5))
+    text = " ".join(lab.report.judged_pool_lines(data.pool, ["event", "chunk3"], 5))
     assert "**Generated questions**" in text and "Not in the pool" not in text  # no system pooled: none flagged
     again = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(files["sessions"]), "--out",
                                      str(files["queries"])])  # its own files: written again  # fmt: skip

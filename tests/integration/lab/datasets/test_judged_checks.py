@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 import memlab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.integration.lab.datasets.test_judged_set import APP, JUDGED, judgment, load, write_judgments, write_pool
 from tests.integration.lab.judging.test_pool import QUERIES, write_queries, write_sessions
 
@@ -81,7 +82,7 @@ def test_a_disagreement_across_judgments_files_names_both_places(files, tmp_path
     model = write_judgments(tmp_path / "model.jsonl", [judgment("q-cat", "s0-e1", 0, "model:m"),
                                                        judgment("q-cat", "s0-e0", 0, "model:m")])  # fmt: skip
     base = {k: v for k, v in files.items() if k != "judgments"}
-    with pytest.raises(memlab.FixtureError, match=r"model.jsonl:2: 'model:m' judged event 's0-e0' of query 'q-cat' "
-                                                  r"0, 'ana' judged it 1 on .*ana.jsonl:1; set `assessor:`"):
+    with pytest.raises(FixtureError, match=r"model.jsonl:2: 'model:m' judged event 's0-e0' of query 'q-cat' "
+                                           r"0, 'ana' judged it 1 on .*ana.jsonl:1; set `assessor:`"):
         load(base, judgments=[str(person), str(model)])
     assert load(base, judgments=[str(person), str(model)], assessor="model:m").questions[0].evidence == ()

@@ -107,8 +107,8 @@ def _scored(ranking: list[str], evidence: set[str], judged: set[str], k: int):
     keys = lambda ids: tuple(("s", e) for e in sorted(ids))  # noqa: E731
     q = lab.Question("q", "a", "u", "?", (), evidence=keys(evidence), judged=keys(judged | evidence))
     hits = [memlab.Hit(e, e, 0.1 * i, session_id="s", event_ids=(e,)) for i, e in enumerate(ranking)]
-    run = lab.collect("sys", lambda question, vector: hits, [q], {"q": np.zeros(1)})
-    return lab.score(run, [q], k=k).iloc[0]
+    run = lab.runs.collect("sys", lambda question, vector: hits, [q], {"q": np.zeros(1)})
+    return lab.metrics.score(run, [q], k=k).iloc[0]
 
 
 def test_judged_at_k_and_bpref_match_hand_computed_values():
@@ -126,7 +126,8 @@ def test_judged_at_k_and_bpref_match_hand_computed_values():
 def test_data_with_complete_labels_gets_no_judged_or_bpref_column():
     q = lab.Question("q", "a", "u", "?", ("a",))
     hits = [memlab.Hit("a", "a", 0.1, session_id="s", event_ids=("a",))]
-    scored = lab.score(lab.collect("sys", lambda question, vector: hits, [q], {"q": np.zeros(1)}), [q], k=5)
+    run = lab.runs.collect("sys", lambda question, vector: hits, [q], {"q": np.zeros(1)})
+    scored = lab.metrics.score(run, [q], k=5)
     assert "judged" not in scored.columns and "bpref" not in scored.columns
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memlab import FixtureError, lab
+from memlab import lab
 from memlab.cli import app
+from memlab.errors import FixtureError
 from tests.integration.lab.datasets.test_judged_set import APP, judgment, write_judgments, write_pool
 from tests.integration.lab.judging.test_pool import QUERIES, write_queries, write_sessions
 
@@ -93,7 +94,7 @@ def test_check_dataset_refuses_the_disagreement_in_every_order(files, tmp_path, 
 def test_agreement_takes_each_assessors_latest_by_time_in_any_order(tmp_path):
     rows = [line("bob", 0, LATE), line("ana", 1, EARLY), line("bob", 1, EARLY), line("ana", 1, EARLY, "s0-e1"),
             line("bob", 1, EARLY, "s0-e1")]  # fmt: skip
-    pairs = {str(lab.assessor_agreement(write_judgments(tmp_path / f"j{n}.jsonl", list(order))))
+    pairs = {str(lab.datasets.assessor_agreement(write_judgments(tmp_path / f"j{n}.jsonl", list(order))))
              for n, order in enumerate(itertools.permutations(rows))}  # fmt: skip
     (only,) = pairs
     assert "'agreement': 0.5" in only, only  # bob's latest on s0-e0 is 0: one of the two events agreed

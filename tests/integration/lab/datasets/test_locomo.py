@@ -11,8 +11,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from memlab import ConfigError, FixtureError, lab
+from memlab import ConfigError, lab
 from memlab.cli import app
+from memlab.errors import FixtureError
+from memlab.lab.datasets.formats.locomo import CATEGORIES as LOCOMO_CATEGORIES
+from memlab.lab.datasets.formats.locomo import parse_evidence as locomo_evidence
+from memlab.lab.datasets.formats.locomo import parse_session_date as locomo_date
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "fixtures" / "locomo" / "example.json"
@@ -44,16 +48,16 @@ def by_id(data: lab.Dataset) -> dict[str, lab.Question]:
     ([], []),
 ])  # fmt: skip
 def test_evidence_ids_as_written_in_the_wild(written: Any, ids: list[str]) -> None:
-    assert lab.locomo_evidence(written) == (ids, [])
+    assert locomo_evidence(written) == (ids, [])
 
 
 def test_evidence_pieces_that_are_no_id_are_kept_apart() -> None:
-    assert lab.locomo_evidence(["D1:3", "see D1", "??"]) == (["D1:3"], ["see", "D1", "??"])
+    assert locomo_evidence(["D1:3", "see D1", "??"]) == (["D1:3"], ["see", "D1", "??"])
 
 
 def test_categories_follow_the_locomo_evaluation_numbering(data: lab.Dataset) -> None:
-    assert lab.LOCOMO_CATEGORIES == {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
-                                     5: "adversarial"}  # fmt: skip
+    assert LOCOMO_CATEGORIES == {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                                 5: "adversarial"}  # fmt: skip
     q = by_id(data)
     assert [q[f"conv-a/q{i}"].qtype for i in (1, 2, 3, 4, 7)] == ["single-hop", "multi-hop", "temporal",
                                                                    "open-domain", "adversarial"]  # fmt: skip
@@ -103,7 +107,7 @@ def test_turns_are_events_by_speaker_with_captions_and_utc_minutes(data: lab.Dat
     ("12:30 pm on 1 December 2022", datetime(2022, 12, 1, 12, 30, tzinfo=UTC)),
 ])  # fmt: skip
 def test_session_dates(text: str, expected: datetime) -> None:
-    assert lab.locomo_date(text, "here") == expected
+    assert locomo_date(text, "here") == expected
 
 
 def test_options_conversations_and_per_category() -> None:

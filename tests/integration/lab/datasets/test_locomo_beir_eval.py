@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from memlab.cli import app
 from tests.conftest import ROOT
+from tests.support.scores import labelled
 
 
 def test_locomo_and_beir_run_through_eval_with_three_sweeps(tmp_path, memlab_home, store) -> None:
@@ -37,7 +38,7 @@ def test_locomo_and_beir_run_through_eval_with_three_sweeps(tmp_path, memlab_hom
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     counts = {d["name"]: (d["questions"], d["no_answer"]) for d in manifest["datasets"]}
     assert counts == {"locomo-tiny": (10, 2), "beir-tiny": (3, 0)}  # LoCoMo's category 5 as no-answer questions
-    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet")
+    scores = labelled(pd.read_parquet(tmp_path / "run" / "scores.parquet"))
     for dataset in counts:
         systems = set(scores[scores.dataset == dataset].system)
         assert {"session", "chunk4o1", "event-exact@cut0.6"} <= systems  # granularity and cut-off sweeps

@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 import memlab
-from memlab import Candidate, FactMemory, LabelledExtractor, default_registry, lab
+from memlab import FactMemory, lab
+from memlab.facts import Candidate, LabelledExtractor, default_registry
 from memlab.facts.memory import SUBJECT
 from memlab.lab.datasets.synth import read_json, write_json
 from memlab.lab.datasets.synth.generator import FACTS
@@ -155,7 +156,7 @@ def test_saved_forms_carry_the_gold(synth, tmp_path):
     session = next(s for u in raw["users"] for s in u["sessions"] if s.get("facts"))
     assert set(session["facts"][0]) >= {"subject", "predicate", "value", "quote", "event"}
 
-    again = lab.load_jsonl(lab.write_jsonl(synth, tmp_path / "synth.jsonl"))
+    again = lab.load_jsonl(lab.datasets.write_jsonl(synth, tmp_path / "synth.jsonl"))
     assert {u.user_id: u.gold_candidates for u in again.users} == {u.user_id: u.gold_candidates for u in synth.users}
     assert LabelledExtractor.from_set(again).gold == LabelledExtractor.from_set(synth).gold
 
@@ -202,7 +203,7 @@ def test_jsonl_facts_are_parsed_into_gold_candidates(tmp_path):
 )
 def test_a_malformed_jsonl_fact_names_the_line_and_the_fix(tmp_path, fact, message):
     other = {**SESSION, "id": "s0", "events": [{**SESSION["events"][0], "id": "e0"}]}
-    with pytest.raises(memlab.FixtureError) as err:
+    with pytest.raises(memlab.errors.FixtureError) as err:
         lab.load_jsonl(write(tmp_path, other, with_facts(fact)))
     assert message in str(err.value)
     assert "d.jsonl:2:" in str(err.value) and "events[0]" in str(err.value)

@@ -61,16 +61,16 @@ def test_no_warning_where_nothing_needs_author_user_or_the_data_has_it(tmp_path)
     two = lab.load_dataset({"name": "two-speakers", "format": "memlab", "path": str(data)})
     neutral = {"systems": [{"name": "plain", "strategy": "exact"}, {"name": "alice", "prefer_author": "Alice"}],
                "sweeps": ["cutoff"], "options": {}}  # fmt: skip
-    assert lab.dataset_warnings([two], neutral) == [], "author-neutral settings need no author 'user'"
+    assert lab.datasets.dataset_warnings([two], neutral) == [], "author-neutral settings need no author 'user'"
     sweeps = {"systems": [], "sweeps": ["granularity", "retrieval", "facts"], "options": {}}
-    found = lab.dataset_warnings([two], sweeps)
+    found = lab.datasets.dataset_warnings([two], sweeps)
     assert any("rule fact extractor" in w and "sweep granularity" in w for w in found), found
     assert any("first-person" in w and "sweep retrieval" in w for w in found), found
     only_other = {**sweeps, "options": {"granularity": {"datasets": ["other"]}, "retrieval": {"datasets": ["other"]},
                                         "facts": {"datasets": ["other"]}}}  # fmt: skip
-    assert lab.dataset_warnings([two], only_other) == [], "sweeps that do not run on it do not count"
+    assert lab.datasets.dataset_warnings([two], only_other) == [], "sweeps that do not run on it do not count"
     mine = lab.load_jsonl(ROOT / "fixtures" / "jsonl" / "example.jsonl", name="mine")
-    assert lab.dataset_warnings([mine], sweeps) == [], "the agent's user is author 'user'"
+    assert lab.datasets.dataset_warnings([mine], sweeps) == [], "the agent's user is author 'user'"
 
 
 def test_the_readme_example_loads_and_is_warned_about(tmp_path):
@@ -82,7 +82,7 @@ def test_the_readme_example_loads_and_is_warned_about(tmp_path):
     data = lab.load_dataset({"name": "dialogues", "format": "jsonl", "path": str(path)})
     assert data.summary()["users"] == 2 and {e.author for s in data.sessions() for e in s.events} == {
         "Alice", "Bob", "Carol", "Dan"}  # fmt: skip
-    found = lab.dataset_warnings([data], {"systems": [{"name": "f", "extractor": "rules"}], "sweeps": []})
+    found = lab.datasets.dataset_warnings([data], {"systems": [{"name": "f", "extractor": "rules"}], "sweeps": []})
     assert len(found) == 1 and "in 2 of 2 user(s)" in found[0]
 
 

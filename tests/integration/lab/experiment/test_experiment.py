@@ -15,6 +15,7 @@ import memlab
 from memlab import lab
 from memlab.cli import app
 from tests.conftest import ROOT
+from tests.support.scores import labelled
 
 EXAMPLE_JSONL = ROOT / "fixtures" / "jsonl" / "example.jsonl"
 
@@ -96,8 +97,8 @@ def test_output_contract(user_run):
     for name in ("runs", "scores.csv", "scores.parquet", "manifest.json", "metrics.json", "report.md"):
         assert (user_run / name).exists(), name
     assert not list(user_run.glob("*.png")) and "![" not in (user_run / "report.md").read_text(), "plots: false"
-    scores = pd.read_csv(user_run / "scores.csv")
-    assert list(scores.columns) == ["dataset", "system", "metric", "value", "questions"]
+    scores = labelled(pd.read_csv(user_run / "scores.csv"))
+    assert list(scores.columns) == ["dataset", "system", "metric", "group", "group_value", "value", "questions"]
     assert set(scores.dataset) == {"mine", "lme-format"}, "the dataset name is the one given in the config"
     for dataset in ("mine", "lme-format"):
         mine = scores[(scores.dataset == dataset) & (scores.system == "event-exact")].set_index("metric").value
@@ -133,7 +134,7 @@ def test_every_sweep_appears_for_both_data_sets(user_run):
 
 
 def test_labels_are_scored_as_written(user_run):
-    scores = pd.read_csv(user_run / "scores.csv")
+    scores = labelled(pd.read_csv(user_run / "scores.csv"))
     s = scores[(scores.dataset == "lme-format") & (scores.system == "event-exact")].set_index("metric")
     assert s.loc["recall@10", "questions"] == 1, "the abstention question is not answerable"
     assert s.loc["correct_empty_rate", "questions"] == 1
@@ -180,7 +181,7 @@ def test_report_is_rebuilt_from_the_saved_runs_alone(user_run, tmp_path):
     pd.testing.assert_frame_equal(before[~volatile].reset_index(drop=True),
                                   again[~volatile.values].reset_index(drop=True))  # fmt: skip
     assert "## mine" in (copy / "report.md").read_text() and not list(copy.glob("*.png")), "the saved config's plots"
-    run = lab.Run.load(user_run / "runs" / "mine__event-exact.parquet")
+    run = lab.runs.Run.load(user_run / "runs" / "mine__event-exact.parquet")
     assert run.dataset == "mine" and run.system == "event-exact" and run.reference == "faiss-exact-event"
     assert set(run.to_dataframe().question_id) == {q.id for q in lab.load_jsonl(EXAMPLE_JSONL).questions}
 
@@ -208,12 +209,12 @@ def test_set_overrides_and_bad_configs_fail_clearly(tmp_path):
 
 
 def test_shipped_suites_parse_and_name_files_in_the_checkout():
-    for name in lab.suite_names():
+    for name in lab.config.suite_names():
         cfg = lab.load_suite(name)
         for spec in cfg.resolved["datasets"]:
             if "path" in spec:
                 assert (ROOT / spec["path"]).exists(), (name, spec["path"])
-    assert {"ci", "full", "fixtures"} <= set(lab.suite_names())
+    assert {"ci", "full", "fixtures"} <= set(lab.config.suite_names())
 
 
 def test_an_openai_compatible_embedder_runs_from_the_config(tmp_path, embedder, memlab_home, store, monkeypatch):
@@ -243,7 +244,7 @@ def test_an_openai_compatible_embedder_runs_from_the_config(tmp_path, embedder, 
         server.shutdown()
         server.server_close()
     folder = lab.RunFolder(out)
-    by = folder.scores.pivot_table(index="system", columns="metric", values="value")
+    by = labelled(folder.scores).pivot_table(index="system", columns="metric", values="value")
     assert by.loc["event[api]", "recall@10"] == pytest.approx(by.loc["event[default]", "recall@10"])
     assert by.loc["event-api-exact", "recall_vs_exact"] == 1.0
     assert folder.manifest["embedders"]["api"].startswith("openai:minilm-behind-http@127.0.0.1")

@@ -21,7 +21,7 @@ def test_an_experiment_draws_one_overall_progress_line(tmp_path, memlab_home, st
         "options": {"ingest": {"repeat": 1}, "cutoff": {"grid": [0.5, 0.9]}},
     }, source="<test>")  # fmt: skip
     screen = io.StringIO()
-    display = lab.RunProgress(Console(file=screen, width=120, force_terminal=False, color_system=None))
+    display = lab.experiment.RunProgress(Console(file=screen, width=120, force_terminal=False, color_system=None))
     lab.run_experiment(config, tmp_path / "run", progress=display, log=lambda *_: None)
 
     tasks = display.progress.tasks
@@ -41,7 +41,8 @@ def test_an_experiment_draws_one_overall_progress_line(tmp_path, memlab_home, st
 
 def test_the_display_counts_steps_and_keeps_quiet_when_off():
     screen = io.StringIO()
-    with lab.RunProgress(Console(file=screen, width=120, force_terminal=False, color_system=None)) as display:
+    console = Console(file=screen, width=120, force_terminal=False, color_system=None)
+    with lab.experiment.RunProgress(console) as display:
         display.plan(4)
         for name in ("a", "b", "c", "d"):
             with display.step(name):

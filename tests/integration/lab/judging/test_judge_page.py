@@ -48,7 +48,7 @@ def test_three_queries_judged_by_keyboard_export_and_load_as_a_judged_set(browse
             if key in "r1n0":
                 expected[(qid, session, event)] = int(key in "r1")
         page.keyboard.press("ArrowRight")
-    pooled = sum(len(q.get("hits")) for q in lab.read_pool(judged_files["pool"]).queries)
+    pooled = sum(len(q.get("hits")) for q in lab.datasets.read_pool(judged_files["pool"]).queries)
     progress = f"query 3 of 3; {len(expected)} of {pooled} hits judged"
     assert page.locator("#progress").inner_text() == progress
     page.reload()  # saved in the browser as it goes
@@ -70,20 +70,20 @@ def test_three_queries_judged_by_keyboard_export_and_load_as_a_judged_set(browse
 
 
 def test_the_hit_order_is_shuffled_by_seed_and_the_same_for_the_same_seed(judged_files):
-    pool = lab.read_pool(judged_files["pool"])
-    orders = {seed: [[h["event_id"] for h in q["hits"]] for q in lab.judging_page_data(pool, seed)["queries"]]
+    pool = lab.datasets.read_pool(judged_files["pool"])
+    orders = {seed: [[h["event_id"] for h in q["hits"]] for q in lab.judging.judging_page_data(pool, seed)["queries"]]
               for seed in (0, 0, 1)}  # fmt: skip
     pooled = [[h["event_id"] for h in q["hits"]] for q in pool.queries]
     assert orders[0] != pooled and orders[0] != orders[1]
     assert [sorted(o) for o in orders[0]] == [sorted(o) for o in pooled]
-    assert orders[0] == [[h["event_id"] for h in q["hits"]] for q in lab.judging_page_data(pool, 0)["queries"]]
+    assert orders[0] == [[h["event_id"] for h in q["hits"]] for q in lab.judging.judging_page_data(pool, 0)["queries"]]
 
 
 def test_text_that_closes_the_script_element_stays_inert(browser, judged_files, tmp_path):
     pool = json.loads(judged_files["pool"].read_text())
     pool["queries"][0]["text"] = "</script><!--<script>alert(1)//"
     (tmp_path / "evil.json").write_text(json.dumps(pool))
-    out = lab.write_judge_page(lab.read_pool(tmp_path / "evil.json"), tmp_path / "evil.html")
+    out = lab.judging.write_judge_page(lab.datasets.read_pool(tmp_path / "evil.json"), tmp_path / "evil.html")
     page = browser.new_page()
     page.goto(out.as_uri())
     assert page.locator("#query").inner_text().startswith("</script><!--<script>alert(1)//")

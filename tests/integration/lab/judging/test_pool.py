@@ -28,8 +28,8 @@ def write_sessions(path: Path, app_name: str) -> list[memlab.Session]:
     """Sessions of two users as a memlab JSONL file (no questions: a user's logs before anything is labelled)."""
     sessions = [make_session(app_name, "u1", f"s{i}", texts) for i, texts in enumerate(U1)]
     sessions += [make_session(app_name, "u2", "s9", U2[0])]
-    lab.write_jsonl(lab.Dataset("logs", [lab.UserHistory(app_name, u, [s for s in sessions if s.user_id == u])
-                                         for u in ("u1", "u2")], []), path)  # fmt: skip
+    users = [lab.datasets.UserHistory(app_name, u, [s for s in sessions if s.user_id == u]) for u in ("u1", "u2")]
+    lab.datasets.write_jsonl(lab.Dataset("logs", users, []), path)
     return sessions
 
 
@@ -114,4 +114,4 @@ def test_a_query_of_a_user_without_sessions_is_refused_naming_the_user(tmp_path,
     config = lab.load_config(write_config(tmp_path / "exp.yaml", sessions))
     queries = write_queries(tmp_path / "q.jsonl", "pool-test", [("q1", "nobody", "Where do I live?")])
     with pytest.raises(memlab.MemlabError, match=r"pool-test/nobody.*add their sessions"):
-        lab.pool_queries(config, queries, 5, store, embedders={"default": embedder})
+        lab.judging.pool_queries(config, queries, 5, store, embedders={"default": embedder})

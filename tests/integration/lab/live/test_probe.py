@@ -80,7 +80,7 @@ def test_an_alert_that_holds_exits_3_and_writes_the_textfile(live, tmp_path):
     assert 'memlab_probe_alert_firing{alert="empty_rate>0.5"} 0' in text
     assert "memlab_probe_questions 6" in text and "memlab_probe_stale_labels 0" in text
     folder = lab.RunFolder(tmp_path / "run")  # the workbench reads it like any run
-    assert folder.manifest["format_version"] == lab.FORMAT_VERSION, "a probe writes the run folder format"
+    assert folder.manifest["format_version"] == lab.runs.FORMAT_VERSION, "a probe writes the run folder format"
     assert folder.scores.query("metric == 'recall@10'").value.iloc[0] == 1.0
     assert len(folder.question_scores) == 6
     report = (tmp_path / "run" / "report.md").read_text()
@@ -177,7 +177,8 @@ def test_a_config_data_set_and_system(live, tmp_path):
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["probe"]["system"] == "exact-cut" and manifest["config"]["resolved"]["k"] == 2
     assert manifest["config"]["resolved"]["systems"][0]["settings"]["max_distance"] == 0.9
-    assert lab.RunFolder(tmp_path / "run").scores.query("metric == 'recall@2'").dataset.tolist() == ["mine"]
+    scores = lab.RunFolder(tmp_path / "run").scores
+    assert scores.query("metric == 'recall@2' and group == ''").dataset.tolist() == ["mine"]
     wrong = probe("--dsn", dsn, "--labels", str(tmp_path / "experiment.yaml"), "--system", "nope",
                   "--out", str(tmp_path / "run2"))  # fmt: skip
     assert wrong.exit_code == 2 and "exact-cut" in wrong.output

@@ -11,6 +11,7 @@ import pytest
 
 import memlab
 from memlab import lab
+from memlab.events import AnswerabilityGate
 from tests.conftest import make_session
 
 FEATURE_NAMES = ("first_distance", "gap_second", "gap_last", "mean_distance", "lexical_best", "lexical_share",
@@ -35,23 +36,23 @@ def _table(n: int, seed: int, shift: float = 0.0) -> pd.DataFrame:
 
 
 def test_features_of_an_empty_and_a_full_result():
-    empty = memlab.AnswerabilityGate.__module__  # the library module holds the feature definitions
+    empty = memlab.events.AnswerabilityGate.__module__  # the library module holds the feature definitions
     assert empty == "memlab.events.answerability"
     hits = [memlab.Hit("a", "x", 0.3, lexical=1.2), memlab.Hit("b", "y", 0.5), memlab.Hit("c", "z", 0.7, lexical=0.1)]
-    gate = memlab.AnswerabilityGate(coef=(0.0,) * N, intercept=0.0, mean=(0.0,) * N, scale=(1.0,) * N, threshold=0.5)
+    gate = AnswerabilityGate(coef=(0.0,) * N, intercept=0.0, mean=(0.0,) * N, scale=(1.0,) * N, threshold=0.5)
     assert gate.probability(hits, 10) == pytest.approx(0.5) and gate.answerable(hits, 10)
     assert not gate.answerable([], 10), "nothing found is never answerable"
 
 
 def test_fit_picks_a_threshold_under_the_false_memory_rule_and_transfers(tmp_path):
     train, test = _table(300, 0), _table(200, 1, shift=0.02)
-    fitted = lab.fit_answerability(train, source="train")
+    fitted = lab.metrics.fit_answerability(train, source="train")
     assert fitted.cv["roc_auc"] > 0.9 and fitted.cv["false_memory_rate"] <= 0.2
     assert fitted.gate.features == FEATURE_NAMES
-    found = lab.evaluate_answerability(fitted, test)
+    found = lab.metrics.evaluate_answerability(fitted, test)
     assert found["roc_auc"] > 0.9 and found["recall_kept"] > 0.5
     path = fitted.gate.save(tmp_path / "answerability.json")
-    again = memlab.AnswerabilityGate.load(path)
+    again = memlab.events.AnswerabilityGate.load(path)
     assert again == fitted.gate and again.fitted["data_set"] == "train"
     hits = [memlab.Hit("a", "x", 0.3, lexical=1.0), memlab.Hit("b", "y", 0.4)]
     far = [memlab.Hit("a", "x", 0.8), memlab.Hit("b", "y", 0.85)]
@@ -62,22 +63,22 @@ def test_calibration_reads_probabilities_against_outcomes():
     rng = np.random.default_rng(0)
     p = rng.random(20_000)
     honest = rng.random(20_000) < p  # p(answerable) = p exactly
-    assert lab.answerability_calibration(honest, p)["calibration_error"] < 0.02
+    assert lab.metrics.answerability_calibration(honest, p)["calibration_error"] < 0.02
     overconfident = rng.random(20_000) < 0.5  # a coin, however sure the model says it is
-    worse = lab.answerability_calibration(overconfident, p)
+    worse = lab.metrics.answerability_calibration(overconfident, p)
     assert worse["calibration_error"] == pytest.approx(0.25, abs=0.02) and worse["brier"] > 0.3
-    fitted = lab.fit_answerability(_table(300, 0), source="train")
+    fitted = lab.metrics.fit_answerability(_table(300, 0), source="train")
     assert 0.0 <= fitted.cv["calibration_error"] < 0.2 and 0.0 <= fitted.cv["brier"] < 0.25
 
 
 def test_a_bad_artefact_is_refused_with_the_fix(tmp_path):
     with pytest.raises(memlab.ConfigError, match="does not exist; run `memlab eval`"):
-        memlab.AnswerabilityGate.load(tmp_path / "missing.json")
+        memlab.events.AnswerabilityGate.load(tmp_path / "missing.json")
     (tmp_path / "other.json").write_text(json.dumps({"kind": "something/1"}))
     with pytest.raises(memlab.ConfigError, match="not a memlab answerability gate"):
-        memlab.AnswerabilityGate.load(tmp_path / "other.json")
+        memlab.events.AnswerabilityGate.load(tmp_path / "other.json")
     with pytest.raises(memlab.ConfigError, match="refit it"):
-        memlab.AnswerabilityGate(coef=(0.0,), intercept=0.0, mean=(0.0,), scale=(1.0,), threshold=0.5, features=("x",))
+        AnswerabilityGate(coef=(0.0,), intercept=0.0, mean=(0.0,), scale=(1.0,), threshold=0.5, features=("x",))
 
 
 def test_coverage_tells_an_unheard_of_name_from_a_known_one(store, embedder, app_name):
@@ -95,8 +96,8 @@ def test_coverage_tells_an_unheard_of_name_from_a_known_one(store, embedder, app
 def test_search_applies_the_gate(store, embedder, app_name):
     mem = memlab.EventMemory(store, embedder)
     mem.add_session(make_session(app_name, "u", "s1", ["I keep my bike in the basement storage room."]))
-    strict = memlab.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (N - 1), intercept=2.0, mean=(0.0,) * N,
-                                      scale=(1.0,) * N, threshold=0.5)  # answerable when first distance < 0.4
+    strict = memlab.events.AnswerabilityGate(coef=(-5.0,) + (0.0,) * (N - 1), intercept=2.0, mean=(0.0,) * N,
+                                             scale=(1.0,) * N, threshold=0.5)  # answerable when first distance < 0.4
     near = mem.search(app_name, "u", "Where do I keep my bike?", gate=strict)
     far = mem.search(app_name, "u", "What is the capital of Australia?", gate=strict)
     assert [h.text for h in near] == ["I keep my bike in the basement storage room."]

@@ -17,25 +17,25 @@ from memlab.cli import app
 def test_bootstrap_interval_holds_the_mean_and_narrows_with_more_questions():
     rng = np.random.default_rng(1)
     small, large = rng.random(20), rng.random(2_000)
-    lo, hi = lab.bootstrap_ci(small)
+    lo, hi = lab.metrics.bootstrap_ci(small)
     assert lo < small.mean() < hi
-    wide, narrow = hi - lo, np.subtract(*reversed(lab.bootstrap_ci(large)))
+    wide, narrow = hi - lo, np.subtract(*reversed(lab.metrics.bootstrap_ci(large)))
     assert narrow < wide / 4
-    assert lab.bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5) and all(np.isnan(lab.bootstrap_ci([])))
+    assert lab.metrics.bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5) and all(np.isnan(lab.metrics.bootstrap_ci([])))
 
 
 def test_paired_test_tells_a_shift_from_noise_and_holm_is_conservative():
     rng = np.random.default_rng(2)
     a = rng.integers(0, 2, 100).astype(float)
-    assert lab.paired_p(a, a) == 1.0
+    assert lab.metrics.paired_p(a, a) == 1.0
     worse = a.copy()
     worse[np.flatnonzero(a == 1)[:25]] = 0  # 25 questions lose their answer
-    assert lab.paired_p(a, worse) < 0.001
+    assert lab.metrics.paired_p(a, worse) < 0.001
     wobble = a.copy()
     wobble[np.flatnonzero(a == 1)[:1]] = 0
-    assert lab.paired_p(a, wobble) > 0.5
+    assert lab.metrics.paired_p(a, wobble) > 0.5
     raw = [0.01, 0.04, 0.03, 0.5]
-    adjusted = lab.holm(raw)
+    adjusted = lab.metrics.holm(raw)
     assert list(adjusted) == pytest.approx([0.04, 0.09, 0.09, 0.5])
     assert all(adj >= p for adj, p in zip(adjusted, raw, strict=True))
 
@@ -51,7 +51,7 @@ def _questions(recall: np.ndarray, system: str = "auto", dataset: str = "synth")
 
 def _metrics(questions: pd.DataFrame, extra: dict[str, float]) -> dict[str, float]:
     keys = ["synth/auto/recall@10", "synth/auto/mrr@10", "synth/auto/recall@10[qtype=a]"]
-    table = lab.intervals(questions, keys)
+    table = lab.metrics.intervals(questions, keys)
     return {**dict(zip(table.key, table.value, strict=True)), **extra}
 
 
@@ -64,13 +64,13 @@ def _doctored(recall: np.ndarray, lost: int) -> np.ndarray:
 def test_the_gate_flags_a_real_drop_and_lets_a_wobble_pass():
     rng = np.random.default_rng(3)
     base = (rng.random(80) < 0.75).astype(float)
-    rules = lab.load_rules()
+    rules = lab.report.load_rules()
     base_q = _questions(base)
     baseline = _metrics(base_q, {"fact-fixtures/extractor:rules/key_accuracy": 0.9})
     for lost, expected in ((20, "regression"), (2, "within noise")):
         run_q = _questions(_doctored(base, lost))
         run = _metrics(run_q, {"fact-fixtures/extractor:rules/key_accuracy": 0.85})
-        table = lab.judge(lab.compare(baseline, run, rules), base_q, run_q).set_index("metric")
+        table = lab.report.judge(lab.report.compare(baseline, run, rules), base_q, run_q).set_index("metric")
         assert table.at["synth/auto/recall@10", "verdict"] == expected, (lost, table)
         assert table.at["fact-fixtures/extractor:rules/key_accuracy", "verdict"] == "regression", (
             "a metric without per-question scores keeps its tolerance as the rule"
@@ -79,7 +79,7 @@ def test_the_gate_flags_a_real_drop_and_lets_a_wobble_pass():
             assert table.at["synth/auto/recall@10", "p_adjusted"] < 0.05
     # without the baseline's questions (an old baseline) the tolerance alone decides, as before
     run_q = _questions(_doctored(base, 2))
-    table = lab.judge(lab.compare(baseline, _metrics(run_q, {}), rules), None, run_q).set_index("metric")
+    table = lab.report.judge(lab.report.compare(baseline, _metrics(run_q, {}), rules), None, run_q).set_index("metric")
     assert table.at["synth/auto/recall@10", "verdict"] == "regression"
 
 

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from memlab import lab
 from memlab.cli import app
-from memlab.lab import compare, load_rules, regressions
+from memlab.lab.report import compare, load_rules, regressions
 from tests.conftest import ROOT
 
 BASE = {
@@ -71,7 +71,7 @@ def test_cli_gate_on_missing_files_is_a_clear_error(tmp_path):
 
 # -- directions come from metric definitions, on the committed baseline --------------------------------------------
 
-BASELINE = lab.read_baseline_file(ROOT / "reports" / "baseline.json")  # as the gate reads it: the current format
+BASELINE = lab.report.read_baseline_file(ROOT / "reports" / "baseline.json")  # as the gate reads it: the current format
 LOWER_IS_BETTER = {  # keys of the committed baseline whose rise is a loss, each moved well past its tolerance
     "synth/answerability:gate/false_memory_rate": 0.90,
     "synth/answerability:gate/brier": 0.35,
@@ -118,7 +118,7 @@ def _moved(how, base: float, sign: int) -> float:
 def test_every_gated_baseline_metric_fails_when_worse_and_passes_when_better_one_at_a_time():
     metrics = BASELINE["metrics"]
     rules = load_rules()
-    hows = {key: lab.gating(key, rules) for key in metrics}
+    hows = {key: lab.report.gating(key, rules) for key in metrics}
     guessed = sorted(key for key, how in hows.items() if how.definition is None)
     assert guessed == [], f"baseline keys no metric definition covers: {guessed[:10]}"
     checked = [key for key, how in hows.items() if how.gated]
@@ -147,9 +147,9 @@ def test_a_key_no_definition_covers_is_listed_ungated_never_compared(tmp_path):
         assert "| fixtures/auto/mystery_score |" in ungated_part, gate_md
         assert "regression" not in gate_md and "improvement" not in gate_md
     table = compare(base, {**base, "fixtures/auto/mystery_score": 0.1}).set_index("metric")
-    assert table.at["fixtures/auto/mystery_score", "verdict"] == lab.ungated(table).verdict.iloc[0]
+    assert table.at["fixtures/auto/mystery_score", "verdict"] == lab.report.ungated(table).verdict.iloc[0]
     assert "fixtures/auto/latency_ms_p50" not in table.index, "a timing is defined, and not gated"
-    assert lab.metric_definition("fixtures/auto/mystery_score") is None
+    assert lab.metrics.metric_definition("fixtures/auto/mystery_score") is None
 
 
 def test_recommended_settings_are_not_gated_as_quality(tmp_path):
@@ -163,7 +163,7 @@ def test_recommended_settings_are_not_gated_as_quality(tmp_path):
         assert result.exit_code == 0, result.output
         assert not any(key in gate_md for key in settings), gate_md
     for key in settings:
-        how = lab.gating(key)
+        how = lab.report.gating(key)
         assert not how.gated and how.definition is not None and how.why, key
 
 
@@ -176,12 +176,12 @@ def test_a_former_metric_name_of_an_unversioned_baseline_is_gated_under_its_curr
         assert result.exit_code == 1, result.output
         assert "| synth/event/hit_distance_roc_auc | higher | 0.800 | 0.500 | -0.300 | 0.020 | regression |" in gate_md
         assert "| synth/event/distance_roc_auc |" not in gate_md, gate_md
-    assert lab.metric_definition("synth/event/distance_roc_auc") is None, "only the upgrade step knows old names"
+    assert lab.metrics.metric_definition("synth/event/distance_roc_auc") is None, "only the upgrade step knows it"
 
 
 def test_the_committed_baseline_is_read_in_the_current_format():
     raw = json.loads((ROOT / "reports" / "baseline.json").read_text())
-    assert BASELINE["format_version"] == lab.FORMAT_VERSION and BASELINE["experiment"] == raw["experiment"]
+    assert BASELINE["format_version"] == lab.runs.FORMAT_VERSION and BASELINE["experiment"] == raw["experiment"]
     renamed = [k for k in raw["metrics"] if k.endswith("/distance_roc_auc")]
     assert renamed, "the committed baseline names some metrics by a former name"
     for key in renamed:
@@ -191,11 +191,12 @@ def test_the_committed_baseline_is_read_in_the_current_format():
 
 
 def test_a_baseline_of_a_newer_format_is_refused_with_one_line(tmp_path):
-    result, _ = _gate(tmp_path, BASE, baseline={"format_version": lab.FORMAT_VERSION + 1, "experiment": None,
+    result, _ = _gate(tmp_path, BASE, baseline={"format_version": lab.runs.FORMAT_VERSION + 1, "experiment": None,
                                                 "metrics": BASE})  # fmt: skip
     assert result.exit_code == 2, result.output
     line = " ".join(result.output.split())
-    assert f"format version {lab.FORMAT_VERSION + 1}" in line and "newer memlab" in line and "upgrade memlab" in line
+    assert f"format version {lab.runs.FORMAT_VERSION + 1}" in line
+    assert "newer memlab" in line and "upgrade memlab" in line
     assert "memlab baseline --run" in line
     for bad in ("2", 0, 1.5, True):
         result, _ = _gate(tmp_path, BASE, baseline={"format_version": bad, "metrics": BASE})
@@ -210,9 +211,9 @@ def test_a_new_baseline_records_its_format(tmp_path):
     result = CliRunner().invoke(app, ["baseline", "--run", str(run), "--out", str(out)])
     assert result.exit_code == 0, result.output
     written = json.loads(out.read_text())
-    assert written["format_version"] == lab.FORMAT_VERSION
+    assert written["format_version"] == lab.runs.FORMAT_VERSION
     assert "synth/event/hit_distance_roc_auc" in written["metrics"], "a run folder without a version is format 1"
-    assert lab.read_baseline_file(out)["metrics"] == written["metrics"]
+    assert lab.report.read_baseline_file(out)["metrics"] == written["metrics"]
 
 
 def test_a_tolerances_file_that_sets_a_direction_is_refused(tmp_path):
@@ -228,7 +229,7 @@ def test_a_tolerances_file_that_sets_a_direction_is_refused(tmp_path):
 
 
 def test_every_metric_definition_has_a_direction_to_gate_or_a_reason_not_to():
-    for definition in lab.METRIC_DEFINITIONS:
+    for definition in lab.metrics.METRIC_DEFINITIONS:
         if definition.gated:
             assert definition.better in ("higher", "lower"), definition
             assert definition.tolerance >= 0 and definition.relative >= 0, definition

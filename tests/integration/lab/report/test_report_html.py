@@ -29,7 +29,7 @@ def page(report_run, browser):
 
 def test_the_page_filters_to_one_question_and_shows_each_systems_hits(page, report_run):
     hits = lab.question_hits(report_run, "fixtures")
-    systems = lab.viewer_systems(lab.RunFolder(report_run), "fixtures")
+    systems = lab.report.viewer_systems(lab.RunFolder(report_run), "fixtures")
     assert {"pg-exact", "auto", "faiss-exact-event"} <= set(systems)
     qid = hits[hits.relevant].question_id.iloc[0]  # a question some system answered
     assert page.locator("#headline li").count() >= 1

@@ -25,7 +25,7 @@ def test_the_package_defines_one_report_writer_and_only_the_run_calls_it():
         callers += [rel for n in ast.walk(tree) if isinstance(n, ast.Call) and _called(n) == "write_report"]
     assert defined == ["memlab/lab/report/writer.py"], f"write_report defined in {defined}"
     # a probe is a run of its own: run_probe writes its report once, `memlab report --run` redoes it (one call site)
-    assert callers == ["memlab/lab/experiment/run.py", "memlab/lab/live/probe.py"], (
+    assert callers == ["memlab/lab/experiment/run.py", "memlab/lab/live/probe_folder.py"], (
         f"report.md written from {callers}: run_experiment and run_probe write it once")
 
 

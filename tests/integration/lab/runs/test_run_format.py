@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from memlab import ConfigError, lab
 from memlab.cli import app
+from memlab.lab.metrics.distances import DEFAULT_GRID
 
 TOPICS = {
     "trip": ["I am flying to Oslo in March for a conference.", "The hotel near the station costs 120 a night.",
@@ -88,12 +89,28 @@ def format_1(run: Path, old: Path) -> Path:
         frame.drop(columns=[c for c in frame.columns if c.startswith(("evidence_", "judged_"))]).to_parquet(path)
     for path in (old / "labels").glob("*.events.parquet"):
         pd.read_parquet(path).drop(columns=["author", "text"]).to_parquet(path)
-    scores = pd.read_parquet(old / "scores.parquet")
+    scores = format_4_scores(pd.read_parquet(old / "scores.parquet"))
     scores.assign(metric=scores.metric.replace("hit_distance_roc_auc", "distance_roc_auc")).to_parquet(
         old / "scores.parquet")  # fmt: skip
     metrics = json.loads((old / "metrics.json").read_text())
     (old / "metrics.json").write_text(json.dumps({k.replace("/hit_distance_roc_auc", "/distance_roc_auc"): v
                                                   for k, v in metrics.items()}))  # fmt: skip
+    return old
+
+
+def format_4_scores(scores: pd.DataFrame) -> pd.DataFrame:
+    """Long-form scores as formats 1 to 4 wrote them: a breakdown written into the metric, no group columns."""
+    labels = [m if not g else f"{m}[{g}={v}]" for m, g, v in zip(scores.metric, scores.group, scores.group_value,
+                                                                  strict=True)]  # fmt: skip
+    return scores.assign(metric=labels).drop(columns=["group", "group_value"])
+
+
+def format_4(run: Path, old: Path) -> Path:
+    """A copy of `run` as format 4 wrote it: everything as now but the scores' breakdowns, in the metric."""
+    shutil.copytree(run, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps({**manifest, "format_version": 4}))
+    format_4_scores(pd.read_parquet(old / "scores.parquet")).to_parquet(old / "scores.parquet")
     return old
 
 
@@ -109,8 +126,8 @@ def _rescored(folder: Path) -> pd.DataFrame:
 
 
 def test_a_run_writes_its_format_version(made):
-    assert json.loads((made / "manifest.json").read_text())["format_version"] == lab.FORMAT_VERSION
-    assert lab.RunFolder(made).version == lab.FORMAT_VERSION
+    assert json.loads((made / "manifest.json").read_text())["format_version"] == lab.runs.FORMAT_VERSION
+    assert lab.RunFolder(made).version == lab.runs.FORMAT_VERSION
     assert "event_sessions" in pd.read_parquet(next((made / "runs").glob("unique__*.parquet"))).columns
 
 
@@ -118,7 +135,7 @@ def test_a_format_1_folder_is_read_in_the_current_shape(old):
     folder = lab.RunFolder(old)
     assert folder.version == 1
     known: dict[str, set] = {"unique": set(), "turns": set()}
-    for run in lab.load_runs(old):
+    for run in lab.runs.load_runs(old):
         frame = run.frame
         assert {"session_id", "event_sessions", "lexical", "coverage", "score"} <= set(frame.columns), run.system
         assert all(len(s) == len(e) for s, e in zip(frame.event_sessions, frame.event_ids, strict=True))
@@ -129,7 +146,7 @@ def test_a_format_1_folder_is_read_in_the_current_shape(old):
         assert all(s in TOPICS for q in folder.questions(dataset) for s, _ in q.evidence), "labels placed again"
         assert {"author", "text"} <= set(folder.events(dataset).columns)
     assert "hit_distance_roc_auc" in set(folder.scores.metric) and "distance_roc_auc" not in set(folder.scores.metric)
-    metrics = lab.load_metrics(old)
+    metrics = lab.report.load_metrics(old)
     assert any(k.endswith("/hit_distance_roc_auc") for k in metrics)
     assert not any(k.endswith("/distance_roc_auc") and "hit_" not in k for k in metrics)
 
@@ -147,7 +164,7 @@ def test_a_format_1_folder_scores_as_it_did_when_it_was_made(made, old, tmp_path
         bare = run.frame.drop(columns=["session_id", "event_sessions"])
         exact = current.runs("turns").get(run.reference) if run.reference else None
         exact_bare = exact.frame.drop(columns=["session_id", "event_sessions"]) if exact is not None else None
-        expected = lab.score(bare, current.questions("turns"), k=10, exact=exact_bare).set_index("question_id")
+        expected = lab.metrics.score(bare, current.questions("turns"), k=10, exact=exact_bare).set_index("question_id")
         got = then.loc[("turns", system)]
         for column in SCORED:
             want = expected.loc[got.index, column].astype(float).tolist()
@@ -176,15 +193,71 @@ def test_a_format_1_folder_exports_what_memlab_scores(old, tmp_path):
         assert theirs == pytest.approx({q.replace(" ", "%20"): v for q, v in mine.recall.items()}), entry
 
 
+def test_a_format_4_folder_reads_its_breakdowns_into_the_group_columns(made, tmp_path):
+    """Format 4 wrote `recall@10[qtype=default]` as a metric of scores.parquet: read, it is `recall@10` with group
+    `qtype` and value `default`, as a current folder holds it, and the report reads its breakdowns so."""
+    old = format_4(made, tmp_path / "v4")
+    assert "recall@10[qtype=default]" in set(pd.read_parquet(old / "scores.parquet").metric), "the old shape on disk"
+    now, then = lab.RunFolder(made).scores, lab.RunFolder(old).scores
+    assert lab.RunFolder(old).version == 4 < lab.runs.FORMAT_VERSION
+    columns = ["dataset", "system", "metric", "group", "group_value", "value", "questions", "role", "sweep", "parent"]
+    pd.testing.assert_frame_equal(then[columns], now[columns])
+    typed = then[(then.metric == "recall@10") & (then.group == "qtype")]
+    asked = then[(then.metric == "recall@10") & (then.group == "") & (then.role != "cut")]  # cuts: no breakdowns
+    assert set(typed.group_value) == {"default"} and sorted(typed.system) == sorted(asked.system)
+    same = lab.report.load_metrics(old) == lab.report.load_metrics(made)
+    assert same, "metrics.json's flat keys are the same in every format"
+    lab.write_report(old)
+    assert "## Reading the numbers" in (old / "report.md").read_text()
+
+
+def test_a_format_4_scores_file_missing_what_every_format_held_is_refused_with_one_line(made, tmp_path):
+    old = format_4(made, tmp_path / "v4")
+    pd.read_parquet(old / "scores.parquet").drop(columns=["metric"]).to_parquet(old / "scores.parquet")
+    with pytest.raises(ConfigError, match=r"scores\.parquet lacks metric"):
+        lab.RunFolder(old).scores  # noqa: B018  (reading it is the test)
+    result = CliRunner().invoke(app, ["report", "--run", str(old)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "scores.parquet" in result.output and "metric" in result.output and "memlab eval" in result.output
+
+
+def test_cut_offs_are_saved_as_runs_derived_from_their_parent(made):
+    """The cut-off sweep's grid points are derived runs: each saved with role `cut`, the sweep and its parent
+    recorded, and holding exactly its parent's saved run cut at its distance (no question asked again)."""
+    folder = lab.RunFolder(made)
+    runs = folder.runs("unique")
+    cuts = {name: run for name, run in runs.items() if run.role is not None and run.role.role == "cut"}
+    assert cuts and {r.role.sweep for r in cuts.values()} == {"cutoff"}
+    assert {r.role.parent for r in cuts.values()} == {"event-exact", "chunk2"}
+    recorded = folder.manifest["systems"]["unique"]  # what each system is, as the run recorded it
+    assert {recorded[n]["role"] for n in ("event-exact", "chunk2", "faiss-exact-event")} == {"main", "reference"}
+    assert sorted(recorded[name]["max_distance"] for name in cuts if cuts[name].role.parent == "chunk2") == \
+        sorted(DEFAULT_GRID)  # fmt: skip
+    for name, run in cuts.items():
+        info = recorded[name]
+        assert (info["kind"], info["role"], info["sweep"], info["parent"]) == ("cutoff", "cut", "cutoff",
+                                                                              run.role.parent), name  # fmt: skip
+        grid = [lab.metrics.CutRun(name, info["parent"], info["max_distance"])]
+        derived = grid[0].derive(runs[run.role.parent].frame)
+        same = ["system", "question_id", "rank", "distance", "chars", "latency_ms"]
+        pd.testing.assert_frame_equal(run.frame[same].reset_index(drop=True), derived[same].reset_index(drop=True),
+                                      check_dtype=False)  # fmt: skip
+        assert run.frame.unit_id.fillna("").tolist() == derived.unit_id.fillna("").tolist(), name
+        assert not run.frame.distance.max() > grid[0].max_distance, name
+    recorded = folder.scores.drop_duplicates(["dataset", "system"]).set_index(["dataset", "system"]).parent
+    assert all(recorded[("unique", name)] == run.role.parent for name, run in cuts.items())
+
+
 def test_a_folder_of_a_newer_format_is_refused_with_one_line(made, tmp_path):
     new = tmp_path / "new"
     shutil.copytree(made, new)
     manifest = json.loads((new / "manifest.json").read_text())
-    (new / "manifest.json").write_text(json.dumps({**manifest, "format_version": lab.FORMAT_VERSION + 1}))
-    with pytest.raises(ConfigError, match=rf"format version {lab.FORMAT_VERSION + 1}.*newer memlab.*upgrade memlab"):
+    (new / "manifest.json").write_text(json.dumps({**manifest, "format_version": lab.runs.FORMAT_VERSION + 1}))
+    newer = lab.runs.FORMAT_VERSION + 1
+    with pytest.raises(ConfigError, match=rf"format version {newer}.*newer memlab.*upgrade memlab"):
         lab.RunFolder(new).runs("unique")
     with pytest.raises(ConfigError, match="newer memlab"):
-        lab.load_metrics(new)
+        lab.report.load_metrics(new)
     for args in (["report", "--run", str(new)], ["export", "--run", str(new), "--out", str(tmp_path / "trec")],
                  ["report", "--run", str(made), "--against", str(new)]):  # fmt: skip
         result = CliRunner().invoke(app, args)
@@ -221,5 +294,5 @@ def test_format_1_sweep_tables_are_read_with_their_figures_marked_not_measured(o
     assert set(scored.metric) == {"key_accuracy", "state_exact", "candidate_recall", "candidate_precision", "dropped",
                                   "seconds_per_session"}, "no stale figure was measured"  # fmt: skip
     assert "Every serving check of the fixtures held." in sweep.section(lab.RunFolder(old), "unique", {})
-    shown = lab.write_html(old, [], []).read_text()
+    shown = lab.report.write_html(old, [], []).read_text()
     assert '"read":null' in shown, "how many hits the reader read was not recorded"

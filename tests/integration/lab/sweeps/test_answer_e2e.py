@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 import memlab
 from memlab import lab
 from memlab.cli import app
+from memlab.lab.reliability.probes.leaks import page_data
 from tests.conftest import ROOT
+from tests.support.scores import labelled
 
 LOCOMO = ROOT / "fixtures" / "locomo" / "example.json"
 DATASET = "locomo-tiny"
@@ -33,7 +35,7 @@ def cross_encoder(tmp_path_factory) -> Path:
     """A CrossEncoder folder made once from the packaged MiniLM (a fresh, seeded scoring head)."""
     folder = tmp_path_factory.mktemp("cross-encoder")
     torch.manual_seed(0)
-    CrossEncoder(str(memlab.packaged_minilm_path()), num_labels=1).save(str(folder))
+    CrossEncoder(str(memlab.embedding.packaged_minilm_path()), num_labels=1).save(str(folder))
     return folder
 
 
@@ -118,7 +120,7 @@ def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_s
         "once per distinct reply to grade; an abstention is graded without it"
     assert sent - len(graded) >= QUESTIONS + 1, "the reader answers every question with a gold answer or none"
 
-    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet")
+    scores = labelled(pd.read_parquet(tmp_path / "run" / "scores.parquet"))
     for system in SYSTEMS:
         mine = scores[(scores.dataset == DATASET) & (scores.system == system)].set_index("metric").value
         rows = answers[answers.system == system]
@@ -132,7 +134,7 @@ def test_answers_verdicts_and_f1_reach_scores_report_and_viewer_then_the_cache_s
     assert "judge `judge` (model `fake-judge`)" in report and "95% CI" in report
     assert "1 answerable question(s) without a gold answer text were skipped" in report
 
-    shown = lab.probes.page_data((tmp_path / "run" / "report.html").read_text())["answers"][DATASET]
+    shown = page_data((tmp_path / "run" / "report.html").read_text())["answers"][DATASET]
     row = answers.iloc[0]
     got = shown[row.system][row.question_id]
     assert got["answer"] == row.answer and got["verdict"] == bool(row.verdict)
@@ -177,7 +179,7 @@ def test_a_failing_model_server_leaves_per_question_errors_not_a_failed_run(
     kind = {"malformed": "malformed", "slow": "timeout", "unreachable": "unreachable"}[failure]
     assert answers.error.str.startswith(f"reader ({kind}): ").all(), answers.error.iloc[0]
     assert answers.verdict.isna().all() and answers.f1.isna().all()
-    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet").set_index(["system", "metric"]).value
+    scores = labelled(pd.read_parquet(tmp_path / "run" / "scores.parquet")).set_index(["system", "metric"]).value
     assert scores[("reranked", "answer_errors")] == QUESTIONS and ("reranked", "answer_accuracy") not in scores
     assert f"{len(answers)} question(s) failed" in (tmp_path / "run" / "report.md").read_text()
 
@@ -206,7 +208,7 @@ def test_only_a_whole_abstention_skips_the_judge_and_an_empty_reply_is_a_reader_
     assert answers.abstained.sum() == (len(answers) if outcome == "abstained" else 0)
     assert (judge_calls > 0) == (outcome == "judge")
     assert (answers.judge_reason == "judged").all() == (outcome == "judge")
-    scores = pd.read_parquet(tmp_path / "run" / "scores.parquet").set_index(["system", "metric"]).value
+    scores = labelled(pd.read_parquet(tmp_path / "run" / "scores.parquet")).set_index(["system", "metric"]).value
     if outcome == "error":
         assert answers.error.str.startswith("reader (empty): ").all() and answers.verdict.isna().all()
         assert scores[("reranked", "answer_errors")] == QUESTIONS and ("reranked", "answer_accuracy") not in scores
@@ -233,11 +235,11 @@ BASE = {"name": "x", "datasets": [{"name": "d", "format": "locomo", "path": str(
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({}, "options.answer.reader is required"),
-    ({"reader": "reader", "judges": "reader"}, r"unknown setting\(s\) \['judges'\]"),
+    ({}, "options.answer: the answer sweep needs `reader`"),
+    ({"reader": "reader", "judges": "reader"}, r"unknown key\(s\) \['judges'\] \(did you mean 'judge'\?\)"),
     ({"reader": "reader", "k": 0}, "options.answer.k must be a whole number"),
     ({"reader": "reader", "systems": "event"}, "options.answer.systems must be a non-empty list"),
-    ({"reader": 3}, "options.answer.reader must be the name of a model"),
+    ({"reader": 3}, "options.answer.reader must be non-empty text, got 3; .*name of an openai-chat model"),
     ({"reader": "nobody"}, "nobody"),  # not under `models:`
     ({"reader": "reader", "judge": "nobody"}, "nobody"),
 ])  # fmt: skip

@@ -7,6 +7,7 @@ import pytest
 
 from memlab import ConfigError, lab
 from tests.conftest import EVENT_FIXTURES
+from tests.support.scores import labelled
 
 SYSTEMS = ["event", "text/lexical", "chunk4o1"]
 
@@ -25,7 +26,7 @@ def folder(tmp_path_factory, memlab_home, store):
 
 
 def _value(folder, system: str, metric: str) -> float:
-    s = folder.scores
+    s = labelled(folder.scores)
     return float(s[(s.dataset == "fixtures") & (s.system == system) & (s.metric == metric)].value.iloc[0])
 
 
@@ -64,7 +65,7 @@ def test_bad_labels_options_are_refused_before_any_work():
     base = {"name": "x", "datasets": [{"name": "d", "format": "fixtures", "path": str(EVENT_FIXTURES)}],
             "sweeps": ["labels"]}  # fmt: skip
     for options, message in (({"depths": [0]}, "depths"), ({"pool_sizes": "3"}, "pool_sizes"),
-                             ({"systems": ["event"]}, "at least two"), ({"deph": [5]}, "deph")):  # fmt: skip
+                             ({"systems": ["event"]}, "at least 2"), ({"deph": [5]}, "deph")):  # fmt: skip
         with pytest.raises(ConfigError, match=message):
             lab.parse_config({**base, "options": {"labels": options}})
 

@@ -23,10 +23,10 @@ from tests.model_server import overlap_scores
 EXAMPLE = ROOT / "fixtures" / "jsonl" / "example.jsonl"
 K, DEPTH, CUT = 3, 20, 0.7  # DEPTH is more than any user's events: the candidates are all of them
 EXACT = memlab.SearchSettings(strategy="exact")
-PLAIN = lab.EventSystem("event", settings=EXACT)
-RERANKED = replace(PLAIN, name="event+ce", rerank=lab.RerankSpec("ce", DEPTH))
+PLAIN = lab.systems.EventSystem("event", settings=EXACT)
+RERANKED = replace(PLAIN, name="event+ce", rerank=lab.systems.RerankSpec("ce", DEPTH))
 CUT_FIRST = replace(RERANKED, name="event+ce-cut", settings=replace(EXACT, max_distance=CUT))
-DOWN = replace(PLAIN, name="event+down", rerank=lab.RerankSpec("down", DEPTH))
+DOWN = replace(PLAIN, name="event+down", rerank=lab.systems.RerankSpec("down", DEPTH))
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,8 @@ def dataset(store) -> lab.Dataset:
     return lab.load_dataset({"name": "mine", "format": "memlab", "path": str(EXAMPLE)}).namespaced("rerank-test")
 
 
-def _env(store, embedder, models: dict[str, ModelSpec]) -> lab.Env:
-    return lab.Env(store, {"default": embedder}, k=K, models=models)
+def _env(store, embedder, models: dict[str, ModelSpec]) -> lab.systems.Env:
+    return lab.systems.Env(store, {"default": embedder}, k=K, models=models)
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +55,11 @@ def ran(store, embedder, dataset, cross_encoder, tmp_path_factory):
               "down": ModelSpec(name="down", kind="openai-rerank", base_url="http://127.0.0.1:9/v1", model="m",
                                 retries=0, timeout=2.0, cache=False)}  # fmt: skip
     env = _env(store, embedder, models)
-    runs = lab.run_systems(env, dataset, [PLAIN, RERANKED, CUT_FIRST, DOWN], tmp_path_factory.mktemp("runs"))
+    runs = lab.experiment.run_systems(env, dataset, [PLAIN, RERANKED, CUT_FIRST, DOWN], tmp_path_factory.mktemp("runs"))
     return env, {r.system: r for r in runs}
 
 
-def _candidates(env: lab.Env, dataset, embedder, max_distance: float | None = None) -> dict[str, memlab.Hits]:
+def _candidates(env: lab.systems.Env, dataset, embedder, max_distance: float | None = None) -> dict[str, memlab.Hits]:
     """Each question's embedding candidates, `DEPTH` deep, as the plain system finds them."""
     handle = env.handle(PLAIN, dataset)
     system = replace(PLAIN, settings=replace(EXACT, max_distance=max_distance))
@@ -113,8 +113,9 @@ def test_an_unreachable_reranker_gives_per_question_errors_and_a_complete_run(ra
     assert down.rerank_error.str.contains("down").all() and down.rerank.isna().all()
     assert list(down.unit_id) == list(plain.unit_id), "each question keeps the embedding order"
     questions = dataset.questions
-    scores = lab.long_scores(pd.concat([lab.score(r.frame, questions, k=K) for r in runs.values()]), "mine", K)
-    value = scores.set_index(["system", "metric"]).value
+    scored = pd.concat([lab.metrics.score(r.frame, questions, k=K) for r in runs.values()])
+    scores = lab.metrics.long_scores(scored, "mine", K)
+    value = scores[scores.group == ""].set_index(["system", "metric"]).value  # over all questions
     assert value["event+down", "rerank_errors"] == len(questions)
     assert value["event+ce", "rerank_errors"] == 0 and value["event+ce", "rerank_seconds"] > 0
     assert ("event", "rerank_errors") not in value.index and ("event", "rerank_seconds") not in value.index
@@ -124,8 +125,8 @@ def test_the_openai_rerank_path_and_a_malformed_reply(store, embedder, dataset, 
     spec = ModelSpec(name="srv", kind="openai-rerank", base_url=model_server.base_url, model="reranker", retries=0,
                      cache=False)  # fmt: skip
     env = _env(store, embedder, {"srv": spec})
-    system = replace(PLAIN, name="event+srv", rerank=lab.RerankSpec("srv", DEPTH))
-    frame = lab.run_systems(env, dataset, [system], tmp_path / "ok")[-1].frame
+    system = replace(PLAIN, name="event+srv", rerank=lab.systems.RerankSpec("srv", DEPTH))
+    frame = lab.experiment.run_systems(env, dataset, [system], tmp_path / "ok")[-1].frame
     calls = [body for path, body in model_server.requests if path.endswith("/rerank")]
     assert len(calls) == len(dataset.questions) and all(c["model"] == "reranker" for c in calls)
     for q, body in zip(dataset.questions, calls, strict=True):
@@ -134,5 +135,5 @@ def test_the_openai_rerank_path_and_a_malformed_reply(store, embedder, dataset, 
         got = _ranked(frame, q.id)
         assert list(got.rerank) == sorted(scores, reverse=True)[:K]
     model_server.mode = "malformed"
-    broken = lab.run_systems(env, dataset, [replace(system, name="event+bad")], tmp_path / "bad")[-1].frame
+    broken = lab.experiment.run_systems(env, dataset, [replace(system, name="event+bad")], tmp_path / "bad")[-1].frame
     assert broken.rerank_error.str.contains("srv").all() and set(broken.question_id) == set(frame.question_id)

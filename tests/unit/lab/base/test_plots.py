@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from memlab.lab import plots
+from memlab.lab.base import plots
 
 
 def _labelled(fig: Figure) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from memlab import lab
-from memlab.lab import markdown_table
+from memlab.lab.base import markdown_table
 
 
 def _cells(table: str) -> list[list[str]]:
@@ -35,9 +35,10 @@ def test_missing_values_and_numpy_scalars():
 
 def test_memory_size_buckets_are_in_size_order():
     scores = pd.DataFrame([
-        {"dataset": "d", "system": "s", "metric": f"recall@10[size={b}]", "value": v, "questions": 3}
+        {"dataset": "d", "system": "s", "metric": "recall@10", "group": "size", "group_value": b, "value": v,
+         "questions": 3}
         for b, v in ((">2000", 0.1), ("51-500", 0.5), ("<=50", 0.9), ("501-2000", 0.3))
     ])  # fmt: skip
-    assert list(lab.breakdown(scores, ["s"], "recall@10", "size").columns) == [
+    assert list(lab.base.breakdown(scores, ["s"], "recall@10", "size").columns) == [
         "system", "<=50", "51-500", "501-2000", ">2000"
     ]  # fmt: skip

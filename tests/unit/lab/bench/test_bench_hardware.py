@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from memlab.lab.bench import faiss_scan, memory_bandwidth
+from memlab.lab.base.hardware import faiss_scan, memory_bandwidth
 
 
 def _unit_rows(n: int, dim: int, seed: int) -> np.ndarray:

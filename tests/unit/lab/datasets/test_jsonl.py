@@ -33,7 +33,7 @@ def test_the_example_loads_with_its_labels():
 
 def test_round_trip_is_lossless(tmp_path):
     data = lab.load_jsonl(EXAMPLE)
-    again = lab.load_jsonl(lab.write_jsonl(data, tmp_path / "copy.jsonl"), name=data.name)
+    again = lab.load_jsonl(lab.datasets.write_jsonl(data, tmp_path / "copy.jsonl"), name=data.name)
     assert again.checksum() == data.checksum()
 
 
@@ -54,7 +54,7 @@ def test_round_trip_is_lossless(tmp_path):
     ],
 )
 def test_bad_lines_name_the_line_and_the_fix(tmp_path, records, message):
-    with pytest.raises(memlab.FixtureError) as err:
+    with pytest.raises(memlab.errors.FixtureError) as err:
         lab.load_jsonl(write(tmp_path, *records))
     assert message in str(err.value)
     assert "d.jsonl" in str(err.value)

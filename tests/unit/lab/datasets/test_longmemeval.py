@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
-from memlab import ConfigError, FixtureError
-from memlab.lab import Dataset, load_dataset, load_longmemeval, load_summary, longmemeval_type, summarize_longmemeval
+from memlab import ConfigError
+from memlab.errors import FixtureError
+from memlab.lab import Dataset, load_dataset
+from memlab.lab.datasets import load_longmemeval, load_summary
+from memlab.lab.datasets.formats.longmemeval import longmemeval_type, summarize_longmemeval
 from tests.conftest import ROOT
 
 DATA = ROOT / "datasets" / "longmemeval"  # committed with its licence

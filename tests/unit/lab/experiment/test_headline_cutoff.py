@@ -19,7 +19,7 @@ from sklearn.metrics import roc_auc_score
 
 import memlab
 from memlab import lab
-from memlab.lab.metrics.scoring import cut
+from memlab.lab.metrics.cutoffs import cut
 from memlab.lab.metrics.uncertainty import MIN_QUESTIONS, tied, too_few
 from memlab.lab.runs.folder import save_labels  # the writer a run uses for its labels
 from memlab.lab.sweeps.cutoff import DEFAULT_GRID, cut_name
@@ -45,7 +45,7 @@ def _folder(root: Path, hits: dict[str, Callable[[int, bool], HitList]], *, answ
         user = f"u{i:03d}"
         events = [memlab.Event(id=f"{user}-e{j}", author="user", timestamp=T0, text=f"note {j} of {user}")
                   for j in range(12)]  # fmt: skip
-        users.append(lab.UserHistory(APP, user, [memlab.Session(APP, user, f"{user}-s", tuple(events))]))
+        users.append(lab.datasets.UserHistory(APP, user, [memlab.Session(APP, user, f"{user}-s", tuple(events))]))
         relevant = (f"{user}-e0",) if i < answerable else ()
         questions.append(lab.Question(id=f"{user}-q", app_name=APP, user_id=user, text=f"question {i}",
                                       relevant=relevant))  # fmt: skip
@@ -61,11 +61,11 @@ def _folder(root: Path, hits: dict[str, Callable[[int, bool], HitList]], *, answ
                                session_id=f"{q.user_id}-s", event_ids=(f"{q.user_id}-e{0 if hit else rank + 1}",))
                     for rank, (distance, hit) in enumerate(make(by_id[q.id], q.answerable), start=1)]  # fmt: skip
 
-        frame = lab.collect(system, search, questions, {q.id: np.zeros(1) for q in questions})
-        lab.Run(name, system, frame).save(out)
+        frame = lab.runs.collect(system, search, questions, {q.id: np.zeros(1) for q in questions})
+        lab.runs.Run(name, system, frame).save(out)
         for distance in DEFAULT_GRID if system in swept else ():
             cut_system = cut_name(system, distance)
-            lab.Run(name, cut_system, cut(frame, distance).assign(system=cut_system)).save(out)
+            lab.runs.Run(name, cut_system, cut(frame, distance).assign(system=cut_system)).save(out)
     manifest = {"status": "complete", "datasets": [{"name": name, "checksum": dataset.checksum(), **dataset.summary()}],
                 "config": {"resolved": {"name": "doctored", "k": 10, "sweeps": ["cutoff"],
                                         "options": {"cutoff": {"systems": list(swept)}}}}}  # fmt: skip
@@ -193,7 +193,7 @@ def _section(folder: Path) -> str:
 
 def test_no_reader_advises_a_cutoff_the_headline_refuses(tmp_path):
     """Distance does not separate the questions (per-question AUC about 0.5), yet a cut at 0.35 keeps false
-    memories under 20% on the grid: the headline, the sweep's stored advice, its section and `lab.recommend` all
+    memories under 20% on the grid: the headline, the sweep's stored advice, its section and `lab.metrics.recommend` all
     say none."""
     folder = _folder(tmp_path, {"pg-exact": overlapping}, answerable=40, no_answer=30, swept=("pg-exact",))
     line = _headline(folder)
@@ -207,7 +207,7 @@ def test_no_reader_advises_a_cutoff_the_headline_refuses(tmp_path):
     assert "Cut-off for `pg-exact`: none recommended" in section, "the section gives the headline's reason"
     assert not re.search(r"max_distance [0-9.]+ keeps", section), section
     run = lab.RunFolder(folder).runs("doctored")["pg-exact"].frame
-    (advice,) = lab.recommend(run, lab.RunFolder(folder).questions("doctored"), k=10)
+    (advice,) = lab.metrics.recommend(run, lab.RunFolder(folder).questions("doctored"), k=10)
     assert advice.max_distance is None and "does not separate" in advice.reason
 
 
@@ -220,7 +220,7 @@ def test_the_advised_cutoff_is_the_same_everywhere_and_the_two_aucs_are_named_ap
     mine = stored[stored.system == "pg-exact"].set_index("metric").value
     assert mine["recommended_max_distance"] == distance
     run = lab.RunFolder(folder).runs("doctored")["pg-exact"].frame
-    (advice,) = lab.recommend(run, lab.RunFolder(folder).questions("doctored"), k=10)
+    (advice,) = lab.metrics.recommend(run, lab.RunFolder(folder).questions("doctored"), k=10)
     assert advice.max_distance == distance
     section = _section(folder)
     assert f"| pg-exact | {distance:.3f} |" in section and f"max_distance {distance:.3f} keeps" in section

@@ -15,7 +15,7 @@ def test_three_queries_judged_with_the_widget_load_as_a_judged_set(tmp_path):
     files = {"queries": write_queries(tmp_path / "queries.jsonl", APP, QUERIES), "sessions": tmp_path / "logs.jsonl",
              "pool": write_pool(tmp_path / "pool.json", sessions, systems=("event", "chunk3"))}  # fmt: skip
     out = tmp_path / "judgments.jsonl"
-    widget = lab.judge_widget(lab.read_pool(files["pool"]), out, "ana")
+    widget = lab.judging.judge_widget(lab.datasets.read_pool(files["pool"]), out, "ana")
     assert "chunk3" not in widget.view.children[2].value  # which system found a hit is not shown
     expected = {}
     plan = {"q-cat": ["relevant", "not relevant", "skip", "relevant"], "q-sister": ["not relevant", "relevant"],
@@ -34,5 +34,5 @@ def test_three_queries_judged_with_the_widget_load_as_a_judged_set(tmp_path):
     data = lab.load_dataset({"name": "w", "format": "judged", "judgments": str(out),
                              **{k: str(v) for k, v in files.items()}})  # fmt: skip
     assert {(q.id, s, e): int((s, e) in q.evidence) for q in data.questions for s, e in q.judged} == expected
-    again = lab.judge_widget(lab.read_pool(files["pool"]), out, "ana")  # resumes from the file
+    again = lab.judging.judge_widget(lab.datasets.read_pool(files["pool"]), out, "ana")  # resumes from the file
     assert {k: v["relevance"] for k, v in again.verdicts.items()} == expected

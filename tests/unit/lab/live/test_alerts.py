@@ -2,7 +2,7 @@
 crossing, a missing metric named with its nearest keys, and the noise rule: a crossing the previous probe's
 per-question scores cannot tell from noise (the gate's paired test) does not fire.
 
-The per-question tables are built by hand with the columns `lab.question_scores` gives them; a real scored
+The per-question tables are built by hand with the columns `lab.experiment.question_scores` gives them; a real scored
 folder's tables are used in test_alerts_folders.py."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_a_breakdown_without_questions_has_no_value_and_does_not_fire():
 
 
 def _table(recalls: list[float], *, buckets: list[str] | None = None, system: str = "probe") -> pd.DataFrame:
-    """Per-question scores as `lab.question_scores` shapes them: one answerable question per recall value."""
+    """Per-question scores as `lab.experiment.question_scores` shapes them: one answerable question per recall value."""
     n = len(recalls)
     return pd.DataFrame({
         "system": system, "question_id": [f"q{i:02d}" for i in range(n)], "qtype": "default",

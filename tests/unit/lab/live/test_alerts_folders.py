@@ -33,7 +33,7 @@ def _folder(path: Path, *, shift: float = 0.0, lost: int = 0, system: str = "pro
         user = f"u{i:03d}"
         events = tuple(memlab.Event(id=f"{user}-e{j}", author="user", timestamp=T0, text=f"note {j} of {user}")
                        for j in range(12))  # fmt: skip
-        users.append(lab.UserHistory(APP, user, [memlab.Session(APP, user, f"{user}-s", events)]))
+        users.append(lab.datasets.UserHistory(APP, user, [memlab.Session(APP, user, f"{user}-s", events)]))
         questions.append(lab.Question(id=f"{user}-q", app_name=APP, user_id=user, text=f"question {i}",
                                       relevant=(f"{user}-e0",)))  # fmt: skip
     path.mkdir()
@@ -48,8 +48,8 @@ def _folder(path: Path, *, shift: float = 0.0, lost: int = 0, system: str = "pro
                            event_ids=(f"{q.user_id}-e{0 if found and rank == 1 else rank + 1}",))
                 for rank, d in enumerate(distances, start=1)]  # fmt: skip
 
-    frame = lab.collect(system, search, questions, {q.id: np.zeros(1) for q in questions})
-    lab.Run("labels", system, frame).save(path)
+    frame = lab.runs.collect(system, search, questions, {q.id: np.zeros(1) for q in questions})
+    lab.runs.Run("labels", system, frame).save(path)
     manifest = {"status": "complete", "datasets": [{"name": "labels", "checksum": dataset.checksum()}],
                 "config": {"resolved": {"name": "probe", "k": 10}}}  # fmt: skip
     (path / "manifest.json").write_text(json.dumps(manifest))
@@ -79,7 +79,7 @@ def test_drift_pairs_a_renamed_system_but_not_unrelated_ones(tmp_path):
     assert set(renamed.system) == {"new"} and renamed[renamed.hits == "all"].p_value.item() < 1e-6
     for folder, system in ((previous, "old"), (current, "new")):  # a second system in each, still none shared
         frame = lab.RunFolder(folder).runs("labels")[system].frame
-        lab.Run("labels", f"{system}-2", frame.assign(system=f"{system}-2")).save(folder)
+        lab.runs.Run("labels", f"{system}-2", frame.assign(system=f"{system}-2")).save(folder)
     with pytest.raises(memlab.ConfigError, match=r"no system in common.*old.*new"):
         distance_drift(current, previous)
     (tmp_path / "empty").mkdir()

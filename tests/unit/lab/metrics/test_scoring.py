@@ -7,17 +7,11 @@ import pandas as pd
 import pytest
 
 from memlab import lab
-from memlab.lab import (
-    RUN_COLUMNS,
-    Question,
-    cutoff_grid,
-    drift,
-    labelled_distances,
-    recommend,
-    score,
-    size_bucket,
-    summarize,
-)
+from memlab.lab import Question
+from memlab.lab.base.sizes import size_bucket
+from memlab.lab.metrics import cutoff_grid, drift, labelled_distances, recommend, score, summarize
+from memlab.lab.metrics.cutoffs import cut
+from memlab.lab.runs import RUN_COLUMNS
 
 Q = [
     Question("q1", "a", "u", "where do I live?", ("e1", "e2")),
@@ -50,17 +44,19 @@ def test_score_by_hand():
 
 
 def test_cutoff_changes_empties_and_recall():
-    s = score(RUN, Q, k=10, max_distance=0.35).set_index("question_id")
+    s = score(cut(RUN, 0.35, k=10), Q, k=10).set_index("question_id")
     assert s.loc["q1", "recall"] == 0.0 and s.loc["q1", "returned"] == 1
     assert s.loc["q3", "empty"] and s.loc["q3", "correct_empty_rate"] == 1.0
-    summary = summarize(score(RUN, Q, k=10, max_distance=0.35)).iloc[0]
+    summary = summarize(score(cut(RUN, 0.35, k=10), Q, k=10)).iloc[0]
     assert summary.correct_empty_rate == 1.0 and summary.empty_rate == 0.0 and summary.recall == 0.0
 
 
-def test_recall_vs_exact_is_measured_before_the_cutoff():
+def test_recall_vs_exact_reads_the_run_it_is_given():
     exact = run_of([("x", "q1", 1, "u2", ["e1", "e2"], 0.1), ("x", "q1", 2, "u1", ["e9"], 0.2)])
-    s = score(RUN, Q[:1], k=2, exact=exact, max_distance=0.3).set_index("question_id")
+    s = score(RUN, Q[:1], k=2, exact=exact).set_index("question_id")
     assert s.loc["q1", "recall_vs_exact"] == 1.0
+    s = score(cut(RUN, 0.3, k=2), Q[:1], k=2, exact=exact).set_index("question_id")
+    assert s.loc["q1", "recall_vs_exact"] == 0.5, "a cut run keeps one of the exact top 2"
 
 
 def test_size_buckets():
@@ -88,8 +84,8 @@ def test_drift_flags_a_shifted_distribution():
 
 
 def test_run_roundtrip(tmp_path):
-    path = lab.Run("d", "s", RUN).save(tmp_path)
-    back = lab.Run.load(path).frame
+    path = lab.runs.Run("d", "s", RUN).save(tmp_path)
+    back = lab.runs.Run.load(path).frame
     assert back.event_ids.tolist() == RUN.event_ids.tolist() and back.distance.tolist() == RUN.distance.tolist()
 
 
@@ -130,7 +126,7 @@ def test_the_cutoff_shortcuts_score_like_every_cutoff_scored_alone(seed):
 
     run, questions = _random_run(seed)
     grid = [round(float(c), 3) for c in np.arange(0.05, 1.51, 0.05)]
-    plain = pd.concat([summarize(score(run, questions, k=10, max_distance=c)).assign(max_distance=c) for c in grid],
+    plain = pd.concat([summarize(score(cut(run, c, k=10), questions, k=10)).assign(max_distance=c) for c in grid],
                       ignore_index=True).assign(false_memory_rate=lambda f: 1.0 - f.correct_empty_rate)  # fmt: skip
     pd.testing.assert_frame_equal(cutoff_grid(run, questions, k=10, grid=grid), plain)
     fine = cutoff_grid(run, questions, k=10, grid=[float(c) for c in np.arange(0.05, 1.51, 0.025)])  # distance_cut's

@@ -39,16 +39,16 @@ def _run(n: int, seed: int, *, reranked: bool) -> tuple[pd.DataFrame, list[lab.Q
 
 def test_a_reranked_run_gives_the_gate_the_top_hit_score_and_the_gate_names_it():
     run, questions = _run(90, 0, reranked=True)
-    table = lab.answerability_table(run, questions, {("app", "u"): 100}, 3)
+    table = lab.metrics.answerability_table(run, questions, {("app", "u"): 100}, 3)
     assert "rerank_top" in table.columns
     by_id = table.set_index("question_id").rerank_top
     assert by_id["q0"] == 0.0 and by_id["q1"] == 0.0, "a question given nothing reads 0.0"
     assert by_id["q2"] == pytest.approx(run[(run.question_id == "q2")].rerank.max())
-    fitted = lab.fit_answerability(table, source="train")
+    fitted = lab.metrics.fit_answerability(table, source="train")
     assert fitted.gate.features == (*FEATURES, "rerank_top")
     assert fitted.cv["roc_auc"] > 0.95, "the re-ranker's score separates what the distances do not"
-    test_table = lab.answerability_table(*_run(60, 1, reranked=True), {("app", "u"): 100}, 3)
-    assert lab.evaluate_answerability(fitted, test_table)["roc_auc"] > 0.95
+    test_table = lab.metrics.answerability_table(*_run(60, 1, reranked=True), {("app", "u"): 100}, 3)
+    assert lab.metrics.evaluate_answerability(fitted, test_table)["roc_auc"] > 0.95
     sure = [memlab.Hit("a", "x", 0.45, rerank=5.0), memlab.Hit("b", "y", 0.5, rerank=1.0)]
     unsure = [memlab.Hit("a", "x", 0.45, rerank=-5.0), memlab.Hit("b", "y", 0.5, rerank=-6.0)]
     assert fitted.gate.probability(sure, 100) > 0.5 > fitted.gate.probability(unsure, 100)
@@ -56,14 +56,14 @@ def test_a_reranked_run_gives_the_gate_the_top_hit_score_and_the_gate_names_it()
 
 def test_without_a_reranker_the_gate_keeps_its_features_and_a_reranked_gate_refuses_unscored_hits(tmp_path):
     run, questions = _run(90, 0, reranked=False)
-    table = lab.answerability_table(run, questions, {("app", "u"): 100}, 3)
+    table = lab.metrics.answerability_table(run, questions, {("app", "u"): 100}, 3)
     assert "rerank_top" not in table.columns
-    assert lab.fit_answerability(table, source="plain").gate.features == FEATURES
-    scored = lab.answerability_table(*_run(90, 0, reranked=True), {("app", "u"): 100}, 3)
-    fitted = lab.fit_answerability(scored, source="train")
-    again = memlab.AnswerabilityGate.load(fitted.gate.save(tmp_path / "answerability.json"))
+    assert lab.metrics.fit_answerability(table, source="plain").gate.features == FEATURES
+    scored = lab.metrics.answerability_table(*_run(90, 0, reranked=True), {("app", "u"): 100}, 3)
+    fitted = lab.metrics.fit_answerability(scored, source="train")
+    again = memlab.events.AnswerabilityGate.load(fitted.gate.save(tmp_path / "answerability.json"))
     assert again == fitted.gate and again.features[-1] == "rerank_top"
     with pytest.raises(memlab.ConfigError, match="re-ranker's score"):
         again.probability([memlab.Hit("a", "x", 0.45)], 100)
     with pytest.raises(memlab.ConfigError, match="rerank_top"):
-        lab.evaluate_answerability(fitted, table)
+        lab.metrics.evaluate_answerability(fitted, table)

@@ -109,8 +109,8 @@ def test_a_config_naming_a_bad_reranker_is_refused_before_any_work(rerank, messa
 def test_a_reranked_system_keeps_its_name_and_its_twins_build():
     config = lab.parse_config(_config({"model": "rr", "depth": 30}), source="rerank.yaml")
     assert [s["name"] for s in config.resolved["systems"]] == ["event", "event+rr"]
-    twin = lab.EventSystem("event", settings=memlab.SearchSettings(strategy="exact"))
-    reranked = lab.EventSystem("event+rr", settings=twin.settings, rerank=lab.RerankSpec("rr", 30))
+    twin = lab.systems.EventSystem("event", settings=memlab.SearchSettings(strategy="exact"))
+    reranked = lab.systems.EventSystem("event+rr", settings=twin.settings, rerank=lab.systems.RerankSpec("rr", 30))
     assert reranked.build_key() == twin.build_key() and reranked.reference().name == twin.reference().name
     assert reranked.reference().over.rerank is None, "FAISS exact over the same units, never re-ranked"
     assert reranked.describe()["rerank"] == {"model": "rr", "depth": 30}

@@ -28,7 +28,7 @@ def _folder(root: Path, *, recorded: bool) -> Path:
     for i in range(6):
         user = f"u{i}"
         events = [memlab.Event(id=f"{user}-e{j}", author="user", timestamp=T0, text=f"note {j}") for j in range(4)]
-        users.append(lab.UserHistory(APP, user, [memlab.Session(APP, user, f"{user}-s", tuple(events))]))
+        users.append(lab.datasets.UserHistory(APP, user, [memlab.Session(APP, user, f"{user}-s", tuple(events))]))
         questions.append(lab.Question(id=f"{user}-q", app_name=APP, user_id=user, text=f"question {i}",
                                       relevant=(f"{user}-e0",) if i < 4 else ()))  # fmt: skip
     out = root / ("recorded" if recorded else "old")
@@ -42,16 +42,17 @@ def _folder(root: Path, *, recorded: bool) -> Path:
 
     vectors = {q.id: np.zeros(1) for q in questions}
     for name in ODD_NAMES:
-        lab.Run("d", name, lab.collect(name, search, questions, vectors), role=lab.SystemRole("main")).save(out)
-    frame = lab.collect("cut-of-mine", search, questions, vectors)
+        frame = lab.runs.collect(name, search, questions, vectors)
+        lab.runs.Run("d", name, frame, role=lab.systems.SystemRole("main")).save(out)
+    frame = lab.runs.collect("cut-of-mine", search, questions, vectors)
     frame = frame[frame["rank"] <= 1]
-    role = lab.SystemRole("cut", "cutoff", ODD_NAMES[0])
-    lab.Run("d", "my@cut0.5@cut0.3", frame.assign(system="my@cut0.5@cut0.3"), role=role).save(out)
+    role = lab.systems.SystemRole("cut", "cutoff", ODD_NAMES[0])
+    lab.runs.Run("d", "my@cut0.5@cut0.3", frame.assign(system="my@cut0.5@cut0.3"), role=role).save(out)
     manifest = {"status": "complete", "datasets": [{"name": "d", "checksum": dataset.checksum(), **dataset.summary()}],
                 "config": {"resolved": {"name": "roles", "k": 10, "plots": False,
                                         "systems": [{"name": n} for n in ODD_NAMES]}}}  # fmt: skip
     if recorded:
-        manifest["format_version"] = lab.FORMAT_VERSION
+        manifest["format_version"] = lab.runs.FORMAT_VERSION
     else:  # the runs as saved before roles were recorded
         for path in (out / "runs").glob("*.parquet"):
             pd.read_parquet(path).drop(columns=["role", "sweep", "parent"]).to_parquet(path)
@@ -65,8 +66,8 @@ def _check_readers(out: Path) -> None:
     roles = folder.scores.drop_duplicates("system").set_index("system").role
     assert all(roles[n] == "main" for n in ODD_NAMES), roles.to_dict()
     assert roles["my@cut0.5@cut0.3"] == "cut"
-    assert set(lab.headline(out).system) == set(ODD_NAMES), "every main system is in the CLI's headline"
-    assert set(lab.viewer_systems(folder, "d")) == set(ODD_NAMES), "the viewer shows main systems, not cuts"
+    assert set(lab.experiment.headline(out).system) == set(ODD_NAMES), "every main system is in the CLI's headline"
+    assert set(lab.report.viewer_systems(folder, "d")) == set(ODD_NAMES), "the viewer shows main systems, not cuts"
     lab.write_report(out)
     section = (out / "report.md").read_text().split("\n## d\n", 1)[1]
     for name in ODD_NAMES:
@@ -78,16 +79,17 @@ def _check_readers(out: Path) -> None:
 def test_systems_named_like_memlab_made_ones_are_main_when_recorded_so(tmp_path):
     out = _folder(tmp_path, recorded=True)
     assert (out / "systems.parquet").exists()
-    assert list(pd.read_csv(out / "scores.csv").columns) == ["dataset", "system", "metric", "value", "questions"]
+    assert list(pd.read_csv(out / "scores.csv").columns) == ["dataset", "system", "metric", "group", "group_value",
+                                                              "value", "questions"]  # fmt: skip
     _check_readers(out)
 
 
 def test_an_old_folder_gets_its_roles_from_its_configured_systems_once(tmp_path):
     out = _folder(tmp_path, recorded=False)
     (out / "systems.parquet").unlink()  # as written before roles were recorded
-    runs = {r.system: r.role for r in lab.load_runs(out)}
-    assert runs["my@cut0.5@cut0.3"] == lab.SystemRole("cut", "cutoff", "my@cut0.5")
-    assert all(runs[n] == lab.SystemRole("main") for n in ODD_NAMES)
+    runs = {r.system: r.role for r in lab.runs.load_runs(out)}
+    assert runs["my@cut0.5@cut0.3"] == lab.systems.SystemRole("cut", "cutoff", "my@cut0.5")
+    assert all(runs[n] == lab.systems.SystemRole("main") for n in ODD_NAMES)
     _check_readers(out)
 
 
@@ -103,7 +105,7 @@ def test_the_gate_judges_a_main_system_named_like_a_cut_and_leaves_out_the_real_
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     first, second = _folder(tmp_path / "a", recorded=True), _folder(tmp_path / "b", recorded=True)
     baseline = tmp_path / "baseline.json"
-    lab.write_baseline(first, baseline)
-    judged = set(lab.gate_table(baseline, second).metric)
+    lab.report.write_baseline(first, baseline)
+    judged = set(lab.report.gate_table(baseline, second).metric)
     assert {f"d/{n}/recall@10" for n in ODD_NAMES} <= judged, sorted(judged)[:20]
     assert "d/my@cut0.5@cut0.3/recall@10" not in judged, "a cut-off grid point is not gated"
