@@ -41,14 +41,14 @@ _REFUSED = (psycopg.DataError, psycopg.errors.ProgramLimitExceeded)
 # out, the rest staged and merged (ON CONFLICT), the layer's HNSW index (if it has one) kept up row by row.
 PATH_BATCHED = "batched"
 # A bulk first load: `add_sessions` of at least one full batch (`batch_units`) for users holding nothing in the
-# layer yet (an import of old conversations), into a layer holding no more units than the load brings (a new or
-# young layer). Nothing stored is looked up before embedding (there is nothing; the locked re-check at write time
-# still runs), each batch is COPied straight into the table, and the layer's HNSW index is dropped for the load
-# and built once after it, before the call returns, if the layer then needs one (more units than `auto` scans
-# exactly: core.index_due); else it is built when the layer grows past that or a search first walks it. pgvector
-# builds a graph several times faster than it inserts into one (`memlab bench` reports both rates). Meanwhile
-# searches of the layer scan exactly and the build holds other writers of the unit table off: a layer already
-# holding more than the load keeps its index and takes the batched path.
+# layer yet (an import of old conversations). Nothing stored is looked up before embedding (there is nothing; the
+# locked re-check at write time still runs) and each batch is COPied straight into the table. Into a layer holding
+# no more units than the load brings (a new or young layer), the layer's HNSW index is dropped for the load and
+# built once after it, before the call returns, if the layer then needs one (more units than `auto` scans exactly:
+# core.index_due); else it is built when the layer grows past that or a search first walks it. pgvector builds a
+# graph several times faster than it inserts into one (`memlab bench` reports both rates). Meanwhile searches of
+# the layer scan exactly and the build holds other writers of the unit table off, which is why a layer already
+# holding more than the load keeps its index and takes every row into it as it comes.
 PATH_FIRST_LOAD = "copy-first-load"
 REBUILD_AT_MOST = 1.0  # a first load drops the index of a layer holding at most this many units per unit it brings
 
@@ -223,15 +223,12 @@ class Ingest:
                 return PATH_BATCHED, (f"{holding} of {len(users)} users already hold units in this layer: not a "
                                       "first load"), False  # fmt: skip
             indexed, layer = core.index_state(conn)
-        if core.store.read_only:
-            return PATH_BATCHED, "a read-only store: its index is left as it is", False
-        if indexed and layer > REBUILD_AT_MOST * planned:
-            return PATH_BATCHED, (f"{planned} units planned for {len(users)} users with no unit in this layer, but "
-                                  f"the layer holds {layer} units, more than the load: its index stays and takes "
-                                  "the rows as they come"), False  # fmt: skip
         why = (f"{planned} units planned (at least one batch, {batch_units}) for {len(users)} users with no unit in "
-               "this layer: first load, COPY without staging or stored-unit lookups; the layer holds "
-               f"{layer} units, no more than the load")  # fmt: skip
+               "this layer: first load, COPY without staging or stored-unit lookups")  # fmt: skip
+        if core.store.read_only or (indexed and layer > REBUILD_AT_MOST * planned):
+            return PATH_FIRST_LOAD, (f"{why}; the layer holds {layer} units, more than the load: its index stays and "
+                                     "takes the rows as they come"), False  # fmt: skip
+        why += f"; the layer holds {layer} units, no more than the load"
         if not index_due(layer + planned, policy):
             had = "its HNSW index is dropped" if indexed else "no HNSW index"
             return PATH_FIRST_LOAD, (f"{why}, and will hold at most {layer + planned}, which `auto` scans exactly "

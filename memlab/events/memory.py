@@ -178,12 +178,12 @@ class EventMemory:
         Two write paths (`report.path`, and `path_reason` says why: memlab.events.ingest.PATH_*). `batched`: the
         units already stored are looked up and left out, the others merged into the table, the layer's HNSW index
         (if it has one) kept up row by row. `copy-first-load`, a bulk first load: a call of at least one batch of
-        units, for users holding nothing in this layer (an import of old conversations), into a layer holding no
-        more units than the load brings (a new or young one), looks nothing stored up and COPies each batch
-        straight into the table; the layer's HNSW index is dropped for the load and built once after it, before the
-        call returns, if the layer then needs one (`timings["index_build"]`; searches of the layer scan exactly
-        meanwhile, and the build holds other writers of the table off). A layer already holding more than the load
-        keeps its index and takes the batched path. The HNSW index is shared by every user of the layer; a layer
+        units, for users holding nothing in this layer (an import of old conversations), looks nothing stored up
+        and COPies each batch straight into the table. Into a layer holding no more units than the load brings (a
+        new or young one) the layer's HNSW index is dropped for the load and built once after it, before the call
+        returns, if the layer then needs one (`timings["index_build"]`; searches of the layer scan exactly
+        meanwhile, and the build holds other writers of the table off); a layer already holding more keeps its
+        index and takes the rows into it as they come. The HNSW index is shared by every user of the layer; a layer
         small enough for `auto` to scan every user exactly (at most the policy's `exact_below` units) has none
         until a search asks to walk it (`build_index`), and the write that takes a layer past `exact_below` builds
         it. Either way the memory is searchable on return.

@@ -235,7 +235,7 @@ def test_a_first_load_into_a_young_layer_builds_its_index_once_after_the_load(in
     assert [h.unit_id for h in got] == [h.unit_id for h in want] and len(got) == 5
     # The layer now holds twice what the next load brings: its index stays and takes the rows as they come.
     third = mem.add_sessions(_sessions(app_name + "-third"), batch_units=SMALL_BATCH)
-    assert third.path == BATCHED and "more than the load" in third.path_reason
+    assert third.path == FIRST_LOAD and "more than the load: its index stays" in third.path_reason
     assert "index_build" not in third.timings and _access_path(mem, app_name + "-third") == "hnsw"
 
 
