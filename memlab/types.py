@@ -387,7 +387,7 @@ class IngestReport:
     failed: list[SessionFailure] = field(default_factory=list)
     # seconds spent per stage: filter (incl. secret scan), lookup, embed, write (COPY with index upkeep), commit
     timings: Counter[str] = field(default_factory=Counter)
-    # which write path ran ("pipelined", "copy-first-load", "single": memlab.events.ingest) and why it was chosen
+    # which write path ran ("batched" or "copy-first-load": memlab.events.ingest) and why it was chosen
     path: str = ""
     path_reason: str = ""
 

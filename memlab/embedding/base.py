@@ -35,14 +35,3 @@ def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
     if callable(batched):
         return np.asarray(batched(list(texts)), dtype=np.float32).reshape(len(texts), -1)
     return np.vstack([np.asarray(embedder.embed_query(t), dtype=np.float32) for t in texts])
-
-
-def cpu_threads(embedder: object) -> int | None:
-    """CPU threads the embedder's model computes on in this process, through any wrapping `inner` (a cache);
-    None when it does not say (a remote model: it takes no core of this machine)."""
-    while embedder is not None:
-        threads = getattr(embedder, "cpu_threads", None)
-        if threads is not None:
-            return int(threads)
-        embedder = getattr(embedder, "inner", None)
-    return None

@@ -87,14 +87,6 @@ class SentenceTransformerEmbedder:
         assert identity is not None
         return self.embed_documents(texts), identity
 
-    @property
-    def cpu_threads(self) -> int:
-        """The CPU threads the model computes on (torch's intra-op pool; the model is loaded first)."""
-        self._load()
-        import torch  # loaded with the model above
-
-        return 1 if self.device != "cpu" else torch.get_num_threads()
-
     def _load(self):
         with self._lock:
             if self._model is None:

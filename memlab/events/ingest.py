@@ -1,14 +1,12 @@
 """Event memory's write path: filter a session's events, cut them into units, embed the texts not stored yet and
-write them, pipelined over batches (`add_checked`), safe to repeat and to run beside erasures (write_guard).
-`EventMemory` checks each session first (`check`) and reports the ones it refuses."""
+write them, batch after batch, each batch in one transaction (`add_checked`), safe to repeat and to run beside
+erasures (write_guard). `EventMemory` checks each session first (`check`) and reports the ones it refuses."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -16,7 +14,6 @@ import numpy as np
 import psycopg
 
 import memlab.events.filters as filters
-from memlab.embedding.base import cpu_threads
 from memlab.embedding.cache import text_key
 from memlab.events.batches import EMBED_CHUNK, IngestProgress, batch_sessions, planned_units
 from memlab.events.core import MemoryCore, check_vectors, index_due
@@ -38,39 +35,28 @@ SKIP_REASONS = (*filters.SKIP_REASONS, DUPLICATE_ID, ERASED_DURING_INGEST)  # ev
 # What PostgreSQL (or psycopg) says about data it cannot take: the session is at fault, not the server.
 _REFUSED = (psycopg.DataError, psycopg.errors.ProgramLimitExceeded)
 
-# The write paths an IngestReport names (`path`, with `path_reason`).
-PATH_SINGLE = "single"  # add_session: one session, filtered, embedded and written in turn
-PATH_PIPELINED = "pipelined"  # add_sessions: batches staged and merged (ON CONFLICT), HNSW kept per batch
-# add_sessions of at least one full batch (`batch_units`) for users holding nothing in the layer yet (an import of old
-# conversations): no lookups of stored units before embedding (there are none; the locked re-check at write time
-# still runs) and each batch COPied straight into the table, each row written once instead of staged and moved.
-# Below one batch a job cannot overlap its stages and the saved round trips are a few milliseconds.
+# The two write paths an IngestReport names (`path`, with `path_reason`). Both run batch after batch on the calling
+# thread: filter, embed, then write the batch in one transaction.
+# Every `add_session`, and `add_sessions` unless it is a first load: the units already stored are looked up and left
+# out, the rest staged and merged (ON CONFLICT), the layer's HNSW index (if it has one) kept up row by row.
+PATH_BATCHED = "batched"
+# A bulk first load: `add_sessions` of at least one full batch (`batch_units`) for users holding nothing in the
+# layer yet (an import of old conversations). Nothing stored is looked up before embedding (there is nothing; the
+# locked re-check at write time still runs) and each batch is COPied straight into the table. Into a layer holding
+# no more units than the load brings (a new or young layer), the layer's HNSW index is dropped for the load and
+# built once after it, before the call returns, if the layer then needs one (more units than `auto` scans exactly:
+# core.index_due); else it is built when the layer grows past that or a search first walks it. pgvector builds a
+# graph several times faster than it inserts into one (`memlab bench` reports both rates). Meanwhile searches of
+# the layer scan exactly and the build holds other writers of the unit table off, which is why a layer already
+# holding more than the load keeps its index and takes every row into it as it comes.
 PATH_FIRST_LOAD = "copy-first-load"
-# A first load bringing at least as many units as the layer's HNSW index holds (a new layer, an import into a
-# young one), into a layer that then needs its index (more units than `auto` scans exactly: core.index_due): the
-# index is dropped for the load and built once after it, before the call returns. pgvector builds a graph several
-# times faster than it inserts into one (`memlab bench` reports both rates), and the model does not share its
-# cores with the inserts. The build holds other writers of the unit table off while it
-# runs, and searches of this layer meanwhile scan exactly; both are why a layer already holding more than the load
-# keeps its index and takes PATH_FIRST_LOAD. A layer that stays small enough for exact scans gets no index at all
-# (PATH_FIRST_LOAD, its index dropped if it had one): it is built when the layer grows past that, or when a search
-# first asks to walk it.
-PATH_FIRST_LOAD_REBUILD = "copy-first-load+rebuild"
-FIRST_LOAD_PATHS = (PATH_FIRST_LOAD, PATH_FIRST_LOAD_REBUILD)
-REBUILD_AT_MOST = 1.0  # rebuild when the layer holds at most this many units per unit the load brings
-# Batches whose texts a first load run stage after stage embeds in one sorted pass (`Ingest.add_checked`): at
-# 1,024 units a batch, at most ~8,000 vectors (12 MB at 384 dimensions) held between the model and the writes.
-SERIAL_WINDOW = 8
+REBUILD_AT_MOST = 1.0  # a first load drops the index of a layer holding at most this many units per unit it brings
 
 
 def _holds(stored: tuple[str, ...] | None, wanted: tuple[str, ...]) -> bool:
     """Whether a stored unit with event ids `stored` already covers `wanted`: the same events, or a longer run
     of the session that starts with them."""
     return stored is not None and stored[: len(wanted)] == wanted
-
-
-class IngestAborted(Exception):
-    """A queued batch dropped because an earlier one failed (never seen by callers: the first error is)."""
 
 
 @dataclass
@@ -172,83 +158,26 @@ class Ingest:
 
     def add_checked(self, items: list[Session], total: IngestReport, *, batch_units: int, progress: bool,
                     generation: int | None = None) -> None:  # fmt: skip
-        """Write sessions that passed `check` into `total`, pipelined (see `EventMemory.add_sessions`): while
-        one batch is embedded the next is filtered and the one before it written. Every batch is planned at
-        `generation` (the call's, `call_generation`; drawn here when not given).
-
-        The model runs on the calling thread, as a direct call of the model does: torch's CPU threads (an OpenMP
-        team per calling thread) then stay one team, where a model called from a worker thread runs slower in the
-        same process (a second team whose idle threads spin beside the first's)."""
+        """Write sessions that passed `check` into `total` (see `EventMemory.add_sessions`): batch after batch, each
+        filtered, embedded and written in one transaction, on the calling thread, all at the erasure `generation`
+        (the call's, `call_generation`; drawn here when not given). A failed batch stops the call: the batches
+        before it stay written, none after it starts."""
         core = self.core
         if generation is None:
             generation = self.call_generation(items)
         total.path, total.path_reason, drop = self._write_path(items, batch_units)
-        first_load = total.path != PATH_PIPELINED
-        # With the model on every core there is no idle core for the filter and the write: beside the model they
-        # take a little more of its time than on their own (`memlab bench`'s ingest ratio, pipelined against
-        # serial). A first load then runs each batch's stages one after another; with a core to spare, or a model
-        # elsewhere, it overlaps them.
-        serial = first_load and (cpu_threads(core.embedder) or 0) >= sqlu.usable_cores()
-        if serial:
-            total.path_reason += ("; stages one after another: the model computes on every core, so work beside it "
-                                  "would only slow it")  # fmt: skip
-        # A first load's batches are all full: small ones at its ends (ramp) give the model calls of a hundred
-        # texts spread over every length, whose padding costs long turns more model time than the ramp saves; the
-        # model waits for the first full batch's filter instead, a small share of the load.
+        first_load = total.path == PATH_FIRST_LOAD
         batches = batch_sessions(items, batch_units, partial(
-            planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap),
-            ramp=not first_load)  # fmt: skip
-        # Run one after another, a window's batches are filtered together, their texts sent to the model in one
-        # pass sorted by length (as the raw encode's one call sorts them: sorted per batch, long turns carry more
-        # padded tokens) and written after it; the next window is filtered while they are written (neither stage
-        # beside the model). Pipelined, a window is one batch.
-        width = SERIAL_WINDOW if serial else 1
-        windows = [batches[at : at + width] for at in range(0, len(batches), width)]
-        events = sum(len(s.events) for s in items)
-        bar = IngestProgress(self.core.layer, events) if progress else None
-        stop = threading.Event()  # set when a batch fails: queued batches then touch nothing
+            planned_units, granularity=core.granularity, size=core.chunk_size, overlap=core.chunk_overlap))
+        bar = IngestProgress(core.layer, sum(len(s.events) for s in items)) if progress else None
         if drop:
             core.store.drop_vector_index(core.model.model_id, core.layer)
             core.index_dropped()
-        prepare = partial(self._prepare_window, stop=stop, first_load=first_load, generation=generation)
         try:
-            with ThreadPoolExecutor(1, "memlab-filter") as filtering, ThreadPoolExecutor(1, "memlab-write") as writing:
-                in_flight: list[tuple[list[Session], Future[IngestReport]]] = []
-                prepared: Future[list[_Plan]] | None = filtering.submit(prepare, windows[0])
-                try:
-                    for at, window in enumerate(windows):
-                        plans = prepared.result()
-                        following = partial(filtering.submit, prepare, windows[at + 1]) if at + 1 < len(windows) \
-                            else None  # fmt: skip
-                        prepared = None
-                        if serial:  # the previous window's writes end before the model starts
-                            while in_flight:
-                                self._collect(total, *in_flight.pop(0), bar)
-                        elif following is not None:
-                            prepared = following()
-                        if bar is not None:
-                            bar.planned(sum(len(plan.texts) for plan in plans))
-                        for batch, plan, vectors in zip(window, plans, self._embed_window(plans, stop, bar),
-                                                        strict=True):  # fmt: skip
-                            in_flight.append((batch, writing.submit(self._write_isolated, batch, plan, vectors, stop)))
-                        while not serial and len(in_flight) > 1:  # at most one written while the next embeds
-                            self._collect(total, *in_flight.pop(0), bar)
-                        if serial and following is not None:
-                            prepared = following()
-                    while in_flight:
-                        self._collect(total, *in_flight.pop(0), bar)
-                except BaseException as exc:
-                    stop.set()  # the batches still queued are dropped: nothing is half-written, nothing retried
-                    for _, done in in_flight:
-                        done.cancel()
-                    if prepared is not None:
-                        prepared.cancel()
-                    if isinstance(exc, IngestAborted):  # raise the failure that stopped the pipeline instead
-                        for _, done in in_flight:
-                            first = None if done.cancelled() else done.exception()
-                            if first is not None and not isinstance(first, IngestAborted):
-                                raise first from None
-                    raise
+            for batch in batches:
+                total.merge(self.write_sessions(batch, generation, first_load=first_load, bar=bar))
+                if bar is not None:
+                    bar.advance(sum(len(s.events) for s in batch))
         except BaseException:
             self.index_if_due(total, dropped=drop, failing=True)
             raise
@@ -279,99 +208,74 @@ class Ingest:
             total.timings["index_build"] += built
 
     def _write_path(self, items: list[Session], batch_units: int) -> tuple[str, str, bool]:
-        """The path `add_sessions` takes (PATH_PIPELINED, PATH_FIRST_LOAD or PATH_FIRST_LOAD_REBUILD), why
-        (counts, never an id: reports get logged) and whether the layer's HNSW index is dropped for the load."""
+        """The path `add_sessions` takes (PATH_BATCHED or PATH_FIRST_LOAD), why (counts, never an id: reports get
+        logged) and whether the layer's HNSW index is dropped for the load."""
         core = self.core
         planned = sum(planned_units(s, core.granularity, core.chunk_size, core.chunk_overlap) for s in items)
         if planned < max(1, batch_units):
-            return PATH_PIPELINED, (f"{planned} units planned, less than one batch ({batch_units}): not a bulk "
-                                    "first load"), False  # fmt: skip
+            return PATH_BATCHED, (f"{planned} units planned, less than one batch ({batch_units}): not a bulk "
+                                  "first load"), False  # fmt: skip
         users = sorted({(s.app_name, s.user_id) for s in items})
         policy = core.store.auto_policy()  # before a connection is taken (see Search._policy_for)
         with core.store.connection() as conn:
             holding = sqlu.users_holding(conn, core.layer, core.model.model_id, users)
             if holding:
-                return PATH_PIPELINED, (f"{holding} of {len(users)} users already hold units in this layer: not a "
-                                        "first load"), False  # fmt: skip
+                return PATH_BATCHED, (f"{holding} of {len(users)} users already hold units in this layer: not a "
+                                      "first load"), False  # fmt: skip
             indexed, layer = core.index_state(conn)
         why = (f"{planned} units planned (at least one batch, {batch_units}) for {len(users)} users with no unit in "
                "this layer: first load, COPY without staging or stored-unit lookups")  # fmt: skip
         if core.store.read_only or (indexed and layer > REBUILD_AT_MOST * planned):
-            return PATH_FIRST_LOAD, f"{why}; the layer holds {layer} units, more than the load: its index stays", False
+            return PATH_FIRST_LOAD, (f"{why}; the layer holds {layer} units, more than the load: its index stays and "
+                                     "takes the rows as they come"), False  # fmt: skip
+        why += f"; the layer holds {layer} units, no more than the load"
         if not index_due(layer + planned, policy):
             had = "its HNSW index is dropped" if indexed else "no HNSW index"
-            return PATH_FIRST_LOAD, (f"{why}; the layer will hold at most {layer + planned} units, which `auto` scans "
-                                     f"exactly (up to {policy.exact_below}): {had}, built when the layer grows past "
-                                     "that or a search first walks it"), indexed  # fmt: skip
+            return PATH_FIRST_LOAD, (f"{why}, and will hold at most {layer + planned}, which `auto` scans exactly "
+                                     f"(up to {policy.exact_below}): {had}, built when the layer grows past that or "
+                                     "a search first walks it"), indexed  # fmt: skip
         had = "its HNSW index is dropped for the load and" if indexed else "its HNSW index is"
-        return PATH_FIRST_LOAD_REBUILD, (f"{why}; the layer holds {layer} units, no more than the load, and will need "
-                                         f"an index (more than the {policy.exact_below} units `auto` scans exactly): "
-                                         f"{had} built once after it"), indexed  # fmt: skip
+        return PATH_FIRST_LOAD, (f"{why}, and will need an index (more than the {policy.exact_below} units `auto` "
+                                 f"scans exactly): {had} built once after the load"), indexed  # fmt: skip
 
-    @staticmethod
-    def _collect(total: IngestReport, batch: list[Session], done: Future[IngestReport], bar) -> None:
-        total.merge(done.result())
+    def write_sessions(self, sessions: list[Session], generation: int | None = None, *, first_load: bool = False,
+                       bar: IngestProgress | None = None) -> IngestReport:  # fmt: skip
+        """One batch: filter and unit the sessions, embed the texts not stored yet, write them in one transaction.
+        If PostgreSQL refuses the batch's data, each session is written again alone, so only the sessions it
+        refuses fail (listed in the report)."""
+        plan = self._prepare(sessions, generation=generation, first_load=first_load)
         if bar is not None:
-            bar.advance(sum(len(s.events) for s in batch))
-
-    def _write_isolated(
-        self, batch: list[Session], plan: _Plan, vectors: _Vectors, stop: threading.Event
-    ) -> IngestReport:
-        """`_write` of a batch; if PostgreSQL refuses the batch's data, each session is ingested again alone so
-        only the sessions it refuses fail. Does nothing once an earlier batch failed (`stop`), and stops the
-        pipeline when it fails itself, so no later call reaches a server that just went away."""
+            bar.planned(len(plan.texts))
+        with deriving_from(_plan_refs(plan)):
+            vectors = self._embed_texts(plan.texts, bar)
         try:
-            if stop.is_set():
-                raise IngestAborted("an earlier batch failed")
-            return self._write(plan, vectors)
+            report = self._write(plan, vectors)
         except psycopg.errors.UniqueViolation:
             if not plan.first_load:
-                stop.set()
                 raise
             # A unit stored since the path was chosen (bulk_load, or an add of one of these sessions): this batch
-            # again the normal way (stored units looked up and left out), with the vectors already embedded.
-            return self._write(self._prepare(batch, generation=plan.generation), vectors)
+            # again the batched way (stored units looked up and left out), with the vectors already embedded.
+            report = self._write(self._prepare(sessions, generation=plan.generation), vectors)
         except _REFUSED:
-            if len(batch) == 1:
-                stop.set()
+            if len(sessions) == 1:
                 raise
-        except BaseException:
-            stop.set()
-            raise
-        report = IngestReport()
-        for session in batch:
-            try:
-                report.merge(self.write_sessions([session], plan.generation))
-            except _REFUSED as exc:
-                record_failure(report, session, exc)
-        return report
-
-    def write_sessions(self, sessions: list[Session], generation: int | None = None) -> IngestReport:
-        """Filter, unit, embed and write sessions: the three stages of `add_sessions`, one after the other."""
-        plan = self._prepare(sessions, generation=generation)
-        with deriving_from(_plan_refs([plan])):
-            vectors = self._embed_texts(plan.texts)
-        report = self._write(plan, vectors)
+            report = IngestReport()
+            for session in sessions:
+                try:
+                    report.merge(self.write_sessions([session], plan.generation))
+                except _REFUSED as exc:
+                    record_failure(report, session, exc)
         if not report.path:
-            report.path, report.path_reason = PATH_SINGLE, "sessions written one call at a time"
+            report.path, report.path_reason = PATH_BATCHED, "sessions written in one batch, one transaction"
         return report
 
-    def _prepare(
-        self,
-        sessions: list[Session],
-        stop: threading.Event | None = None,
-        *,
-        generation: int | None = None,
-        first_load: bool = False,
-    ) -> _Plan:
+    def _prepare(self, sessions: list[Session], *, generation: int | None = None, first_load: bool = False) -> _Plan:
         """Filter the sessions' events and build their units; look up (without locking) which are stored.
 
         Events already stored in this layer are not filtered again (a re-ingest costs lookups, not secret
         scans): an event is stored only after it passed the filters, and its identity never changes. The
         lookups cost four round trips per batch, whatever its number of sessions. The plan's erasure generation
         (`write_guard`) is drawn first, or kept from an earlier plan of the same sessions (`generation`)."""
-        if stop is not None and stop.is_set():
-            raise IngestAborted("an earlier batch failed")
         plan = _Plan(IngestReport(), first_load=first_load)
         started = time.perf_counter()
         keys = {(s.app_name, s.user_id, s.id): [e.id for e in s.events] for s in sessions}
@@ -416,44 +320,18 @@ class Ingest:
                   for scope, session, units in planned}  # fmt: skip
         return sqlu.existing_units_of(conn, self.core.layer, self.core.model.model_id, wanted)
 
-    def _prepare_window(
-        self, window: list[list[Session]], *, stop: threading.Event, first_load: bool, generation: int
-    ) -> list[_Plan]:
-        """`_prepare` of each batch of a window, in order, all at the call's erasure generation."""
-        return [self._prepare(batch, stop, first_load=first_load, generation=generation) for batch in window]
-
-    def _embed_window(
-        self, plans: list[_Plan], stop: threading.Event | None = None, bar: IngestProgress | None = None
-    ) -> list[_Vectors]:
-        """Embed the texts of a window's plans in one pass over their texts; each plan gets the vectors of its own
-        texts (its write forgets the cached vectors of its texts it does not store), the first one the time. An
-        erasure of one of their users or sessions meanwhile cancels the caching of the vectors (`_plan_refs`)."""
-        if len(plans) == 1:
-            with deriving_from(_plan_refs(plans)):
-                return [self._embed_texts(plans[0].texts, stop, bar)]
-        if stop is not None and stop.is_set():
-            raise IngestAborted("an earlier batch failed")
-        with deriving_from(_plan_refs(plans)):
-            every = self._embed_texts(set().union(*(plan.texts for plan in plans)), stop, bar)
-        return [_Vectors({t: every.by_text[t] for t in plan.texts}, every.seconds if at == 0 else 0.0)
-                for at, plan in enumerate(plans)]  # fmt: skip
-
-    def _embed_texts(
-        self, wanted: set[str], stop: threading.Event | None = None, bar: IngestProgress | None = None
-    ) -> _Vectors:
+    def _embed_texts(self, wanted: set[str], bar: IngestProgress | None = None) -> _Vectors:
         """Embed texts outside any transaction (no lock is held while the model runs).
 
         Texts go to the model longest first in chunks of EMBED_CHUNK: the model pads each of its batches to its
         longest text, so sorting by length across all of them keeps padding as low as one call would, while
-        the progress display moves per chunk and a failure elsewhere stops the work between chunks."""
+        the progress display moves per chunk."""
         texts = sorted(wanted, key=lambda t: (-len(t), t))
-        if not texts or (stop is not None and stop.is_set()):
+        if not texts:
             return _Vectors({}, 0.0)
         started = time.perf_counter()
         parts = []
         for at in range(0, len(texts), EMBED_CHUNK):
-            if stop is not None and stop.is_set():
-                raise IngestAborted("an earlier batch failed")
             chunk = texts[at : at + EMBED_CHUNK]
             vectors = self.core.embedder.embed_documents(chunk)
             check_vectors(vectors, len(chunk), self.core.model.dimension, self.core.model.model_id)
@@ -505,7 +383,7 @@ class Ingest:
                     return report
                 missing = sorted({u.embed_text for _, u in todo} - vectors.by_text.keys())
                 if missing:  # stored when we looked, deleted by another writer since: embed them now (rare)
-                    with deriving_from(_plan_refs([plan])):
+                    with deriving_from(_plan_refs(plan)):
                         late = self.core.embedder.embed_documents(missing)
                     check_vectors(late, len(missing), self.core.model.dimension, self.core.model.model_id)
                     vectors.by_text.update(zip(missing, late, strict=True))
@@ -530,9 +408,9 @@ class Ingest:
         return report
 
 
-def _plan_refs(plans: Iterable[_Plan]) -> list[str]:
-    """The refs (memlab.models.refs) of the users, sessions and events whose texts the plans embed: an erasure of
+def _plan_refs(plan: _Plan) -> list[str]:
+    """The refs (memlab.models.refs) of the users, sessions and events whose texts the plan embeds: an erasure of
     any of them while the model runs cancels the caching of the vectors (memlab.embedding.vector_cache)."""
-    return list(dict.fromkeys(ref for plan in plans for scope, session, units in plan.sessions
+    return list(dict.fromkeys(ref for scope, session, units in plan.sessions
                               for ref in scope_refs(scope.app_name, scope.user_id, session.id,
                                                     [e for u in units for e in u.event_ids])))  # fmt: skip

@@ -170,28 +170,23 @@ class EventMemory:
         self, sessions: Iterable[Session], *, batch_units: int = 1024, progress: bool = False
     ) -> IngestReport:
         """Add many sessions; one merged report. Sessions are written in batches of about `batch_units`
-        units, so the model embeds full, length-sorted batches instead of one small batch per session
-        (`memlab bench` measures the sizes: on long turns 1,024 runs faster than 64 or 256).
-        In a job of several batches the first and last are small (`batch_sessions`): the model starts sooner
-        and the last write is short. A first load (below) keeps every batch full instead: small model calls pad
-        long turns more than the earlier start saves.
+        units, each batch filtered, embedded (its texts in one length-sorted pass) and written in one transaction,
+        so the model embeds full, length-sorted batches instead of one small batch per session (`memlab bench`
+        measures the sizes: on long turns 1,024 runs faster than 64 or 256). Batches run one after another on the
+        calling thread; a session is never split across two.
 
-        The work is pipelined: while one batch is written, the next is embedded (on the calling thread) and the
-        one after that is filtered, so the model (which releases the GIL) rarely waits for PostgreSQL or the
-        secret scan.
-        A first load (at least one batch of units, for users holding nothing in this layer: an import of old
-        conversations) skips the stored-unit lookups and COPies each batch straight into the table; when the
-        model computes on every core of the machine (its `cpu_threads`), it runs the stages one after another
-        rather than the filter and the write beside the model, a window of up to 8 batches at a time (filtered,
-        embedded in one length-sorted pass, then written while the next window is filtered). The report's `path`
-        and `path_reason` say which path ran and why (memlab.events.ingest.PATH_*). The layer's HNSW index is
-        shared by every user. A layer small enough for `auto` to scan every user exactly (at most the policy's
-        `exact_below` units) has none until a search asks to walk it (`build_index`); once it has one, the index
-        is kept up to date row by row, except in a first load into a layer holding no more units than the load
-        brings (a new layer, a young one): there the index is dropped for the load and built once after it if the
-        layer then needs it (`copy-first-load+rebuild`; searches of the layer scan exactly meanwhile, and the
-        build holds other writers of the table off while it runs). The write that takes a layer past `exact_below`
-        builds its index (`timings["index_build"]`). Either way the memory is searchable on return.
+        Two write paths (`report.path`, and `path_reason` says why: memlab.events.ingest.PATH_*). `batched`: the
+        units already stored are looked up and left out, the others merged into the table, the layer's HNSW index
+        (if it has one) kept up row by row. `copy-first-load`, a bulk first load: a call of at least one batch of
+        units, for users holding nothing in this layer (an import of old conversations), looks nothing stored up
+        and COPies each batch straight into the table. Into a layer holding no more units than the load brings (a
+        new or young one) the layer's HNSW index is dropped for the load and built once after it, before the call
+        returns, if the layer then needs one (`timings["index_build"]`; searches of the layer scan exactly
+        meanwhile, and the build holds other writers of the table off); a layer already holding more keeps its
+        index and takes the rows into it as they come. The HNSW index is shared by every user of the layer; a layer
+        small enough for `auto` to scan every user exactly (at most the policy's `exact_below` units) has none
+        until a search asks to walk it (`build_index`), and the write that takes a layer past `exact_below` builds
+        it. Either way the memory is searchable on return.
 
         One bad session never blocks the others: a malformed session (or one PostgreSQL refuses) is left out
         whole and listed in `report.failed` with the reason; every other session is written.

@@ -140,9 +140,6 @@ from memlab.storage.unit_table import (
 from memlab.storage.unit_table import (
     tenant_index_name as tenant_index_name,
 )
-from memlab.storage.unit_table import (
-    usable_cores as usable_cores,
-)
 from memlab.types import Hit, SearchSettings
 
 # -- writes -------------------------------------------------------------------------------------------------

@@ -90,13 +90,13 @@ def bench_markdown(
             "ratio, and the first to third quartile of the rounds' ratios (`ratio q1..q3`: this machine's noise). "
             "Seconds per stage: `filter` includes the secret scan; `embed` is the model inside the ingest; "
             "`write` is the COPY with every index's upkeep; `index build` is the HNSW build after a first load "
-            "that rebuilds the layer's index (`copy-first-load+rebuild`); `index upkeep` is what the HNSW index "
+            "(`copy-first-load`) into a layer that then needs its index; `index upkeep` is what the HNSW index "
             "cost in all (write and build, less the same writes into a layer without it): none for a set small "
             "enough for `auto` to scan every user exactly, whose layer gets no index until a search walks it. "
-            "Stages overlap when the job spans several batches; the build comes after them. `model-free` is the "
+            "Stages run one after another, batch after batch; the build comes after them. `model-free` is the "
             "same first load again with every vector cached (the model is never called): all the ingest does "
             "besides embedding (the median of three such loads). "
-            "`serial ratio` is raw / (raw + model-free): the ratio if none of that work overlapped the model.", "",
+            "`serial ratio` is raw / (raw + model-free): the ratio that work leaves, none of it beside the model.", "",
             *[f"- `{name}`: {describe(name)}" for name in dict.fromkeys(ingest["set"])], "",
             *[f"- `{row['set']}` took the ingest path `{row['path']}`: {row['path_reason']}"
               for _, row in ingest.iterrows() if row.get("path")], "",
@@ -105,9 +105,8 @@ def bench_markdown(
             "and HNSW inserts) is time taken from the model: on long turns a few per cent of the model's cost per "
             "text, on short turns (where the model is cheap per text) a larger share, and the model's threads also "
             "stall when one of them is pre-empted. The rows with one model thread fewer leave PostgreSQL and the "
-            "filters a core of their own (as on a machine whose database runs elsewhere): their ratio is the "
-            "pipeline's own cost. A job of one batch cannot overlap its stages: its filter and write add to the "
-            "model's time.",
+            "filters a core of their own (as on a machine whose database runs elsewhere). Either way the filter "
+            "and the write run between the model's calls, not beside them: their time adds to the model's.",
             "",
             *ingest_goal_lines(ingest),
         ]  # fmt: skip
@@ -266,10 +265,9 @@ def faiss_section(sweep: pd.DataFrame, info: dict, r: dict[str, float]) -> list[
 
 def ingest_goal_lines(ingest: pd.DataFrame) -> list[str]:
     """Per ingest set, what the ratio goal leaves the non-model work against what it took (from the run's own
-    figures), so a missed goal says what stopped it. Rows whose model left a core free (fewer threads than the
-    run's most) can overlap that work, so for them the budget is not a bound and is not compared."""
+    figures), so a missed goal says what stopped it: ingest runs that work between the model's calls, so the
+    budget bounds it whatever cores the model left free."""
     lines = []
-    most = ingest["model_threads"].max() if "model_threads" in ingest else 0
     for _, row in ingest.iterrows():
         took, budget = row.get("nonmodel_seconds", float("nan")), row.get("nonmodel_budget_seconds", float("nan"))
         if pd.isna(took) or pd.isna(budget):
@@ -278,10 +276,6 @@ def ingest_goal_lines(ingest: pd.DataFrame) -> list[str]:
         head = (f"- `{row['set']}` on {int(row.model_threads)} model thread(s): goal {RATIO_GOAL} {verdict} "
                 f"({fig(row.ratio)}). Everything but the model took {fig(took)} s (the same load with every vector "
                 f"cached, path `{row.get('nonmodel_path') or '?'}`)")  # fmt: skip
-        if row.model_threads < most:
-            lines.append(f"{head}, beside the model's {fig(row.raw_seconds)} s with a core of its own to overlap on; "
-                         f"the ratio if nothing overlapped: {fig(row.serial_ratio)}.")  # fmt: skip
-        else:
-            lines.append(f"{head}; the goal leaves it {fig(budget)} s beside the model's {fig(row.raw_seconds)} s "
-                         f"where it cannot overlap: it took {fig(took / budget if budget else float('nan'))} x that.")
+        lines.append(f"{head}; the goal leaves it {fig(budget)} s beside the model's {fig(row.raw_seconds)} s: it "
+                     f"took {fig(took / budget if budget else float('nan'))} x that.")
     return [*lines, ""] if lines else []

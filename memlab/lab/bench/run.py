@@ -32,7 +32,7 @@ import memlab.lab.bench.table_store as table_store
 from memlab.embedding import default_embedder
 from memlab.embedding.base import Embedder
 from memlab.errors import ConfigError
-from memlab.events.ingest import FIRST_LOAD_PATHS
+from memlab.events.ingest import PATH_FIRST_LOAD
 from memlab.lab.base.hardware import peak_memory_mb
 from memlab.lab.bench.ingest_sets import ingest_set
 from memlab.lab.bench.markdown import bench_markdown
@@ -261,7 +261,7 @@ def memory_part(
                 f"{key}.reingest_seconds": ingest.reingest_seconds, f"{key}.reingest_share": ingest.reingest_share,
                 f"{key}.reingest_embedded": ingest.reingest_embedded, f"{key}.rounds": ingest.rounds,
                 f"{key}.model_threads": ingest.model_threads,
-                f"{key}.first_load": float(ingest.path in FIRST_LOAD_PATHS),
+                f"{key}.first_load": float(ingest.path == PATH_FIRST_LOAD),
                 f"{key}.index_upkeep_seconds": ingest.index_upkeep_seconds,
                 f"{key}.nonmodel_seconds": ingest.nonmodel_seconds, f"{key}.serial_ratio": ingest.serial_ratio,
                 f"{key}.nonmodel_budget_seconds": ingest.nonmodel_budget_seconds(),

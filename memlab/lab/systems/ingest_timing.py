@@ -2,11 +2,11 @@
 filtering, bookkeeping and binary COPY cost on top of embedding. Numbers are rates, compared as ratios.
 
 Where the rest goes comes from `IngestReport.timings` (seconds per stage: filter and secret scan, lookups,
-embedding, COPY with HNSW upkeep, commit; stages overlap, since ingest is pipelined), plus two more runs of the
+embedding, COPY with HNSW upkeep, commit; batch after batch, one stage after another), plus two more runs of the
 same sessions: a re-ingest (nothing to embed or write) and an ingest into a layer without its HNSW index (the
 vectors already cached), whose write time against the first run's is the index's upkeep. A last first load with
-every vector cached (the model never called) times everything ingest does besides embedding: with the model on
-every core that work cannot hide behind it, so it bounds the ratio (`serial_ratio`, `nonmodel_budget_seconds`)."""
+every vector cached (the model never called) times everything ingest does besides embedding: it runs beside no
+model call, so it bounds the ratio (`serial_ratio`, `nonmodel_budget_seconds`)."""
 
 from __future__ import annotations
 
@@ -75,9 +75,9 @@ class IngestBench:
 
     @property
     def serial_ratio(self) -> float:
-        """The ratio if nothing else ingest does overlapped the model: raw / (raw + model-free first load). With
-        the model on every core there is no idle core to overlap on, so the measured ratio stays near or below
-        it (above it only by what the model's own threads leave idle)."""
+        """The ratio when nothing else ingest does overlaps the model, as its stages run one after another:
+        raw / (raw + model-free first load). The measured ratio stays near it (above it only by noise, or by
+        padding the ingest's model calls save on the raw encode's)."""
         return self.raw_seconds / (self.raw_seconds + self.nonmodel_seconds)
 
     def nonmodel_budget_seconds(self, goal: float = RATIO_GOAL) -> float:
@@ -112,7 +112,7 @@ class IngestBench:
 def model_threads(threads: int | None) -> Iterator[int]:
     """Run the model on `threads` CPU threads for the duration (torch's intra-op pool; None leaves it as it is)
     and yield the number in effect. With one core fewer than the machine has, the model leaves PostgreSQL and
-    the filters a core of their own: the ingest ratio then shows the pipeline's own cost, not the contention."""
+    the filters a core of their own: the ingest ratio then shows ingest's own cost, not the contention."""
     # Deferred, as the embedder defers it: torch takes seconds to import, which every
     # `memlab` command and `import memlab.lab` would pay at start-up, not only a bench that runs the model.
     import torch
@@ -158,7 +158,7 @@ class _Recorded:
     model-free loads replay a round's vectors from here. `computed` counts texts the model was asked for."""
 
     def __init__(self, model: Embedder, vectors: dict[str, np.ndarray] | None = None, *, record: bool = True):
-        self.inner = model  # cpu_threads and the served model are read through it
+        self.inner = model  # the served model is read through it
         self.vectors: dict[str, np.ndarray] = vectors if vectors is not None else {}
         self.record = record
         self.computed = 0
@@ -278,7 +278,7 @@ def measure_batch_sizes(
     store: Store, model: Embedder, labelled: Dataset, *, sizes: tuple[int, ...] = (64, 256, 1024)
 ) -> list[dict]:
     """Ingest texts/s per `add_sessions(batch_units=...)`, each size into a fresh layer with an uncached model,
-    in one run so the rates compare: small batches pipeline sooner, large ones give the model fuller batches."""
+    in one run so the rates compare: small batches cost more round trips and smaller model calls."""
     probe = EventMemory(store, model, layer="bench:batch")
     sessions, texts = _bench_sessions(probe, labelled, "batch")
     model.embed_documents(texts)  # warm-up, untimed (see measure_ingest)

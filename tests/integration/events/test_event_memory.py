@@ -323,29 +323,20 @@ def test_ingest_with_progress_shows_one_display_and_stores_everything(store, emb
     assert "Batches" not in text and "Loading weights" not in text, "no third-party progress bar"
 
 
-def test_sessions_are_batched_in_order_with_small_batches_at_both_ends(app_name):
-    """The model waits for the first batch's secret scan and the last batch's write waits for nothing else, so
-    those batches are small (about 1/8 of batch_units); the others fill up to batch_units, every session whole
-    and in its order."""
-    from memlab.events.batches import FIRST_BATCH_SHARE, batch_sessions
+def test_sessions_are_batched_in_order_each_session_whole(app_name):
+    """Batches fill up to batch_units (a session is never split: a batch closes once it holds batch_units), in the
+    sessions' order; the last holds what is left, and a job of one batch stays whole."""
+    from memlab.events.batches import batch_sessions
 
     sessions = [make_session(app_name, "u", f"s{i}", DEPLOY[: 1 + i % 3]) for i in range(80)]
     batches = batch_sessions(sessions, 32)
     assert [s for b in batches for s in b] == sessions
     sizes = [sum(len(s.events) for s in b) for b in batches]
-    small = 32 // FIRST_BATCH_SHARE
-    assert small <= sizes[0] < small + 3
-    assert sizes[-1] < small + 3, sizes
-    assert max(sizes) < 32 + 3 and sizes.count(max(sizes)) >= len(sizes) // 2, sizes
-    assert sizes[-4:] == sorted(sizes[-4:], reverse=True), "the last stretch shrinks towards the end"
+    assert all(32 <= n < 32 + 3 for n in sizes[:-1]) and 0 < sizes[-1] < 32 + 3, sizes
+    assert sum(sizes) == sum(len(s.events) for s in sessions)
     assert batch_sessions(sessions[:1], 1024) == [sessions[:1]]
     assert batch_sessions(sessions, 1024) == [sessions], "a job of one batch stays whole"
     assert batch_sessions([], 1024) == [[]]
-    full = batch_sessions(sessions, 32, ramp=False)  # a first load's: every batch full, the last what is left
-    assert [s for b in full for s in b] == sessions
-    full_sizes = [sum(len(s.events) for s in b) for b in full]
-    assert all(32 <= n < 32 + 3 for n in full_sizes[:-1]) and 0 < full_sizes[-1] < 32 + 3, full_sizes
-    assert len(full) < len(batches)
 
 
 def test_literal_scope_lets_a_fixed_strategy_search_the_users_own_index(scratch_store, embedder, app_name):

