@@ -180,6 +180,7 @@ def _settings_rows() -> list[tuple[str, str, str]]:
 
 def systems_page() -> str:
     from memlab.events.renderings import RENDERINGS
+    from memlab.lab.config.parse import TOP_KEYS
     from memlab.lab.base.options import describe
     from memlab.lab.systems.kinds import EVENT_KEYS, EXTRACTORS, FACT_KEYS, GRANULARITIES, EventSystem, FactSystem
     from memlab.lab.systems.rerank import RerankSpec
@@ -197,12 +198,13 @@ def systems_page() -> str:
                                                  "distance": tuple(DISTANCES)})  # fmt: skip
     adk = _key_rows(AdkSystem, ADK_KEYS, {"kind": ("adk",)}, {"kind": "**required**", "options": "none"})
     mem0 = _key_rows(Mem0System, MEM0_KEYS, {"kind": ("mem0",)}, {"kind": "**required**"})
-    return (f"# System config keys\n\n{GENERATED}"
+    return (f"# Config keys\n\n{GENERATED}"
             "A `systems:` entry is one of five kinds, told apart by its keys: `kind: adk` or `kind: mem0` is a "
             "black box, `store:` a table store, `extractor:` (or `granularity: facts`) a fact system, anything else "
             "an event system. A key the kind does not read is refused with the nearest valid one. How-tos: "
             "[a config](../howto/config.md), [your own store](../howto/own-store.md), "
             "[other memory systems](../howto/other-memory-systems.md).\n\n"
+            f"Top-level keys of a config: {', '.join(code(k) for k in sorted(TOP_KEYS))}.\n\n"
             "## Event system\n\nBuild keys (systems with the same build share one ingest):\n\n"
             + table(header, event)
             + "\n\nQuery keys: every `SearchSettings` field but `top_k` (the experiment's `k`); see "
