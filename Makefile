@@ -83,7 +83,7 @@ lint: $(STAMP)
 # fails on a broken link, anchor or nav entry. `$(BIN)/mkdocs serve` shows it while editing (after the generator).
 docs: $(STAMP)
 	$(BIN)/python docs/gen_reference.py
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # JupyterLab refuses to start as root without --allow-root, and root is the usual user in a container: pass it
 # then only. LAB_ARGS adds server options, e.g. `make lab LAB_ARGS="--no-browser --ServerApp.port=8890"`.
