@@ -180,8 +180,8 @@ def _settings_rows() -> list[tuple[str, str, str]]:
 
 def systems_page() -> str:
     from memlab.events.renderings import RENDERINGS
-    from memlab.lab.config.parse import TOP_KEYS
     from memlab.lab.base.options import describe
+    from memlab.lab.config.parse import TOP_KEYS
     from memlab.lab.systems.kinds import EVENT_KEYS, EXTRACTORS, FACT_KEYS, GRANULARITIES, EventSystem, FactSystem
     from memlab.lab.systems.rerank import RerankSpec
     from memlab.lab.systems.services import ADK_KEYS, MEM0_KEYS, AdkSystem, Mem0System
