@@ -1,6 +1,6 @@
-"""`time="boost"` on a "currently"/"latest" question puts the newer of two conflicting memories first, as the README
-says, with the real model and the real store: fused scores that tie (the newer one a place lower by relevance)
-go to the newer memory."""
+"""`time="boost"` on a "currently"/"latest" question puts the newer of two conflicting memories first, as
+docs/explanation/retrieval.md says, with the real model and the real store: fused scores that tie (the newer one a
+place lower by relevance) go to the newer memory."""
 
 from __future__ import annotations
 
