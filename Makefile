@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup browser eval test reliability gate bench models smoke-llama lint lab clean
+.PHONY: setup browser eval test reliability gate bench models smoke-llama lint lab docs clean
 
 setup: $(STAMP)
 
@@ -78,6 +78,12 @@ smoke-llama: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests
 	$(BIN)/lint-imports
+
+# The documentation site (mkdocs.yml): the reference pages written from memlab's registries, then site/; --strict
+# fails on a broken link, anchor or nav entry. `$(BIN)/mkdocs serve` shows it while editing (after the generator).
+docs: $(STAMP)
+	$(BIN)/python docs/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # JupyterLab refuses to start as root without --allow-root, and root is the usual user in a container: pass it
 # then only. LAB_ARGS adds server options, e.g. `make lab LAB_ARGS="--no-browser --ServerApp.port=8890"`.

@@ -114,7 +114,7 @@ def _summary_table(summary: pd.DataFrame, title: str) -> Table:
 @user_errors
 def eval_command(
     config: Path | None = typer.Option(None, "--config", "-c", help="An experiment config (YAML): data sets, "
-                                       "embedders, systems, sweeps, k. See README: Your own data."),
+                                       "embedders, systems, sweeps, k. See docs/howto/config.md."),
     suite: str | None = typer.Option(None, help="A built-in suite instead of --config: quick (the default: a "
                                      "first run of a few minutes), ci (the whole ci suite the CI gate compares; "
                                      "about 4-5x longer), full (the real measurement), fixtures."),

@@ -1,7 +1,7 @@
 """Event memory's side of `memlab.storage.erasures`: what an erasure takes and marks, and what a write checks
 again inside its transaction, so a memory erased while an add of it was embedding is never stored.
 
-Contract (README, "Erasure"): once `delete_memory`, `forget_session` or `forget_user` returns, no unit it
+Contract (docs/explanation/erasure.md): once `delete_memory`, `forget_session` or `forget_user` returns, no unit it
 erased, and no unit of an add planned before it, is stored or found afterwards; the add reports the units it
 left out under `skipped["deleted"]` (a tombstone) or `skipped["erased_during_ingest"]` (a forgotten session
 or user). An add planned after the erasure stores the session again (only `delete_memory` is a tombstone). An

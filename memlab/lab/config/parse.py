@@ -176,7 +176,7 @@ def _parse_config(raw: Any, *, source: str, base_dirs: list[Path] | None = None,
     if unknown:
         raise ConfigError(f"{source}: {unknown_keys(unknown, TOP_KEYS)}; known: {sorted(TOP_KEYS)}")
     if not data.get("datasets"):
-        raise ConfigError(f"{source}: `datasets` is empty; name at least one (see README: Your own data)")
+        raise ConfigError(f"{source}: `datasets` is empty; name at least one (see docs/howto/config.md)")
     if not isinstance(data["datasets"], list):
         raise ConfigError(f"{source}: `datasets` must be a list of {{name, format, path}} entries")
     names = [d.get("name") if isinstance(d, dict) else None for d in data["datasets"]]

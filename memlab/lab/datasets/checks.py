@@ -118,7 +118,7 @@ def author_note(dataset: Dataset) -> str | None:
     return (f"no event has author 'user' in {lacking} of {len(dataset.users)} user(s) (authors: {seen}): the rule "
             "fact extractor, first-person query rendering and prefer_author 'user' will find nothing there. If the "
             "agent serves one of the speakers, write that speaker's events with author 'user'; otherwise use "
-            "author-neutral settings (README: Conversations between two people)")  # fmt: skip
+            "author-neutral settings (docs/tutorials/your-own-data.md: Conversations between two people)")  # fmt: skip
 
 
 def dataset_warnings(datasets: Iterable[Dataset], config: dict[str, Any],

@@ -1,6 +1,7 @@
 """Sweeps: each is a `Sweep` (memlab.lab.sweeps.base) that yields systems, may measure what is not a ranked list,
-scores what it adds from saved runs and writes its report section. SWEEPS is the one table of them by name, in
-the order the README lists them: to add a sweep, write its class in a module here and add it to SWEEPS.
+scores what it adds from saved runs and writes its report section. SWEEPS is the one table of them by name (the
+reference page docs/reference/sweeps.md is generated from it): to add a sweep, write its class in a module here and
+add it to SWEEPS.
 Modules here are internal; use the names below."""
 
 from __future__ import annotations

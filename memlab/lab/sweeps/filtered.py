@@ -300,7 +300,8 @@ def section(folder, dataset: str, options: dict) -> str | None:
 
 
 class FilteredSweep(Sweep):
-    """The filtered-search trap on the data set's own texts and questions (the hooks above)."""
+    """The filtered-search trap on the data set's own texts and questions: recall against FAISS exact by tenant
+    share, across ef_search x iterative scan, exact, planner and a per-tenant partial index."""
 
     name = "filtered"
     measures = True

@@ -138,7 +138,8 @@ def _grid_table(folder: RunFolder, dataset: str, scores: pd.DataFrame, k: int) -
 
 
 class TableSweep(Sweep):
-    """The table store's index settings, plans and memory-size breakdown (see the module docstring)."""
+    """A table store's index settings (ef_search x iterative scan against FAISS exact), its plans for the smallest
+    and largest user, and recall by memory size."""
 
     name = NAME
     measures = True

@@ -324,8 +324,8 @@ class FactSystem:
 
 
 SETTINGS_KEYS = {f for f in SearchSettings.__dataclass_fields__ if f != "top_k"}
-_EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder", "rendering", "fact_keys", "rerank"}
-_FACT_KEYS = {"name", "extractor", "embedder", "rerank"}
+EVENT_KEYS = {"name", "granularity", "chunk_size", "chunk_overlap", "embedder", "rendering", "fact_keys", "rerank"}
+FACT_KEYS = {"name", "extractor", "embedder", "rerank"}
 
 
 def system_from_config(
@@ -348,16 +348,16 @@ def system_from_config(
     name = str(raw["name"])
     rerank = parse_rerank(raw["rerank"], name, k=k) if raw.get("rerank") is not None else None
     if "extractor" in raw or raw.get("granularity") == "facts":
-        extra = set(raw) - _FACT_KEYS - {"granularity"}
+        extra = set(raw) - FACT_KEYS - {"granularity"}
         if extra:
-            raise ConfigError(f"system {name!r}: {unknown_keys(extra, _FACT_KEYS)} for a fact system; "
-                              f"allowed: {sorted(_FACT_KEYS)}")  # fmt: skip
+            raise ConfigError(f"system {name!r}: {unknown_keys(extra, FACT_KEYS)} for a fact system; "
+                              f"allowed: {sorted(FACT_KEYS)}")  # fmt: skip
         return FactSystem(name, extractor=str(raw.get("extractor", "rules")),
                           embedder=str(raw.get("embedder", "default")), rerank=rerank)  # fmt: skip
-    extra = set(raw) - _EVENT_KEYS - SETTINGS_KEYS
+    extra = set(raw) - EVENT_KEYS - SETTINGS_KEYS
     if extra:
-        raise ConfigError(f"system {name!r}: {unknown_keys(extra, _EVENT_KEYS | SETTINGS_KEYS)}; build keys "
-                          f"{sorted(_EVENT_KEYS)}, "
+        raise ConfigError(f"system {name!r}: {unknown_keys(extra, EVENT_KEYS | SETTINGS_KEYS)}; build keys "
+                          f"{sorted(EVENT_KEYS)}, "
                           f"query keys {sorted(SETTINGS_KEYS)}")  # fmt: skip
     settings = SearchSettings(**{k: v for k, v in raw.items() if k in SETTINGS_KEYS})
     return EventSystem(
@@ -374,6 +374,9 @@ def system_from_config(
 
 
 __all__ = [
+    "EVENT_KEYS",
+    "FACT_KEYS",
+    "SETTINGS_KEYS",
     "Env",
     "EventSystem",
     "FactSystem",

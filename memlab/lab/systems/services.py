@@ -48,8 +48,8 @@ from memlab.storage.store import Store
 from memlab.types import Hit, Hits, SearchSettings
 
 SERVICE_KINDS = ("adk", "mem0")
-_ADK_KEYS = {"name", "kind", "service", "options", "embedder"}
-_MEM0_KEYS = {"name", "kind", "embedder", "threshold"}
+ADK_KEYS = {"name", "kind", "service", "options", "embedder"}
+MEM0_KEYS = {"name", "kind", "embedder", "threshold"}
 
 
 class ServiceHits(Hits):
@@ -330,7 +330,7 @@ def is_service_entry(raw: Mapping[str, Any]) -> bool:
 def service_system_from_config(raw: Mapping[str, Any]) -> AdkSystem | Mem0System:
     """A black-box system from its config entry (`kind: adk` or `kind: mem0`), its keys checked."""
     name, kind = str(raw["name"]), raw["kind"]
-    allowed = _ADK_KEYS if kind == "adk" else _MEM0_KEYS
+    allowed = ADK_KEYS if kind == "adk" else MEM0_KEYS
     extra = set(raw) - allowed
     if extra:
         raise ConfigError(f"system {name!r}: {unknown_keys(extra, allowed)} for a {kind} system; allowed: "
@@ -353,5 +353,5 @@ def service_system_from_config(raw: Mapping[str, Any]) -> AdkSystem | Mem0System
     return Mem0System(name, embedder, None if threshold is None else float(threshold))
 
 
-__all__ = ["AdkSystem", "Mem0System", "ServiceContext", "ServiceHits", "is_service_entry", "memlab_event_service",
-           "service_system_from_config"]
+__all__ = ["ADK_KEYS", "MEM0_KEYS", "SERVICE_KINDS", "AdkSystem", "Mem0System", "ServiceContext", "ServiceHits",
+           "is_service_entry", "memlab_event_service", "service_system_from_config"]  # fmt: skip

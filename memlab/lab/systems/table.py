@@ -357,5 +357,5 @@ def fits(system: object, store: str | None, chosen: Iterable[object] = ()) -> bo
     return store is None
 
 
-__all__ = ["ExactRows", "TableExactSystem", "TableStores", "TableSystem", "fits", "is_table_entry",
+__all__ = ["TABLE_KEYS", "ExactRows", "TableExactSystem", "TableStores", "TableSystem", "fits", "is_table_entry",
            "store_of_dataset", "table_system_from_config"]  # fmt: skip

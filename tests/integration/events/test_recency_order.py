@@ -1,6 +1,6 @@
-"""`time="boost"` on a "currently"/"latest" question puts the newer of two conflicting memories first, as the README
-says, with the real model and the real store: fused scores that tie (the newer one a place lower by relevance)
-go to the newer memory."""
+"""`time="boost"` on a "currently"/"latest" question puts the newer of two conflicting memories first, as
+docs/explanation/retrieval.md says, with the real model and the real store: fused scores that tie (the newer one a
+place lower by relevance) go to the newer memory."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_currently_puts_the_newer_of_two_conflicting_memories_first(store, embed
     mem.add_session(make_session(app_name, "u", "new", [newer], start=T0 + timedelta(days=60)))
     asked = T0 + timedelta(days=90)
     plain = mem.search(app_name, "u", question, memlab.SearchSettings(mode=mode, top_k=4))
-    assert [h.text for h in plain[:2]] == [older, newer]  # the case the README speaks of: relevance alone errs
+    assert [h.text for h in plain[:2]] == [older, newer]  # the case the docs speak of: relevance alone errs
     for top_k in (2, 4):
         hits = mem.search(app_name, "u", question, memlab.SearchSettings(mode=mode, time="boost", top_k=top_k),
                           asked_at=asked)  # fmt: skip

@@ -146,8 +146,8 @@ def erasure_disk_family(store: memlab.Store, embedder: memlab.Embedder, workdir:
             family.problem("marker_in_wal_after_purge" if name.startswith("pg_wal") else "marker_files_after_full",
                            f"{name} still holds the marker after purge_wal")  # fmt: skip
     family.notes.append(
-        "plain forget leaves the bytes in table and index files (expected: see the README's "
-        "erasure levels); vacuum='full' must leave none outside pg_wal, purge_wal none at all"
+        "plain forget leaves the bytes in table and index files (expected: see the erasure levels "
+        "in docs/explanation/erasure.md); vacuum='full' must leave none outside pg_wal, purge_wal none at all"
     )
     family.seconds = round(time.monotonic() - started, 2)
     return family

@@ -164,26 +164,27 @@ def test_the_table_sweep_grids_one_index_walking_system_per_store_and_distance()
     assert sweep.planned(options, {"systems": [{"name": n, "store": "agent"} for n in "abc"]}) == 3 * 4 + 2 * 3
 
 
-def _readme_store_configs() -> list[dict]:
+def _documented_store_configs() -> list[dict]:
+    """The YAML blocks of the how-to page on table stores (docs/howto/own-store.md), in its order."""
     from tests.conftest import ROOT
 
-    section = (ROOT / "README.md").read_text().split("## Your own store", 1)[1].split("\n## ", 1)[0]
-    blocks = [block.split("```", 1)[0] for block in section.split("```yaml\n")[1:]]
+    page = (ROOT / "docs" / "howto" / "own-store.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in page.split("```yaml\n")[1:]]
     import yaml
 
     return [yaml.safe_load(block) for block in blocks]
 
 
-def test_the_readme_store_configs_parse_as_written(monkeypatch, tmp_path):
+def test_the_documented_store_configs_parse_as_written(monkeypatch, tmp_path):
     monkeypatch.setenv("AGENT_DSN", DSN)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "questions.jsonl").write_text("")
-    full, others = _readme_store_configs()
-    config = parse_config({"name": "readme", **full}, base_dirs=[tmp_path])
+    full, others = _documented_store_configs()
+    config = parse_config({"name": "docs", **full}, base_dirs=[tmp_path])
     assert [s.name for s in config.systems] == ["exact", "hnsw40"]
     stores = others["stores"]
     systems = [{"name": f"exact-{s['name']}", "store": s["name"], "strategy": "exact"} for s in stores]
-    config = parse_config({"name": "readme", "stores": stores, "systems": systems,
+    config = parse_config({"name": "docs", "stores": stores, "systems": systems,
                            "datasets": [{"name": f"q-{s['name']}", "format": "memlab", "path": "questions.jsonl",
                                          "store": s["name"]} for s in stores],
                            "sweeps": []}, base_dirs=[tmp_path])  # fmt: skip
