@@ -68,11 +68,12 @@ class BenchSize:
 
 
 SIZES = {
-    "ci": BenchSize("ci", rows=(2_000, 10_000), queries=20, real_texts=2_000, near_duplicate_rows=10_000,
+    # a smoke of every section (CI runs it): small tables, 3 ingest rounds of the fixtures
+    "ci": BenchSize("ci", rows=(2_000, 6_000), queries=20, real_texts=2_000, near_duplicate_rows=6_000,
                     ingest_sets=("fixtures",), spare_core_sets=(),
-                    bandwidth_mb=256, bulk_rows=2_000, build_rows=10_000,
-                    background_tenants=40, lexical_units=(1_000, 4_000),
-                    ingest_rounds=3),  # a smoke of the ingest section: 3 rounds of the fixtures, not 5
+                    bandwidth_mb=256, bulk_rows=2_000, build_rows=6_000,
+                    background_tenants=40, lexical_units=(1_000, 2_000),
+                    ingest_rounds=3),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=100, real_texts=None,
                       near_duplicate_rows=100_000, ingest_sets=("longmemeval-s", "synth-short", "fixtures"),
                       spare_core_sets=("synth-short", "fixtures"), bandwidth_mb=1024, bulk_rows=20_000,
