@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import tempfile
 import uuid
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -114,33 +112,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
-def _seed_embedding_cache(home: Path) -> None:
-    """Start the run's embedding cache as a copy of the usual home's, when there is one (read through SQLite's
-    backup, so a memlab process writing it meanwhile is no problem; the usual home is never written): vectors the
-    packaged model computed before for the same texts (the cache keys them by the model's content digest), so each
-    test worker does not embed the shared data sets again. The run's own cache stays private to the run."""
-    import platformdirs
-
-    raw = os.environ.get("MEMLAB_HOME")
-    usual = (Path(raw).expanduser() if raw else Path(platformdirs.user_data_dir("memlab"))) / "cache"
-    source = usual / "embeddings.sqlite"
-    if not source.is_file():
-        return
-    (home / "cache").mkdir(parents=True)
-    try:
-        with closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)) as src, \
-                closing(sqlite3.connect(home / "cache" / "embeddings.sqlite")) as dst:  # fmt: skip
-            src.backup(dst)
-    except sqlite3.Error:  # unreadable or mid-migration: start empty, as without one
-        shutil.rmtree(home / "cache", ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def memlab_home():
     """A private MEMLAB_HOME for the run. Not under pytest's tmp_path: pytest prunes old base folders when
     other pytest processes start, which would delete the data directory of a server still in use."""
     home = Path(tempfile.mkdtemp(prefix="memlab-test-"))
-    _seed_embedding_cache(home)
     os.environ["MEMLAB_HOME"] = str(home)
     os.environ.pop("MEMLAB_DSN", None)
     yield home
