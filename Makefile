@@ -39,9 +39,9 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # pytest-xdist workers, each with its own embedded server and model; xdist's loadscope keeps a module's tests on one
-# worker (tests/conftest.py hands out the longest first): two more than the cores, since a worker waits on its
-# PostgreSQL, kernels, child processes and sleeps part of the time (docs/results.md). --durations lists the slowest tests of every run.
-WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 2)')
+# worker (tests/conftest.py hands out the longest first): one more than the cores, since a worker waits on its
+# PostgreSQL, kernels and child processes part of the time (docs/results.md). --durations lists the slowest tests of every run.
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 test: $(STAMP) browser
 	$(BIN)/ruff check memlab tests
 	$(BIN)/lint-imports

@@ -493,7 +493,7 @@ def probe_command(
 @app.command("bench")
 @user_errors
 def bench_command(
-    size: str = typer.Option("ci", help="ci (a few minutes: 2k and 6k rows; what CI runs) or full (10k, 100k and "
+    size: str = typer.Option("ci", help="ci (a few minutes: 2k and 4k rows; what CI runs) or full (10k, 100k and "
                              "1M rows of 384-d vectors: hours on 2 cores)."),
     out: Path | None = typer.Option(None, help="Run folder (default: reports/bench/<size>-<time>)."),
     dsn: str | None = typer.Option(None, help="PostgreSQL DSN (default: MEMLAB_DSN, else the embedded server). "

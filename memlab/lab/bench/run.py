@@ -68,12 +68,12 @@ class BenchSize:
 
 
 SIZES = {
-    # a smoke of every section (CI runs it): small tables, 3 ingest rounds of the fixtures
-    "ci": BenchSize("ci", rows=(2_000, 6_000), queries=20, real_texts=2_000, near_duplicate_rows=6_000,
+    # a smoke of every section (CI runs it beside the tests): small tables, one ingest round of the fixtures
+    "ci": BenchSize("ci", rows=(2_000, 4_000), queries=12, real_texts=2_000, near_duplicate_rows=4_000,
                     ingest_sets=("fixtures",), spare_core_sets=(),
-                    bandwidth_mb=256, bulk_rows=2_000, build_rows=6_000,
-                    background_tenants=40, lexical_units=(1_000, 2_000),
-                    ingest_rounds=3),
+                    bandwidth_mb=128, bulk_rows=1_000, build_rows=4_000,
+                    background_tenants=20, lexical_units=(500, 1_000),
+                    ingest_rounds=1),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=100, real_texts=None,
                       near_duplicate_rows=100_000, ingest_sets=("longmemeval-s", "synth-short", "fixtures"),
                       spare_core_sets=("synth-short", "fixtures"), bandwidth_mb=1024, bulk_rows=20_000,

@@ -6,15 +6,19 @@ swapped one fails it, and nothing in the database changes."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 import psycopg
 import pytest
+import yaml
+from typer.testing import CliRunner
 
 import memlab
 from memlab import lab
+from memlab.cli import app
 from memlab.table_store import AppNames, Layout, ModelMismatchError, ReadOnlyLimits, open_table
 from memlab.table_store.catalog import bind
 from tests.support import library_tables as lt
@@ -112,6 +116,7 @@ def built(store, embedder, tmp_path_factory):
         try:
             yield {"dsn": dsn, "ro_dsn": ro_dsn, "records": records, "other": other,
                    "sizes": dict(Counter(r.user for r in records)),
+                   "questions": questions,
                    "queries": {u: embedder.embed_query(q) for u, q in questions.items()}}  # fmt: skip
         finally:
             drop_role(dsn, role)
@@ -311,3 +316,40 @@ def test_before_postgresql_16_only_iso_times_are_cast(odd_times):
         with pytest.raises(memlab.ConfigError) as err:
             table.texts("x", "u2")
     assert "out of range" in str(err.value) and "map that field, such as time, to None" in str(err.value)
+
+
+EVAL_CASES = ("langchain-postgres", "langchain-pgvectorstore", "llamaindex", "mem0")
+
+
+def test_memlab_eval_runs_on_each_librarys_table(built, embedder, tmp_path, memlab_home, monkeypatch):
+    """One `memlab eval` over a store per library's table (as a SELECT-only role): each store's data set is read
+    from its table, its exact system finds the labelled rows (the brute-force top 3 of each user's rows for the
+    user's question) and equals FAISS exact over the table's own vectors, and the report names every system."""
+    stores, datasets, systems = [], [], []
+    for name in EVAL_CASES:
+        case = CASES[name]
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({
+            "type": "question", "id": f"{name}-{user}", "user": user, "text": built["questions"][user],
+            "relevant": [row for row, _ in brute_force(built["dsn"], case.brute, [user], vector)[:3]],
+        }) + "\n" for user, vector in built["queries"].items()))  # fmt: skip
+        table = {"table": case.options["table"]} if "table" in case.options else {}
+        stores.append({"name": name, "dsn_env": "LIBRARY_TABLES_DSN", "layout": case.preset, "app": case.app,
+                       "limits": {"max_qps": None}, **table})  # no model column: the model check compares texts
+        datasets.append({"name": f"{name}-set", "format": "memlab", "path": str(path), "store": name})
+        systems.append({"name": f"{name}-exact", "store": name, "strategy": "exact"})
+    config = tmp_path / "libraries.yaml"
+    config.write_text(yaml.safe_dump({"name": "libraries", "k": K, "plots": False, "sweeps": [], "stores": stores,
+                                      "datasets": datasets, "systems": systems}))  # fmt: skip
+    monkeypatch.setenv("LIBRARY_TABLES_DSN", built["ro_dsn"])
+    result = CliRunner().invoke(app, ["eval", "--config", str(config), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    scores = lab.RunFolder(tmp_path / "run").scores
+    overall = scores[scores.group == ""]
+    for name in EVAL_CASES:
+        mine = overall[(overall.dataset == f"{name}-set") & (overall.system == f"{name}-exact")]
+        by_metric = dict(zip(mine.metric, mine.value, strict=True))
+        assert by_metric[f"recall@{K}"] == 1.0, (name, by_metric)
+        assert by_metric["recall_vs_exact"] == 1.0, (name, by_metric)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert all(f"{name}-exact" in report for name in EVAL_CASES)
