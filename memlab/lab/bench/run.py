@@ -65,6 +65,7 @@ class BenchSize:
     background_tenants: int
     lexical_units: tuple[int, ...] = (1_000, 4_000)  # one user per size: lexical and hybrid vs vector search
     ingest_rounds: int | None = None  # rounds of each ingest set (None: the set's own, INGEST_SETS)
+    batch_sizes: tuple[int, ...] = (64, 256, 1024)  # `add_sessions(batch_units=...)` compared (none: not measured)
 
 
 SIZES = {
@@ -73,7 +74,7 @@ SIZES = {
                     ingest_sets=("fixtures",), spare_core_sets=(),
                     bandwidth_mb=128, bulk_rows=1_000, build_rows=4_000,
                     background_tenants=20, lexical_units=(500, 1_000),
-                    ingest_rounds=1),
+                    ingest_rounds=1, batch_sizes=()),
     "full": BenchSize("full", rows=(10_000, 100_000, 1_000_000), queries=100, real_texts=None,
                       near_duplicate_rows=100_000, ingest_sets=("longmemeval-s", "synth-short", "fixtures"),
                       spare_core_sets=("synth-short", "fixtures"), bandwidth_mb=1024, bulk_rows=20_000,
@@ -268,8 +269,8 @@ def memory_part(
                 f"{key}.nonmodel_budget_seconds": ingest.nonmodel_budget_seconds(),
                 **{f"{key}.stage.{s}_seconds": ingest.stages.get(s, 0.0) for s in STAGES},
             })  # fmt: skip
-        if position == 0:
-            batches = pd.DataFrame(measure_batch_sizes(store, model, sessions))
+        if position == 0 and spec.batch_sizes:
+            batches = pd.DataFrame(measure_batch_sizes(store, model, sessions, sizes=spec.batch_sizes))
             tables["ingest_batches"] = batches
             results.update(flat("ingest.batch_units", batches, ["batch_units"], ["texts_per_s"]))
     tables["ingest"] = pd.DataFrame(rows)

@@ -67,7 +67,7 @@ def test_every_system_has_recall_with_an_interval(folder, dataset):
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_memlab_through_adk_agrees_with_memlab_on_every_question(folder, dataset):
     own, through_adk = _ranked(folder, "event", dataset), _ranked(folder, "memlab-adk", dataset)
-    assert own.keys() == through_adk.keys() and len(own) >= 2
+    assert own.keys() == through_adk.keys() and len(own) >= 1
     assert own == through_adk
 
 
