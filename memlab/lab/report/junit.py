@@ -3,21 +3,13 @@ a failure for each regression, an ungated key as a skipped case (no definition s
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pandas as pd
 
+from memlab.lab.base.tables import format_cell
 from memlab.lab.report.gate import UNGATED
-
-
-def _figure(value: object) -> str:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(value)
-    return "" if math.isnan(number) else f"{number:.4g}"
 
 
 def gate_junit(table: pd.DataFrame, *, name: str = "memlab gate") -> str:
@@ -30,8 +22,9 @@ def gate_junit(table: pd.DataFrame, *, name: str = "memlab gate") -> str:
     for row, failed, ungated in zip(table.itertuples(index=False), regressions, skipped, strict=True):
         key = str(row.metric)
         case = ET.SubElement(suite, "testcase", name=key, classname="/".join(key.split("/")[:2]))
-        detail = (f"baseline {_figure(row.baseline)}, run {_figure(row.run)}, change {_figure(row.change)}, "
-                  f"tolerance {_figure(row.tolerance)}, {row.better} is better: {row.verdict}")  # fmt: skip
+        detail = (f"baseline {format_cell(row.baseline)}, run {format_cell(row.run)}, "
+                  f"change {format_cell(row.change)}, tolerance {format_cell(row.tolerance)}, "
+                  f"{row.better} is better: {row.verdict}")  # fmt: skip
         if failed:
             ET.SubElement(case, "failure", message=str(row.verdict), type="regression").text = detail
         elif ungated:

@@ -45,7 +45,6 @@ class EventMatcher:
     by_id: dict[tuple[str, str, str], list[EventRef]] = field(default_factory=lambda: defaultdict(list))
     by_text: dict[tuple[str, str, str], list[tuple[EventRef, datetime]]] = field(
         default_factory=lambda: defaultdict(list))
-    sessions: dict[tuple[str, str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
 
     @classmethod
     def of(cls, dataset: Dataset) -> EventMatcher:
@@ -55,7 +54,6 @@ class EventMatcher:
             for event in session.events:
                 ref = (session.id, event.id)
                 matcher.by_id[(*user, event.id)].append(ref)
-                matcher.sessions[(*user, event.id)].add(session.id)
                 if event.text:
                     matcher.by_text[(*user, _text_key(event.text))].append((ref, event.timestamp))
         return matcher

@@ -236,7 +236,7 @@ def memlab_event_service(context: ServiceContext):
 # -- mem0 -----------------------------------------------------------------------------------------------------
 
 
-def _mem0_memory(dsn: str, collection: str, model_path: str, dimension: int, state: Path):
+def mem0_memory(dsn: str, collection: str, model_path: str, dimension: int, state: Path):
     """mem0's Memory on its pgvector store, embedding with the model folder through mem0's local embedder, its
     telemetry off, its LLM pointed at a closed loopback port (never called: raw messages only)."""
     os.environ["MEM0_TELEMETRY"] = "False"
@@ -285,7 +285,7 @@ class Mem0System:
         embedder = env.embedder(self.embedder)
         state = Path(tempfile.mkdtemp(prefix="memlab-mem0-"))  # its history database: nothing memlab reads
         collection = "mem0_" + "".join(c if c.isalnum() else "_" for c in f"{self.name}_{dataset.name}").lower()
-        memory = _mem0_memory(env.store.dsn, collection[:60], _model_folder(embedder), embedder.dimension, state)
+        memory = mem0_memory(env.store.dsn, collection[:60], _model_folder(embedder), embedder.dimension, state)
         for session in _sessions(dataset, env.progress, self.name):
             for event in session.events:
                 if not event.text:
@@ -354,4 +354,4 @@ def service_system_from_config(raw: Mapping[str, Any]) -> AdkSystem | Mem0System
 
 
 __all__ = ["ADK_KEYS", "MEM0_KEYS", "SERVICE_KINDS", "AdkSystem", "Mem0System", "ServiceContext", "ServiceHits",
-           "is_service_entry", "memlab_event_service", "service_system_from_config"]  # fmt: skip
+           "is_service_entry", "mem0_memory", "memlab_event_service", "service_system_from_config"]  # fmt: skip
