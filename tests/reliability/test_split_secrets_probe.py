@@ -22,6 +22,7 @@ def test_the_family_sees_a_split_key_when_the_session_scan_is_off(scratch_store,
 
     monkeypatch.setattr(event_memory, "split_secret_events", lambda texts: set())
     monkeypatch.setattr(fact_memory, "split_secret_events", lambda texts: set())
-    family = split_secrets_family(scratch_store, embedder, tmp_path)
+    family = split_secrets_family(scratch_store, embedder, tmp_path, limit=4)
+    assert family.figures["sessions"] < 30, "four split keys and the answers: a quick look"
     assert family.figures["secret_fragments_stored"] > 0
     assert family.figures["split_events_not_counted"] > 0

@@ -168,11 +168,11 @@ def _stored(store: memlab.Store, app: str, user: str) -> str:
 
 
 def split_secrets_family(
-    store: memlab.Store, embedder: memlab.Embedder, workdir: Path, *, every: bool = False
+    store: memlab.Store, embedder: memlab.Embedder, workdir: Path, *, every: bool = False, limit: int | None = None
 ) -> Family:
     """Ingest every key type in half the split shapes (all of them with `every`), and passwords given as
     answers, into event, chunk and fact memory; search what was stored for the secrets; check ordinary chat
-    loses nothing."""
+    loses nothing. `limit`: only the first that many split keys (a quick look, for a check that must see a hole)."""
     zero = ["secret_fragments_stored", "split_events_not_counted", "ordinary_events_dropped"]
     figures = {"key_types": len(KEYS), "shapes": 0, "sessions": 0, "ingests": 0, "fragments_searched": 0}
     family = Family("split_secrets", {**figures, **dict.fromkeys(zero, 0)}, must_be_zero=zero)
@@ -192,6 +192,7 @@ def split_secrets_family(
             shape_names.add(shape)
             chat = sum(t.startswith("hang on") for t in texts)
             cases.append((f"{kind}: {shape}", [BEFORE, *texts, AFTER], _fragments(lines[1:-1]), len(texts) - chat))
+    cases = cases[:limit]
     family.figures["shapes"] = len(shape_names)
     for question, answer in ANSWERS:
         cases.append((f"answer to {question!r}", [BEFORE, question, answer, AFTER], [answer], 1))

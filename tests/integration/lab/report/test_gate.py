@@ -115,7 +115,7 @@ def _moved(how, base: float, sign: int) -> float:
     return base + sign * step * (1 if how.better == "higher" else -1)
 
 
-def test_every_gated_baseline_metric_fails_when_worse_and_passes_when_better_one_at_a_time():
+def test_every_gated_baseline_metric_fails_when_worse_and_passes_when_better():
     metrics = BASELINE["metrics"]
     rules = load_rules()
     hows = {key: lab.report.gating(key, rules) for key in metrics}
@@ -123,10 +123,17 @@ def test_every_gated_baseline_metric_fails_when_worse_and_passes_when_better_one
     assert guessed == [], f"baseline keys no metric definition covers: {guessed[:10]}"
     checked = [key for key, how in hows.items() if how.gated]
     assert len(checked) > 4000, "the baseline's label metrics, AUCs, rates and fact figures are gated"
-    wrong = []
     for key in checked:
+        assert hows[key].better in ("higher", "lower") and hows[key].better == hows[key].definition.better
+    # one at a time: a key of each kind (its definition, allowance and breakdown), judged with nothing beside it
+    kinds = {}
+    for key in checked:
+        how = hows[key]
+        kinds.setdefault((how.definition.name, how.abs, how.rel, "[" in key), key)
+    assert len(kinds) > 20
+    wrong = []
+    for key in kinds.values():
         how, base = hows[key], metrics[key]
-        assert how.better in ("higher", "lower") and how.better == how.definition.better
         for sign, expected in ((-1, "regression"), (1, "improvement")):
             table = compare({key: base}, {key: _moved(how, base, sign)}, rules)
             if table.verdict.tolist() != [expected]:
@@ -135,6 +142,8 @@ def test_every_gated_baseline_metric_fails_when_worse_and_passes_when_better_one
     # all at once, through the gate's own table: each gated key is judged on its own
     worse = compare(metrics, {k: _moved(hows[k], v, -1) if hows[k].gated else v for k, v in metrics.items()}, rules)
     assert set(worse.verdict) == {"regression"} and len(worse) == len(checked)
+    better = compare(metrics, {k: _moved(hows[k], v, 1) if hows[k].gated else v for k, v in metrics.items()}, rules)
+    assert set(better.verdict) == {"improvement"} and len(better) == len(checked)
 
 
 def test_a_key_no_definition_covers_is_listed_ungated_never_compared(tmp_path):

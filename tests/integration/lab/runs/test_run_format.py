@@ -22,7 +22,6 @@ from typer.testing import CliRunner
 
 from memlab import ConfigError, lab
 from memlab.cli import app
-from memlab.lab.metrics.distances import DEFAULT_GRID
 
 TOPICS = {
     "trip": ["I am flying to Oslo in March for a conference.", "The hotel near the station costs 120 a night.",
@@ -34,6 +33,7 @@ TOPICS = {
 }  # fmt: skip
 QUESTIONS = [("trip", 2, "When does my flight leave?"), ("food", 2, "Do I eat meat?"),
              ("pets", 1, "When is the vet appointment?"), ("trip", 1, "How much is the hotel?")]  # fmt: skip
+GRID = (0.4, 0.7, 1.0)  # the cut-off sweep's points: three derived runs per system
 SCORED = ["returned", "empty", "context_chars", "recall_vs_exact", "recall", "precision", "mrr", "ndcg", "hit",
           "empty_rate", "correct_empty_rate"]  # fmt: skip
 
@@ -67,7 +67,8 @@ def made(tmp_path_factory, memlab_home, store) -> Path:
                            for name in ("unique", "turns")],
               "systems": [{"name": "event-exact", "strategy": "exact"},
                           {"name": "chunk2", "granularity": "chunk", "chunk_size": 2, "chunk_overlap": 0,
-                           "strategy": "exact"}], "sweeps": ["cutoff"]}  # fmt: skip
+                           "strategy": "exact"}], "sweeps": ["cutoff"],
+              "options": {"cutoff": {"grid": list(GRID)}}}  # fmt: skip
     (folder / "format.yaml").write_text(yaml.safe_dump(config))
     run = folder / "run"
     result = CliRunner().invoke(app, ["eval", "--config", str(folder / "format.yaml"), "--out", str(run)])
@@ -232,7 +233,7 @@ def test_cut_offs_are_saved_as_runs_derived_from_their_parent(made):
     recorded = folder.manifest["systems"]["unique"]  # what each system is, as the run recorded it
     assert {recorded[n]["role"] for n in ("event-exact", "chunk2", "faiss-exact-event")} == {"main", "reference"}
     assert sorted(recorded[name]["max_distance"] for name in cuts if cuts[name].role.parent == "chunk2") == \
-        sorted(DEFAULT_GRID)  # fmt: skip
+        sorted(GRID)  # fmt: skip
     for name, run in cuts.items():
         info = recorded[name]
         assert (info["kind"], info["role"], info["sweep"], info["parent"]) == ("cutoff", "cut", "cutoff",
