@@ -573,10 +573,13 @@ def queries_import_command(
     path: Path = typer.Argument(..., help="A JSON Lines file of your queries: app, user, text, asked_at a line."),
     out: Path = typer.Option(..., help="The query file to write (origin \"file\")."),
 ) -> None:
-    """Check a plain JSON Lines file of queries and write it as a query file for `memlab judge pool`."""
-    queries = workbench().datasets.read_plain_queries(path)
-    _write_queries(out, queries)
-    console.print(f"[green]wrote[/] {out} ({len(queries)} queries)")
+    """Check a plain JSON Lines file of queries and write it as a query file for `memlab judge pool`, each query
+    once: a line repeating an earlier one (same app, user and text, at any time) is dropped and counted."""
+    read = workbench().datasets.read_plain_queries(path)
+    _write_queries(out, read.queries)
+    noun = "query" if read.repeats == 1 else "queries"
+    dropped = f"; dropped {read.repeats} repeated {noun}, the first asking of each kept" if read.repeats else ""
+    console.print(f"[green]wrote[/] {out} ({len(read.queries)} queries{dropped})", highlight=False)
 
 
 questions_app = typer.Typer(help="Generated questions, for users with no query log: written from their own "
