@@ -205,7 +205,8 @@ def test_rules_on_two_speakers_give_the_author_note_check_dataset_gives(tmp_path
     note = lab.datasets.author_note(lab.load_jsonl(path, name="two"))
     assert note is not None and "rule fact extractor" in note
     checked = CliRunner().invoke(app, ["check-dataset", str(path)])
-    made = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(path), "--out", str(tmp_path / "q.jsonl")])
+    out = tmp_path / "q.jsonl"
+    made = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(path), "--out", str(out)])
     for result in (checked, made):
         assert f"note: {note}" in " ".join(result.output.split()), result.output
     assert made.exit_code == 2 and "no question was generated" in made.output
