@@ -28,6 +28,8 @@ from memlab.storage import embedded_status, psql_path, start_embedded, stop_embe
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memlab.lab import Dataset
+
 app = typer.Typer(help="memlab: measure and tune the long-term memory of AI agents.", no_args_is_help=True)
 console = Console(width=None if Console().is_terminal else 160)
 
@@ -210,7 +212,13 @@ def check_dataset_command(
         console.print(escape(line), soft_wrap=True, highlight=False)
     if data.pool:
         console.print(lab.datasets.judged_summary(data), soft_wrap=True, highlight=False)
-    note = lab.datasets.author_note(data)
+    _note_authors(data)
+
+
+def _note_authors(data: Dataset) -> None:
+    """The note `check-dataset` gives (and `questions generate --generator rules`) where users lack author 'user':
+    the features that read that author, the rule fact extractor first, will find nothing there."""
+    note = workbench().datasets.author_note(data)
     if note:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
 
@@ -573,10 +581,13 @@ def queries_import_command(
     path: Path = typer.Argument(..., help="A JSON Lines file of your queries: app, user, text, asked_at a line."),
     out: Path = typer.Option(..., help="The query file to write (origin \"file\")."),
 ) -> None:
-    """Check a plain JSON Lines file of queries and write it as a query file for `memlab judge pool`."""
-    queries = workbench().datasets.read_plain_queries(path)
-    _write_queries(out, queries)
-    console.print(f"[green]wrote[/] {out} ({len(queries)} queries)")
+    """Check a plain JSON Lines file of queries and write it as a query file for `memlab judge pool`, each query
+    once: a line repeating an earlier one (same app, user and text, at any time) is dropped and counted."""
+    read = workbench().datasets.read_plain_queries(path)
+    _write_queries(out, read.queries)
+    noun = "query" if read.repeats == 1 else "queries"
+    dropped = f"; dropped {read.repeats} repeated {noun}, the first asking of each kept" if read.repeats else ""
+    console.print(f"[green]wrote[/] {out} ({len(read.queries)} queries{dropped})", highlight=False)
 
 
 questions_app = typer.Typer(help="Generated questions, for users with no query log: written from their own "
@@ -645,6 +656,8 @@ def questions_generate_command(
     for reason, count in sorted(made.skipped.items()):
         table.add_row(f"skipped: {reason}", str(count), style="yellow")
     console.print(table)
+    if generator == "rules":  # the rule extractor reads only author 'user': a two-speaker set makes next to nothing
+        _note_authors(source)
     if not made.queries:
         fail(f"no question was generated from {sessions or f'store {store}'}; see the counts above (the rule "
              "extractor found no fact with a template, or every model reply was refused)")

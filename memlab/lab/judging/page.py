@@ -1,4 +1,4 @@
-"""judge.html: one self-contained page (no network) for judging a pool from the keyboard. Each query shows its
+"""judge.html: one self-contained page (no network) for judging a pool by keyboard or mouse. Each query shows its
 pooled hits (text, session, time, author) in a shuffled order, seeded so two assessors see the same order, and
 never says which system found a hit (an assessor who knows would judge the system, not the hit). The page saves
 as it goes in the browser's localStorage and exports the judgments file (memlab.lab.datasets.judged.judgments)."""

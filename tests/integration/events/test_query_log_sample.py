@@ -118,7 +118,6 @@ GOOD = '{"app": "a", "user": "u1", "text": "Where do I live?", "asked_at": "2026
     ('{"app": "a", "user": "u1", "text": "Where?", "asked_at": "2026-06-01T12:00:00"}', "(has no time zone)"),
     ('{"app": "a", "user": "u1", "text": "Where?", "asked_at": "yesterday"}', "got 'yesterday'"),
     ('{"app": "a", "user": "u1", "text": "Where?"}', "`asked_at` must be an ISO 8601 time with a zone (missing)"),
-    (GOOD, "the same query (app, user, text and asked_at) as line 1"),
 ])  # fmt: skip
 def test_plain_query_file_errors_name_the_line_the_problem_and_the_fix(tmp_path, line, expected):
     path = tmp_path / "mine.jsonl"
@@ -140,7 +139,31 @@ def test_plain_query_file_becomes_a_query_file(tmp_path):
     assert [(r["app"], r["user"], r["origin"]) for r in rows] == [("a", "u1", "file"), ("default", "u2", "file")]
     assert rows[1]["asked_at"] == "2026-06-02T08:00:00+00:00" and "stratum" not in rows[0]
     assert [q.text for q in lab.datasets.read_queries(out)] == ["Where do I live?", "Was ist mein Job?"]
+    assert "dropped" not in result.output
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     with pytest.raises(memlab.errors.FixtureError, match="no queries"):
         lab.datasets.read_plain_queries(empty)
+
+
+def test_import_drops_repeated_queries_keeps_the_first_and_says_how_many(tmp_path):
+    """A real log repeats questions: the same user of the same app asking the same text, at another time or the
+    same one, is one query (its first asking); another user, app or text is another query."""
+
+    def line(text: str = "Where do I live?", at: str = "2026-06-01T12:00:00+00:00", **scope: str) -> str:
+        return json.dumps({"app": "a", "user": "u1", "text": text, "asked_at": at} | scope)
+
+    lines = [line(), line(at="2026-06-03T09:00:00+00:00"), line(user="u2"), line(app="b"), line(),
+             line("  Where do I live? ", at="2026-06-04T09:00:00Z"), line("Where did I live?")]  # fmt: skip
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "queries.jsonl"
+    result = CliRunner().invoke(app, ["queries", "import", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "(4 queries; dropped 3 repeated queries" in " ".join(result.output.split())
+    rows = [json.loads(r) for r in out.read_text().splitlines()]
+    assert [(r["app"], r["user"], r["text"]) for r in rows] == [
+        ("a", "u1", "Where do I live?"), ("a", "u2", "Where do I live?"), ("b", "u1", "Where do I live?"),
+        ("a", "u1", "Where did I live?")]  # fmt: skip
+    assert rows[0]["asked_at"] == "2026-06-01T12:00:00+00:00", "the first asking is kept"
+    assert len({r["query_id"] for r in rows}) == 4 and len(lab.datasets.read_queries(out)) == 4

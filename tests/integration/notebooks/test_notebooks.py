@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import memlab
 from memlab.lab.report.notebooks import (
     one_kernel,
     parameter_names,
@@ -44,6 +45,22 @@ CI_PARAMETERS: dict[str, dict[str, object]] = {
                                  "EF_SEARCH": [10, 40, 100, 400], "QUERIES": 3},
     "05_fact_consolidation.ipynb": {"FIXTURES": ["mealkit-asha", "mealkit-chidi"], "EXTRACTORS": ["labelled", "rules"]},
 }  # fmt: skip
+
+
+def printed_defaults() -> dict[str, list[str]]:
+    """Per notebook, what its outputs must say of the defaults its prose refers to, as memlab's code has them: a
+    notebook prints a default from the code rather than stating a number in Markdown that can drift from it."""
+    search, policy = memlab.SearchSettings(), memlab.AutoPolicy()
+    exact = f"auto scans a user's rows exactly up to {policy.exact_below:,} units"
+    return {"01_quickstart.ipynb": [exact],
+            "04_filtered_search.ipynb": [f"ef_search {search.ef_search}, iterative_scan {search.iterative_scan!r}",
+                                         exact]}  # fmt: skip
+
+
+def printed(nb) -> str:
+    """Everything an executed notebook's code cells printed."""
+    return "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
+                   if out.output_type == "stream")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -117,9 +134,12 @@ def test_notebook_runs_at_ci_size(path: Path, execute, store, memlab_home, out_d
     common = {"MEMLAB_HOME": str(memlab_home), "DSN": None, "FIXTURES_DIR": str(ROOT / "fixtures"),
               "OUT_DIR": str(out_dir / path.stem)}  # fmt: skip
     overrides = {k: v for k, v in common.items() if k in names} | CI_PARAMETERS[path.name]
-    seconds = execute(with_parameters(nb, overrides))
+    run = with_parameters(nb, overrides)
+    seconds = execute(run)
     record_property("seconds", round(seconds, 1))
     print(f"{path.name}: {seconds:.1f} s")
+    for line in printed_defaults().get(path.name, []):
+        assert line in printed(run), f"{path.name} does not print {line!r}, the default its prose refers to"
     with store.connection() as conn:  # the notebook's last cell dropped its scratch database
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'memlab\\_nb%'").fetchall()
     assert not left, f"{path.name} left scratch databases behind: {left}"

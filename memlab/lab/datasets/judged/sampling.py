@@ -11,7 +11,8 @@ stratified by the user's memory-size bucket when the query was asked (scoring.si
 search returned anything: every stratum gets an equal share of the sample (the share a stratum cannot fill goes to
 the others), so the rare strata (empty results, large memories) are not drowned out by the common one; within a
 stratum, users take turns. `read_plain_queries` reads `{"app", "user", "text", "asked_at"}` lines (origin
-"file"); a bad line raises FixtureError naming the file, the line, what is wrong and how to fix it."""
+"file"); a bad line raises FixtureError naming the file, the line, what is wrong and how to fix it. Both count a
+query asked again by the same user of the same app once, at its first asking (`repeat_key`): real logs repeat."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ def query_id(app: str, user: str, text: str, asked_at: datetime) -> str:
     hashed again in the rare case the digest reads as a credential (`memlab.safety.redact.plain_digest`), so a pool
     written through the redactor still names the query as its query file does."""
     return plain_digest("\x1f".join((app, user, text, asked_at.isoformat())))
+
+
+def repeat_key(app: str, user: str, text: str) -> tuple[str, str, str]:
+    """What makes two queries one: the same user of the same app asking the same text (outer spaces aside), at
+    whatever time. Sampling and import keep the first asking of each, so a repeated question is not judged twice."""
+    return (app, user, text.strip())
 
 
 def query_record(app: str, user: str, text: str, asked_at: datetime, origin: str, **optional: Any) -> dict[str, Any]:
@@ -104,15 +111,25 @@ def _plain_query(raw: Any, where: str) -> dict[str, Any]:
     return query_record(values["app"], values["user"], values["text"], asked, "file")
 
 
-def read_plain_queries(path: str | Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PlainQueries:
+    """A plain query file read: its query records, and how many lines repeated an earlier query (dropped)."""
+
+    queries: list[dict[str, Any]]
+    repeats: int
+
+
+def read_plain_queries(path: str | Path) -> PlainQueries:
     """A plain JSON Lines file of queries (`app`, `user`, `text`, `asked_at` a line) as query records, origin
-    "file", in file order. Blank lines are skipped; any bad line raises FixtureError (`path:line: what is wrong;
-    how to fix it`) and nothing is returned."""
+    "file", in file order, each query once: a line repeating an earlier one (`repeat_key`) is dropped and counted.
+    Blank lines are skipped; any bad line raises FixtureError (`path:line: what is wrong; how to fix it`) and
+    nothing is returned."""
     path = Path(path)
     if not path.is_file():
         raise FixtureError(f"{path}: no such file; give the path of a JSON Lines file of queries")
     out: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
+    seen: set[tuple[str, str, str]] = set()
+    repeats = 0
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -124,14 +141,15 @@ def read_plain_queries(path: str | Path) -> list[dict[str, Any]]:
                 raise FixtureError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); write one JSON object a "
                                    "line, with double-quoted keys and strings") from None  # fmt: skip
             record = _plain_query(raw, where)
-            if record["query_id"] in seen:
-                raise FixtureError(f"{where}: the same query (app, user, text and asked_at) as line "
-                                   f"{seen[record['query_id']]}; remove one of them")  # fmt: skip
-            seen[record["query_id"]] = number
+            key = repeat_key(record["app"], record["user"], record["text"])
+            if key in seen:
+                repeats += 1
+                continue
+            seen.add(key)
             out.append(record)
     if not out:
         raise FixtureError(f"{path}: no queries; write one JSON object a line with {', '.join(PLAIN_KEYS)}")
-    return out
+    return PlainQueries(out, repeats)
 
 
 # -- a stratified sample of the query log ------------------------------------------------------------------
@@ -190,7 +208,7 @@ def sample_logged_queries(
 ) -> QuerySample:
     """Draw up to `n` distinct logged queries (of one app, or all; of one memory kind, or both), stratified by
     memory-size bucket and empty vs non-empty result (see the module docstring). A query asked again by the same
-    user counts once (its first asking). Reproducible for a given log and `seed`."""
+    user counts once (its first asking: `repeat_key`). Reproducible for a given log and `seed`."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SAMPLE:
         raise ConfigError(f"n must be a whole number from 1 to {MAX_SAMPLE:,}, got {n!r}")
     if kind not in (None, "events", "facts"):
@@ -199,7 +217,7 @@ def sample_logged_queries(
     for app_name, user_id in memlab.events.query_log_users(store, app):
         first: dict[str, Any] = {}
         for row in memlab.events.logged_queries(store, app_name, user_id, kind=kind):  # oldest first, user-scoped
-            first.setdefault(row.text.strip(), row)
+            first.setdefault(repeat_key(app_name, user_id, row.text), row)
         rows.extend(first.values())
     strata: dict[str, list] = defaultdict(list)
     for row in rows:

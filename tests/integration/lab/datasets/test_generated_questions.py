@@ -18,6 +18,7 @@ from memlab import lab
 from memlab.cli import app
 from memlab.lab.datasets.generated.written import Generation
 from tests.conftest import make_session
+from tests.integration.lab.datasets.test_two_speakers import write_two_speakers
 
 APP = "gen-test"
 SESSIONS = {  # user -> sessions of alternating user/model turns (event ids <sid>-e<i>)
@@ -134,6 +135,7 @@ def test_the_generated_files_load_as_a_judged_set_with_the_evidence_judged_by_th
     again = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(files["sessions"]), "--out",
                                      str(files["queries"])])  # its own files: written again  # fmt: skip
     assert again.exit_code == 0, again.output
+    assert "note:" not in again.output, "users with author 'user' get no author note"
     files["pool"].write_text("{}")  # not a generated pool any more: never overwritten
     refused = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(files["sessions"]), "--out",
                                        str(files["queries"])])  # fmt: skip
@@ -193,3 +195,18 @@ def test_the_command_shows_the_predicates_it_had_no_template_for(tmp_path):
     wrong = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(files["sessions"]), "--out",
                                      str(files["queries"]), "--generator", "model", "--templates", str(path)])
     assert wrong.exit_code == 2 and "--templates goes with --generator rules" in wrong.output
+
+
+def test_rules_on_two_speakers_give_the_author_note_check_dataset_gives(tmp_path):
+    """Two people talking, each speaker the author: the rule extractor reads only author 'user', so next to nothing
+    is generated, and the command says why with the very note `memlab check-dataset` prints."""
+    path = tmp_path / "two.jsonl"
+    write_two_speakers(path)
+    note = lab.datasets.author_note(lab.load_jsonl(path, name="two"))
+    assert note is not None and "rule fact extractor" in note
+    checked = CliRunner().invoke(app, ["check-dataset", str(path)])
+    out = tmp_path / "q.jsonl"
+    made = CliRunner().invoke(app, ["questions", "generate", "--sessions", str(path), "--out", str(out)])
+    for result in (checked, made):
+        assert f"note: {note}" in " ".join(result.output.split()), result.output
+    assert made.exit_code == 2 and "no question was generated" in made.output

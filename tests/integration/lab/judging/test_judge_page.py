@@ -41,7 +41,7 @@ def test_three_queries_judged_by_keyboard_export_and_load_as_a_judged_set(browse
     plan = {"q-cat": ["r", "n", "s", "1"], "q-sister": ["0", "1"], "q-car": ["n", "j", "r"]}
     for qid, keys in plan.items():
         assert page.locator("#query").inner_text().startswith(next(t for q, _, t in QUERIES if q == qid))
-        page.locator("#hits").click()  # keys go to the page, not the assessor field
+        page.locator("#help").click()  # keys go to the page, not the assessor field (a click on a hit would select it)
         for key in keys:
             session, event = current(page)
             page.keyboard.press(key)
@@ -67,6 +67,56 @@ def test_three_queries_judged_by_keyboard_export_and_load_as_a_judged_set(browse
     loaded = {(q.id, s, e): int((s, e) in q.evidence) for q in data.questions for s, e in q.judged}
     assert loaded == expected
     assert sorted(q.id for q in data.questions) == sorted(plan)
+
+
+def export(page, tmp_path: Path) -> list[dict]:
+    with page.expect_download() as download:
+        page.click("#export")
+    exported = tmp_path / "clicked.jsonl"
+    download.value.save_as(exported)
+    return [json.loads(line) for line in exported.read_text().splitlines()]
+
+
+def test_clicks_judge_as_the_keys_do_and_the_query_stays_in_sight(browser, judged_files, tmp_path):
+    height = 320  # a short window: the hits of a query overflow it
+    page = browser.new_page(viewport={"width": 900, "height": height})
+    page.goto(judged_files["page"].as_uri())
+    page.fill("#assessor", "bo")
+    hits = page.locator("#hits .hit")
+    assert hits.count() >= 3
+    expected: dict[tuple[str, str], int] = {}
+    for index, button, relevance in ((2, "r", 1), (0, "n", 0), (1, "s", None)):  # the key each button stands for
+        hit = hits.nth(index)
+        key = (hit.get_attribute("data-session"), hit.get_attribute("data-event"))
+        hit.locator(f'button[data-key="{button}"]').click()
+        if relevance is not None:
+            expected[key] = relevance
+        assert page.locator(f'#hits .hit[data-event="{key[1]}"][data-session="{key[0]}"]').get_attribute(
+            "data-state") == ("" if relevance is None else str(relevance))  # fmt: skip
+    assert page.locator("#progress").inner_text().endswith(f"{len(expected)} of {total_hits(judged_files)} hits judged")
+    assert current(page) == (hits.nth(2).get_attribute("data-session"), hits.nth(2).get_attribute("data-event")), (
+        "after a judgment the next hit is the current one, as after a key")
+    hits.nth(0).locator(".text").click()  # a click on a hit's text makes it the current one
+    assert current(page) == (hits.nth(0).get_attribute("data-session"), hits.nth(0).get_attribute("data-event"))
+
+    first_query = page.locator("#query").inner_text()
+    page.mouse.wheel(0, 5000)
+    page.wait_for_function("window.scrollY > 0")
+    box = page.locator("#query").bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height, box
+    page.click("#next-query")
+    assert page.locator("#query").inner_text() != first_query
+    page.click("#prev-query")
+    assert page.locator("#query").inner_text() == first_query
+
+    lines = export(page, tmp_path)
+    qid = lab.judging.judging_page_data(lab.datasets.read_pool(judged_files["pool"]))["queries"][0]["query_id"]
+    assert {(line["query"], line["event_id"], line["relevance"]) for line in lines} == {
+        (qid, event, relevance) for (_, event), relevance in expected.items()}
+
+
+def total_hits(judged_files) -> int:
+    return sum(len(q.get("hits")) for q in lab.datasets.read_pool(judged_files["pool"]).queries)
 
 
 def test_the_hit_order_is_shuffled_by_seed_and_the_same_for_the_same_seed(judged_files):
