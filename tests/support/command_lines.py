@@ -4,6 +4,7 @@ a make line against the Makefile's targets. Nothing is run."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -72,6 +73,12 @@ def invocations(text: str, program: str, where: str) -> list[Invocation]:
     return found
 
 
+@functools.cache
+def _command_tree():
+    """The Typer app as its click command tree, built once."""
+    return typer.main.get_command(app)
+
+
 def memlab_problem(words: tuple[str, ...], *, mention: bool = False) -> str | None:
     """Why a memlab command line would not parse (an unknown command or option, an option without its value, an
     extra argument), or None. Only the syntax is parsed, with the command's own parser: values are not converted
@@ -80,7 +87,7 @@ def memlab_problem(words: tuple[str, ...], *, mention: bool = False) -> str | No
 
     `mention`: the words name a command in prose (`memlab report --against`, `memlab queries sample [--n 200]`):
     optional parts in brackets count as given, and a last option may stand without its value."""
-    command = typer.main.get_command(app)
+    command = _command_tree()
     path, args = ["memlab"], [w.strip("[]") if mention else w for w in words[1:]]
     while hasattr(command, "commands") and args and not args[0].startswith("-"):
         sub = command.commands.get(args[0])
