@@ -33,31 +33,41 @@ class Invocation:
         return f"{self.where}: {shlex.join(self.words)}"
 
 
-def shell_lines(text: str) -> list[str]:
-    """The logical lines of shell text: continuation backslashes joined, comments dropped (a `#` starting a word)."""
-    joined = re.sub(r"\\\n", " ", text)
+def _uncommented(line: str) -> str:
+    """The line up to its comment: a `#` that starts a word outside quotes (`a#b` and `"#"` are no comments)."""
+    quote, previous = None, " "
+    for i, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (previous.isspace() or previous in ";&|()"):
+            return line[:i]
+        previous = char
+    return line
+
+
+def command_words(text: str) -> list[list[str]]:
+    """The words of each logical line of shell text (continuation backslashes joined, comments dropped), operators
+    (`&&`, `;`, `|`, `>`...) as words of their own."""
     lines = []
-    for line in joined.splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    for line in re.sub(r"\\\n", " ", text).splitlines():
+        lexer = shlex.shlex(_uncommented(line), posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
-        lexer.commenters = "#"
+        lexer.commenters = ""
         try:
             words = list(lexer)
-        except ValueError as exc:  # an unclosed quote: report it as the line's problem, not skip it
+        except ValueError as exc:  # an unclosed quote: the line's problem, reported rather than skipped
             raise ValueError(f"cannot split the shell line {line!r}: {exc}") from None
         if words:
-            lines.append(line)
+            lines.append(words)
     return lines
 
 
 def invocations(text: str, program: str, where: str) -> list[Invocation]:
     """Every command line of `text` whose command word is `program` (or a path ending in /program)."""
     found = []
-    for line in shell_lines(_SUBSTITUTION.sub("", text)):
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        words = list(lexer)
+    for words in command_words(_SUBSTITUTION.sub("", text)):
         start = True
         for i, word in enumerate(words):
             if start and _ASSIGNMENT.match(word):
@@ -65,7 +75,7 @@ def invocations(text: str, program: str, where: str) -> list[Invocation]:
             if start and (word == program or word.endswith(f"/{program}")):
                 rest = []
                 for w in words[i + 1 :]:
-                    if w in COMMAND_STARTS or set(w) <= set("();<>|&"):
+                    if w in COMMAND_STARTS or (w and set(w) <= set("();<>|&")):
                         break
                     rest.append(w)
                 found.append(Invocation((program, *rest), where))
