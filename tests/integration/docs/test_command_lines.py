@@ -86,6 +86,13 @@ def test_fences_and_prose_are_told_apart():
     assert prose(text).split() == ["a", "`memlab", "eval`", "-", "item", "z"]
 
 
+def test_command_lines_are_split_as_the_shell_splits_them():
+    text = 'A=1 memlab eval --out "a b" \\\n  --force  # memlab x\necho $# && memlab report --run r#1 >log\n'
+    assert [inv.words for inv in invocations(text, "memlab", "t")] == [
+        ("memlab", "eval", "--out", "a b", "--force"), ("memlab", "report", "--run", "r#1")]  # fmt: skip
+    assert invocations("pip install memlab; echo memlab", "memlab", "t") == [], "memlab only as the command word"
+
+
 @pytest.mark.parametrize("words, problem", [
     (("memlab", "evl"), "has no command 'evl'"),
     (("memlab", "eval", "--confg", "x.yaml"), "No such option: --confg"),
