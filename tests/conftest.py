@@ -92,6 +92,8 @@ LONGEST_FIRST = [
     "tests/integration/lab/bench/test_bench_concurrency.py",
     "tests/integration/table_store/test_agent_memory.py",
     "tests/integration/lab/table_store/test_eval_agent_memory.py",
+    "tests/integration/docs/test_ci_gate.py",
+    "tests/integration/docs/test_examples.py",
 ]
 KINDS = ("unit", "integration", "reliability")  # tests/<kind>/...: each test is marked with its folder's kind
 

@@ -1,4 +1,5 @@
-"""The project's own set-up: conda and pip agree, the README's commands come first, CI runs the tests."""
+"""The project's own set-up: conda and pip agree, the README's commands come first, CI runs the tests. (The README's
+Python example is docs/examples/python_api.py, run by tests/integration/docs/test_examples.py.)"""
 
 from __future__ import annotations
 
@@ -52,16 +53,6 @@ def test_top_level_layout():
         assert (ROOT / name).exists(), name
     for package in ("storage", "embedding", "events", "lab", "facts", "adapters"):
         assert (ROOT / "memlab" / package / "__init__.py").exists(), package
-
-
-def test_readme_python_example_runs(store):
-    """The README's example must work as written (it runs on this test run's embedded store)."""
-    readme = (ROOT / "README.md").read_text()
-    code = re.search(r"```python\n(.*?)```", readme, flags=re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["report"].added == 1 and dict(namespace["report"].skipped) == {"partial": 1}
-    assert namespace["hits"] and "Argo CD" in namespace["hits"][0].text
 
 
 # The workbench and the CLI run from a checkout (its data sets, fixtures and reports); the library does not.

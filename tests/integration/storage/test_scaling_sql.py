@@ -1,11 +1,10 @@
-"""The SQL docs/scaling.md shows as tested runs against the embedded PostgreSQL, in the doc's order: a
-user-hash-partitioned memory_unit with memlab's columns and key, a per-tenant HNSW index on the tenant's
-partition, a scoped search that reads one partition. memlab then opens, writes and searches on that table
-unchanged. The blocks are read from the doc, so the doc cannot drift from what works."""
+"""The SQL docs/scaling.md shows runs against the embedded PostgreSQL: a user-hash-partitioned memory_unit with
+memlab's columns and key, a per-tenant HNSW index on the tenant's partition, a scoped search that reads one
+partition. memlab then opens, writes and searches on that table unchanged. The page includes the files this test
+runs (docs/examples/scaling/), so the doc cannot drift from what works."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -19,23 +18,14 @@ from memlab.storage import units as sqlu
 from memlab.storage.schema import MODELS_DDL, PRIMARY_KEY
 from tests.conftest import ROOT
 
-DOC = ROOT / "docs" / "scaling.md"
-BLOCK = re.compile(r"```sql\n(.*?)```", re.DOTALL)
-MARK = re.compile(r"^-- tested: ([\w-]+)\s*$")
+EXAMPLES = ROOT / "docs" / "examples" / "scaling"
 APP, BIG, MODEL, LAYER, DIM = "acme", "big-user", "all-MiniLM-L6-v2", "event", 384
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def doc_blocks() -> dict[str, str]:
-    """name -> SQL of every ```sql block whose first line is `-- tested: <name>`, in the doc's order."""
-    blocks: dict[str, str] = {}
-    for text in BLOCK.findall(DOC.read_text(encoding="utf-8")):
-        first, _, rest = text.partition("\n")
-        mark = MARK.match(first)
-        if mark:
-            assert mark.group(1) not in blocks, f"two blocks named {mark.group(1)!r}"
-            blocks[mark.group(1)] = rest.strip()
-    return blocks
+    """name -> SQL of each example file the page shows."""
+    return {path.stem: path.read_text(encoding="utf-8").strip() for path in sorted(EXAMPLES.glob("*.sql"))}
 
 
 def _unit_vectors(n: int, seed: int) -> np.ndarray:
@@ -66,7 +56,7 @@ def _indexes_used(plan: dict) -> set[str]:
     return found
 
 
-def test_the_doc_marks_the_blocks_this_test_runs():
+def test_the_page_shows_the_files_this_test_runs():
     assert list(doc_blocks()) == ["partitioning", "scoped-search", "tenant-index"]
 
 

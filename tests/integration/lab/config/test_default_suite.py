@@ -38,5 +38,3 @@ def test_eval_defaults_to_quick_and_names_the_ci_flag():
     makefile = (ROOT / "Makefile").read_text()
     assert "\t$(BIN)/memlab eval\n" in makefile, "make eval runs the default suite"
     assert "memlab eval --suite ci --out reports/ci-gate" in makefile, "the gate keeps the ci suite"
-    tutorial = " ".join((ROOT / "docs" / "tutorials" / "first-evaluation.md").read_text().split())
-    assert "memlab eval --suite ci" in tutorial and "`quick`" in tutorial, "the first tutorial names both suites"
