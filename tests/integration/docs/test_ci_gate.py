@@ -99,7 +99,8 @@ def test_the_script_passes_then_fails_against_a_baseline_the_run_regresses_again
     config = tmp_path / "suite.yaml"
     config.write_text(yaml.safe_dump({
         "name": "tiny", "k": 10, "sweeps": [], "systems": [{"name": "exact", "strategy": "exact"}],
-        "datasets": [{"name": "fx", "format": "memlab", "path": str(ROOT / "fixtures/jsonl/example.jsonl")}]}))  # fmt: skip
+        "datasets": [{"name": "fx", "format": "memlab",
+                      "path": str(ROOT / "fixtures/jsonl/example.jsonl")}]}))  # fmt: skip
     first, baseline = tmp_path / "first-run", tmp_path / "memlab" / "baseline.json"
     baseline.parent.mkdir()
     made = CliRunner().invoke(app, ["eval", "--config", str(config), "--out", str(first)])
