@@ -104,8 +104,8 @@ class TableSize:
 
 
 TABLE_SIZES = {
-    # a thousand-odd rows of 30 users: a smoke of every section, well under a minute with a warm cache
-    "ci": TableSize(users=30, min_events=5, max_events=200, questions_per_user=2, ef_search=(10, 100),
+    # a thousand-odd rows of 20 users: a smoke of every section, well under a minute with a warm cache
+    "ci": TableSize(users=20, min_events=5, max_events=200, questions_per_user=2, ef_search=(10, 100),
                     iterative_scan=("off", "relaxed_order"), timed_questions=20, timed_rounds=2,
                     cutoff_grid=tuple(round(0.2 + 0.1 * i, 1) for i in range(11))),
     # over 100,000 rows of 1,000 users, one question each: a walk with an iterative scan takes a small user's

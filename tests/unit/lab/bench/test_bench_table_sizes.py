@@ -13,7 +13,7 @@ from memlab.lab.bench.table_store import TABLE_SIZES, labelled_set
 from memlab.lab.bench.table_timing import GOAL, summarize
 
 
-@pytest.mark.parametrize(("size", "rows", "users"), [("ci", (800, 10_000), 30), ("full", (100_000, 200_000), 1_000)])
+@pytest.mark.parametrize(("size", "rows", "users"), [("ci", (800, 10_000), 20), ("full", (100_000, 200_000), 1_000)])
 def test_the_table_of_each_size(size, rows, users):
     labelled = labelled_set(TABLE_SIZES[size])
     low, high = rows
