@@ -32,7 +32,7 @@ def test_the_package_defines_one_report_writer_and_only_the_run_calls_it():
 def test_the_run_writes_its_report_with_the_baseline_it_is_given(tmp_path, memlab_home, store):
     config = lab.parse_config({
         "name": "one-report",
-        "datasets": [{"name": "fixtures", "format": "fixtures", "path": str(ROOT / "fixtures" / "events")}],
+        "datasets": [{"name": "fixtures", "format": "memlab", "path": str(ROOT / "fixtures/jsonl/example.jsonl")}],
         "systems": [{"name": "pg-exact", "strategy": "exact"}],
     }, source="<test>")  # fmt: skip
     baseline = ROOT / "reports" / "baseline.json"  # the committed baseline: a run of the ci suite
