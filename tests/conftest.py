@@ -92,6 +92,7 @@ LONGEST_FIRST = [
     "tests/integration/lab/bench/test_bench_concurrency.py",
     "tests/integration/table_store/test_agent_memory.py",
     "tests/integration/lab/table_store/test_eval_agent_memory.py",
+    "tests/integration/package/test_wheel.py",
 ]
 KINDS = ("unit", "integration", "reliability")  # tests/<kind>/...: each test is marked with its folder's kind
 
