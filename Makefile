@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TORCH  := torch==2.13.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml
 	# (a Python 2 example inside a package) is skipped, as pip skips it. Left out: trees no memlab process imports
 	# (checked against sys.modules after importing memlab.lab, memlab.adk, the model, pytest and the kernel): pip,
 	# setuptools, networkx, jupyterlab, babel, packages' own tests, and transformers' models other than BERT's.
-	$(BIN)/pip install --quiet --no-compile torch==2.13.0
+	$(BIN)/pip install --quiet --no-compile $(TORCH)
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
 	# every langchain-postgres release caps pgvector<0.4 (memlab needs >=0.4, which it runs on): its dependencies come
 	# with the stores extra above, the package itself without its pins
@@ -110,7 +111,7 @@ wheel-check: $(STAMP)
 	cp -r pyproject.toml README.md memlab $(WHEEL_CHECK)/src/
 	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(WHEEL_CHECK)/dist $(WHEEL_CHECK)/src
 	$(PYTHON) -m venv $(WHEEL_CHECK)/venv
-	$(WHEEL_CHECK)/venv/bin/pip install --quiet torch --index-url $(TORCH_INDEX)
+	$(WHEEL_CHECK)/venv/bin/pip install --quiet $(TORCH) --index-url $(TORCH_INDEX)
 	$(WHEEL_CHECK)/venv/bin/pip install --quiet $(WHEEL_CHECK)/dist/memlab-*.whl
 	cd $(WHEEL_CHECK)/empty && env -u PYTHONPATH MEMLAB_HOME=$(WHEEL_CHECK)/home ../venv/bin/memlab eval --dry-run
 	cd $(WHEEL_CHECK)/empty && env -u PYTHONPATH MEMLAB_HOME=$(WHEEL_CHECK)/home ../venv/bin/memlab eval; \
