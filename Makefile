@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TORCH  := torch==2.13.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup browser eval test reliability gate bench models smoke-llama lint lab docs clean
+.PHONY: setup browser eval test reliability gate bench models smoke-llama lint lab docs packaged-data wheel-check clean
 
 setup: $(STAMP)
 
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml
 	# (a Python 2 example inside a package) is skipped, as pip skips it. Left out: trees no memlab process imports
 	# (checked against sys.modules after importing memlab.lab, memlab.adk, the model, pytest and the kernel): pip,
 	# setuptools, networkx, jupyterlab, babel, packages' own tests, and transformers' models other than BERT's.
-	$(BIN)/pip install --quiet --no-compile torch==2.13.0
+	$(BIN)/pip install --quiet --no-compile $(TORCH)
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
 	# every langchain-postgres release caps pgvector<0.4 (memlab needs >=0.4, which it runs on): its dependencies come
 	# with the stores extra above, the package itself without its pins
@@ -89,10 +90,33 @@ docs: $(STAMP)
 # then only. LAB_ARGS adds server options, e.g. `make lab LAB_ARGS="--no-browser --ServerApp.port=8890"`.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS ?=
+# The notebooks name the stock python3 kernel: ipykernel's, which runs the venv's Python (memlab and all).
 lab: $(STAMP)
 	$(BIN)/python -c "import jupyterlab, ipywidgets" 2>/dev/null || $(BIN)/pip install --quiet -e '.[lab]'
-	$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab"
-	$(BIN)/jupyter lab $(LAB_ROOT) --MultiKernelManager.default_kernel_name=memlab $(LAB_ARGS) notebooks/
+	$(BIN)/jupyter lab $(LAB_ROOT) $(LAB_ARGS) notebooks/
+
+# The data the package ships for the quick and example suites (memlab/lab/datasets/packaged/), written again
+# from the checkout's fixtures/ and datasets/ after either suite or its data changes; a test checks it is current.
+packaged-data: $(STAMP)
+	$(BIN)/python -m memlab.lab.config.packaged
+
+# memlab as a dependency, for a release: the wheel built from this checkout, installed into a fresh venv outside
+# it from the package index (the CPU build of torch first, from TORCH_INDEX), then the quick suite run from an
+# empty folder with a data folder of its own. Minutes, and it needs the index: never part of `make test` (a test
+# builds the wheel too, and installs it with this venv's dependencies instead). WHEEL_CHECK=folder to keep.
+WHEEL_CHECK ?= /tmp/memlab-wheel-check
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+wheel-check: $(STAMP)
+	rm -rf $(WHEEL_CHECK) && mkdir -p $(WHEEL_CHECK)/src $(WHEEL_CHECK)/empty
+	cp -r pyproject.toml README.md memlab $(WHEEL_CHECK)/src/
+	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(WHEEL_CHECK)/dist $(WHEEL_CHECK)/src
+	$(PYTHON) -m venv $(WHEEL_CHECK)/venv
+	$(WHEEL_CHECK)/venv/bin/pip install --quiet $(TORCH) --index-url $(TORCH_INDEX)
+	$(WHEEL_CHECK)/venv/bin/pip install --quiet $(WHEEL_CHECK)/dist/memlab-*.whl
+	cd $(WHEEL_CHECK)/empty && env -u PYTHONPATH MEMLAB_HOME=$(WHEEL_CHECK)/home ../venv/bin/memlab eval --dry-run
+	cd $(WHEEL_CHECK)/empty && env -u PYTHONPATH MEMLAB_HOME=$(WHEEL_CHECK)/home ../venv/bin/memlab eval; \
+		status=$$?; MEMLAB_HOME=$(WHEEL_CHECK)/home ../venv/bin/memlab db stop >/dev/null; exit $$status
+	@echo "wheel-check: the quick suite ran from the installed wheel: $(WHEEL_CHECK)/empty/reports/latest/report.md"
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -132,6 +132,8 @@ def eval_command(
     notebooks: bool = typer.Option(False, help="Also execute the notebooks and render them to HTML in the run."),
     store: str | None = typer.Option(None, "--store", help="With --config: run only this entry of the config's "
                                      "stores: (a table measured where it is), its data sets and systems."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the config and load every data set (what each "
+                                 "holds, the file it was read from), then stop: nothing is run or written."),
 ) -> None:
     """Run an experiment: every data set x system, saved as runs, scored, reported (report.md, scores.csv,
     metrics.json, manifest.json, plots) in one run folder."""
@@ -147,6 +149,9 @@ def eval_command(
         experiment = lab.config.load_suite(suite or DEFAULT_SUITE, set_)
     if store is not None:
         experiment = lab.config.only_store(experiment, store)
+    if dry_run:
+        _dry_run(lab, experiment)
+        return
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     run_dir = Path(out or experiment.resolved.get("out") or lab.experiment.default_run_folder(experiment, stamp))
     lab.base.claim_folder(run_dir)  # only a new, empty or memlab run folder: never the user's own files
@@ -175,6 +180,29 @@ def eval_command(
     if config is None and suite is None:
         console.print(f"That was the {DEFAULT_SUITE} suite; `memlab eval --suite ci` runs the whole ci suite (what "
                       "the CI gate compares with reports/baseline.json).", highlight=False)
+
+
+def _dry_run(lab: ModuleType, experiment) -> None:
+    """`memlab eval --dry-run`: every data set loaded (or every one that does not, each with its fix), no run."""
+    checks = lab.experiment.check_datasets(experiment)
+    for check in checks:
+        if check.problem is not None:
+            console.print(f"[red]{escape(check.name)}:[/] {escape(check.problem)}", soft_wrap=True, highlight=False)
+            continue
+        data = check.dataset
+        read = f" from {check.path}" if check.path is not None else ""
+        summary = ", ".join(f"{v} {k}" for k, v in data.summary().items())
+        console.print(f"[green]ok[/] {escape(check.name)}{escape(read)}: {summary}; checksum {data.checksum()}",
+                      soft_wrap=True, highlight=False)  # fmt: skip
+    for name in experiment.skipped:
+        console.print(f"left out: {escape(str(name))} (optional, no path given)", soft_wrap=True, highlight=False)
+    failed = [c.name for c in checks if c.problem is not None]
+    if failed:
+        fail(f"{experiment.name}: {len(failed)} of {len(checks)} data set(s) do not load ({', '.join(failed)}): "
+             "see above")
+    console.print(f"{experiment.name}: {len(checks)} data set(s) load; systems "
+                  f"{[s.name for s in experiment.systems]}, sweeps {experiment.resolved['sweeps']}; dry run: nothing "
+                  "was run or written", soft_wrap=True, highlight=False)  # fmt: skip
 
 
 @app.command("check-dataset")

@@ -94,6 +94,7 @@ LONGEST_FIRST = [
     "tests/integration/lab/table_store/test_eval_agent_memory.py",
     "tests/integration/docs/test_ci_gate.py",
     "tests/integration/docs/test_examples.py",
+    "tests/integration/package/test_wheel.py",
 ]
 KINDS = ("unit", "integration", "reliability")  # tests/<kind>/...: each test is marked with its folder's kind
 

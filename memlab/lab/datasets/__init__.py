@@ -9,7 +9,7 @@ from memlab.lab.datasets.formats.fixtures import load_fixture_file
 from memlab.lab.datasets.formats.jsonl import load_jsonl, write_jsonl
 from memlab.lab.datasets.formats.judged import judged_summary, load_judged
 from memlab.lab.datasets.formats.locomo import load_locomo
-from memlab.lab.datasets.formats.longmemeval import load_longmemeval
+from memlab.lab.datasets.formats.longmemeval import extract_longmemeval, load_longmemeval
 from memlab.lab.datasets.generated.by_model import model_questions
 from memlab.lab.datasets.generated.templates import load_templates, template_questions
 from memlab.lab.datasets.generated.written import is_generated_judgments, is_generated_pool, write_generated
@@ -38,6 +38,7 @@ __all__ = [
     "assessor_agreement",
     "author_note",
     "dataset_warnings",
+    "extract_longmemeval",
     "generate_synth",
     "is_generated_judgments",
     "is_generated_pool",

@@ -1,6 +1,7 @@
 """The main workflow: config -> data sets -> systems -> runs -> scores -> report, in one run folder, with one
 progress line. Modules here are internal; use the names below."""
 
+from memlab.lab.experiment.checking import DatasetCheck, check_datasets
 from memlab.lab.experiment.progress import RunProgress
 from memlab.lab.experiment.run import (
     default_run_folder,
@@ -14,7 +15,9 @@ from memlab.lab.experiment.run import (
 )
 
 __all__ = [
+    "DatasetCheck",
     "RunProgress",
+    "check_datasets",
     "default_run_folder",
     "headline",
     "is_finished",

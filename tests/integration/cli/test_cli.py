@@ -45,6 +45,25 @@ def test_eval_on_a_malformed_fixture_fails_clearly(tmp_path):
     assert not (tmp_path / "o").exists(), "nothing is written when the input is bad"
 
 
+def test_eval_dry_run_loads_every_data_set_lists_each_that_does_not_and_writes_nothing(tmp_path):
+    example = ROOT / "fixtures" / "jsonl" / "example.jsonl"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"name: dry\ndatasets:\n  - {{name: good, format: memlab, path: {example}}}\n"
+                      "  - {name: gone, format: memlab, path: nowhere/gone.jsonl}\n"
+                      "  - {name: gone2, format: fixtures, path: fixtures/nowhere}\nsweeps: []\n")  # fmt: skip
+    runner, out = CliRunner(), tmp_path / "o"
+    bad = runner.invoke(app, ["eval", "--config", str(config), "--dry-run", "--out", str(out)])
+    assert bad.exit_code == 2 and "2 of 3 data set(s) do not load (gone, gone2)" in bad.output, bad.output
+    assert "gone: data set 'gone': nowhere/gone.jsonl not found" in bad.output
+    assert "gone2: data set 'gone2': fixtures/nowhere not found" in bad.output and "checkout's fixtures/" in bad.output
+    checksum = lab.load_dataset({"name": "good", "format": "memlab", "path": str(example)}).checksum()
+    assert f"ok good from {example}: " in bad.output and checksum in bad.output
+    good = runner.invoke(app, ["eval", "--config", str(config), "--set", "datasets=[{name: good, format: memlab, "
+                               f"path: {example}}}]", "--dry-run", "--out", str(out)])  # fmt: skip
+    assert good.exit_code == 0 and "dry: 1 data set(s) load" in good.output, good.output
+    assert not out.exists(), "a dry run writes nothing"
+
+
 def test_check_dataset_names_the_line_and_the_fix(tmp_path):
     good = CliRunner().invoke(app, ["check-dataset", str(ROOT / "fixtures" / "jsonl" / "example.jsonl")])
     assert good.exit_code == 0 and "'questions': 8" in good.output

@@ -1,10 +1,11 @@
 """The notebooks run headless, at CI size, against this test run's embedded PostgreSQL; committed notebooks carry
 no outputs and start with a papermill-style `parameters` cell.
 
-The notebooks are executed with nbclient on one kernel that runs this very interpreter (a kernelspec installed
-into a temporary folder and found through JUPYTER_PATH), its names cleared between notebooks (`one_kernel`). The
-parameters cell is followed by an injected cell that sets MEMLAB_HOME to the test home and shrinks the sizes; any
-cell error fails the test.
+The notebooks name the stock `python3` kernel, so any Python 3 kernel that has memlab runs them (no kernel of
+memlab's own to install). They are executed with nbclient on one such kernel, the stock one of this test's
+environment (ipykernel's `python3`, which jupyter_client starts with this very interpreter), its names cleared
+between notebooks (`one_kernel`). The parameters cell is followed by an injected cell that sets MEMLAB_HOME to the
+test home and shrinks the sizes; any cell error fails the test.
 
 Notebooks drive memlab through its public faces only: tests/integration/package/test_faces.py checks their
 imports and attribute use.
@@ -21,18 +22,12 @@ import nbformat
 import pytest
 
 import memlab
-from memlab.lab.report.notebooks import (
-    one_kernel,
-    parameter_names,
-    parameters_cell,
-    this_interpreter_kernel,
-    with_parameters,
-)
+from memlab.lab.report.notebooks import one_kernel, parameter_names, parameters_cell, with_parameters
 from tests.conftest import ROOT
 
 NOTEBOOKS = ROOT / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
-KERNEL = "memlab-test"
+KERNEL = "python3"  # the stock kernel every committed notebook names
 CELL_TIMEOUT_S = 600
 
 # CI size, per notebook; every name must exist in that notebook's parameters cell.
@@ -64,13 +59,6 @@ def printed(nb) -> str:
 
 
 @pytest.fixture(scope="module")
-def kernel():
-    """A kernelspec whose argv is this interpreter, visible to nbclient through JUPYTER_PATH."""
-    with this_interpreter_kernel(KERNEL) as name:
-        yield name
-
-
-@pytest.fixture(scope="module")
 def out_dir():
     path = Path(tempfile.mkdtemp(prefix="memlab-nb-out-"))
     yield path
@@ -78,10 +66,11 @@ def out_dir():
 
 
 @pytest.fixture(scope="module")
-def execute(kernel):
-    """Runs a notebook on the module's one kernel (`one_kernel`: its names cleared between notebooks, its imports
-    and loaded model kept: a kernel of its own costs seconds of CPU to import memlab and load the model)."""
-    with one_kernel(kernel, timeout=CELL_TIMEOUT_S, cwd=NOTEBOOKS) as run:
+def execute():
+    """Runs a notebook on the module's one stock `python3` kernel (`one_kernel`: its names cleared between
+    notebooks, its imports and loaded model kept: a kernel of its own costs seconds of CPU to import memlab and load
+    the model)."""
+    with one_kernel(KERNEL, timeout=CELL_TIMEOUT_S, cwd=NOTEBOOKS) as run:
         yield run
 
 
@@ -89,10 +78,10 @@ def _notebook(*sources: str):
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
 
 
-def test_kernel_runs_this_interpreter(execute):
+def test_the_stock_kernel_runs_this_interpreter(execute):
     nb = _notebook("import sys\nprint(sys.executable, sys.prefix)")
     execute(nb)
-    assert nb.cells[0].outputs[0]["text"].split() == [sys.executable, sys.prefix], "the kernel runs another Python"
+    assert nb.cells[0].outputs[0]["text"].split() == [sys.executable, sys.prefix], "python3 runs another Python"
 
 
 def test_a_notebook_on_the_shared_kernel_sees_no_name_the_previous_one_left(execute, tmp_path):
@@ -117,6 +106,7 @@ def test_every_notebook_has_ci_parameters():
 def test_committed_notebook_is_clean(path: Path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == KERNEL, f"{path.name}: names kernel {nb.metadata.kernelspec.name!r}"
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: outputs not stripped"

@@ -138,6 +138,27 @@ def load_longmemeval(
     )
 
 
+def extract_longmemeval(path: str | Path, question_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The records of `question_ids`, in file order, as a file of their own that loads to the same data: a
+    session id the whole file shares between questions (named `question_id/session_id` by the loader, a rule
+    over the whole file) is written under that name, so the extract gives the same ids and checksum as the whole
+    file's selection. An id the file does not hold raises FixtureError."""
+    path = Path(path)
+    records = [_check_fields(path, i, q) for i, q in enumerate(_read(path))]
+    wanted = set(question_ids)
+    missing = sorted(wanted - {q["question_id"] for q in records})
+    if missing:
+        raise FixtureError(f"{path}: no question(s) {missing[:5]} to extract")
+    shared = _shared_session_ids(records)
+
+    def named(qid: str, ids: list[str]) -> list[str]:
+        return [f"{qid}/{sid}" if sid in shared else sid for sid in ids]
+
+    return [{**q, "haystack_session_ids": named(q["question_id"], q["haystack_session_ids"]),
+             "answer_session_ids": named(q["question_id"], q["answer_session_ids"])}
+            for q in records if q["question_id"] in wanted]  # fmt: skip
+
+
 def longmemeval_type(question: Question) -> str:
     """The question's LongMemEval type, also for abstention questions (whose qtype is "abstention")."""
     return question.id.partition("/")[0]

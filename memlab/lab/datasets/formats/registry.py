@@ -1,6 +1,8 @@
 """The data set formats a config's `datasets:` entry may name, one entry each: its reader, its typed options (the
 keys the entry may have besides `name`, `format` and `optional`, with types, defaults and what they do) and a
 description. The loader (memlab.lab.datasets.loaders) reads this table only: a new format is one entry here.
+Relative paths resolve as memlab.lab.datasets.paths says (the config's folder, the working folder, the memlab
+checkout, the data packaged with memlab).
 
     {name: mydata, format: memlab, path: conversations.jsonl}     (format: jsonl is the same)
     {name: lme-s, format: longmemeval, path: longmemeval_s_knowledge_update.json.gz, limit: 20}
@@ -31,7 +33,7 @@ from memlab.lab.datasets.formats.judged import TableSessions, load_judged, sessi
 from memlab.lab.datasets.formats.locomo import load_locomo
 from memlab.lab.datasets.formats.longmemeval import load_longmemeval
 from memlab.lab.datasets.model import Dataset
-from memlab.lab.datasets.paths import resolve_path
+from memlab.lab.datasets.paths import extract_problem, resolve_path
 from memlab.lab.datasets.synth import generate
 
 ENTRY_KEYS = ("name", "format", "optional")  # every entry's own keys, read by the config, not by a format
@@ -42,7 +44,8 @@ COUNT = 1_000_000  # the largest count of questions or conversations an option k
 @dataclass(frozen=True)
 class Format:
     """One data set format: `read(name, options, base_dirs)` loads an entry whose options (an instance of
-    `options`) are checked already; relative paths start from `base_dirs`, then the memlab checkout."""
+    `options`) are checked already; relative paths start from `base_dirs`, then the memlab checkout,
+    then the packaged data (memlab.lab.datasets.paths)."""
 
     name: str
     options: type
@@ -135,8 +138,13 @@ def _memlab(name: str, options: JsonlOptions, base_dirs: list[Path]) -> Dataset:
 
 
 def _longmemeval(name: str, options: LongMemEvalOptions, base_dirs: list[Path]) -> Dataset:
-    """`per_type: N` keeps the first N questions of each question type, then `limit: N` the first N overall."""
-    data = load_longmemeval(_path(name, options, base_dirs), question_types=options.question_types,
+    """`per_type: N` keeps the first N questions of each question type, then `limit: N` the first N overall. A
+    packaged extract (an installed memlab with no checkout) serves only the selections it was written for."""
+    path = _path(name, options, base_dirs)
+    problem = extract_problem(path, asdict(options), name)
+    if problem is not None:
+        raise ConfigError(problem)
+    data = load_longmemeval(path, question_types=options.question_types,
                             include_abstention=options.include_abstention)  # fmt: skip
     questions = data.questions
     if options.per_type is not None:

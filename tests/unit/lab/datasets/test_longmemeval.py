@@ -17,7 +17,7 @@ import pytest
 from memlab import ConfigError
 from memlab.errors import FixtureError
 from memlab.lab import Dataset, load_dataset
-from memlab.lab.datasets import load_longmemeval, load_summary
+from memlab.lab.datasets import extract_longmemeval, load_longmemeval, load_summary
 from memlab.lab.datasets.formats.longmemeval import longmemeval_type, summarize_longmemeval
 from tests.conftest import ROOT
 
@@ -327,6 +327,30 @@ def test_small_file_plain_and_gzipped(tmp_path: Path) -> None:
         assert [s.id for s in u2.sessions] == ["s9", "q2_abs/s1"]
         assert [e.id for e in u1.sessions[0].events] == ["answer_1_1", "answer_1_2", "answer_1_3"]
         assert [e.author for e in u1.sessions[0].events] == ["user", "model", "user"]
+
+
+def test_an_extract_loads_to_the_same_data_as_the_whole_files_selection(tmp_path: Path) -> None:
+    """The loader names a session id several questions share `question_id/session_id`, counted over the whole
+    file: an extract of one question keeps that name, so its ids and checksum are the whole file's."""
+    repeated = question("q1", haystack_session_ids=["s1", "answer_1", "s1"],
+                        haystack_dates=["2023/05/02 (Tue) 10:00", "2023/05/01 (Mon) 09:00", "2023/05/03 (Wed) 10:00"],
+                        haystack_sessions=[*question()["haystack_sessions"], [{"role": "user", "content": "again"}]],
+                        answer_session_ids=["answer_1", "s1"])  # fmt: skip
+    whole = write(tmp_path, [repeated, question("q2"), question("q3", haystack_session_ids=["s7", "answer_3"],
+                                                                    answer_session_ids=["answer_3"])])  # fmt: skip
+    for picked in (["q1"], ["q3", "q1"]):
+        part = write(tmp_path, extract_longmemeval(whole, picked), "part.json")
+        expected = load_longmemeval(whole)
+        expected.users = [u for u in expected.users if u.user_id in picked]
+        expected.questions = [q for q in expected.questions if q.user_id in picked]
+        got = load_longmemeval(part)
+        assert [q.id for q in got.questions] == [q.id for q in expected.questions]  # file order
+        assert got.checksum() == expected.checksum(), picked
+        assert [s.id for s in got.users[0].sessions] == ["q1/answer_1", "q1/s1", "q1/s1~2"]  # shared (q2), repeated
+    alone = load_longmemeval(write(tmp_path, extract_longmemeval(whole, ["q3"]), "q3.json"))
+    assert {s.id for s in alone.users[0].sessions} == {"answer_3", "s7"}, "an id of one question keeps its name"
+    with pytest.raises(FixtureError, match="no question"):
+        extract_longmemeval(whole, ["q9"])
 
 
 def test_single_session_assistant_counts_assistant_turns(tmp_path: Path) -> None:
