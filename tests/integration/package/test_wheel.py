@@ -10,6 +10,7 @@ suite from a wheel installed from the package index (docs/development/testing.md
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ from memlab import lab
 from tests.conftest import ROOT
 
 LOADED = re.compile(r"^ok (\S+)(?: from (.+))?: .*; checksum ([0-9a-f]{64})$")
+EXTRAS = ("lab", "adk", "systems", "stores")  # what a user installs memlab with (dev and docs are the checkout's)
 REFUSED = re.compile(r"^(\S+): data set '\1': (.*)$")
 
 
@@ -54,6 +56,10 @@ def venv(tmp_path_factory) -> Path:
     purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
     ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))  # from this sys.prefix
     (Path(purelib) / "zz-memlab-test-dependencies.pth").write_text("".join(f"{p}\n" for p in ours))
+    # the extras resolve: pip, offline, finds every requirement of memlab[...] met and has nothing to install
+    extras = _run([sys.executable, "-m", "pip", "--python", python, "install", "--dry-run", "--no-index",
+                   f"memlab[{','.join(EXTRAS)}]"])  # fmt: skip
+    assert extras.returncode == 0 and "Would install" not in extras.stdout, extras.stdout[-3000:] + extras.stderr
     (root / "empty").mkdir()
     return root
 
@@ -98,3 +104,18 @@ def test_a_suite_whose_data_is_not_shipped_is_refused_with_where_to_get_it(venv)
     for name in ("lme-oracle", "lme-s-ku"):
         assert "ships only an extract" in refused[name] and "https://" in refused[name], refused[name]
         assert f"--set datasets.{name}.path=FILE" in refused[name], refused[name]
+
+
+def test_the_quick_suite_runs_and_is_gated_from_the_wheel(venv, tmp_path):
+    """`memlab eval` on the quick suite (its packaged event fixtures; one system and no sweeps, to stay inside the
+    test budget: `make wheel-check` runs the whole suite), then `memlab baseline` and `memlab report` on it."""
+    run, baseline = tmp_path / "run", tmp_path / "baseline.json"
+    done = _memlab(venv, "eval", "--suite", "quick", "--out", str(run), "--set", "sweeps=[]",
+                   "--set", "datasets=[{name: fixtures, format: fixtures, path: fixtures/events}]",
+                   "--set", "systems=[{name: pg-exact, strategy: exact}]")  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    recall = json.loads((run / "metrics.json").read_text())["fixtures/pg-exact/recall@10"]
+    assert 0.5 < recall <= 1.0 and (run / "report.md").is_file() and (run / "report.html").is_file()
+    assert _memlab(venv, "baseline", "--run", str(run), "--out", str(baseline)).returncode == 0
+    gated = _memlab(venv, "report", "--baseline", str(baseline), "--run", str(run))
+    assert gated.returncode == 0 and "no regression" in gated.stdout, gated.stdout[-3000:] + gated.stderr[-3000:]
