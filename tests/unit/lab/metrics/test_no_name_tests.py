@@ -24,7 +24,7 @@ STRING_TESTS = {"startswith", "endswith", "removeprefix", "removesuffix", "conta
 # what takes a metric apart at its breakdown's bracket (finding a bracket to skip it, as the alert grammar's
 # tokenizer does, decides nothing about what a metric is)
 BRACKET_TESTS = {"startswith", "contains", "extract", "split", "rsplit", "partition", "rpartition"}
-SCANNED = ("memlab/lab", "memlab/cli.py")  # the library below never sees a system or metric name
+SCANNED = ("memlab/lab", "memlab/cli")  # the library below never sees a system or metric name
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -79,7 +79,8 @@ def test_the_check_finds_each_kind_of_name_test(tmp_path):
     """The check sees a name test in each form it looks for (so an empty list above means something)."""
     module = tmp_path / "memlab" / "lab" / "odd.py"
     module.parent.mkdir(parents=True)
-    (tmp_path / "memlab" / "cli.py").write_text('def g(name):\n    return "[" not in name\n')
+    (tmp_path / "memlab" / "cli").mkdir()
+    (tmp_path / "memlab" / "cli" / "odd.py").write_text('def g(name):\n    return "[" not in name\n')
     module.write_text("\n".join([
         'def f(system, metric, key, scores):',
         '    a = "@cut" in system',
@@ -95,4 +96,4 @@ def test_the_check_finds_each_kind_of_name_test(tmp_path):
     ]) + "\n")  # fmt: skip
     found = name_tests(tmp_path)
     assert [line.split(": ")[0] for line in found] == [
-        "memlab/cli.py:2", *[f"memlab/lab/odd.py:{n}" for n in (2, 3, 4, 5, 6, 7, 8, 8, 10)]], found
+        "memlab/cli/odd.py:2", *[f"memlab/lab/odd.py:{n}" for n in (2, 3, 4, 5, 6, 7, 8, 8, 10)]], found
