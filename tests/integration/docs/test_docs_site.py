@@ -1,17 +1,22 @@
 """The documentation site: its reference pages are written from memlab's registries and name everything the code
 accepts (every metric, data set format, sweep, config key and CLI command, compared against the registries
-themselves), the site builds with `mkdocs build --strict` (no broken link, anchor or nav entry), and the README stays
-a short entry point whose relative links all resolve."""
+themselves), the site builds with `mkdocs build --strict` (no broken link, anchor or nav entry), its Python API pages
+list every name each public face exports, and the README stays a short entry point whose relative links all
+resolve."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import inspect
 import os
 import re
 import shutil
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +35,19 @@ from tests.conftest import ROOT
 
 DOCS = ROOT / "docs"
 README_MAX_LINES = 150
+# each public face with a Python API page (docs/reference/api/), rendered by mkdocstrings from the docstrings
+API_PAGES = {
+    "memlab": "reference/api/memlab/",
+    "memlab.events": "reference/api/events/",
+    "memlab.facts": "reference/api/facts/",
+    "memlab.storage": "reference/api/storage/",
+    "memlab.models": "reference/api/models/",
+    "memlab.adk": "reference/api/adk/",
+    "memlab.lab": "reference/api/lab/",
+    "memlab.lab.datasets": "reference/api/lab-datasets/",
+    "memlab.lab.metrics": "reference/api/lab-metrics/",
+    "memlab.lab.report": "reference/api/lab-report/",
+}
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
@@ -105,8 +123,40 @@ def test_cli_page_names_every_command_and_option(reference):
     assert not missing, f"cli.md lacks options {missing}"
 
 
+def _inventory(site: Path) -> dict[str, set[str]]:
+    """The objects mkdocstrings rendered, from the site's objects.inv (Sphinx inventory version 2: four header lines,
+    then zlib-compressed lines `name domain:role priority uri display`, `$` in a uri standing for the name): name ->
+    the pages that show it."""
+    header, _, body = (site / "objects.inv").read_bytes().partition(b"compressed using zlib.\n")
+    assert header.startswith(b"# Sphinx inventory version 2"), header[:80]
+    pages: dict[str, set[str]] = {}
+    for line in zlib.decompress(body).decode("utf-8").splitlines():
+        name, _role, _priority, uri, _display = line.split(" ", 4)
+        pages.setdefault(name, set()).add(uri.replace("$", name).split("#", 1)[0])
+    return pages
+
+
+def _unlisted(face: str, page: str, inventory: dict[str, set[str]]) -> list[str]:
+    """The names of the face's `__all__` its API page does not show. A submodule the face exports has no entry (the
+    pages show no submodules); a function or class whose name griffe reads as a submodule of the same name is shown
+    by its module's path."""
+    module = importlib.import_module(face)
+    missing = []
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if inspect.ismodule(obj):
+            continue
+        paths = {f"{face}.{name}"}
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            paths.add(f"{obj.__module__}.{obj.__qualname__}")
+        if not any(page in inventory.get(path, ()) for path in paths):
+            missing.append(name)
+    return missing
+
+
 def test_the_site_builds_strict(tmp_path):
-    """The whole site, reference pages included, in a copy of docs/: a broken link, anchor or nav entry fails."""
+    """The whole site, reference pages included, in a copy of docs/: a broken link, anchor or nav entry fails. Its
+    Python API pages show every name of each public face's `__all__`."""
     docs = tmp_path / "docs"
     shutil.copytree(DOCS, docs, ignore=shutil.ignore_patterns("__pycache__"))
     _generator().write_reference(docs / "reference")
@@ -119,6 +169,14 @@ def test_the_site_builds_strict(tmp_path):
     site = tmp_path / "site"
     for page in ("index.html", "reference/cli/index.html", "reference/metrics/index.html", "results/index.html"):
         assert (site / page).is_file(), page
+    inventory = _inventory(site)
+    for face, page in API_PAGES.items():
+        assert (site / page / "index.html").is_file(), page
+        assert page in inventory.get(face, ()), f"{page} does not show {face}"
+    missing = {face: names for face, page in API_PAGES.items() if (names := _unlisted(face, page, inventory))}
+    assert not missing, (f"the API pages lack these exported names: {missing}; a name the page's `::: face` "
+                         "directive cannot reach needs a directive of its own on that page (as docs/reference/api/"
+                         "facts.md shows memlab.facts.decide)")
 
 
 def test_readme_is_short_and_its_links_resolve():
