@@ -89,12 +89,18 @@ THIRD_PROBE_ZERO = [  # the third hostile probe's classes, each with its own tes
 
 
 FIRST_PROBE = ["isolation", "concurrency", "faults", "erasure", "secrets", "bad_inputs"]
+# first-probe families whose ci-size work runs in a test file of its own, through the same probe code: the CLI test
+# leaves them out rather than run a smaller copy of the same work
+OWN_FILE = {"isolation": "test_isolation.py", "concurrency": "test_concurrency.py"}
+CLI_FAMILIES = [name for name in FIRST_PROBE if name not in OWN_FILE]
 
 
 def test_every_family_is_run_by_the_cli_test_or_by_a_test_file_of_its_own():
-    """The CLI test runs FIRST_PROBE; each other family's probe function is called by a test file."""
+    """The CLI test runs CLI_FAMILIES, OWN_FILE names the files of the rest of FIRST_PROBE; each other family's probe
+    function is called by a test file."""
     families = {key.split(".")[0] for key in SECOND_PROBE_ZERO + THIRD_PROBE_ZERO}
     assert set(FIRST_PROBE) | families == set(lab.reliability.RELIABILITY_FAMILIES)
+    assert all((ROOT / "tests" / "reliability" / name).is_file() for name in OWN_FILE.values())
     sources = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py") if p.name != "test_reliability.py")
     probes = {"input_checks": "inputs"}
     for name in families:
@@ -102,21 +108,18 @@ def test_every_family_is_run_by_the_cli_test_or_by_a_test_file_of_its_own():
 
 
 def test_check_reliability_writes_a_report_with_every_must_be_zero_figure_zero(tmp_path, store):
-    size = lab.reliability.RELIABILITY_SIZES["smoke"]
-    chosen = [arg for name in FIRST_PROBE for arg in ("--family", name)]
+    chosen = [arg for name in CLI_FAMILIES for arg in ("--family", name)]
     result = CliRunner().invoke(app, ["check", "reliability", "--size", "smoke", "--out", str(tmp_path), *chosen])
     assert result.exit_code == 0, result.output
     [folder] = [p for p in tmp_path.iterdir() if p.is_dir()]
     data = json.loads((folder / "reliability.json").read_text())
     assert data["ok"] and not data["failures"] and data["size"] == "smoke"
-    assert list(data["families"]) == FIRST_PROBE
-    assert set(MUST_BE_ZERO) <= set(data["must_be_zero"])
+    assert list(data["families"]) == CLI_FAMILIES
+    assert {k for k in MUST_BE_ZERO if k.split(".")[0] in CLI_FAMILIES} <= set(data["must_be_zero"])
     assert all(value == 0 for value in data["must_be_zero"].values()), data["must_be_zero"]
     assert data["goals"]["secrets.held_out_caught"]["value"] >= 0.95
     assert data["goals"]["secrets.ordinary_flagged"]["value"] <= 0.10
     fam = {name: f["figures"] for name, f in data["families"].items()}
-    assert fam["isolation"]["cases"] >= size.isolation_cases and fam["isolation"]["rows_checked"] > 100
-    assert (fam["concurrency"]["threads"], fam["concurrency"]["processes"]) == (size.threads, size.processes)
     # smoke: a kill may land after the small ingest finished (noted: the writer saw no error, the server still died
     # and restarted); every kill is recovered either way. tests/reliability/test_faults.py asserts both kills seen at
     # ci.
@@ -129,7 +132,7 @@ def test_check_reliability_writes_a_report_with_every_must_be_zero_figure_zero(t
     assert ended["duplicate event ids in one session"] == "stored + counted skip"
     report = (folder / "reliability.md").read_text()
     assert report.startswith(f"# memlab reliability: {data['run_id']}") and "**PASS**" in report
-    assert "| isolation | leaks | 0 | 0 |" in report and "Only these families ran (--family)" in report
+    assert "| faults | lost_writes | 0 | 0 |" in report and "Only these families ran (--family)" in report
     assert "## Bad inputs: how each ended" in report
     assert data["seconds"] > 0, "the run records how long it took (speed is the bench's business, not a test's)"
 

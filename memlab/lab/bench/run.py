@@ -70,7 +70,7 @@ class BenchSize:
 
 SIZES = {
     # a smoke of every section (CI runs it beside the tests): small tables, one ingest round of the fixtures
-    "ci": BenchSize("ci", rows=(2_000, 4_000), queries=12, real_texts=2_000, near_duplicate_rows=4_000,
+    "ci": BenchSize("ci", rows=(2_000, 4_000), queries=12, real_texts=1_000, near_duplicate_rows=4_000,
                     ingest_sets=("fixtures",), spare_core_sets=(),
                     bandwidth_mb=128, bulk_rows=1_000, build_rows=4_000,
                     background_tenants=20, lexical_units=(500, 1_000),

@@ -106,16 +106,22 @@ def test_a_suite_whose_data_is_not_shipped_is_refused_with_where_to_get_it(venv)
         assert f"--set datasets.{name}.path=FILE" in refused[name], refused[name]
 
 
-def test_the_quick_suite_runs_and_is_gated_from_the_wheel(venv, tmp_path):
-    """`memlab eval` on the quick suite (its packaged event fixtures; one system and no sweeps, to stay inside the
-    test budget: `make wheel-check` runs the whole suite), then `memlab baseline` and `memlab report` on it."""
+def test_the_quick_suite_runs_and_is_gated_from_the_wheel(venv, tmp_path, memlab_home, store):
+    """`memlab eval` on the quick suite (the example conversations it ships, one system and no sweeps, on the test
+    session's server and embedding cache, to stay inside the test budget: `make wheel-check` runs the whole suite in
+    a home of its own), then `memlab baseline` and `memlab report` on it."""
     run, baseline = tmp_path / "run", tmp_path / "baseline.json"
-    done = _memlab(venv, "eval", "--suite", "quick", "--out", str(run), "--set", "sweeps=[]",
-                   "--set", "datasets=[{name: fixtures, format: fixtures, path: fixtures/events}]",
-                   "--set", "systems=[{name: pg-exact, strategy: exact}]")  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    recall = json.loads((run / "metrics.json").read_text())["fixtures/pg-exact/recall@10"]
+    env = {**_env(venv), "MEMLAB_HOME": str(memlab_home)}
+    eval_args = ["eval", "--suite", "quick", "--out", str(run), "--set", "sweeps=[]",
+                 "--set", "datasets=[{name: mydata, format: memlab, path: fixtures/jsonl/example.jsonl}]",
+                 "--set", "systems=[{name: pg-exact, strategy: exact}]"]  # fmt: skip
+    for args in (eval_args, ["baseline", "--run", str(run), "--out", str(baseline)],
+                 ["report", "--baseline", str(baseline), "--run", str(run)]):  # fmt: skip
+        done = _run([venv / "venv" / "bin" / "memlab", *args], cwd=venv / "empty", env=env)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "no regression" in done.stdout, done.stdout
+    recall = json.loads((run / "metrics.json").read_text())["mydata/pg-exact/recall@10"]
     assert 0.5 < recall <= 1.0 and (run / "report.md").is_file() and (run / "report.html").is_file()
-    assert _memlab(venv, "baseline", "--run", str(run), "--out", str(baseline)).returncode == 0
-    gated = _memlab(venv, "report", "--baseline", str(baseline), "--run", str(run))
-    assert gated.returncode == 0 and "no regression" in gated.stdout, gated.stdout[-3000:] + gated.stderr[-3000:]
+    [recorded] = json.loads((run / "manifest.json").read_text())["datasets"]
+    ours = lab.load_dataset({"name": "mydata", "format": "memlab", "path": str(ROOT / "fixtures/jsonl/example.jsonl")})
+    assert recorded["checksum"] == ours.checksum(), "the wheel's copy is the checkout's file"
