@@ -31,6 +31,11 @@ LEVELS = (False, True, "full", "wal")
 TURN = re.compile(r"\[(?P<id>[^\]]+)\] user: I'm (?P<word>\w+) now\.")
 
 
+def marker() -> str:
+    """A word unique to the test, letters only: a run of hex digits can read as a secret and be dropped at ingest."""
+    return "zq" + "".join(chr(ord("a") + int(c, 16)) for c in uuid.uuid4().hex[:10])
+
+
 def cached_with(marker: str) -> list[Path]:
     """The files under MEMLAB_HOME/cache/models whose bytes hold `marker`."""
     root = model_cache_dir()
@@ -61,7 +66,7 @@ def extractor(model_server):
 @pytest.mark.parametrize("level", LEVELS)
 def test_fact_memory_forget_user_deletes_the_extractors_cached_reply(store, embedder, extractor, app_name, level):
     facts = memlab.FactMemory(store, embedder, extractor)
-    gone, kept = f"zq{uuid.uuid4().hex[:10]}", f"zq{uuid.uuid4().hex[:10]}"
+    gone, kept = marker(), marker()
     for user, word in (("gone", gone), ("kept", kept)):
         report = facts.add_session(make_session(app_name, user, f"s-{user}", [f"I'm {word} now."]))
         assert [c.value for c in report.accepted] == [word]
@@ -75,7 +80,7 @@ def test_fact_memory_forget_user_deletes_the_extractors_cached_reply(store, embe
 def test_fact_memory_forget_session_and_events_delete_the_replies_read_from_them(store, embedder, extractor,
                                                                                   app_name):  # fmt: skip
     facts = memlab.FactMemory(store, embedder, extractor)
-    words = {sid: f"zq{uuid.uuid4().hex[:10]}" for sid in ("s1", "s2", "s3")}
+    words = {sid: marker() for sid in ("s1", "s2", "s3")}
     for i, (sid, word) in enumerate(words.items()):
         facts.add_session(make_session(app_name, "u", sid, [f"I'm {word} now."], start=T0 + timedelta(days=i)))
     assert facts.forget_session(app_name, "u", "s1").model_replies == 1 and cached_with(words["s1"]) == []
@@ -123,7 +128,7 @@ def test_event_memory_erasure_deletes_reader_and_reranker_replies_of_the_erased_
                                                                                       app_name, erase):  # fmt: skip
     made = {}
     for user in ("gone", "kept"):
-        word = f"zq{uuid.uuid4().hex[:10]}"
+        word = marker()
         event_memory.add_session(make_session(app_name, user, f"s-{user}", [f"I'm {word} now."]))
         made[user] = (word, _read_and_rerank(event_memory, clients, app_name, user, word))
     assert ERASURES[erase](event_memory, app_name, "gone") >= 1
@@ -138,7 +143,7 @@ def test_the_rerank_stage_records_its_hits_so_erasing_the_session_deletes_the_sc
     _, reranker = clients
     made = {}
     for user in ("gone", "kept"):
-        word = f"zq{uuid.uuid4().hex[:10]}"
+        word = marker()
         event_memory.add_session(make_session(app_name, user, f"s-{user}", [f"I'm {word} now.", "Noted."]))
         before = entries()
         hits = rerank_search(lambda depth, user=user: event_memory.search(
@@ -166,7 +171,7 @@ def _when_in_flight(server, call) -> threading.Thread:
 def test_a_reply_in_flight_during_forget_user_is_not_cached_afterwards(store, embedder, extractor, model_server,
                                                                       app_name):  # fmt: skip
     facts = memlab.FactMemory(store, embedder, extractor)
-    gone, kept = f"zq{uuid.uuid4().hex[:10]}", f"zq{uuid.uuid4().hex[:10]}"
+    gone, kept = marker(), marker()
     model_server.hold_seconds = 1.0  # the extractor's reply is in flight for a second
     thread = _when_in_flight(model_server, lambda: facts.add_session(
         make_session(app_name, "gone", "s-gone", [f"I'm {gone} now."])))
@@ -184,7 +189,7 @@ def test_a_reply_in_flight_during_forget_user_is_not_cached_afterwards(store, em
 def test_a_reader_reply_in_flight_during_an_event_memory_erasure_is_not_cached(event_memory, clients, model_server,
                                                                               app_name, erase):  # fmt: skip
     chat, _ = clients
-    word = f"zq{uuid.uuid4().hex[:10]}"
+    word = marker()
     event_memory.add_session(make_session(app_name, "gone", "s-gone", [f"I'm {word} now."]))
     texts = [h.text for h in event_memory.search(app_name, "gone", f"what is {word}?", memlab.SearchSettings(top_k=3))]
     model_server.hold_seconds = 1.0
