@@ -28,8 +28,8 @@ def _probe(profile: str | None) -> subprocess.CompletedProcess:
 
 def test_the_ci_profile_is_loaded_by_default_and_keeps_each_tests_count():
     if os.environ.get(HYPOTHESIS_PROFILE_ENV, "ci") == "ci":
-        assert settings.default.max_examples == 100 and examples(25) == 25
-    assert _probe(None).stdout.split() == ["100", "None", "25"]
+        assert settings.default.max_examples == 50 and examples(25) == 25
+    assert _probe(None).stdout.split() == ["50", "None", "25"]
 
 
 def test_nightly_runs_ten_times_the_examples_and_an_unknown_profile_is_refused():
