@@ -71,9 +71,14 @@ def resolve_path(raw: str | Path, base_dirs: list[Path], what: str, key: str = "
                       + f" fix `{key}`: give an absolute path or one relative to the config file")  # fmt: skip
 
 
+def _posix(raw: str | Path) -> PurePosixPath:
+    """A config's relative path in one spelling, whichever separator it was written with."""
+    return PurePosixPath(str(raw).replace("\\", "/"))
+
+
 def packaged_path(raw: str | Path) -> Path | None:
     """The packaged copy (or extract) of a relative path a config names, if memlab ships it."""
-    parts = PurePosixPath(str(raw).replace("\\", "/")).parts
+    parts = _posix(raw).parts
     if not parts or parts[0] in ("/", "~") or ".." in parts:
         return None
     candidate = PACKAGED.joinpath(*parts)
@@ -82,7 +87,7 @@ def packaged_path(raw: str | Path) -> Path | None:
 
 def where_from(raw: str | Path) -> str | None:
     """Where a relative path of the built-in suites comes from (None: not one memlab knows)."""
-    text = PurePosixPath(str(raw).replace("\\", "/")).as_posix()
+    text = _posix(raw).as_posix()
     return next((source for prefix, source in SOURCES if text.startswith(prefix)), None)
 
 
