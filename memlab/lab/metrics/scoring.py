@@ -19,7 +19,7 @@ import pandas as pd
 from memlab.lab.base.identity import as_labelled, doc_id, run_events, unit_keys
 from memlab.lab.base.sizes import SIZE_BINS, SIZE_LABELS, size_bucket  # noqa: F401  (scores' size buckets)
 from memlab.lab.datasets.model import Question
-from memlab.lab.metrics.definitions import MetricDefinition, summarized
+from memlab.lab.metrics.definitions import MEAN, MetricDefinition, summarized
 from memlab.lab.metrics.keys import BREAKDOWNS, GROUP_COLUMNS, keys_of
 from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit, answer_sessions_found
 from memlab.lab.metrics.ranking import events_in_rank_order
@@ -125,17 +125,32 @@ def _groups(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def _summaries(scores: pd.DataFrame, by: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every metric the registry summarizes, per group (columns by metric name), and the count of questions behind
-    each: its population's rows in the group."""
+    each: its population's rows in the group. The means (most metrics) come from one grouping of every metric's
+    values with those outside its population blanked, the same sums in the same order as each mean over its own
+    rows; the other statistics are computed one by one."""
     out = _groups(scores, by)
-    counts = pd.DataFrame(index=out.index)
     keys = [scores[b] for b in by]
-    for d in summarized():
-        if d.column not in scores.columns:
-            continue
-        mask = d.population.rows(scores, d.column)
-        out[d.name] = d.statistic.compute(scores[mask], by, d.column).reindex(out.index).astype(float)
-        counts[d.name] = mask.groupby(keys, sort=False).sum().reindex(out.index)
+    present = [d for d in summarized() if d.column in scores.columns]
+    masks = {d.name: d.population.rows(scores, d.column) for d in present}
+    means = [d for d in present if d.statistic is MEAN]
+    grouped: dict[str, pd.Series] = {}
+    if means:
+        blanked = pd.DataFrame({d.name: _as_numbers(scores[d.column]).where(masks[d.name]) for d in means},
+                               index=scores.index)  # fmt: skip
+        grouped = dict(blanked.groupby(keys, sort=False).mean().items())
+    values = {d.name: (grouped[d.name] if d.statistic is MEAN else d.statistic.compute(scores[masks[d.name]], by,
+                                                                                           d.column))
+              for d in present}  # fmt: skip
+    out = out.assign(**{name: v.reindex(out.index).astype(float) for name, v in values.items()})
+    counts = pd.DataFrame(masks, index=scores.index).groupby(keys, sort=False).sum().reindex(out.index) \
+        if present else pd.DataFrame(index=out.index)  # fmt: skip
     return out, counts
+
+
+def _as_numbers(column: pd.Series) -> pd.Series:
+    """A per-question column as floats (a column read back holding True/False and NaN is of object type)."""
+    numbers = pd.to_numeric(column, errors="coerce") if column.dtype == object else column
+    return pd.Series(numbers.to_numpy(dtype=float, na_value=np.nan), index=column.index)
 
 
 def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataFrame:
@@ -172,15 +187,16 @@ def long_scores(scores: pd.DataFrame, dataset: str, k: int, *, groups: Sequence[
         values, counts = _summaries(scores, by)
         entries = [d for d in summarized() if d.name in values.columns]
         group = breakdown.name if breakdown else ""
-        for key in values.index:
+        names = [d.name for d in entries]
+        figures, numbers = values[names].to_numpy(dtype=float), counts[names].to_numpy()
+        for i, key in enumerate(values.index):
             parts = key if isinstance(key, tuple) else (key,)
             value_of_group = str(parts[1]) if breakdown else ""
-            for d in entries:
-                value = values.at[key, d.name]
-                if pd.isna(value):
+            for j, d in enumerate(entries):
+                if np.isnan(figures[i, j]):
                     continue
-                rows.append((dataset, parts[0], d.metric(k), group, value_of_group, float(value),
-                             int(counts.at[key, d.name])))  # fmt: skip
+                rows.append((dataset, parts[0], d.metric(k), group, value_of_group, float(figures[i, j]),
+                             int(numbers[i, j])))  # fmt: skip
     return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
 
