@@ -1,7 +1,7 @@
 """The CI gate users copy (docs/examples/ci): the GitHub Actions workflow is valid YAML whose steps name only memlab
 commands and options that exist, the same as the plain shell script's; both install the torch memlab pins; and the
-script runs end to end on a tiny suite: it passes against a baseline made from a first run of that suite (gate.md
-and the JUnit file written) and fails against a baseline the run regresses against."""
+script runs end to end on a tiny suite: its run passes against the run's own metrics (gate.md and the JUnit file
+written) and fails against a baseline made from it that the run regresses against."""
 
 from __future__ import annotations
 
@@ -99,24 +99,26 @@ def _junit(path: Path) -> ET.Element:
 
 
 def test_the_script_passes_then_fails_against_a_baseline_the_run_regresses_against(tmp_path, memlab_home, store):
+    """The script's one real evaluation serves both verdicts: its first run is gated against the run's own metrics
+    (a run's metrics.json is a baseline the gate reads), then `memlab baseline` makes the committed baseline of
+    that run, doctored so the run regresses against it, and the script gates the finished run again."""
     config = tmp_path / "suite.yaml"
     config.write_text(yaml.safe_dump({
         "name": "tiny", "k": 10, "sweeps": [], "systems": [{"name": "exact", "strategy": "exact"}],
         "datasets": [{"name": "fx", "format": "memlab",
                       "path": str(ROOT / "fixtures/jsonl/example.jsonl")}]}))  # fmt: skip
-    first, baseline = tmp_path / "first-run", tmp_path / "memlab" / "baseline.json"
-    baseline.parent.mkdir()
-    made = CliRunner().invoke(app, ["eval", "--config", str(config), "--out", str(first)])
-    assert made.exit_code == 0, made.output
-    assert CliRunner().invoke(app, ["baseline", "--run", str(first), "--out", str(baseline)]).exit_code == 0
-    env = {"MEMLAB_CONFIG": str(config), "MEMLAB_HOME": str(memlab_home)}  # MEMLAB_BASELINE, MEMLAB_RUN: defaults
-    run = tmp_path / "memlab-run"
+    env = {"MEMLAB_CONFIG": str(config), "MEMLAB_HOME": str(memlab_home)}  # MEMLAB_RUN: the default
+    run, baseline = tmp_path / "memlab-run", tmp_path / "memlab" / "baseline.json"
 
-    passed = _script(env, tmp_path)
+    passed = _script({**env, "MEMLAB_BASELINE": str(run / "metrics.json")}, tmp_path)
     assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "already holds a finished run" not in passed.stdout, "the first run evaluates"
     assert (run / "manifest.json").is_file() and (run / "gate.md").is_file()
     assert int(_junit(run / "junit.xml").get("failures")) == 0
 
+    baseline.parent.mkdir()
+    made = CliRunner().invoke(app, ["baseline", "--run", str(run), "--out", str(baseline)])
+    assert made.exit_code == 0, made.output
     saved = json.loads(baseline.read_text())  # a recall no run can reach, on every question the baseline holds
     saved["metrics"][GATED] = 2.0
     baseline.write_text(json.dumps(saved))
@@ -124,8 +126,9 @@ def test_the_script_passes_then_fails_against_a_baseline_the_run_regresses_again
     scores = pd.read_parquet(questions)
     scores.loc[scores.answerable & (scores.system == "exact"), "recall"] = 2.0
     scores.to_parquet(questions, index=False)
-    failed = _script(env, tmp_path)  # the finished run is gated again, not run again
+    failed = _script(env, tmp_path)  # MEMLAB_BASELINE: the default, memlab/baseline.json
     assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "already holds a finished run" in failed.stdout, "the finished run is gated again, not run again"
     suite = _junit(run / "junit.xml")
     assert [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None] == [GATED]
     assert GATED in (run / "gate.md").read_text()
