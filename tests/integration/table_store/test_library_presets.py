@@ -1,5 +1,5 @@
 """memlab's presets read the tables LangChain, LlamaIndex and mem0 write, built through each library's own API
-(tests/support/library_tables.py) with the packaged model: 12 users of 5 to 58 memories, read as a role that may
+(tests/support/library_tables.py) with the packaged model: 12 users of 4 to 28 memories, read as a role that may
 only SELECT them. Users and their row counts are the rows the library wrote, an exact search is the brute-force
 top k of the table's own vectors, times come back as times, the packaged model passes the model check and a
 swapped one fails it, and nothing in the database changes."""
@@ -83,7 +83,7 @@ CASES = {
 def _records() -> tuple[list[lt.Record], dict[str, str]]:
     """Every user's turns (one row per text and user, so no two rows of a user tie on distance) and a question
     per user."""
-    data = lab.generate_synth(seed=11, users=12, min_events=5, max_events=60)
+    data = lab.generate_synth(seed=11, users=12, min_events=4, max_events=28)
     records, seen = [], set()
     for session in data.sessions():
         for event in session.events:
