@@ -138,22 +138,30 @@ def langchain_pgvectorstore(
 ) -> LibraryTable:
     """LangChain's `PGVectorStore` (langchain_postgres.v2): a table of the application's naming from
     `PGEngine.init_vectorstore_table`, its metadata in the JSON column langchain_metadata or, with
-    `metadata_columns`, in columns of their own; then the HNSW index `apply_vector_index` makes."""
+    `metadata_columns`, in columns of their own; then the HNSW index `apply_vector_index` makes.
+
+    PGVectorStore inserts row by row, each on a connection from the engine's pool: the builder keeps SQLAlchemy's
+    default pool (a NullPool would start a server backend per row) and disposes of it before returning."""
+    import asyncio
+
     from langchain_postgres import Column, PGEngine, PGVectorStore
     from langchain_postgres.v2.indexes import HNSWIndex
 
-    engine = PGEngine.from_connection_string(sqlalchemy_url(dsn, "psycopg"), poolclass=NullPool)
-    types = {"user": "TEXT", "session": "TEXT", "time": "TIMESTAMPTZ", "author": "TEXT"}
-    columns = [Column(METADATA_KEYS[f], types[f]) for f in METADATA_KEYS] if metadata_columns else []
-    engine.init_vectorstore_table(table, embedder.dimension, metadata_columns=columns)
-    store = PGVectorStore.create_sync(engine, LangChainEmbeddings(embedder), table,
-                                      metadata_columns=[c.name for c in columns])  # fmt: skip
-    if metadata_columns:
-        metadatas: list[dict[str, Any]] = [{**_metadata(r), METADATA_KEYS["time"]: r.time} for r in records]
-    else:
-        metadatas = [_metadata(r) for r in records]
-    store.add_texts([r.text for r in records], metadatas=metadatas)
-    store.apply_vector_index(HNSWIndex())
+    engine = PGEngine.from_connection_string(sqlalchemy_url(dsn, "psycopg"))
+    try:
+        types = {"user": "TEXT", "session": "TEXT", "time": "TIMESTAMPTZ", "author": "TEXT"}
+        columns = [Column(METADATA_KEYS[f], types[f]) for f in METADATA_KEYS] if metadata_columns else []
+        engine.init_vectorstore_table(table, embedder.dimension, metadata_columns=columns)
+        store = PGVectorStore.create_sync(engine, LangChainEmbeddings(embedder), table,
+                                          metadata_columns=[c.name for c in columns])  # fmt: skip
+        if metadata_columns:
+            metadatas: list[dict[str, Any]] = [{**_metadata(r), METADATA_KEYS["time"]: r.time} for r in records]
+        else:
+            metadatas = [_metadata(r) for r in records]
+        store.add_texts([r.text for r in records], metadatas=metadatas)
+        store.apply_vector_index(HNSWIndex())
+    finally:
+        asyncio.run(engine.close())  # the pool's connections, closed on the engine's own loop
     kept = dict(METADATA_KEYS) if metadata_columns else _json_fields("langchain_metadata")
     fields = {"app": None, **kept, "event_id": "langchain_id", "text": "content", "embedding": "embedding",
               "model": None}  # fmt: skip

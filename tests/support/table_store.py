@@ -83,22 +83,35 @@ SNAPSHOT_QUERIES = {
 }
 
 
+# the other sessions of the snapshot's own role (the table's owner) connected to its database
+OWNER_SESSIONS = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND usename = current_user "
+                  "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+
+
 def catalog_snapshot(dsn: str) -> dict[str, list[tuple]]:
     """What must not change: relations (temp ones included), indexes, extensions, server-wide settings, database
-    settings, table statistics (writes, analyses, vacuums) and roles. Read until two reads agree, so statistics a
-    just-closed session still flushes are in."""
-    def read() -> dict[str, list[tuple]]:
-        with psycopg.connect(dsn, autocommit=True) as conn:
+    settings, table statistics (writes, analyses, vacuums) and roles.
+
+    Read once every session of the owner (the DSN's role) but this one has left the database: a session's server
+    process flushes its statistics before it leaves pg_stat_activity, so the writes of every closed session are in
+    (a closed session leaves within milliseconds). Sessions of other roles are not waited for: here they are
+    SELECT-only readers, which write none of the statistics compared. An owner's session that stays connected has
+    its writes read until two reads 0.3 s apart agree."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        def read() -> dict[str, list[tuple]]:
             return {name: conn.execute(query).fetchall() for name, query in SNAPSHOT_QUERIES.items()}
 
-    last = read()
-    for _ in range(20):
-        time.sleep(0.3)
-        now = read()
-        if now == last:
-            return now
-        last = now
-    return last
+        deadline = time.monotonic() + 5.0
+        while (others := conn.execute(OWNER_SESSIONS).fetchone()[0]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        last = read()
+        for _ in range(20 if others else 0):
+            time.sleep(0.3)
+            now = read()
+            if now == last:
+                break
+            last = now
+        return last
 
 
 def brute_force(dsn: str, sql: str, params: list, query: np.ndarray, distance: str = "cosine",

@@ -1,8 +1,12 @@
 """memlab's presets read the tables LangChain, LlamaIndex and mem0 write, built through each library's own API
-(tests/support/library_tables.py) with the packaged model: 12 users of 5 to 58 memories, read as a role that may
+(tests/support/library_tables.py) with the packaged model: 12 users of 4 to 28 memories, read as a role that may
 only SELECT them. Users and their row counts are the rows the library wrote, an exact search is the brute-force
 top k of the table's own vectors, times come back as times, the packaged model passes the model check and a
-swapped one fails it, and nothing in the database changes."""
+swapped one fails it, and nothing in the database changes.
+
+The same tables, built once for the module, are first checked against the builders themselves: each holds every
+memlab field where tests/support/library_tables.py says, one row per record written, and its vectors are the
+packaged model's embeddings of the texts."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import numpy as np
 import psycopg
 import pytest
 import yaml
+from pgvector.psycopg import register_vector
 from typer.testing import CliRunner
 
 import memlab
@@ -83,7 +88,7 @@ CASES = {
 def _records() -> tuple[list[lt.Record], dict[str, str]]:
     """Every user's turns (one row per text and user, so no two rows of a user tie on distance) and a question
     per user."""
-    data = lab.generate_synth(seed=11, users=12, min_events=5, max_events=60)
+    data = lab.generate_synth(seed=11, users=12, min_events=4, max_events=28)
     records, seen = [], set()
     for session in data.sessions():
         for event in session.events:
@@ -100,21 +105,21 @@ def _records() -> tuple[list[lt.Record], dict[str, str]]:
 @pytest.fixture(scope="module")
 def built(store, embedder, tmp_path_factory):
     """One database holding each library's table, a second LangChain collection beside the first, and a role
-    that may only SELECT them."""
+    that may only SELECT them. The database starts without the vector extension: the first library creates it."""
     records, questions = _records()
     other = [r for u in sorted({r.user for r in records})[:4] for r in [x for x in records if x.user == u][:3]]
-    with own_database(store.dsn, "ts_presets") as dsn:
-        lt.langchain_pgvector(dsn, records, embedder)
+    with own_database(store.dsn, "ts_presets", vector=False) as dsn:
+        tables = {"langchain_pgvector": lt.langchain_pgvector(dsn, records, embedder)}
         lt.langchain_pgvector(dsn, other, embedder, collection=OTHER_COLLECTION)
-        lt.langchain_pgvectorstore(dsn, records, embedder)
-        lt.langchain_pgvectorstore(dsn, records, embedder, table="memlab_langchain_columns", metadata_columns=True)
-        lt.llamaindex_pgvectorstore(dsn, records, embedder)
-        lt.mem0_memories(dsn, records, tmp_path_factory.mktemp("mem0"))
+        tables["langchain_pgvectorstore"] = lt.langchain_pgvectorstore(dsn, records, embedder)
+        tables["langchain_pgvectorstore_columns"] = lt.langchain_pgvectorstore(
+            dsn, records, embedder, table="memlab_langchain_columns", metadata_columns=True)
+        tables["llamaindex"] = lt.llamaindex_pgvectorstore(dsn, records, embedder)
+        tables["mem0"] = lt.mem0_memories(dsn, records, tmp_path_factory.mktemp("mem0"))
         settle(dsn)
-        tables = sorted({c.table for c in CASES.values()} | {"langchain_pg_collection"})
-        role, ro_dsn = select_only_role(dsn, tables)
+        role, ro_dsn = select_only_role(dsn, sorted({c.table for c in CASES.values()} | {"langchain_pg_collection"}))
         try:
-            yield {"dsn": dsn, "ro_dsn": ro_dsn, "records": records, "other": other,
+            yield {"dsn": dsn, "ro_dsn": ro_dsn, "records": records, "other": other, "tables": tables,
                    "sizes": dict(Counter(r.user for r in records)),
                    "questions": questions,
                    "queries": {u: embedder.embed_query(q) for u, q in questions.items()}}  # fmt: skip
@@ -122,6 +127,85 @@ def built(store, embedder, tmp_path_factory):
             drop_role(dsn, role)
 
 
+# -- the builders: where each library keeps memlab's fields ---------------------------------------------------
+LIBRARIES = ["langchain_pgvector", "langchain_pgvectorstore", "langchain_pgvectorstore_columns", "llamaindex", "mem0"]
+
+
+def _select(dsn: str, table: lt.LibraryTable, *fields: str) -> list[tuple]:
+    columns = ", ".join(f"({table.fields[f]})" for f in fields)
+    with psycopg.connect(dsn) as conn:
+        register_vector(conn)
+        return conn.execute(f'SELECT {columns} FROM "{table.table}"').fetchall()
+
+
+def _written(built, library: str) -> list[lt.Record]:
+    """The records in the library's table: PGVector keeps the second collection in the same table."""
+    return built["records"] + (built["other"] if library == "langchain_pgvector" else [])
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_every_field_of_memlab_is_placed(built, library):
+    table = built["tables"][library]
+    assert set(table.fields) == set(lt.FIELDS), table.fields
+    assert all(table.fields[f] for f in ("user", "session", "event_id", "time", "text", "embedding", "author"))
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_each_record_is_one_row_with_its_user_session_text_time_and_role(built, library):
+    table = built["tables"][library]
+    time = table.fields["time"]
+    fields = {**table.fields, "time": f"({time})::timestamptz"}
+    rows = _select(built["dsn"], table._replace(fields=fields), "user", "session", "text", "time", "author")
+    expected = [(r.user, r.session, r.text, r.time, r.role) for r in _written(built, library)]
+    assert sorted(rows) == sorted(expected)
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_stored_vectors_are_the_packaged_models_embeddings_of_the_texts(built, embedder, library):
+    rows = _select(built["dsn"], built["tables"][library], "text", "embedding")
+    written = len(_written(built, library))
+    assert len(rows) == written
+    stored = np.vstack([np.asarray(vector.to_numpy(), dtype=np.float32) for _, vector in rows])
+    ours = embedder.embed_documents([text for text, _ in rows])
+    assert stored.shape == ours.shape == (written, 384)
+    cosine = np.sum(stored * ours, axis=1) / (np.linalg.norm(stored, axis=1) * np.linalg.norm(ours, axis=1))
+    assert cosine.min() > 0.999, dict(zip([t for t, _ in rows], cosine.round(4), strict=True))
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_event_ids_are_unique_and_the_vector_index_is_the_librarys(built, library):
+    table = built["tables"][library]
+    ids = [str(i) for (i,) in _select(built["dsn"], table, "event_id")]
+    assert len(set(ids)) == len(_written(built, library)) and all(ids)
+    with psycopg.connect(built["dsn"]) as conn:
+        vector_indexes = [d for (d,) in conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = %s AND indexdef ~ 'USING (hnsw|ivfflat|diskann)'",
+            (table.table,))]  # fmt: skip
+    if table.index is None:
+        assert vector_indexes == []
+    else:
+        assert len(vector_indexes) == 1 and f"USING {table.index}" in vector_indexes[0], vector_indexes
+
+
+def test_langchain_pgvector_keeps_the_collection_as_collection_id(built):
+    apps = Counter(a for (a,) in _select(built["dsn"], built["tables"]["langchain_pgvector"], "app"))
+    with psycopg.connect(built["dsn"]) as conn:
+        named = dict(conn.execute("SELECT name, uuid FROM langchain_pg_collection").fetchall())
+    assert apps == {named[lt.LANGCHAIN_COLLECTION]: len(built["records"]), named[OTHER_COLLECTION]: len(built["other"])}
+
+
+def test_mem0_keeps_the_app_as_agent_id_and_no_model(built):
+    assert {a for (a,) in _select(built["dsn"], built["tables"]["mem0"], "app")} == {lt.MEM0_APP}
+    assert built["tables"]["mem0"].fields["model"] is None
+
+
+def test_the_default_table_names(built):
+    assert {name: t.table for name, t in built["tables"].items()} == {
+        "langchain_pgvector": "langchain_pg_embedding", "langchain_pgvectorstore": "memlab_langchain",
+        "langchain_pgvectorstore_columns": "memlab_langchain_columns", "llamaindex": "data_llamaindex", "mem0": "mem0"}
+
+
+# -- the presets: memlab reading the tables ------------------------------------------------------------------
 def _open(built, case: Case, dsn: str | None = None):
     options = dict(case.options)
     return open_table(dsn or built["ro_dsn"], case.preset, table=options.pop("table", None), limits=FAST, **options)

@@ -43,7 +43,7 @@ def _text(vector: np.ndarray) -> str:
 def agent(store, embedder, tmp_path_factory):
     """The agent_memory database filled from a synthetic set of 12 users, its SELECT-only DSN, a questions file
     whose labels name the rows written, and a config whose store names no system."""
-    data = lab.generate_synth(seed=11, users=12, min_events=6, max_events=120)
+    data = lab.generate_synth(seed=5, users=12, min_events=6, max_events=120)
     rows, seen = [], set()
     for session in data.sessions():
         for event in session.events:
