@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.adapt import AdaptersMap
 
 
 @contextmanager
@@ -114,12 +115,26 @@ def catalog_snapshot(dsn: str) -> dict[str, list[tuple]]:
         return last
 
 
+_VECTOR_ADAPTERS: dict[str, AdaptersMap] = {}
+
+
+def _vector_connection(dsn: str) -> psycopg.Connection:
+    """An autocommit connection that reads pgvector's types, their catalog entries looked up once per database
+    (register_vector looks up four types on every connection; each database here has a name of its own)."""
+    adapters = _VECTOR_ADAPTERS.get(dsn)
+    if adapters is not None:
+        return psycopg.connect(dsn, autocommit=True, context=adapters)
+    conn = psycopg.connect(dsn, autocommit=True)
+    register_vector(conn)
+    _VECTOR_ADAPTERS[dsn] = conn.adapters
+    return conn
+
+
 def brute_force(dsn: str, sql: str, params: list, query: np.ndarray, distance: str = "cosine",
                 cast: Callable[[np.ndarray], np.ndarray] = lambda v: v) -> list[tuple[str, float]]:  # fmt: skip
     """(id, distance) of every row `sql` returns (id, vector), nearest first, computed in float64 in Python."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        register_vector(conn)
-        rows = conn.execute(sql, params).fetchall()
+    with _vector_connection(dsn) as conn:
+        rows = conn.execute(sql, params, binary=True).fetchall()  # vectors as sent, not printed and parsed
     out = []
     q = np.asarray(query, dtype=np.float64)
     for row_id, vec in rows:
