@@ -95,7 +95,7 @@ def catalog_snapshot(dsn: str) -> dict[str, list[tuple]]:
 
     Read once every session of the owner (the DSN's role) but this one has left the database: a session's server
     process flushes its statistics before it leaves pg_stat_activity, so the writes of every closed session are in
-    (a closed session leaves within milliseconds). Sessions of other roles are not waited for: here they are
+    (a closed session is gone almost at once). Sessions of other roles are not waited for: here they are
     SELECT-only readers, which write none of the statistics compared. An owner's session that stays connected has
     its writes read until two reads 0.3 s apart agree."""
     with psycopg.connect(dsn, autocommit=True) as conn:
