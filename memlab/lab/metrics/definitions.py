@@ -84,10 +84,14 @@ SESSION_LABELLED = Population("session_labelled", "answerable questions with ans
 POPULATIONS = {p.name: p for p in (ANSWERABLE, NO_ANSWER, ALL, SESSION_LABELLED)}
 
 
+def as_numbers(column: pd.Series) -> pd.Series:
+    """A per-question column as numbers (a column read back holding True/False and NaN is of object type)."""
+    return pd.to_numeric(column, errors="coerce") if column.dtype == object else column
+
+
 def _numbers(rows: pd.DataFrame, column: str) -> pd.DataFrame:
-    """`rows` with `column` as numbers (a column read back holding True/False and NaN is of object type)."""
-    return rows.assign(**{column: pd.to_numeric(rows[column], errors="coerce")}) if rows[column].dtype == object \
-        else rows  # fmt: skip
+    """`rows` with `column` as numbers (`as_numbers`)."""
+    return rows.assign(**{column: as_numbers(rows[column])}) if rows[column].dtype == object else rows
 
 
 def _mean(rows: pd.DataFrame, by: list[str], column: str) -> pd.Series:

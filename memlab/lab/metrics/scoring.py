@@ -19,7 +19,7 @@ import pandas as pd
 from memlab.lab.base.identity import as_labelled, doc_id, run_events, unit_keys
 from memlab.lab.base.sizes import SIZE_BINS, SIZE_LABELS, size_bucket  # noqa: F401  (scores' size buckets)
 from memlab.lab.datasets.model import Question
-from memlab.lab.metrics.definitions import MEAN, MetricDefinition, summarized
+from memlab.lab.metrics.definitions import MEAN, MetricDefinition, as_numbers, summarized
 from memlab.lab.metrics.keys import BREAKDOWNS, GROUP_COLUMNS, keys_of
 from memlab.lab.metrics.per_question import IrMeasure, QuestionResult, ScoredHit, answer_sessions_found
 from memlab.lab.metrics.ranking import events_in_rank_order
@@ -135,22 +135,14 @@ def _summaries(scores: pd.DataFrame, by: list[str]) -> tuple[pd.DataFrame, pd.Da
     means = [d for d in present if d.statistic is MEAN]
     grouped: dict[str, pd.Series] = {}
     if means:
-        blanked = pd.DataFrame({d.name: _as_numbers(scores[d.column]).where(masks[d.name]) for d in means},
-                               index=scores.index)  # fmt: skip
+        blanked = pd.DataFrame({d.name: as_numbers(scores[d.column]).to_numpy(dtype=float, na_value=np.nan)
+                                for d in means}, index=scores.index).where(pd.DataFrame(masks)[[d.name for d in means]])
         grouped = dict(blanked.groupby(keys, sort=False).mean().items())
-    values = {d.name: (grouped[d.name] if d.statistic is MEAN else d.statistic.compute(scores[masks[d.name]], by,
-                                                                                           d.column))
-              for d in present}  # fmt: skip
-    out = out.assign(**{name: v.reindex(out.index).astype(float) for name, v in values.items()})
-    counts = pd.DataFrame(masks, index=scores.index).groupby(keys, sort=False).sum().reindex(out.index) \
-        if present else pd.DataFrame(index=out.index)  # fmt: skip
+    for d in present:
+        value = grouped[d.name] if d.statistic is MEAN else d.statistic.compute(scores[masks[d.name]], by, d.column)
+        out[d.name] = value.reindex(out.index).astype(float)
+    counts = pd.DataFrame(masks, index=scores.index).groupby(keys, sort=False).sum().reindex(out.index)
     return out, counts
-
-
-def _as_numbers(column: pd.Series) -> pd.Series:
-    """A per-question column as floats (a column read back holding True/False and NaN is of object type)."""
-    numbers = pd.to_numeric(column, errors="coerce") if column.dtype == object else column
-    return pd.Series(numbers.to_numpy(dtype=float, na_value=np.nan), index=column.index)
 
 
 def summarize(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.DataFrame:
