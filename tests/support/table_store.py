@@ -118,7 +118,7 @@ def catalog_snapshot(dsn: str) -> dict[str, list[tuple]]:
 _VECTOR_ADAPTERS: dict[str, AdaptersMap] = {}
 
 
-def _vector_connection(dsn: str) -> psycopg.Connection:
+def vector_connection(dsn: str) -> psycopg.Connection:
     """An autocommit connection that reads pgvector's types, their catalog entries looked up once per database
     (register_vector looks up four types on every connection; each database here has a name of its own)."""
     adapters = _VECTOR_ADAPTERS.get(dsn)
@@ -133,7 +133,7 @@ def _vector_connection(dsn: str) -> psycopg.Connection:
 def brute_force(dsn: str, sql: str, params: list, query: np.ndarray, distance: str = "cosine",
                 cast: Callable[[np.ndarray], np.ndarray] = lambda v: v) -> list[tuple[str, float]]:  # fmt: skip
     """(id, distance) of every row `sql` returns (id, vector), nearest first, computed in float64 in Python."""
-    with _vector_connection(dsn) as conn:
+    with vector_connection(dsn) as conn:
         rows = conn.execute(sql, params, binary=True).fetchall()  # vectors as sent, not printed and parsed
     out = []
     q = np.asarray(query, dtype=np.float64)

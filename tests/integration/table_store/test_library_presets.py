@@ -18,7 +18,6 @@ import numpy as np
 import psycopg
 import pytest
 import yaml
-from pgvector.psycopg import register_vector
 from typer.testing import CliRunner
 
 import memlab
@@ -37,6 +36,7 @@ from tests.support.table_store import (
     rotation,
     select_only_role,
     settle,
+    vector_connection,
 )
 
 FAST = ReadOnlyLimits(max_qps=None)
@@ -133,8 +133,7 @@ LIBRARIES = ["langchain_pgvector", "langchain_pgvectorstore", "langchain_pgvecto
 
 def _select(dsn: str, table: lt.LibraryTable, *fields: str) -> list[tuple]:
     columns = ", ".join(f"({table.fields[f]})" for f in fields)
-    with psycopg.connect(dsn) as conn:
-        register_vector(conn)
+    with vector_connection(dsn) as conn:
         return conn.execute(f'SELECT {columns} FROM "{table.table}"').fetchall()
 
 
